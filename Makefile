@@ -1,0 +1,39 @@
+# Every target works on a fresh machine: it makes .venv if missing and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: test bench demo lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.test: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+$(VENV)/.demo: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[demo]'
+	touch $@
+
+$(VENV)/.bench: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[bench]'
+	touch $@
+
+test: $(VENV)/.test
+	$(PY) -m ruff check .
+	$(PY) -m pytest -n 2
+
+demo: $(VENV)/.demo
+	$(PY) -m wengert demo
+
+bench: $(VENV)/.bench
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
+	  $(PY) -m benchmarks $(BENCH_ARGS)
+
+lint: $(VENV)/.test
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,27 @@
+"""wengert: exact derivatives of ordinary Python/NumPy programs.
+
+Reverse mode on a pruned tape (``grad``, ``vjp``, ``Tensor.backward``, ``Tape``), forward mode with
+dual numbers (``jvp``), and their compositions (``jacfwd``, ``jacrev``, ``hessian``, ``hvp``), all
+reading one rule table. ``import wengert.numpy as wnp`` for NumPy's names; plain NumPy calls on
+traced values dispatch there.
+"""
+
+from wengert.primitive import NoRuleError, Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
+from wengert.tape import Grad, Tape, Var
+from wengert.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
+from wengert.transforms import (
+    elementwise_grad, grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, stop_gradient,
+    value_and_grad, vjp,
+)
+from wengert.tree import tree_flatten, tree_map, tree_unflatten
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "jacfwd", "jacrev", "jacobian",
+    "hessian", "hvp", "stop_gradient",
+    "Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled",
+    "Tape", "Var", "Grad",
+    "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "Primitive", "NoRuleError",
+    "tree_flatten", "tree_unflatten", "tree_map",
+]

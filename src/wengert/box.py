@@ -1,0 +1,237 @@
+"""What every traced value can do: operators, NumPy's array protocols, and ndarray-like methods.
+
+Engines subclass :class:`ArrayBox` (``Tensor`` for reverse mode, ``Dual`` for forward mode); a
+subclass provides ``value`` and ``_trace`` slots. Operators call the rule table's primitives, so
+``x * y`` on boxes is the same primitive call as ``wnp.multiply(x, y)``. Converting a box to a
+NumPy array or a Python number would silently drop its derivative, so it raises instead.
+"""
+
+import numpy as np
+
+import wengert.numpy as wnp
+from wengert.numpy import _dispatch
+from wengert.ops import elementwise as ew
+from wengert.ops import indexing, nondiff, products
+from wengert.ops import shape as shape_ops
+from wengert.trace import unbox_all
+
+
+def _unbox_index(idx):
+    """Indices are never differentiated: strip traced integer arrays used as indices."""
+    return unbox_all(idx)
+
+
+class ArrayBox:
+    """Mixin for traced values. Subclasses define ``__slots__`` with ``value`` and ``_trace``."""
+
+    __slots__ = ()
+    __array_priority__ = 100.0
+
+    # -- arithmetic ------------------------------------------------------------------------------
+    def __add__(self, other):
+        return ew.add(self, other)
+
+    def __radd__(self, other):
+        return ew.add(other, self)
+
+    def __sub__(self, other):
+        return ew.subtract(self, other)
+
+    def __rsub__(self, other):
+        return ew.subtract(other, self)
+
+    def __mul__(self, other):
+        return ew.multiply(self, other)
+
+    def __rmul__(self, other):
+        return ew.multiply(other, self)
+
+    def __truediv__(self, other):
+        return ew.true_divide(self, other)
+
+    def __rtruediv__(self, other):
+        return ew.true_divide(other, self)
+
+    def __pow__(self, other):
+        return ew.power(self, other)
+
+    def __rpow__(self, other):
+        return ew.power(other, self)
+
+    def __matmul__(self, other):
+        return products.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return products.matmul(other, self)
+
+    def __floordiv__(self, other):
+        return nondiff.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return nondiff.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return nondiff.remainder(self, other)
+
+    def __neg__(self):
+        return ew.negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return ew.absolute(self)
+
+    # -- comparisons: constants, never differentiated ------------------------------------------
+    def __eq__(self, other):
+        return nondiff.equal(self, other)
+
+    def __ne__(self, other):
+        return nondiff.not_equal(self, other)
+
+    def __lt__(self, other):
+        return nondiff.less(self, other)
+
+    def __le__(self, other):
+        return nondiff.less_equal(self, other)
+
+    def __gt__(self, other):
+        return nondiff.greater(self, other)
+
+    def __ge__(self, other):
+        return nondiff.greater_equal(self, other)
+
+    __hash__ = object.__hash__  # identity, as PyTorch tensors: usable as dict keys
+
+    # -- containers ----------------------------------------------------------------------------
+    def __getitem__(self, idx):
+        return indexing.getitem(self, _unbox_index(idx))
+
+    def __len__(self):
+        return len(self.value)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __bool__(self):
+        return bool(self.value)
+
+    # -- conversions that would lose the derivative ------------------------------------------------
+    def _refuse(self, what, instead):
+        raise TypeError(
+            f"{what} of a traced value (shape {self.shape}) would drop its derivative. {instead}")
+
+    def __float__(self):
+        self._refuse("float()", "Use wengert.numpy functions instead of math; call .item() on a "
+                     "detached value if the number itself is wanted.")
+
+    def __int__(self):
+        self._refuse("int()", "Integer results carry no derivative: convert x.detach() instead.")
+
+    def __index__(self):
+        self._refuse("Using as an index", "Index with an integer array or x.detach() instead.")
+
+    def __complex__(self):
+        self._refuse("complex()", "Use wengert.numpy functions instead of cmath.")
+
+    def __array__(self, dtype=None, copy=None):
+        self._refuse(
+            "Converting to a NumPy array (np.asarray, np.array, or a NumPy function without a "
+            "dispatch)",
+            "Call wengert.numpy functions (plain NumPy functions dispatch to them), or use "
+            "x.detach() when the derivative is not wanted.")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _dispatch.ufunc_call(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _dispatch.function_call(func, args, kwargs)
+
+    # -- ndarray-like attributes -----------------------------------------------------------------
+    @property
+    def shape(self):
+        return np.shape(self.value) if type(self.value) is not float else ()
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape))
+
+    @property
+    def dtype(self):
+        v = self.value
+        return np.dtype(np.float64) if type(v) is float else v.dtype
+
+    @property
+    def T(self):
+        return wnp.transpose(self)
+
+    @property
+    def mT(self):
+        return wnp.swapaxes(self, -1, -2)
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        return wnp.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
+        return wnp.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        return wnp.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def max(self, axis=None, out=None, keepdims=False):
+        return wnp.max(self, axis=axis, out=out, keepdims=keepdims)
+
+    def min(self, axis=None, out=None, keepdims=False):
+        return wnp.min(self, axis=axis, out=out, keepdims=keepdims)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return wnp.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return wnp.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = shape[0]
+        return wnp.reshape(self, tuple(shape), order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            axes = axes[0]
+        return wnp.transpose(self, tuple(axes) if axes else None)
+
+    def swapaxes(self, axis1, axis2):
+        return wnp.swapaxes(self, axis1, axis2)
+
+    def squeeze(self, axis=None):
+        return wnp.squeeze(self, axis)
+
+    def ravel(self):
+        return wnp.ravel(self)
+
+    flatten = ravel
+
+    def repeat(self, repeats, axis=None):
+        return wnp.repeat(self, repeats, axis)
+
+    def dot(self, other):
+        return wnp.dot(self, other)
+
+    def clip(self, min=None, max=None):  # noqa: A002
+        return wnp.clip(self, min, max)
+
+    def astype(self, dtype):
+        return shape_ops.astype(self, dtype)
+
+    def argmax(self, axis=None):
+        return nondiff.argmax(self, axis)
+
+    def argmin(self, axis=None):
+        return nondiff.argmin(self, axis)
+
+    def copy(self):
+        return self

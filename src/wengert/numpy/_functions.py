@@ -1,0 +1,406 @@
+"""NumPy-signature functions built on the rule table: argument handling, and the functions that are
+composed from primitives rather than given rules of their own (mean, var, dot, stack, tile, ...).
+
+Nothing here defines a derivative: each function only calls primitives.
+"""
+
+import builtins
+
+import numpy as np
+
+from wengert.ops import broadcasting, elementwise, indexing, products, reductions
+from wengert.ops import shape as shape_ops
+from wengert.trace import BOX_TYPES, contains_box, unbox_all
+
+_shape = broadcasting.shape_of
+
+
+def _no_out(fname, out):
+    if out is not None:
+        raise TypeError(
+            f"wengert.numpy.{fname}: out= is not supported (it would write into an array behind "
+            f"the derivative's back); use the returned value instead")
+
+
+def _ndim(x):
+    return len(_shape(x))
+
+
+# -- reductions ----------------------------------------------------------------------------------
+
+
+def _reduce_args(fname, a, axis, dtype, out):
+    _no_out(fname, out)
+    if axis is not None:
+        reductions.normalize_axis(axis, _ndim(a), fname)
+    if dtype is not None:
+        a = shape_ops.astype(a, dtype)
+    if type(axis) is list:
+        axis = tuple(axis)
+    return a, axis
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False):  # noqa: A001
+    """numpy.sum."""
+    a, axis = _reduce_args("sum", a, axis, dtype, out)
+    return reductions.sum(a, axis=axis, keepdims=keepdims)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """numpy.prod."""
+    a, axis = _reduce_args("prod", a, axis, dtype, out)
+    return reductions.prod(a, axis=axis, keepdims=keepdims)
+
+
+def max(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    """numpy.max (ties share the gradient equally)."""
+    a, axis = _reduce_args("max", a, axis, None, out)
+    return reductions.amax(a, axis=axis, keepdims=keepdims)
+
+
+def min(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    """numpy.min (ties share the gradient equally)."""
+    a, axis = _reduce_args("min", a, axis, None, out)
+    return reductions.amin(a, axis=axis, keepdims=keepdims)
+
+
+amax = max
+amin = min
+
+
+def _count(a, axis):
+    s = _shape(a)
+    return int(np.prod([s[i] for i in reductions.normalize_axis(axis, len(s))]))
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """numpy.mean (composed: sum / count)."""
+    a, axis = _reduce_args("mean", a, axis, dtype, out)
+    if broadcasting.dtype_of(a).kind in "biu":
+        a = shape_ops.astype(a, np.float64)
+    return reductions.sum(a, axis=axis, keepdims=keepdims) / _count(a, axis)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """numpy.var (composed)."""
+    a, axis = _reduce_args("var", a, axis, dtype, out)
+    if broadcasting.dtype_of(a).kind in "biu":
+        a = shape_ops.astype(a, np.float64)
+    d = a - reductions.sum(a, axis=axis, keepdims=True) / _count(a, axis)
+    return reductions.sum(d * d, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """numpy.std (composed: sqrt of var)."""
+    return elementwise.sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
+
+
+# -- products ------------------------------------------------------------------------------------
+
+
+def dot(a, b, out=None):
+    """numpy.dot: multiply for scalars, matmul up to 2-D, tensordot over (last, second-last)."""
+    _no_out("dot", out)
+    na, nb = _ndim(a), _ndim(b)
+    if na == 0 or nb == 0:
+        return elementwise.multiply(a, b)
+    if na <= 2 and nb <= 2:
+        return products.matmul(a, b)
+    return products.tensordot(a, b, ([na - 1], [builtins.max(nb - 2, 0)]))
+
+
+def inner(a, b):
+    """numpy.inner: sum over the last axes."""
+    na, nb = _ndim(a), _ndim(b)
+    if na == 0 or nb == 0:
+        return elementwise.multiply(a, b)
+    return products.tensordot(a, b, ([na - 1], [nb - 1]))
+
+
+def outer(a, b, out=None):
+    """numpy.outer (composed: a column times a row)."""
+    _no_out("outer", out)
+    return elementwise.multiply(shape_ops.reshape(a, (-1, 1)), shape_ops.reshape(b, (1, -1)))
+
+
+def matmul(x1, x2, out=None):
+    """numpy.matmul."""
+    _no_out("matmul", out)
+    return products.matmul(x1, x2)
+
+
+def tensordot(a, b, axes=2):
+    """numpy.tensordot."""
+    return products.tensordot(a, b, axes)
+
+
+def einsum(subscripts, *operands, out=None, optimize=False):
+    """numpy.einsum (subscripts given as a string)."""
+    _no_out("einsum", out)
+    if not isinstance(subscripts, str):
+        raise TypeError("wengert.numpy.einsum: give the subscripts as a string, e.g. 'ij,jk->ik'")
+    return products.einsum(subscripts, *operands, optimize=optimize)
+
+
+# -- shapes --------------------------------------------------------------------------------------
+
+
+def reshape(a, shape_=None, order="C", *, newshape=None, shape=None):
+    """numpy.reshape (C order only)."""
+    target = shape_ if shape_ is not None else (shape if shape is not None else newshape)
+    if order != "C":
+        raise NotImplementedError(f"wengert.numpy.reshape: order={order!r}; only 'C' is supported")
+    if isinstance(target, (int, np.integer)):
+        target = (int(target),)
+    return shape_ops.reshape(a, tuple(target))
+
+
+def ravel(a, order="C"):
+    """numpy.ravel."""
+    return reshape(a, (-1,), order)
+
+
+def transpose(a, axes=None):
+    """numpy.transpose."""
+    if axes is not None:
+        axes = tuple(reductions.normalize_axis(ax, _ndim(a), "transpose")[0] for ax in axes)
+        if sorted(axes) != list(range(_ndim(a))):
+            raise ValueError("axes don't match array")
+    return shape_ops.transpose(a, axes)
+
+
+def swapaxes(a, axis1, axis2):
+    """numpy.swapaxes."""
+    n = _ndim(a)
+    (i,) = reductions.normalize_axis(axis1, n, "swapaxes")
+    (j,) = reductions.normalize_axis(axis2, n, "swapaxes")
+    perm = list(range(n))
+    perm[i], perm[j] = perm[j], perm[i]
+    return shape_ops.transpose(a, tuple(perm))
+
+
+def moveaxis(a, source, destination):
+    """numpy.moveaxis."""
+    n = _ndim(a)
+    src = [reductions.normalize_axis(s, n, "moveaxis")[0] for s in np.atleast_1d(source)]
+    dst = [reductions.normalize_axis(d, n, "moveaxis")[0] for d in np.atleast_1d(destination)]
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return shape_ops.transpose(a, tuple(order))
+
+
+def expand_dims(a, axis):
+    """numpy.expand_dims."""
+    s = _shape(a)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out_ndim = len(s) + len(axes)
+    axes = reductions.normalize_axis(axes, out_ndim, "expand_dims")
+    it = iter(s)
+    new = tuple(1 if i in axes else next(it) for i in range(out_ndim))
+    return shape_ops.reshape(a, new)
+
+
+def squeeze(a, axis=None):
+    """numpy.squeeze."""
+    s = _shape(a)
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(s) if n == 1)
+    else:
+        axes = reductions.normalize_axis(axis, len(s), "squeeze")
+        if any(s[i] != 1 for i in axes):
+            raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+    return shape_ops.reshape(a, tuple(n for i, n in enumerate(s) if i not in axes))
+
+
+def broadcast_to(array, shape):
+    """numpy.broadcast_to."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    return broadcasting.broadcast_to(array, tuple(shape))
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None):
+    """numpy.concatenate."""
+    _no_out("concatenate", out)
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    else:
+        n = _ndim(arrays[0])
+        if n == 0:
+            raise ValueError("zero-dimensional arrays cannot be concatenated")
+        for a in arrays[1:]:
+            if _ndim(a) != n:
+                raise ValueError(
+                    f"all the input array dimensions except for the concatenation axis must match "
+                    f"exactly, but got arrays of {n} and {_ndim(a)} dimensions")
+        (axis,) = reductions.normalize_axis(axis, n, "concatenate")
+    out_arr = shape_ops.concatenate(*arrays, axis=axis)
+    return out_arr if dtype is None else shape_ops.astype(out_arr, dtype)
+
+
+def stack(arrays, axis=0, out=None):
+    """numpy.stack."""
+    _no_out("stack", out)
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    shapes = {_shape(a) for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError("all input arrays must have the same shape")
+    n = _ndim(arrays[0]) + 1
+    (axis,) = reductions.normalize_axis(axis, n, "stack")
+    return shape_ops.concatenate(*[expand_dims(a, axis) for a in arrays], axis=axis)
+
+
+def hstack(tup):
+    """numpy.hstack."""
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, axis=0 if _ndim(arrs[0]) == 1 else 1)
+
+
+def vstack(tup):
+    """numpy.vstack."""
+    return concatenate([atleast_2d(a) for a in tup], axis=0)
+
+
+def atleast_1d(a):
+    """numpy.atleast_1d (one array)."""
+    return reshape(a, (1,)) if _ndim(a) == 0 else a
+
+
+def atleast_2d(a):
+    """numpy.atleast_2d (one array)."""
+    n = _ndim(a)
+    return reshape(a, (1,) * (2 - n) + _shape(a)) if n < 2 else a
+
+
+def _split_bounds(n, indices_or_sections, even):
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if even and n % k:
+            raise ValueError("array split does not result in an equal division")
+        q, r = divmod(n, k)
+        sizes = [q + 1] * r + [q] * (k - r)
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(bounds) - 1)]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """numpy.split (composed from slices)."""
+    n = _ndim(ary)
+    (axis,) = reductions.normalize_axis(axis, n, "split")
+    bounds = _split_bounds(_shape(ary)[axis], indices_or_sections, even=True)
+    pre = (slice(None),) * axis
+    return [indexing.getitem(ary, pre + (slice(lo, hi),)) for lo, hi in bounds]
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """numpy.array_split (composed from slices)."""
+    n = _ndim(ary)
+    (axis,) = reductions.normalize_axis(axis, n, "array_split")
+    bounds = _split_bounds(_shape(ary)[axis], indices_or_sections, even=False)
+    pre = (slice(None),) * axis
+    return [indexing.getitem(ary, pre + (slice(lo, hi),)) for lo, hi in bounds]
+
+
+def tile(A, reps):
+    """numpy.tile (composed: reshape, broadcast_to, reshape)."""
+    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    s = _shape(A)
+    d = builtins.max(len(reps), len(s))
+    reps = (1,) * (d - len(reps)) + reps
+    s = (1,) * (d - len(s)) + s
+    interleaved = tuple(v for n in s for v in (1, n))
+    wide = tuple(v for r, n in zip(reps, s) for v in (r, n))
+    out = broadcasting.broadcast_to(shape_ops.reshape(A, interleaved), wide)
+    return shape_ops.reshape(out, tuple(r * n for r, n in zip(reps, s)))
+
+
+def repeat(a, repeats, axis=None):
+    """numpy.repeat."""
+    if axis is not None:
+        (axis,) = reductions.normalize_axis(axis, _ndim(a), "repeat")
+    return shape_ops.repeat(a, repeats, axis=axis)
+
+
+def flip(m, axis=None):
+    """numpy.flip (composed: reversed slices)."""
+    n = _ndim(m)
+    axes = reductions.normalize_axis(axis, n, "flip")
+    return indexing.getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(n)))
+
+
+def fliplr(m):
+    """numpy.fliplr."""
+    return flip(m, 1)
+
+
+def flipud(m):
+    """numpy.flipud."""
+    return flip(m, 0)
+
+
+# -- elementwise with NumPy's argument conventions ---------------------------------------------
+
+
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):  # noqa: A002
+    """numpy.clip (the gradient passes where a_min <= a <= a_max, bounds included)."""
+    _no_out("clip", out)
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    if lo is None and hi is None:
+        raise ValueError("One of max or min must be given")
+    return elementwise.clip(a, lo, hi)
+
+
+def where(condition, x=None, y=None):
+    """numpy.where; with one argument, the indices where it is true (not differentiable)."""
+    if x is None and y is None:
+        return np.nonzero(unbox_all(condition))
+    if x is None or y is None:
+        raise ValueError("either both or neither of x and y should be given")
+    return elementwise.where(unbox_all(condition), x, y)
+
+
+# -- constructors ----------------------------------------------------------------------------------
+
+
+def _stack_nested(obj):
+    if type(obj) in BOX_TYPES:
+        return obj
+    if isinstance(obj, (list, tuple)):
+        return stack([_stack_nested(o) for o in obj])
+    return np.asarray(obj)
+
+
+def array(object, dtype=None, copy=True, ndmin=0):  # noqa: A002
+    """numpy.array; lists that contain traced values become a stack of them (differentiable)."""
+    if contains_box(object):
+        out = _stack_nested(object)
+        if dtype is not None:
+            out = shape_ops.astype(out, dtype)
+        while _ndim(out) < ndmin:
+            out = expand_dims(out, 0)
+        return out
+    return np.array(object, dtype=dtype, copy=copy, ndmin=ndmin)
+
+
+def asarray(a, dtype=None):
+    """numpy.asarray; traced values are returned as they are (cast when ``dtype`` differs)."""
+    if contains_box(a):
+        out = _stack_nested(a)
+        if dtype is not None and np.dtype(dtype) != broadcasting.dtype_of(out):
+            out = shape_ops.astype(out, dtype)
+        return out
+    return np.asarray(a, dtype=dtype)

@@ -1,0 +1,313 @@
+"""Elementwise primitives (NumPy's ufuncs): implementation, VJP and JVP side by side.
+
+Binary and ternary functions broadcast; their rules are written for same-shaped arguments and the
+primitive's ``grad_post``/``tangent_post`` (``broadcasting.unbroadcast`` / ``broadcast_tangent``)
+sum cotangents back to each argument's shape, the one place broadcasting's adjoint lives.
+Python floats stay Python floats: ``math`` is used for them (NumPy's scalar path costs far more),
+falling back to NumPy where ``math`` raises (``log(-1.0)`` is ``nan`` with a warning, as in NumPy).
+"""
+
+import math
+import operator
+
+import numpy as np
+
+from wengert.ops.broadcasting import broadcast_tangent, unbroadcast
+from wengert.primitive import Primitive, defjvp, defvjp
+from wengert.trace import unbox_all
+
+__all__ = [
+    "add", "subtract", "multiply", "true_divide", "divide", "power", "negative", "positive",
+    "maximum", "minimum", "arctan2", "hypot", "absolute", "abs", "sign", "sqrt", "cbrt", "exp",
+    "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "arcsin", "arccos",
+    "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "square", "reciprocal",
+    "floor", "ceil", "rint", "trunc", "where", "clip",
+]
+
+
+def _unary(np_fun, math_fun=None):
+    """NumPy's ufunc, with ``math``'s version for Python floats (same values, far cheaper)."""
+    if math_fun is None:
+        return np_fun
+
+    def impl(x):
+        if type(x) is float:
+            try:
+                return math_fun(x)
+            except (ValueError, OverflowError):
+                return float(np_fun(x))
+        return np_fun(x)
+
+    impl.__name__ = np_fun.__name__
+    impl.__doc__ = f"numpy.{np_fun.__name__}, elementwise."
+    return impl
+
+
+def _binary(np_fun, op=None):
+    """NumPy's ufunc, with the Python operator for two Python floats."""
+    if op is None:
+        return np_fun
+
+    def impl(x, y):
+        if type(x) is float and type(y) is float:
+            return op(x, y)
+        return np_fun(x, y)
+
+    impl.__name__ = np_fun.__name__
+    impl.__doc__ = f"numpy.{np_fun.__name__}, elementwise with broadcasting."
+    return impl
+
+
+def _unary_prim(impl, name):
+    return Primitive(impl, name=name)
+
+
+def _broadcasting_prim(impl, name):
+    return Primitive(impl, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
+
+
+def _zeros(x):
+    """Zero with ``x``'s shape and dtype: the derivative of a piecewise-constant function."""
+    if type(x) is float:
+        return 0.0
+    return np.zeros(np.shape(x), dtype=np.result_type(x))
+
+
+def _zero_rule(g, out, *args, **kwargs):
+    return zeros_of(g)
+
+
+# -- arithmetic ------------------------------------------------------------------------------
+
+add = _broadcasting_prim(_binary(np.add, operator.add), "add")
+defvjp(add, lambda g, out, x, y: g, lambda g, out, x, y: g)
+defjvp(add, lambda t, out, x, y: t, lambda t, out, x, y: t)
+
+subtract = _broadcasting_prim(_binary(np.subtract, operator.sub), "subtract")
+defvjp(subtract, lambda g, out, x, y: g, lambda g, out, x, y: -g)
+defjvp(subtract, lambda t, out, x, y: t, lambda t, out, x, y: -t)
+
+multiply = _broadcasting_prim(_binary(np.multiply, operator.mul), "multiply")
+defvjp(multiply, lambda g, out, x, y: g * y, lambda g, out, x, y: g * x)
+defjvp(multiply, lambda t, out, x, y: t * y, lambda t, out, x, y: x * t)
+
+true_divide = _broadcasting_prim(_binary(np.true_divide, operator.truediv), "true_divide")
+defvjp(true_divide, lambda g, out, x, y: g / y, lambda g, out, x, y: -g * out / y)
+defjvp(true_divide, lambda t, out, x, y: t / y, lambda t, out, x, y: -t * out / y)
+divide = true_divide
+
+negative = _unary_prim(operator.neg, "negative")
+defvjp(negative, lambda g, out, x: -g)
+defjvp(negative, lambda t, out, x: -t)
+
+positive = _unary_prim(operator.pos, "positive")
+defvjp(positive, lambda g, out, x: g)
+defjvp(positive, lambda t, out, x: t)
+
+
+def _pow_dx(x, y):
+    """d(x**y)/dx = y * x**(y-1), written so that y == 0 gives 0 rather than 0 * inf."""
+    if type(y) is float or type(y) is int:
+        return 0.0 if y == 0 else y * x ** (y - 1)
+    return y * x ** where(y == 0, 1.0, y - 1)
+
+
+def _pow_dy(out, x):
+    """d(x**y)/dy = log(x) * x**y, taken as 0 where x == 0 (its limit from the right)."""
+    if type(x) is float:
+        return 0.0 if x == 0 else log(x) * out
+    return where(x == 0, 0.0, log(where(x == 0, 1.0, x)) * out)
+
+
+power = _broadcasting_prim(_binary(np.power, operator.pow), "power")
+defvjp(power, lambda g, out, x, y: g * _pow_dx(x, y), lambda g, out, x, y: g * _pow_dy(out, x))
+defjvp(power, lambda t, out, x, y: t * _pow_dx(x, y), lambda t, out, x, y: t * _pow_dy(out, x))
+
+
+def _tie_share(x, y, g):
+    """The part of ``g`` that goes to ``x`` in max(x, y): all where x wins, half at a tie.
+
+    Ties split the cotangent equally, as HIPS autograd and JAX do.
+    """
+    return where(x == y, 0.5 * g, where(x > y, g, 0.0))
+
+
+maximum = _broadcasting_prim(np.maximum, "maximum")
+defvjp(maximum, lambda g, out, x, y: _tie_share(x, y, g), lambda g, out, x, y: _tie_share(y, x, g))
+defjvp(maximum, lambda t, out, x, y: _tie_share(x, y, t), lambda t, out, x, y: _tie_share(y, x, t))
+
+minimum = _broadcasting_prim(np.minimum, "minimum")
+defvjp(minimum, lambda g, out, x, y: _tie_share(y, x, g), lambda g, out, x, y: _tie_share(x, y, g))
+defjvp(minimum, lambda t, out, x, y: _tie_share(y, x, t), lambda t, out, x, y: _tie_share(x, y, t))
+
+arctan2 = _broadcasting_prim(_binary(np.arctan2, math.atan2), "arctan2")
+defvjp(arctan2,
+       lambda g, out, y, x: g * x / (x * x + y * y),
+       lambda g, out, y, x: -g * y / (x * x + y * y))
+defjvp(arctan2,
+       lambda t, out, y, x: t * x / (x * x + y * y),
+       lambda t, out, y, x: -t * y / (x * x + y * y))
+
+hypot = _broadcasting_prim(_binary(np.hypot, math.hypot), "hypot")
+defvjp(hypot, lambda g, out, x, y: g * x / out, lambda g, out, x, y: g * y / out)
+defjvp(hypot, lambda t, out, x, y: t * x / out, lambda t, out, x, y: t * y / out)
+
+# -- unary functions ---------------------------------------------------------------------------
+
+absolute = _unary_prim(_unary(np.absolute, abs), "absolute")
+defvjp(absolute, lambda g, out, x: g * sign(x))
+defjvp(absolute, lambda t, out, x: t * sign(x))
+abs = absolute  # noqa: A001 - NumPy's name, public in wengert.numpy
+
+sign = _unary_prim(np.sign, "sign")
+defvjp(sign, _zero_rule)
+defjvp(sign, _zero_rule)
+
+sqrt = _unary_prim(_unary(np.sqrt, math.sqrt), "sqrt")
+defvjp(sqrt, lambda g, out, x: g * 0.5 / out)
+defjvp(sqrt, lambda t, out, x: t * 0.5 / out)
+
+cbrt = _unary_prim(np.cbrt, "cbrt")
+defvjp(cbrt, lambda g, out, x: g / (3.0 * out * out))
+defjvp(cbrt, lambda t, out, x: t / (3.0 * out * out))
+
+exp = _unary_prim(_unary(np.exp, math.exp), "exp")
+defvjp(exp, lambda g, out, x: g * out)
+defjvp(exp, lambda t, out, x: t * out)
+
+exp2 = _unary_prim(np.exp2, "exp2")
+defvjp(exp2, lambda g, out, x: g * out * math.log(2.0))
+defjvp(exp2, lambda t, out, x: t * out * math.log(2.0))
+
+log = _unary_prim(_unary(np.log, math.log), "log")
+defvjp(log, lambda g, out, x: g / x)
+defjvp(log, lambda t, out, x: t / x)
+
+log2 = _unary_prim(_unary(np.log2, math.log2), "log2")
+defvjp(log2, lambda g, out, x: g / (x * math.log(2.0)))
+defjvp(log2, lambda t, out, x: t / (x * math.log(2.0)))
+
+log10 = _unary_prim(_unary(np.log10, math.log10), "log10")
+defvjp(log10, lambda g, out, x: g / (x * math.log(10.0)))
+defjvp(log10, lambda t, out, x: t / (x * math.log(10.0)))
+
+log1p = _unary_prim(_unary(np.log1p, math.log1p), "log1p")
+defvjp(log1p, lambda g, out, x: g / (1.0 + x))
+defjvp(log1p, lambda t, out, x: t / (1.0 + x))
+
+expm1 = _unary_prim(_unary(np.expm1, math.expm1), "expm1")
+defvjp(expm1, lambda g, out, x: g * (out + 1.0))
+defjvp(expm1, lambda t, out, x: t * (out + 1.0))
+
+sin = _unary_prim(_unary(np.sin, math.sin), "sin")
+defvjp(sin, lambda g, out, x: g * cos(x))
+defjvp(sin, lambda t, out, x: t * cos(x))
+
+cos = _unary_prim(_unary(np.cos, math.cos), "cos")
+defvjp(cos, lambda g, out, x: -g * sin(x))
+defjvp(cos, lambda t, out, x: -t * sin(x))
+
+tan = _unary_prim(_unary(np.tan, math.tan), "tan")
+defvjp(tan, lambda g, out, x: g * (1.0 + out * out))
+defjvp(tan, lambda t, out, x: t * (1.0 + out * out))
+
+arcsin = _unary_prim(_unary(np.arcsin, math.asin), "arcsin")
+defvjp(arcsin, lambda g, out, x: g / sqrt(1.0 - x * x))
+defjvp(arcsin, lambda t, out, x: t / sqrt(1.0 - x * x))
+
+arccos = _unary_prim(_unary(np.arccos, math.acos), "arccos")
+defvjp(arccos, lambda g, out, x: -g / sqrt(1.0 - x * x))
+defjvp(arccos, lambda t, out, x: -t / sqrt(1.0 - x * x))
+
+arctan = _unary_prim(_unary(np.arctan, math.atan), "arctan")
+defvjp(arctan, lambda g, out, x: g / (1.0 + x * x))
+defjvp(arctan, lambda t, out, x: t / (1.0 + x * x))
+
+sinh = _unary_prim(_unary(np.sinh, math.sinh), "sinh")
+defvjp(sinh, lambda g, out, x: g * cosh(x))
+defjvp(sinh, lambda t, out, x: t * cosh(x))
+
+cosh = _unary_prim(_unary(np.cosh, math.cosh), "cosh")
+defvjp(cosh, lambda g, out, x: g * sinh(x))
+defjvp(cosh, lambda t, out, x: t * sinh(x))
+
+tanh = _unary_prim(_unary(np.tanh, math.tanh), "tanh")
+defvjp(tanh, lambda g, out, x: g * (1.0 - out * out))
+defjvp(tanh, lambda t, out, x: t * (1.0 - out * out))
+
+arcsinh = _unary_prim(_unary(np.arcsinh, math.asinh), "arcsinh")
+defvjp(arcsinh, lambda g, out, x: g / sqrt(x * x + 1.0))
+defjvp(arcsinh, lambda t, out, x: t / sqrt(x * x + 1.0))
+
+arccosh = _unary_prim(_unary(np.arccosh, math.acosh), "arccosh")
+defvjp(arccosh, lambda g, out, x: g / sqrt(x * x - 1.0))
+defjvp(arccosh, lambda t, out, x: t / sqrt(x * x - 1.0))
+
+arctanh = _unary_prim(_unary(np.arctanh, math.atanh), "arctanh")
+defvjp(arctanh, lambda g, out, x: g / (1.0 - x * x))
+defjvp(arctanh, lambda t, out, x: t / (1.0 - x * x))
+
+square = _unary_prim(_unary(np.square, lambda x: x * x), "square")
+defvjp(square, lambda g, out, x: g * 2.0 * x)
+defjvp(square, lambda t, out, x: t * 2.0 * x)
+
+reciprocal = _unary_prim(_unary(np.reciprocal, lambda x: 1.0 / x), "reciprocal")
+defvjp(reciprocal, lambda g, out, x: -g * out * out)
+defjvp(reciprocal, lambda t, out, x: -t * out * out)
+
+# Piecewise-constant functions: derivative zero almost everywhere (as in NumPy-based AD tools).
+floor = _unary_prim(np.floor, "floor")
+defvjp(floor, _zero_rule)
+defjvp(floor, _zero_rule)
+
+ceil = _unary_prim(np.ceil, "ceil")
+defvjp(ceil, _zero_rule)
+defjvp(ceil, _zero_rule)
+
+rint = _unary_prim(np.rint, "rint")
+defvjp(rint, _zero_rule)
+defjvp(rint, _zero_rule)
+
+trunc = _unary_prim(np.trunc, "trunc")
+defvjp(trunc, _zero_rule)
+defjvp(trunc, _zero_rule)
+
+# -- selection ---------------------------------------------------------------------------------
+
+
+def _where_impl(condition, x, y):
+    return np.where(condition, x, y)
+
+
+where = _broadcasting_prim(_where_impl, "where")
+defvjp(where, None, lambda g, out, c, x, y: where(c, g, 0.0), lambda g, out, c, x, y: where(c, 0.0, g))
+defjvp(where, None, lambda t, out, c, x, y: where(c, t, 0.0), lambda t, out, c, x, y: where(c, 0.0, t))
+
+
+def _clip_impl(a, a_min, a_max):
+    return np.clip(a, a_min, a_max)
+
+
+def _inside(a, a_min, a_max):
+    """Where ``a`` passes through clip unchanged (bounds included, as PyTorch's clamp)."""
+    if a_min is None:
+        return a <= a_max
+    if a_max is None:
+        return a >= a_min
+    return (a >= a_min) & (a <= a_max)
+
+
+clip = _broadcasting_prim(_clip_impl, "clip")
+defvjp(clip,
+       lambda g, out, a, lo, hi: where(_inside(a, lo, hi), g, 0.0),
+       lambda g, out, a, lo, hi: where(a < lo, g, 0.0),
+       lambda g, out, a, lo, hi: where(a > hi, g, 0.0))
+defjvp(clip,
+       lambda t, out, a, lo, hi: where(_inside(a, lo, hi), t, 0.0),
+       lambda t, out, a, lo, hi: where(a < lo, t, 0.0),
+       lambda t, out, a, lo, hi: where(a > hi, t, 0.0))
+
+
+def zeros_of(x):
+    """Zeros shaped like ``x`` (traced or not), as a constant: no derivative flows through it."""
+    return _zeros(unbox_all(x))

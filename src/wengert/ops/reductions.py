@@ -1,0 +1,106 @@
+"""Reductions: sum, prod, max, min over axes (``mean``, ``var``, ``std`` are composed from these).
+
+Each rule puts the reduced axes back (``expand_reduced``) and broadcasts to the input's shape.
+``max``/``min`` split the cotangent equally between tied maxima, as HIPS autograd and JAX do.
+``prod`` is exact when inputs contain zeros (no division by zero).
+"""
+
+import numpy as np
+
+from wengert.ops import broadcasting, elementwise, shape
+from wengert.primitive import Primitive, defjvp, defvjp
+
+__all__ = ["sum", "prod", "amax", "amin", "normalize_axis", "expand_reduced"]
+
+
+def normalize_axis(axis, ndim, fname="reduction"):
+    """``axis`` as a sorted tuple of non-negative ints; NumPy's AxisError when out of range."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(int(a), ndim, None)
+        out.append(int(a) % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fname}: duplicate value in 'axis': {axis!r}")
+    return tuple(sorted(out))
+
+
+def expand_reduced(g, x_shape, axis, keepdims):
+    """Broadcast a reduction's cotangent ``g`` back to the reduced input's shape ``x_shape``."""
+    if not keepdims:
+        axes = normalize_axis(axis, len(x_shape))
+        kept = tuple(1 if i in axes else n for i, n in enumerate(x_shape))
+        g = shape.reshape(g, kept)
+    return broadcasting.broadcast_to(g, x_shape)
+
+
+def _sum_impl(a, axis=None, keepdims=False):
+    return np.sum(a, axis=axis, keepdims=keepdims)
+
+
+sum = Primitive(_sum_impl, name="sum")  # noqa: A001 - NumPy's name
+defvjp(sum, lambda g, out, x, axis=None, keepdims=False:
+       expand_reduced(g, broadcasting.shape_of(x), axis, keepdims))
+defjvp(sum, lambda t, out, x, axis=None, keepdims=False: sum(t, axis=axis, keepdims=keepdims))
+
+
+def _prod_impl(a, axis=None, keepdims=False):
+    return np.prod(a, axis=axis, keepdims=keepdims)
+
+
+def _prod_partials(out, x, axis, keepdims):
+    """d prod / d x_i: the product of the others. Exact with zeros: where one element is zero,
+    it gets the product of the rest and every other element gets 0; with two zeros all get 0."""
+    xs = broadcasting.shape_of(x)
+    is_zero = x == 0
+    zeros = np.sum(is_zero, axis=axis, keepdims=True)
+    nonzero_prod = prod(elementwise.where(is_zero, 1.0, x), axis=axis, keepdims=True)
+    out_k = expand_reduced(out, xs, axis, keepdims) if not keepdims else out
+    no_zero = elementwise.where(zeros == 0, out_k / elementwise.where(is_zero, 1.0, x), 0.0)
+    one_zero = elementwise.where((zeros == 1) & is_zero, nonzero_prod, 0.0)
+    return broadcasting.broadcast_to(no_zero + one_zero, xs)
+
+
+prod = Primitive(_prod_impl, name="prod")
+defvjp(prod, lambda g, out, x, axis=None, keepdims=False:
+       expand_reduced(g, broadcasting.shape_of(x), axis, keepdims) * _prod_partials(out, x, axis, keepdims))
+defjvp(prod, lambda t, out, x, axis=None, keepdims=False:
+       sum(t * _prod_partials(out, x, axis, keepdims), axis=axis, keepdims=keepdims))
+
+
+def _chooser_weights(out, x, axis, keepdims):
+    """1/k on each of the k elements equal to the max (min), 0 elsewhere."""
+    xs = broadcasting.shape_of(x)
+    hit = x == expand_reduced(out, xs, axis, keepdims)
+    count = np.sum(hit, axis=axis, keepdims=True)
+    dt = broadcasting.dtype_of(x)
+    return elementwise.where(hit, (1.0 / count).astype(dt), np.zeros((), dt))
+
+
+def _amax_impl(a, axis=None, keepdims=False):
+    return np.max(a, axis=axis, keepdims=keepdims)
+
+
+def _chooser_vjp(g, out, x, axis=None, keepdims=False):
+    return expand_reduced(g, broadcasting.shape_of(x), axis, keepdims) * _chooser_weights(out, x, axis, keepdims)
+
+
+def _chooser_jvp(t, out, x, axis=None, keepdims=False):
+    return sum(t * _chooser_weights(out, x, axis, keepdims), axis=axis, keepdims=keepdims)
+
+
+amax = Primitive(_amax_impl, name="max")
+defvjp(amax, _chooser_vjp)
+defjvp(amax, _chooser_jvp)
+
+
+def _amin_impl(a, axis=None, keepdims=False):
+    return np.min(a, axis=axis, keepdims=keepdims)
+
+
+amin = Primitive(_amin_impl, name="min")
+defvjp(amin, _chooser_vjp)
+defjvp(amin, _chooser_jvp)

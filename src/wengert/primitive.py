@@ -1,0 +1,185 @@
+"""Primitives: the rule table's entries and the one dispatch point every engine goes through.
+
+A primitive wraps a NumPy implementation. It carries one VJP rule and one JVP rule per positional
+argument::
+
+    vjp rule:  rule(g, out, *args, **kwargs) -> cotangent contribution for that argument
+    jvp rule:  rule(t, out, *args, **kwargs) -> tangent contribution of that argument to ``out``
+
+``g`` is the output's cotangent, ``t`` the argument's tangent, ``out`` the primal result. Rules are
+written with wengert's own functions, so they can be differentiated again and traced. ``None`` in
+place of a rule means the argument is not differentiable; asking for a derivative through it raises
+:class:`NoRuleError`. Calling a primitive with no traced argument costs one scan of the arguments
+and then the plain implementation: this is the path rules themselves take in a first-order pass.
+"""
+
+from wengert.trace import BOX_TYPES, unbox_all
+
+__all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "NoRuleError"]
+
+
+class NoRuleError(NotImplementedError):
+    """A derivative was asked of a primitive argument that has no rule for that mode."""
+
+
+class Primitive:
+    """A function whose derivatives are given by rules rather than by tracing its body.
+
+    ``grad_post(contribution, arg)`` and ``tangent_post(tangent, out)`` are optional per-family
+    adjustments applied to every rule's result, e.g. summing a broadcast cotangent back to the
+    argument's shape; they are the one place such bookkeeping lives.
+    """
+
+    def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False):
+        self.fun = fun
+        self.__name__ = name or getattr(fun, "__name__", "primitive")
+        self.__qualname__ = self.__name__
+        self.__doc__ = getattr(fun, "__doc__", None)
+        self.__wrapped__ = fun
+        self.vjps = ()
+        self.jvps = ()
+        self.vjp_argnum = None
+        self.jvp_argnum = None
+        self.grad_post = grad_post
+        self.tangent_post = tangent_post
+        self.nondiff = nondiff
+
+    def __call__(self, *args, **kwargs):
+        top = None
+        for a in args:
+            if type(a) in BOX_TYPES:
+                t = a._trace
+                if top is None or t.level > top.level:
+                    top = t
+        if top is None:
+            return self.fun(*args, **kwargs)
+        if self.nondiff:
+            return top.constant(self.fun(*[unbox_all(a) for a in args], **unbox_all(kwargs)))
+        return top.apply(self, args, kwargs)
+
+    def __repr__(self):
+        return f"<wengert primitive {self.__name__}>"
+
+    # -- rules -------------------------------------------------------------------------------
+    def vjp_rule(self, argnum):
+        """The VJP rule for positional argument ``argnum``, or raise :class:`NoRuleError`."""
+        if self.vjp_argnum is not None:
+            return _ArgnumRule(self.vjp_argnum, argnum)
+        rules = self.vjps
+        rule = rules[argnum] if argnum < len(rules) else None
+        if rule is None:
+            raise NoRuleError(_missing(self, "VJP (reverse-mode)", argnum, "defvjp"))
+        return rule
+
+    def jvp_rule(self, argnum):
+        """The JVP rule for positional argument ``argnum``, or raise :class:`NoRuleError`."""
+        if self.jvp_argnum is not None:
+            return _ArgnumRule(self.jvp_argnum, argnum)
+        rules = self.jvps
+        rule = rules[argnum] if argnum < len(rules) else None
+        if rule is None:
+            raise NoRuleError(_missing(self, "JVP (forward-mode)", argnum, "defjvp"))
+        return rule
+
+    def vjp(self, argnum, g, out, args, kwargs):
+        """Cotangent contribution of ``g`` (the output's cotangent) to argument ``argnum``."""
+        c = self.vjp_rule(argnum)(g, out, *args, **kwargs)
+        if self.grad_post is not None:
+            c = self.grad_post(c, args[argnum])
+        return c
+
+    def jvp(self, argnum, t, out, args, kwargs):
+        """Tangent of ``out`` contributed by the tangent ``t`` of argument ``argnum``."""
+        d = self.jvp_rule(argnum)(t, out, *args, **kwargs)
+        if self.tangent_post is not None:
+            d = self.tangent_post(d, out)
+        return d
+
+
+class _ArgnumRule:
+    """A rule given once for all arguments (``rule(argnum, g, out, *args)``), bound to one argnum."""
+
+    __slots__ = ("rule", "argnum")
+
+    def __init__(self, rule, argnum):
+        self.rule = rule
+        self.argnum = argnum
+
+    def __call__(self, g, out, *args, **kwargs):
+        return self.rule(self.argnum, g, out, *args, **kwargs)
+
+
+def _missing(prim, mode, argnum, definer):
+    return (
+        f"wengert: primitive '{prim.__name__}' has no {mode} rule for its argument {argnum}. "
+        f"Define one with wg.{definer}({prim.__name__}, ...), or do not differentiate with "
+        f"respect to that argument (pass a constant there)."
+    )
+
+
+def primitive(fun=None, *, name=None, grad_post=None, tangent_post=None):
+    """Make ``fun`` a primitive: wengert will differentiate it by its rules, not by its body.
+
+    Like ``autograd.extend.primitive`` and ``jax.custom_vjp``. Use as ``wg.primitive(f)`` or as a
+    decorator; then give rules with :func:`defvjp` and :func:`defjvp`.
+    """
+    if fun is None:
+        return lambda f: Primitive(f, name=name, grad_post=grad_post, tangent_post=tangent_post)
+    return Primitive(fun, name=name, grad_post=grad_post, tangent_post=tangent_post)
+
+
+def _check_prim(prim, definer):
+    if not isinstance(prim, Primitive):
+        raise TypeError(
+            f"wg.{definer} expects a primitive made by wg.primitive(fun), got {prim!r}; "
+            f"wrap the function first: f = wg.primitive(f)"
+        )
+
+
+def _check_rules(prim, rules, definer):
+    for i, rule in enumerate(rules):
+        if rule is not None and not callable(rule):
+            raise TypeError(
+                f"wg.{definer}({prim.__name__}, ...): rule for argument {i} must be a function "
+                f"or None, got {rule!r}"
+            )
+
+
+def defvjp(prim, *rules):
+    """Give ``prim`` one VJP rule per positional argument: ``rule(g, out, *args, **kwargs)``."""
+    _check_prim(prim, "defvjp")
+    _check_rules(prim, rules, "defvjp")
+    prim.vjps = tuple(rules)
+    prim.vjp_argnum = None
+    return prim
+
+
+def defjvp(prim, *rules):
+    """Give ``prim`` one JVP rule per positional argument: ``rule(t, out, *args, **kwargs)``."""
+    _check_prim(prim, "defjvp")
+    _check_rules(prim, rules, "defjvp")
+    prim.jvps = tuple(rules)
+    prim.jvp_argnum = None
+    return prim
+
+
+def defvjp_argnum(prim, rule):
+    """One VJP rule for every argument (for variadic primitives): ``rule(argnum, g, out, *args)``."""
+    _check_prim(prim, "defvjp_argnum")
+    prim.vjp_argnum = rule
+    return prim
+
+
+def defjvp_argnum(prim, rule):
+    """One JVP rule for every argument (for variadic primitives): ``rule(argnum, t, out, *args)``."""
+    _check_prim(prim, "defjvp_argnum")
+    prim.jvp_argnum = rule
+    return prim
+
+
+def nondiff_primitive(fun, name=None):
+    """A function whose result carries no derivative (comparisons, argmax, shape queries).
+
+    Traced arguments are unboxed; the result is a constant at every level.
+    """
+    return Primitive(fun, name=name, nondiff=True)

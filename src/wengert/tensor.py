@@ -1,0 +1,284 @@
+"""``Tensor``: the reverse-mode value, with PyTorch's habits (``requires_grad``, ``backward()``,
+``.grad``, ``detach()``, ``no_grad()``).
+
+Tensors made by ``wg.tensor`` live on the *eager* trace, the lowest level, which never closes:
+only operations that involve a tensor requiring a gradient are recorded, and ``y.backward()`` runs
+the backward pass from ``y``. Inside ``wg.grad`` and friends, the boxed arguments are Tensors too,
+on that transform's own trace.
+"""
+
+import threading
+
+import numpy as np
+
+from wengert.box import ArrayBox
+from wengert.reverse import Node, ReverseTrace, backward_pass, is_inexact
+from wengert.trace import BOX_TYPES, register_box, unbox_all
+
+__all__ = ["Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
+
+_state = threading.local()
+
+
+def is_grad_enabled():
+    """Whether eager tensors record operations (``torch.is_grad_enabled``)."""
+    return getattr(_state, "enabled", True)
+
+
+class _GradMode:
+    def __init__(self, enabled):
+        self.enabled = enabled
+
+    def __enter__(self):
+        self.prev = is_grad_enabled()
+        _state.enabled = self.enabled
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+    def __call__(self, fun):
+        import functools
+
+        @functools.wraps(fun)
+        def wrapper(*args, **kwargs):
+            with _GradMode(self.enabled):
+                return fun(*args, **kwargs)
+
+        return wrapper
+
+
+def no_grad():
+    """Context manager (or decorator): eager tensors record nothing inside (``torch.no_grad``).
+
+    It concerns eager tensors only: ``wg.grad`` and the other transforms always differentiate
+    what they were asked to.
+    """
+    return _GradMode(False)
+
+
+def enable_grad():
+    """Context manager (or decorator) re-enabling recording inside ``no_grad``."""
+    return _GradMode(True)
+
+
+@register_box
+class Tensor(Node):
+    """A value that can carry a derivative. Make one with :func:`wengert.tensor`."""
+
+    __slots__ = ()
+
+    # -- PyTorch's API ---------------------------------------------------------------------------
+    @property
+    def grad(self):
+        """Accumulated gradient of a leaf after ``backward()`` (a Tensor), or None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = None if value is None else _constant(unbox_all(value))
+
+    @property
+    def is_leaf(self):
+        return self._prim is None
+
+    @property
+    def grad_fn(self):
+        """Name of the primitive that made this tensor (None for leaves and constants)."""
+        return None if self._prim is None else self._prim.__name__
+
+    @property
+    def data(self):
+        """The same storage, detached from the graph (``torch.Tensor.data``)."""
+        return self.detach()
+
+    def backward(self, gradient=None, retain_graph=False):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (``torch.Tensor.backward``)."""
+        if self._trace is not EAGER:
+            raise RuntimeError(
+                "backward() called on a value traced by a wengert transform (wg.grad, wg.vjp, ...); "
+                "inside a transform return the value instead, and the transform differentiates it")
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward(): this tensor does not require grad and has no graph; create the "
+                "inputs with wg.tensor(..., requires_grad=True)")
+        value = self.value
+        if gradient is None:
+            if np.size(value) != 1:
+                raise RuntimeError(
+                    f"backward(): grad can be implicitly created only for scalar outputs; this "
+                    f"tensor has shape {self.shape}: pass gradient= of that shape")
+            seed = 1.0 if type(value) is float else np.ones_like(value)
+        else:
+            seed = unbox_all(gradient)
+            if np.shape(seed) != self.shape:
+                raise RuntimeError(
+                    f"backward(): gradient has shape {np.shape(seed)}, but the tensor has shape "
+                    f"{self.shape}")
+        adj, nodes = backward_pass([(self, seed)], retain_graph=retain_graph)
+        for node in nodes:
+            if node._prim is None and node.requires_grad:
+                g = adj.get(id(node))
+                if g is not None:
+                    node._accumulate_grad(g)
+
+    def _accumulate_grad(self, g):
+        if type(g) is not float:
+            g = np.array(g, dtype=self.dtype)  # a copy: never alias a seed or a user's array
+        if self._grad is None:
+            self._grad = _constant(g)
+        else:
+            self._grad = _constant(self._grad.value + g)
+
+    def detach(self):
+        """The value without its graph, as a Tensor that does not require grad."""
+        return _constant(self.value)
+
+    def requires_grad_(self, requires_grad=True):
+        """Make this leaf tensor (not) require grad, in place."""
+        if self._prim is not None:
+            raise RuntimeError("requires_grad_() can only change leaf tensors; use detach() first")
+        if requires_grad:
+            _check_float(self.value, "requires_grad_()")
+        self.requires_grad = requires_grad
+        return self
+
+    def numpy(self):
+        """The value as a NumPy array (``torch.Tensor.numpy``); detach first if it requires grad."""
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return np.asarray(self.value)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number (no derivative)."""
+        v = self.value
+        while type(v) in BOX_TYPES:
+            v = v.value
+        return v if type(v) is float else np.asarray(v).item()
+
+    def tolist(self):
+        return np.asarray(unbox_all(self)).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:
+            ArrayBox.__array__(self, dtype)
+        return np.asarray(self.value, dtype=dtype)
+
+    def __float__(self):
+        if self.requires_grad:
+            ArrayBox.__float__(self)
+        return float(self.value)
+
+    def __int__(self):
+        if self.requires_grad:
+            ArrayBox.__int__(self)
+        return int(self.value)
+
+    def __index__(self):
+        if self.requires_grad:
+            ArrayBox.__index__(self)
+        return int(self.value)
+
+    # -- in place: only where nothing is being recorded --------------------------------------------
+    def _inplace(self, op, other, symbol):
+        other = unbox_all(other)
+        if self._recording():
+            raise RuntimeError(
+                f"in-place '{symbol}' on a tensor that requires grad while recording: write "
+                f"x = x {symbol[0]} y instead, or update parameters inside `with wg.no_grad():`")
+        if isinstance(self.value, np.ndarray):
+            op(self.value, other, out=self.value, casting="same_kind")
+        else:
+            self.value = op(self.value, other)
+        return self
+
+    def _recording(self):
+        return self._trace is not EAGER or (self.requires_grad and is_grad_enabled())
+
+    def __iadd__(self, other):
+        if self._trace is not EAGER:
+            return self + other
+        return self._inplace(np.add, other, "+=")
+
+    def __isub__(self, other):
+        if self._trace is not EAGER:
+            return self - other
+        return self._inplace(np.subtract, other, "-=")
+
+    def __imul__(self, other):
+        if self._trace is not EAGER:
+            return self * other
+        return self._inplace(np.multiply, other, "*=")
+
+    def __itruediv__(self, other):
+        if self._trace is not EAGER:
+            return self / other
+        return self._inplace(np.true_divide, other, "/=")
+
+    def __setitem__(self, idx, other):
+        if self._recording():
+            raise RuntimeError(
+                "assignment into a tensor that is being differentiated is not supported: build "
+                "the new array with wnp.where or wnp.concatenate, or assign under wg.no_grad()")
+        self.value[unbox_all(idx)] = unbox_all(other)
+
+    def zero_(self):
+        """Set every element to zero, in place (e.g. ``p.grad.zero_()``)."""
+        return self._inplace(np.multiply, 0.0, "*=")
+
+    def __repr__(self):
+        body = np.array2string(np.asarray(unbox_all(self.value)), separator=", ", prefix="tensor(")
+        extra = ""
+        if self._trace is not EAGER:
+            extra = f", traced at level {self._trace.level}"
+        elif self._prim is not None:
+            extra = f", grad_fn={self._prim.__name__}"
+        elif self.requires_grad:
+            extra = ", requires_grad=True"
+        return f"tensor({body}{extra})"
+
+
+class EagerTrace(ReverseTrace):
+    """The trace of ``wg.tensor`` values: lowest level, always open, switched off by no_grad."""
+
+    __slots__ = ()
+
+    def apply(self, prim, args, kwargs):
+        if not is_grad_enabled():
+            plain = [a.value if type(a) in BOX_TYPES and a._trace is self else a for a in args]
+            return self.constant(prim(*plain, **kwargs))
+        return ReverseTrace.apply(self, prim, args, kwargs)
+
+    def constant(self, value):
+        return Tensor(value, self, None, None, None, (), (), False)
+
+
+EAGER = EagerTrace(Tensor)
+EAGER.level = 0
+
+
+def _constant(value):
+    return Tensor(value, EAGER, None, None, None, (), (), False)
+
+
+def _check_float(value, where):
+    if not is_inexact(value):
+        raise RuntimeError(
+            f"{where}: only floating point and complex tensors can require gradients, got dtype "
+            f"{np.result_type(value)}; convert first, e.g. wg.tensor(data, dtype=float)")
+
+
+def tensor(data, requires_grad=False, dtype=None):
+    """A new leaf tensor holding (a copy of) ``data`` (``torch.tensor``).
+
+    Python floats stay Python floats (a 0-d tensor); everything else becomes a NumPy array,
+    float64 by default for Python numbers, as in NumPy.
+    """
+    data = unbox_all(data)
+    if type(data) is float and dtype is None:
+        value = data
+    else:
+        value = np.array(data, dtype=dtype)
+    if requires_grad:
+        _check_float(value, "wg.tensor(..., requires_grad=True)")
+    return Tensor(value, EAGER, None, None, None, (), (), bool(requires_grad))

@@ -1,0 +1,84 @@
+"""Traces and nesting levels: how one primitive call knows which derivative it belongs to.
+
+A *trace* is one differentiation in progress: a reverse-mode recording (``wg.grad``, a ``Tape``,
+eager ``Tensor``s), a forward-mode sweep (``wg.jvp``), or a symbolic trace. Every traced value (a
+*box*) holds its primal value and the trace it belongs to. A primitive called with boxes asks the
+box of the *highest* level to handle the call; that trace unboxes only its own boxes, calls the
+primitive again on what is left (which may still contain boxes of lower levels, which then handle
+the call in turn), and boxes the result.
+
+Why levels are needed -- perturbation confusion. Take the first seed's nesting test::
+
+    d/dx [ x * d/dy (x + y) ]   at any x, y   (= 1, since d/dy (x + y) = 1)
+
+The outer derivative boxes ``x`` at level 1; the inner one boxes ``y`` at level 2. In ``x + y`` the
+level-2 trace sees only ``y`` as a variable: ``x`` is, for it, a constant (that happens to be a
+level-1 box), so the inner derivative is 1 and not 2. Without levels both perturbations would be
+one and the same "dx", and the answer would be wrong by a factor that depends on the program.
+
+Levels increase monotonically with the creation of traces, which is exactly the nesting order:
+a trace created inside another one's function (the inner ``grad``) is always newer.
+"""
+
+import itertools
+
+BOX_TYPES = set()
+"""Classes of traced values. ``type(v) in BOX_TYPES`` is the one test for "is this traced"."""
+
+_level_counter = itertools.count(1)
+
+
+def register_box(cls):
+    """Class decorator: make instances of ``cls`` recognised as traced values by every primitive."""
+    BOX_TYPES.add(cls)
+    return cls
+
+
+class Trace:
+    """One differentiation in progress. Subclasses implement ``apply(prim, args, kwargs)``."""
+
+    __slots__ = ("level", "__weakref__")
+
+    def __init__(self, level=None):
+        self.level = next(_level_counter) if level is None else level
+
+    def apply(self, prim, args, kwargs):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<{type(self).__name__} level {self.level}>"
+
+
+def top_trace(args):
+    """The trace of highest level among the boxes in ``args`` (``None`` when nothing is traced)."""
+    top = None
+    for a in args:
+        if type(a) in BOX_TYPES:
+            t = a._trace
+            if top is None or t.level > top.level:
+                top = t
+    return top
+
+
+def unbox_all(x):
+    """Strip every level of boxing from ``x`` (also inside lists, tuples and dicts)."""
+    while type(x) in BOX_TYPES:
+        x = x.value
+    t = type(x)
+    if t is list or t is tuple:
+        return t(unbox_all(v) for v in x)
+    if t is dict:
+        return {k: unbox_all(v) for k, v in x.items()}
+    return x
+
+
+def contains_box(x):
+    """Whether ``x`` is, or (inside lists/tuples/dicts) contains, a traced value."""
+    t = type(x)
+    if t in BOX_TYPES:
+        return True
+    if t is list or t is tuple:
+        return any(contains_box(v) for v in x)
+    if t is dict:
+        return any(contains_box(v) for v in x.values())
+    return False
