@@ -27,33 +27,28 @@ class ArrayBox:
     __slots__ = ()
     __array_priority__ = 100.0
 
-    # -- arithmetic ------------------------------------------------------------------------------
-    def __add__(self, other):
-        return ew.add(self, other)
+    # -- arithmetic (forward operators are the primitives' entry points themselves) ----------------
+    __add__ = ew.add
 
     def __radd__(self, other):
         return ew.add(other, self)
 
-    def __sub__(self, other):
-        return ew.subtract(self, other)
+    __sub__ = ew.subtract
 
     def __rsub__(self, other):
         return ew.subtract(other, self)
 
-    def __mul__(self, other):
-        return ew.multiply(self, other)
+    __mul__ = ew.multiply
 
     def __rmul__(self, other):
         return ew.multiply(other, self)
 
-    def __truediv__(self, other):
-        return ew.true_divide(self, other)
+    __truediv__ = ew.true_divide
 
     def __rtruediv__(self, other):
         return ew.true_divide(other, self)
 
-    def __pow__(self, other):
-        return ew.power(self, other)
+    __pow__ = ew.power
 
     def __rpow__(self, other):
         return ew.power(other, self)

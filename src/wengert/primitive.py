@@ -43,6 +43,7 @@ class Primitive:
         self.grad_post = grad_post
         self.tangent_post = tangent_post
         self.nondiff = nondiff
+        self.vjp_missing = _ALL_MISSING  # argnums without a VJP rule, checked when recording
 
     def __call__(self, *args, **kwargs):
         top = None
@@ -145,17 +146,28 @@ def _check_rules(prim, rules, definer):
             )
 
 
+_ALL_MISSING = frozenset(range(256))
+
+
+def _as_primitive(prim):
+    """The Primitive behind ``prim`` (a Primitive, or a fast function made from one)."""
+    return getattr(prim, "primitive", prim)
+
+
 def defvjp(prim, *rules):
     """Give ``prim`` one VJP rule per positional argument: ``rule(g, out, *args, **kwargs)``."""
+    prim = _as_primitive(prim)
     _check_prim(prim, "defvjp")
     _check_rules(prim, rules, "defvjp")
     prim.vjps = tuple(rules)
     prim.vjp_argnum = None
+    prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
     return prim
 
 
 def defjvp(prim, *rules):
     """Give ``prim`` one JVP rule per positional argument: ``rule(t, out, *args, **kwargs)``."""
+    prim = _as_primitive(prim)
     _check_prim(prim, "defjvp")
     _check_rules(prim, rules, "defjvp")
     prim.jvps = tuple(rules)
@@ -165,13 +177,16 @@ def defjvp(prim, *rules):
 
 def defvjp_argnum(prim, rule):
     """One VJP rule for every argument (for variadic primitives): ``rule(argnum, g, out, *args)``."""
+    prim = _as_primitive(prim)
     _check_prim(prim, "defvjp_argnum")
     prim.vjp_argnum = rule
+    prim.vjp_missing = frozenset()
     return prim
 
 
 def defjvp_argnum(prim, rule):
     """One JVP rule for every argument (for variadic primitives): ``rule(argnum, t, out, *args)``."""
+    prim = _as_primitive(prim)
     _check_prim(prim, "defjvp_argnum")
     prim.jvp_argnum = rule
     return prim
@@ -183,3 +198,60 @@ def nondiff_primitive(fun, name=None):
     Traced arguments are unboxed; the result is a constant at every level.
     """
     return Primitive(fun, name=name, nondiff=True)
+
+
+def unary_function(prim, float_fun=None, array_fun=None):
+    """A fast entry point for a one-argument primitive (the scalar hot path).
+
+    Same behaviour as calling ``prim``; it skips the generic argument scan (a Python function of
+    fixed arity costs a fraction of ``Primitive.__call__``'s ``*args, **kwargs``). With
+    ``float_fun`` (e.g. ``math.sin``), Python floats are computed by it directly, falling back to
+    ``array_fun`` (NumPy's) where it raises, as ``math`` does for ``log(-1.0)``.
+    """
+    fun = prim.fun
+
+    if float_fun is None:
+        def call(x):
+            if type(x) in BOX_TYPES:
+                return x._trace.apply1(prim, x)
+            return fun(x)
+    else:
+        def call(x):
+            if type(x) is float:
+                try:
+                    return float_fun(x)
+                except (ValueError, OverflowError):
+                    return float(array_fun(x))
+            if type(x) in BOX_TYPES:
+                return x._trace.apply1(prim, x)
+            return fun(x)
+
+    return _named(call, prim)
+
+
+def binary_function(prim, float_op=None):
+    """A fast entry point for a two-argument primitive (see :func:`unary_function`); two Python
+    floats go straight to ``float_op`` (e.g. ``operator.mul``) when given."""
+    fun = prim.fun
+
+    def call(x, y):
+        if float_op is not None and type(x) is float and type(y) is float:
+            return float_op(x, y)
+        if type(x) in BOX_TYPES:
+            t = x._trace
+            if type(y) in BOX_TYPES and y._trace.level > t.level:
+                t = y._trace
+        elif type(y) in BOX_TYPES:
+            t = y._trace
+        else:
+            return fun(x, y)
+        return t.apply2(prim, x, y)
+
+    return _named(call, prim)
+
+
+def _named(call, prim):
+    call.__name__ = call.__qualname__ = prim.__name__
+    call.__doc__ = prim.__doc__
+    call.primitive = prim
+    return call

@@ -13,6 +13,7 @@ and its parents. The backward pass
 - drops each node's adjoint as soon as the node has been processed.
 """
 
+import gc
 import itertools
 import operator
 
@@ -28,6 +29,7 @@ node_ids = itertools.count()
 """Creation order of graph nodes: parents always have smaller ids than their children."""
 
 _by_id = operator.attrgetter("_id")
+_new = object.__new__  # the hot paths below fill a node's slots directly (saves the __init__ call)
 _INEXACT = frozenset("fc")
 
 
@@ -45,56 +47,51 @@ def is_inexact(x):
 class Node(ArrayBox):
     """A recorded value: primal ``value`` plus what the backward pass needs (see module docs).
 
-    Leaves have ``_prim is None``. ``Tensor`` (PyTorch habits) and ``Var`` (the explicit tape)
-    are its two public kinds.
+    ``_parents`` is aligned with ``_args``: the parent node for a differentiated argument, None
+    for a constant. Leaves have ``_prim is None``. ``Tensor`` (PyTorch habits) and ``Var`` (the
+    explicit tape) are its two public kinds.
     """
 
-    __slots__ = ("value", "_trace", "_prim", "_args", "_kwargs", "_argnums", "_parents", "_id",
+    __slots__ = ("value", "_trace", "_prim", "_args", "_kwargs", "_parents", "_id",
                  "requires_grad", "_grad", "name", "__weakref__")
 
-    def __init__(self, value, trace, prim, args, kwargs, argnums, parents, requires_grad):
+    def __init__(self, value, trace, prim, args, kwargs, parents, requires_grad):
         self.value = value
         self._trace = trace
         self._prim = prim
         self._args = args
         self._kwargs = kwargs
-        self._argnums = argnums
         self._parents = parents
         self._id = next(node_ids)
         self.requires_grad = requires_grad
-        self._grad = None
-        self.name = None
 
 
 class ReverseTrace(Trace):
-    """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var)."""
+    """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
+    ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
-    __slots__ = ("box_type",)
+    __slots__ = ("box_type", "entries")
 
     def __init__(self, box_type):
         super().__init__()
         self.box_type = box_type
+        self.entries = None
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
-        return self.box_type(value, self, None, None, None, (), (), True)
+        return self.box_type(value, self, None, None, None, (), True)
 
     def constant(self, value):
         """What a primitive returns when nothing of this trace is differentiated through it."""
         return value
 
-    def record(self, prim, out, args, kwargs, argnums, parents):
-        """Make the graph node for ``out = prim(*args, **kwargs)``."""
-        return self.box_type(out, self, prim, args, kwargs, argnums, parents, True)
-
     def apply(self, prim, args, kwargs):
         unboxed = list(args)
-        argnums = []
-        parents = []
-        nested = False
-        vjps = prim.vjps
-        any_rule = prim.vjp_argnum is not None
-        for i, a in enumerate(args):
+        parents = [None] * len(unboxed)
+        found = nested = False
+        missing = prim.vjp_missing
+        i = 0
+        for a in args:
             if type(a) in BOX_TYPES:
                 if a._trace is self:
                     v = a.value
@@ -102,16 +99,84 @@ class ReverseTrace(Trace):
                     if type(v) in BOX_TYPES:
                         nested = True
                     if a.requires_grad:
-                        if not any_rule and (i >= len(vjps) or vjps[i] is None):
+                        if i in missing:
                             prim.vjp_rule(i)  # raises NoRuleError naming prim and argument
-                        argnums.append(i)
-                        parents.append(a)
+                        parents[i] = a
+                        found = True
                 else:
                     nested = True
+            i += 1
         out = prim(*unboxed, **kwargs) if nested else prim.fun(*unboxed, **kwargs)
-        if not parents or not is_inexact(out):
+        if not found or (type(out) is not float and not is_inexact(out)):
             return self.constant(out)
-        return self.record(prim, out, tuple(unboxed), kwargs or None, tuple(argnums), tuple(parents))
+        node = self.box_type(out, self, prim, tuple(unboxed), kwargs or None, tuple(parents), True)
+        if self.entries is not None:
+            self.entries.append(node)
+        return node
+
+    # The two specialisations below do what ``apply`` does for the common case -- every box is
+    # this trace's own, no nesting, no keywords -- and defer to ``apply`` for anything else.
+
+    def apply1(self, prim, x):
+        v = x.value
+        if type(v) in BOX_TYPES or not x.requires_grad:
+            return self.apply(prim, (x,), {})
+        out = prim.fun(v)
+        if type(out) is not float and not is_inexact(out):
+            return self.constant(out)
+        if 0 in prim.vjp_missing:
+            prim.vjp_rule(0)
+        node = _new(self.box_type)
+        node.value = out
+        node._trace = self
+        node._prim = prim
+        node._args = (v,)
+        node._kwargs = None
+        node._parents = (x,)
+        node._id = next(node_ids)
+        node.requires_grad = True
+        if self.entries is not None:
+            self.entries.append(node)
+        return node
+
+    def apply2(self, prim, x, y):
+        if type(x) in BOX_TYPES:
+            if x._trace is not self or not x.requires_grad or type(x.value) in BOX_TYPES:
+                return self.apply(prim, (x, y), {})
+            vx = x.value
+            px = x
+        else:
+            vx = x
+            px = None
+        if type(y) in BOX_TYPES:
+            if y._trace is not self or not y.requires_grad or type(y.value) in BOX_TYPES:
+                return self.apply(prim, (x, y), {})
+            vy = y.value
+            py = y
+        else:
+            vy = y
+            py = None
+        out = prim.fun(vx, vy)
+        if type(out) is not float and not is_inexact(out):
+            return self.constant(out)
+        missing = prim.vjp_missing
+        if missing:
+            if px is not None and 0 in missing:
+                prim.vjp_rule(0)
+            if py is not None and 1 in missing:
+                prim.vjp_rule(1)
+        node = _new(self.box_type)
+        node.value = out
+        node._trace = self
+        node._prim = prim
+        node._args = (vx, vy)
+        node._kwargs = None
+        node._parents = (px, py)
+        node._id = next(node_ids)
+        node.requires_grad = True
+        if self.entries is not None:
+            self.entries.append(node)
+        return node
 
 
 FREED = ("<freed by backward()>",)
@@ -125,66 +190,105 @@ def _reachable(roots):
     stack = list(roots)
     while stack:
         node = stack.pop()
-        k = id(node)
-        if k in seen:
+        if node in seen:  # nodes hash by identity
             continue
-        seen.add(k)
+        seen.add(node)
         order.append(node)
-        stack.extend(node._parents)
+        for p in node._parents:
+            if p is not None and p not in seen:
+                stack.append(p)
     order.sort(key=_by_id, reverse=True)
     return order
+
+
+def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
+    """Propagate cotangents from ``seeds`` [(node, cotangent), ...] back to the leaves.
+
+    The nodes are read children first: from ``tape`` (the trace's Wengert list, read backwards)
+    when the trace keeps one, else found by walking the graph from the seeds. Either way a VJP is
+    called only for a node that received an adjoint, i.e. one the seeds depend on.
+
+    Returns ``(adjoints, nodes)``: ``adjoints`` maps each leaf reached (each node reached, if
+    ``keep_all``) to its adjoint; ``nodes`` are the nodes read. With ``retain_graph=False`` each
+    node's saved arguments are released once processed.
+    """
+    order = _reachable([node for node, _ in seeds]) if tape is None else tape[::-1]
+    adj = {}
+    owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
+    for node, ct in seeds:
+        _accumulate(adj, owned, node, ct)
+    take = adj.get if keep_all else adj.pop
+    with gc_paused():
+        for node in order:
+            prim = node._prim
+            if prim is None:
+                continue
+            args = node._args
+            if args is FREED:
+                raise RuntimeError(
+                    "Trying to backward through the graph a second time: its saved values were "
+                    "freed by the first backward(). Call backward(retain_graph=True) the first time.")
+            g = take(node, None)
+            if g is None:
+                continue
+            kw = node._kwargs
+            out = node.value
+            post = prim.grad_post
+            by_argnum = prim.vjp_argnum
+            for i, parent in enumerate(node._parents):
+                if parent is not None:
+                    rule = prim.vjps[i] if by_argnum is None else _ArgnumRule(by_argnum, i)
+                    c = rule(g, out, *args) if kw is None else rule(g, out, *args, **kw)
+                    if post is not None and type(c) is not float:  # floats: nothing to fit
+                        c = post(c, args[i])
+                    prev = adj.get(parent)
+                    if prev is None:
+                        adj[parent] = c
+                    else:
+                        _add_into(adj, owned, parent, prev, c)
+            if not retain_graph:
+                node._args = FREED
+                node._kwargs = None
+                node._parents = ()
+    return adj, order
 
 
 def _accumulate(adj, owned, key, c):
     prev = adj.get(key)
     if prev is None:
         adj[key] = c
-    elif key in owned and type(c) not in BOX_TYPES:
-        np.add(prev, c, out=prev)
     else:
-        s = prev + c
-        adj[key] = s
-        if type(s) is np.ndarray:
-            owned.add(key)
+        _add_into(adj, owned, key, prev, c)
 
 
-def backward_pass(seeds, retain_graph=True, keep_all=False):
-    """Propagate cotangents from ``seeds`` [(node, cotangent), ...] back to the leaves.
+def _add_into(adj, owned, key, prev, c):
+    """adj[key] = prev + c, in place when this pass owns prev's buffer."""
+    if key in owned and type(c) not in BOX_TYPES:
+        np.add(prev, c, out=prev)
+        return
+    s = prev + c
+    adj[key] = s
+    if type(s) is np.ndarray:
+        owned.add(key)
 
-    Returns ``(adjoints, nodes)``: ``adjoints`` maps ``id(node)`` to its adjoint for every leaf
-    reached (for every node if ``keep_all``); ``nodes`` are the nodes visited, children first.
-    With ``retain_graph=False`` each node's saved arguments are released once processed.
+
+class gc_paused:
+    """Pause Python's cyclic garbage collector (re-entrant).
+
+    The graph is acyclic and freed by reference counting; while a trace grows by thousands of
+    nodes, the collector's full passes would rescan all of them again and again (more than
+    doubling the cost per operation). Cyclic garbage made meanwhile is collected afterwards.
     """
-    order = _reachable([node for node, _ in seeds])
-    adj = {}
-    owned = set()
-    for node, ct in seeds:
-        _accumulate(adj, owned, id(node), ct)
-    for node in order:
-        prim = node._prim
-        if prim is None:
-            continue
-        if node._args is FREED:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time: its saved values were freed "
-                "by the first backward(). Call backward(retain_graph=True) the first time.")
-        k = id(node)
-        g = adj.get(k) if keep_all else adj.pop(k, None)
-        if g is None:
-            continue
-        args = node._args
-        kw = node._kwargs
-        out = node.value
-        post = prim.grad_post
-        by_argnum = prim.vjp_argnum
-        for i, parent in zip(node._argnums, node._parents):
-            rule = prim.vjps[i] if by_argnum is None else _ArgnumRule(by_argnum, i)
-            c = rule(g, out, *args) if kw is None else rule(g, out, *args, **kw)
-            if post is not None:
-                c = post(c, args[i])
-            _accumulate(adj, owned, id(parent), c)
-        if not retain_graph:
-            node._args = FREED
-            node._kwargs = None
-            node._argnums = node._parents = ()
-    return adj, order
+
+    depth = 0
+
+    def __enter__(self):
+        if gc_paused.depth == 0:
+            self.was_enabled = gc.isenabled()
+            gc.disable()
+        gc_paused.depth += 1
+
+    def __exit__(self, *exc):
+        gc_paused.depth -= 1
+        if gc_paused.depth == 0 and self.was_enabled:
+            gc.enable()

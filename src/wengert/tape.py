@@ -47,7 +47,8 @@ class Var(Node):
         return Grad(adj, nodes, self)
 
     def __repr__(self):
-        name = f" {self.name}" if self.name else ""
+        name = getattr(self, "name", None)
+        name = f" {name}" if name else ""
         return f"Var{name}({self.value!r})"
 
 
@@ -64,7 +65,7 @@ class Grad:
         """d output / d ``var`` (zero when the output does not depend on it)."""
         if not isinstance(var, Var):
             raise TypeError(f"Grad.wrt expects a Var of the tape, got {type(var).__name__}")
-        g = self._adj.get(id(var))
+        g = self._adj.get(var)
         v = var.value
         if g is None:
             return 0.0 if type(v) is float else np.zeros_like(v)
@@ -80,7 +81,7 @@ class Tape(ReverseTrace):
 
     def __init__(self):
         super().__init__(Var)
-        self.entries = []
+        self.entries = []  # ReverseTrace.apply appends every recorded node here
 
     def var(self, value, name=None):
         """A new independent variable on this tape."""
@@ -89,11 +90,6 @@ class Tape(ReverseTrace):
         v = self.leaf(value)
         v.name = name
         return v
-
-    def record(self, prim, out, args, kwargs, argnums, parents):
-        node = super().record(prim, out, args, kwargs, argnums, parents)
-        self.entries.append(node)
-        return node
 
     def __len__(self):
         return len(self.entries)
@@ -111,15 +107,15 @@ class Tape(ReverseTrace):
         inputs = {}
         for node in self.entries:
             for p in node._parents:
-                if p._prim is None and id(p) not in inputs:
+                if p is not None and p._prim is None and id(p) not in inputs:
                     inputs[id(p)] = p
                     if id(p) not in names:
-                        names[id(p)] = p.name or next(fresh)
+                        names[id(p)] = getattr(p, "name", None) or next(fresh)
         inputs = list(inputs.values())
         for p in inputs:
             lines.append(f"{names[id(p)]} = {_short(p.value)}")
         for node in self.entries:
-            names.setdefault(id(node), node.name or next(fresh))
+            names.setdefault(id(node), getattr(node, "name", None) or next(fresh))
             lines.append(f"{names[id(node)]} = {_expression(node, names)}")
         return "\n".join(lines)
 
@@ -131,10 +127,7 @@ class Tape(ReverseTrace):
 
 
 def _inputs(node):
-    args = list(node._args)
-    for i, p in zip(node._argnums, node._parents):
-        args[i] = p
-    return tuple(args)
+    return tuple(a if p is None else p for a, p in zip(node._args, node._parents))
 
 
 def _name_supply():

@@ -71,7 +71,7 @@ class Tensor(Node):
     @property
     def grad(self):
         """Accumulated gradient of a leaf after ``backward()`` (a Tensor), or None."""
-        return self._grad
+        return getattr(self, "_grad", None)
 
     @grad.setter
     def grad(self, value):
@@ -117,17 +117,15 @@ class Tensor(Node):
         adj, nodes = backward_pass([(self, seed)], retain_graph=retain_graph)
         for node in nodes:
             if node._prim is None and node.requires_grad:
-                g = adj.get(id(node))
+                g = adj.get(node)
                 if g is not None:
                     node._accumulate_grad(g)
 
     def _accumulate_grad(self, g):
         if type(g) is not float:
             g = np.array(g, dtype=self.dtype)  # a copy: never alias a seed or a user's array
-        if self._grad is None:
-            self._grad = _constant(g)
-        else:
-            self._grad = _constant(self._grad.value + g)
+        prev = self.grad
+        self._grad = _constant(g if prev is None else prev.value + g)
 
     def detach(self):
         """The value without its graph, as a Tensor that does not require grad."""
@@ -249,8 +247,18 @@ class EagerTrace(ReverseTrace):
             return self.constant(prim(*plain, **kwargs))
         return ReverseTrace.apply(self, prim, args, kwargs)
 
+    def apply1(self, prim, x):
+        if not is_grad_enabled():
+            return self.apply(prim, (x,), {})
+        return ReverseTrace.apply1(self, prim, x)
+
+    def apply2(self, prim, x, y):
+        if not is_grad_enabled():
+            return self.apply(prim, (x, y), {})
+        return ReverseTrace.apply2(self, prim, x, y)
+
     def constant(self, value):
-        return Tensor(value, self, None, None, None, (), (), False)
+        return Tensor(value, self, None, None, None, (), False)
 
 
 EAGER = EagerTrace(Tensor)
@@ -258,7 +266,7 @@ EAGER.level = 0
 
 
 def _constant(value):
-    return Tensor(value, EAGER, None, None, None, (), (), False)
+    return Tensor(value, EAGER, None, None, None, (), False)
 
 
 def _check_float(value, where):
@@ -281,4 +289,4 @@ def tensor(data, requires_grad=False, dtype=None):
         value = np.array(data, dtype=dtype)
     if requires_grad:
         _check_float(value, "wg.tensor(..., requires_grad=True)")
-    return Tensor(value, EAGER, None, None, None, (), (), bool(requires_grad))
+    return Tensor(value, EAGER, None, None, None, (), bool(requires_grad))

@@ -45,6 +45,14 @@ class Trace:
     def apply(self, prim, args, kwargs):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def apply1(self, prim, x):
+        """``apply`` for one argument; engines may specialise it (the scalar hot path)."""
+        return self.apply(prim, (x,), {})
+
+    def apply2(self, prim, x, y):
+        """``apply`` for two arguments; engines may specialise it."""
+        return self.apply(prim, (x, y), {})
+
     def __repr__(self):
         return f"<{type(self).__name__} level {self.level}>"
 

@@ -12,7 +12,7 @@ import numpy as np
 import wengert.numpy as wnp
 from wengert.forward import Dual, ForwardTrace
 from wengert.ops.nondiff import zeros_like
-from wengert.reverse import ReverseTrace, backward_pass, is_inexact
+from wengert.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.tensor import Tensor
 from wengert.trace import BOX_TYPES, unbox_all
 from wengert.tree import describe, tree_flatten, tree_map, tree_unflatten
@@ -80,8 +80,15 @@ def _finish(g, value):
 
 
 def _gradients(adj, boxes):
-    return [tree_unflatten(treedef, [_finish(adj.get(id(b)), b.value) for b in mine])
+    return [tree_unflatten(treedef, [_finish(adj.get(b), b.value) for b in mine])
             for mine, treedef in boxes]
+
+
+def _tape_trace():
+    """A reverse trace that keeps its Wengert list (read backwards by the backward pass)."""
+    trace = ReverseTrace(Tensor)
+    trace.entries = []
+    return trace
 
 
 def _ones(value):
@@ -98,9 +105,10 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     @functools.wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
         single, nums = _argnums_tuple(fun, argnums, len(args), "grad")
-        trace = ReverseTrace(Tensor)
+        trace = _tape_trace()
         call_args, boxes = _boxed_call_args(trace, fun, args, nums, "grad")
-        out = fun(*call_args, **kwargs)
+        with gc_paused():
+            out = fun(*call_args, **kwargs)
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError(f"wg.grad({_name(fun)}, has_aux=True): the function must return a "
@@ -109,7 +117,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
         _check_scalar(out, fun)
         value = out.value if type(out) in BOX_TYPES and out._trace is trace else out
         if type(out) in BOX_TYPES and out._trace is trace:
-            adj, _ = backward_pass([(out, _ones(unbox_all(value)))])
+            adj, _ = backward_pass([(out, _ones(unbox_all(value)))], tape=trace.entries)
         else:
             adj = {}
         grads = _gradients(adj, boxes)
@@ -157,9 +165,10 @@ def grad(fun, argnums=0, has_aux=False):
 def vjp(fun, *primals, has_aux=False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(cotangent)`` is a tuple, one entry per primal
     (``jax.vjp``). ``vjp_fun`` may be called many times."""
-    trace = ReverseTrace(Tensor)
+    trace = _tape_trace()
     call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), "vjp")
-    out = fun(*call_args)
+    with gc_paused():
+        out = fun(*call_args)
     if has_aux:
         out, aux = out
     out_leaves, out_def = tree_flatten(out)
@@ -178,7 +187,7 @@ def vjp(fun, *primals, has_aux=False):
                                  f"the output has shape {np.shape(unbox_all(o))}")
             if type(o) in BOX_TYPES and o._trace is trace:
                 seeds.append((o, c))
-        adj = backward_pass(seeds)[0] if seeds else {}
+        adj = backward_pass(seeds, tape=trace.entries)[0] if seeds else {}
         return tuple(_gradients(adj, boxes))
 
     if has_aux:
@@ -237,7 +246,8 @@ def jvp(fun, primals, tangents, has_aux=False):
                                  f"{np.shape(unbox_all(tv))}, the primal {np.shape(unbox_all(pv))}")
             duals.append(Dual(pv, tv, trace))
         call_args.append(tree_unflatten(p_def, duals))
-    out = fun(*call_args)
+    with gc_paused():
+        out = fun(*call_args)
     if has_aux:
         out, aux = out
     out_leaves, out_def = tree_flatten(out)

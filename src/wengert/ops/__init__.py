@@ -22,6 +22,7 @@ def rule_table():
     table = {}
     for module in FAMILIES:
         for value in vars(module).values():
+            value = getattr(value, "primitive", value)  # fast entry points carry their Primitive
             if isinstance(value, Primitive) and not value.nondiff and value not in table.values():
                 table[value.__name__] = value
     return table

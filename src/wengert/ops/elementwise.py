@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from wengert.ops.broadcasting import broadcast_tangent, unbroadcast
-from wengert.primitive import Primitive, defjvp, defvjp
+from wengert.primitive import Primitive, binary_function, defjvp, defvjp, unary_function
 from wengert.trace import unbox_all
 
 __all__ = [
@@ -40,6 +40,7 @@ def _unary(np_fun, math_fun=None):
 
     impl.__name__ = np_fun.__name__
     impl.__doc__ = f"numpy.{np_fun.__name__}, elementwise."
+    impl.float_fun, impl.array_fun = math_fun, np_fun
     return impl
 
 
@@ -55,11 +56,18 @@ def _binary(np_fun, op=None):
 
     impl.__name__ = np_fun.__name__
     impl.__doc__ = f"numpy.{np_fun.__name__}, elementwise with broadcasting."
+    impl.float_op = op
     return impl
 
 
 def _unary_prim(impl, name):
-    return Primitive(impl, name=name)
+    return unary_function(Primitive(impl, name=name), getattr(impl, "float_fun", None),
+                          getattr(impl, "array_fun", None))
+
+
+def _binary_prim(impl, name):
+    prim = Primitive(impl, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
+    return binary_function(prim, getattr(impl, "float_op", None))
 
 
 def _broadcasting_prim(impl, name):
@@ -79,19 +87,19 @@ def _zero_rule(g, out, *args, **kwargs):
 
 # -- arithmetic ------------------------------------------------------------------------------
 
-add = _broadcasting_prim(_binary(np.add, operator.add), "add")
+add = _binary_prim(_binary(np.add, operator.add), "add")
 defvjp(add, lambda g, out, x, y: g, lambda g, out, x, y: g)
 defjvp(add, lambda t, out, x, y: t, lambda t, out, x, y: t)
 
-subtract = _broadcasting_prim(_binary(np.subtract, operator.sub), "subtract")
+subtract = _binary_prim(_binary(np.subtract, operator.sub), "subtract")
 defvjp(subtract, lambda g, out, x, y: g, lambda g, out, x, y: -g)
 defjvp(subtract, lambda t, out, x, y: t, lambda t, out, x, y: -t)
 
-multiply = _broadcasting_prim(_binary(np.multiply, operator.mul), "multiply")
+multiply = _binary_prim(_binary(np.multiply, operator.mul), "multiply")
 defvjp(multiply, lambda g, out, x, y: g * y, lambda g, out, x, y: g * x)
 defjvp(multiply, lambda t, out, x, y: t * y, lambda t, out, x, y: x * t)
 
-true_divide = _broadcasting_prim(_binary(np.true_divide, operator.truediv), "true_divide")
+true_divide = _binary_prim(_binary(np.true_divide, operator.truediv), "true_divide")
 defvjp(true_divide, lambda g, out, x, y: g / y, lambda g, out, x, y: -g * out / y)
 defjvp(true_divide, lambda t, out, x, y: t / y, lambda t, out, x, y: -t * out / y)
 divide = true_divide
@@ -119,7 +127,7 @@ def _pow_dy(out, x):
     return where(x == 0, 0.0, log(where(x == 0, 1.0, x)) * out)
 
 
-power = _broadcasting_prim(_binary(np.power, operator.pow), "power")
+power = _binary_prim(_binary(np.power, operator.pow), "power")
 defvjp(power, lambda g, out, x, y: g * _pow_dx(x, y), lambda g, out, x, y: g * _pow_dy(out, x))
 defjvp(power, lambda t, out, x, y: t * _pow_dx(x, y), lambda t, out, x, y: t * _pow_dy(out, x))
 
@@ -132,15 +140,15 @@ def _tie_share(x, y, g):
     return where(x == y, 0.5 * g, where(x > y, g, 0.0))
 
 
-maximum = _broadcasting_prim(np.maximum, "maximum")
+maximum = _binary_prim(np.maximum, "maximum")
 defvjp(maximum, lambda g, out, x, y: _tie_share(x, y, g), lambda g, out, x, y: _tie_share(y, x, g))
 defjvp(maximum, lambda t, out, x, y: _tie_share(x, y, t), lambda t, out, x, y: _tie_share(y, x, t))
 
-minimum = _broadcasting_prim(np.minimum, "minimum")
+minimum = _binary_prim(np.minimum, "minimum")
 defvjp(minimum, lambda g, out, x, y: _tie_share(y, x, g), lambda g, out, x, y: _tie_share(x, y, g))
 defjvp(minimum, lambda t, out, x, y: _tie_share(y, x, t), lambda t, out, x, y: _tie_share(x, y, t))
 
-arctan2 = _broadcasting_prim(_binary(np.arctan2, math.atan2), "arctan2")
+arctan2 = _binary_prim(_binary(np.arctan2, math.atan2), "arctan2")
 defvjp(arctan2,
        lambda g, out, y, x: g * x / (x * x + y * y),
        lambda g, out, y, x: -g * y / (x * x + y * y))
@@ -148,7 +156,7 @@ defjvp(arctan2,
        lambda t, out, y, x: t * x / (x * x + y * y),
        lambda t, out, y, x: -t * y / (x * x + y * y))
 
-hypot = _broadcasting_prim(_binary(np.hypot, math.hypot), "hypot")
+hypot = _binary_prim(_binary(np.hypot, math.hypot), "hypot")
 defvjp(hypot, lambda g, out, x, y: g * x / out, lambda g, out, x, y: g * y / out)
 defjvp(hypot, lambda t, out, x, y: t * x / out, lambda t, out, x, y: t * y / out)
 
