@@ -10,8 +10,17 @@ from wengert.primitive import NoRuleError, Primitive, defjvp, defjvp_argnum, def
 from wengert.tape import Grad, Tape, Var
 from wengert.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from wengert.transforms import (
-    elementwise_grad, grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, stop_gradient,
-    value_and_grad, vjp,
+    elementwise_grad,
+    grad,
+    hessian,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jvp,
+    stop_gradient,
+    value_and_grad,
+    vjp,
 )
 from wengert.tree import tree_flatten, tree_map, tree_unflatten
 

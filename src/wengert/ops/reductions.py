@@ -52,16 +52,22 @@ def _prod_impl(a, axis=None, keepdims=False):
 
 
 def _prod_partials(out, x, axis, keepdims):
-    """d prod / d x_i: the product of the others. Exact with zeros: where one element is zero,
-    it gets the product of the rest and every other element gets 0; with two zeros all get 0."""
-    xs = broadcasting.shape_of(x)
+    """d prod / d x_i, the product of the other elements, without dividing by zero.
+
+    With q the product of the nonzero elements and z that of the zero ones (prod = q z):
+    a nonzero x_i gets q z / x_i; a zero x_i gets q times the product of the *other* zeros, i.e.
+    q with one zero, the other zero (written s - x_i, s the sum of the zeros) with two, 0 with
+    more. Written so, the partials have the right derivatives too (second order exact).
+    """
+    E = elementwise
     is_zero = x == 0
     zeros = np.sum(is_zero, axis=axis, keepdims=True)
-    nonzero_prod = prod(elementwise.where(is_zero, 1.0, x), axis=axis, keepdims=True)
-    out_k = expand_reduced(out, xs, axis, keepdims) if not keepdims else out
-    no_zero = elementwise.where(zeros == 0, out_k / elementwise.where(is_zero, 1.0, x), 0.0)
-    one_zero = elementwise.where((zeros == 1) & is_zero, nonzero_prod, 0.0)
-    return broadcasting.broadcast_to(no_zero + one_zero, xs)
+    q = prod(E.where(is_zero, 1.0, x), axis=axis, keepdims=True)
+    z = prod(E.where(is_zero, x, 1.0), axis=axis, keepdims=True)
+    nonzero_part = q * z / E.where(is_zero, 1.0, x)
+    s = sum(E.where(is_zero, x, 0.0), axis=axis, keepdims=True)
+    zero_part = q * E.where(zeros == 1, 1.0, E.where(zeros == 2, s - x, 0.0))
+    return E.where(is_zero, zero_part, nonzero_part)
 
 
 prod = Primitive(_prod_impl, name="prod")
@@ -85,7 +91,8 @@ def _amax_impl(a, axis=None, keepdims=False):
 
 
 def _chooser_vjp(g, out, x, axis=None, keepdims=False):
-    return expand_reduced(g, broadcasting.shape_of(x), axis, keepdims) * _chooser_weights(out, x, axis, keepdims)
+    g = expand_reduced(g, broadcasting.shape_of(x), axis, keepdims)
+    return g * _chooser_weights(out, x, axis, keepdims)
 
 
 def _chooser_jvp(t, out, x, axis=None, keepdims=False):
