@@ -118,15 +118,19 @@ def _missing(prim, mode, argnum, definer):
     )
 
 
-def primitive(fun=None, *, name=None, grad_post=None, tangent_post=None):
+def primitive(fun=None, *, name=None):
     """Make ``fun`` a primitive: wengert will differentiate it by its rules, not by its body.
 
     Like ``autograd.extend.primitive`` and ``jax.custom_vjp``. Use as ``wg.primitive(f)`` or as a
-    decorator; then give rules with :func:`defvjp` and :func:`defjvp`.
+    decorator; then give rules with :func:`defvjp` and :func:`defjvp`. A rule may return an
+    output-shaped result for a broadcast argument: it is summed back to the argument's shape (and
+    a tangent broadcast to the output's), as for NumPy's own broadcasting functions.
     """
     if fun is None:
-        return lambda f: Primitive(f, name=name, grad_post=grad_post, tangent_post=tangent_post)
-    return Primitive(fun, name=name, grad_post=grad_post, tangent_post=tangent_post)
+        return lambda f: primitive(f, name=name)
+    from wengert.ops.broadcasting import broadcast_tangent, unbroadcast  # ops sit above this module
+
+    return Primitive(fun, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
 
 
 def _check_prim(prim, definer):

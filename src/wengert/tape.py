@@ -153,7 +153,7 @@ def _expression(node, names):
         return f"{shown[0]} {_OPERATORS[op]} {shown[1]}"
     if op == "negative":
         return f"-{shown[0]}"
-    kw = [f"{k}={v!r}" for k, v in (node._kwargs or {}).items()]
+    kw = [f"{k}={v!r}" for k, v in (node._kwargs or {}).items() if v is not None and v is not False]
     return f"{op}({', '.join(shown + kw)})"
 
 

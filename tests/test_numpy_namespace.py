@@ -1,0 +1,140 @@
+"""wengert.numpy: NumPy's values and signatures; plain NumPy calls on traced values dispatch to it;
+functions without a rule are errors that name them."""
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from wengert.numpy._dispatch import UnsupportedNumpyFunction
+from wengert.testing import check_grads
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((3, 4))
+
+
+@pytest.mark.parametrize("name,args,kwargs", [
+    ("sum", (X,), {"axis": 1, "keepdims": True}),
+    ("mean", (X,), {"axis": (0, 1)}),
+    ("var", (X,), {"axis": 0, "ddof": 1}),
+    ("std", (X,), {}),
+    ("prod", (X,), {"axis": -1}),
+    ("max", (X,), {"axis": 0}),
+    ("min", (X,), {"keepdims": True}),
+    ("reshape", (X, (2, 6)), {}),
+    ("transpose", (X,), {}),
+    ("swapaxes", (X, 0, 1), {}),
+    ("moveaxis", (X[None], 0, 2), {}),
+    ("expand_dims", (X, 1), {}),
+    ("squeeze", (X[:, None],), {}),
+    ("broadcast_to", (X[0], (2, 4)), {}),
+    ("concatenate", ([X, X],), {"axis": 1}),
+    ("stack", ([X, X],), {"axis": -1}),
+    ("tile", (X, (2, 1)), {}),
+    ("repeat", (X, 2), {"axis": 0}),
+    ("flip", (X,), {"axis": 1}),
+    ("dot", (X, X.T), {}),
+    ("outer", (X[0], X[1]), {}),
+    ("tensordot", (X, X, ([0], [0])), {}),
+    ("einsum", ("ij,kj->ik", X, X), {}),
+    ("clip", (X, -0.5, 0.5), {}),
+    ("where", (X > 0, X, -X), {}),
+    ("arctan2", (X, X[0]), {}),
+])
+def test_values_match_numpy(name, args, kwargs):
+    ours = getattr(wnp, name)(*args, **kwargs)
+    theirs = getattr(np, name)(*args, **kwargs)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-14)
+    assert np.shape(ours) == np.shape(theirs)
+
+
+def test_split_matches_numpy():
+    for ours, theirs in zip(wnp.split(X, [1, 3], axis=1), np.split(X, [1, 3], axis=1)):
+        np.testing.assert_array_equal(ours, theirs)
+    with pytest.raises(ValueError, match="equal division"):
+        wnp.split(X, 3, axis=1)
+
+
+def test_plain_numpy_calls_dispatch_on_traced_values():
+    W = rng.standard_normal((4, 2))
+
+    def f(x):
+        return np.sum(np.tanh(x @ W) ** 2, axis=0).sum() + np.mean(np.exp(x)) + np.max(x)
+
+    def g(x):
+        return wnp.sum(wnp.tanh(x @ W) ** 2, axis=0).sum() + wnp.mean(wnp.exp(x)) + wnp.max(x)
+
+    np.testing.assert_allclose(wg.grad(f)(X), wg.grad(g)(X), rtol=1e-14)
+    check_grads(f, X)
+
+
+def test_ndarray_on_the_left_dispatches():
+    W = rng.standard_normal((2, 3))
+    f = lambda x: np.sum(W @ x + np.ones(3) * x[0])
+    check_grads(f, rng.standard_normal((3, 3)))
+
+
+def test_numpy_function_without_rule_is_an_error_naming_it():
+    with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.linalg\.inv"):
+        wg.grad(lambda x: np.sum(np.linalg.inv(x)))(np.eye(2))
+    with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.cumsum"):
+        wg.grad(lambda x: np.sum(np.cumsum(x)))(np.ones(3))
+    with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.sinc"):
+        wg.grad(lambda x: np.sum(np.sinc(x)))(np.ones(3))
+    with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.add\.accumulate"):
+        wg.grad(lambda x: np.sum(np.add.accumulate(x)))(np.ones(3))
+
+
+def test_wengert_numpy_missing_name_says_so():
+    with pytest.raises(AttributeError, match=r"numpy\.cumsum has no derivative rule"):
+        wnp.cumsum  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'not_a_numpy_name'"):
+        wnp.not_a_numpy_name  # noqa: B018
+
+
+def test_out_argument_is_refused():
+    with pytest.raises(TypeError, match="out="):
+        wg.grad(lambda x: np.sum(np.sin(x, out=np.empty(3))))(np.ones(3))
+    with pytest.raises(TypeError, match="out="):
+        wnp.sum(np.ones(3), out=np.empty(()))
+
+
+def test_converting_traced_values_to_numpy_or_float_is_an_error():
+    with pytest.raises(TypeError, match="drop its derivative"):
+        wg.grad(lambda x: np.asarray(x).sum())(np.ones(3))
+    with pytest.raises(TypeError, match="math"):
+        import math
+        wg.grad(lambda x: math.sin(x))(1.0)
+
+
+def test_integer_and_bool_values_carry_no_gradient():
+    def f(x):
+        k = wnp.argmax(x)  # an index: no derivative
+        mask = x > 0  # a boolean array: no derivative
+        return x[k] + wnp.sum(wnp.where(mask, x, 0.0)) + wnp.floor(x[0])
+
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_array_equal(wg.grad(f)(x), [1.0, 0.0, 2.0])
+
+
+def test_axis_errors_are_numpys():
+    with pytest.raises(np.exceptions.AxisError):
+        wnp.sum(X, axis=2)
+    with pytest.raises(ValueError, match="squeeze"):
+        wnp.squeeze(X, 0)
+
+
+def test_array_of_traced_scalars_is_differentiable():
+    f = lambda a, b: wnp.sum(wnp.array([[a, b], [b * b, 1.0]]) @ np.array([1.0, 2.0]))
+    assert wg.grad(f, (0, 1))(1.0, 3.0) == (1.0, 2.0 + 6.0)
+
+
+def test_broadcasting_gradients_summed_back_to_each_shape():
+    def f(a, b, c):
+        return wnp.sum(a * b + c)
+
+    a, b, c = rng.standard_normal((2, 1, 3)), rng.standard_normal((4, 1)), 2.0
+    ga, gb, gc = wg.grad(f, (0, 1, 2))(a, b, c)
+    assert ga.shape == a.shape and gb.shape == b.shape and type(gc) is float
+    np.testing.assert_allclose(ga, np.broadcast_to(b.sum(), a.shape))
+    assert gc == 2 * 4 * 3
