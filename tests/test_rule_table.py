@@ -92,6 +92,10 @@ CASES = {
     "ceil": unary(E.ceil, make=away),
     "rint": unary(E.rint, make=away),
     "trunc": unary(E.trunc, make=away),
+    "tie_select": [
+        (lambda g: E.tie_select(g, np.array([1.0, 2.0, 3.0]), np.array([2.0, 2.0, 1.0])), (R(3),)),
+        (lambda g: E.tie_select(g, np.array([[1.0], [0.0]]), 0.0), (R(2, 3),)),
+    ],
     "where": [
         (lambda x, y: E.where(np.array([True, False, True]), x, y), (R(3), R(3))),
         (lambda x, y: E.where(np.array([[True], [False]]), x, y), (R(2, 3), R(3))),

@@ -21,7 +21,7 @@ __all__ = [
     "maximum", "minimum", "arctan2", "hypot", "absolute", "abs", "sign", "sqrt", "cbrt", "exp",
     "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "arcsin", "arccos",
     "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "square", "reciprocal",
-    "floor", "ceil", "rint", "trunc", "where", "clip",
+    "floor", "ceil", "rint", "trunc", "where", "clip", "tie_select",
 ]
 
 
@@ -132,12 +132,25 @@ defvjp(power, lambda g, out, x, y: g * _pow_dx(x, y), lambda g, out, x, y: g * _
 defjvp(power, lambda t, out, x, y: t * _pow_dx(x, y), lambda t, out, x, y: t * _pow_dy(out, x))
 
 
-def _tie_share(x, y, g):
-    """The part of ``g`` that goes to ``x`` in max(x, y): all where x wins, half at a tie.
+def _tie_select_impl(g, x, y):
+    """``g`` where x > y, ``g / 2`` where x == y, 0 elsewhere (in the broadcast shape)."""
+    out = np.where(x > y, g, 0.0)
+    ties = x == y
+    if np.any(ties):
+        out = np.where(ties, 0.5 * np.asarray(g), out)
+    return out
 
-    Ties split the cotangent equally, as HIPS autograd and JAX do.
-    """
-    return where(x == y, 0.5 * g, where(x > y, g, 0.0))
+
+# The cotangent (or tangent) that max(x, y) passes to x: ties split it equally, as in HIPS autograd
+# and JAX. Linear in g; the selection is piecewise constant in x and y, so they enter as constants.
+tie_select = Primitive(_tie_select_impl, name="tie_select", grad_post=unbroadcast,
+                       tangent_post=broadcast_tangent)
+defvjp(tie_select, lambda gg, out, g, x, y: tie_select(gg, x, y))
+defjvp(tie_select, lambda t, out, g, x, y: tie_select(t, x, y))
+
+
+def _tie_share(x, y, g):
+    return tie_select(g, unbox_all(x), unbox_all(y))
 
 
 maximum = _binary_prim(np.maximum, "maximum")
