@@ -25,7 +25,7 @@ from wengert.trace import BOX_TYPES, Trace
 
 __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact"]
 
-node_ids = itertools.count()
+node_ids = itertools.count()  # eager nodes are ordered by it; traces with a Wengert list use the list
 """Creation order of graph nodes: parents always have smaller ids than their children."""
 
 _by_id = operator.attrgetter("_id")
@@ -133,10 +133,12 @@ class ReverseTrace(Trace):
         node._args = (v,)
         node._kwargs = None
         node._parents = (x,)
-        node._id = next(node_ids)
         node.requires_grad = True
-        if self.entries is not None:
-            self.entries.append(node)
+        entries = self.entries
+        if entries is None:
+            node._id = next(node_ids)
+        else:
+            entries.append(node)
         return node
 
     def apply2(self, prim, x, y):
@@ -172,10 +174,12 @@ class ReverseTrace(Trace):
         node._args = (vx, vy)
         node._kwargs = None
         node._parents = (px, py)
-        node._id = next(node_ids)
         node.requires_grad = True
-        if self.entries is not None:
-            self.entries.append(node)
+        entries = self.entries
+        if entries is None:
+            node._id = next(node_ids)
+        else:
+            entries.append(node)
         return node
 
 
@@ -223,14 +227,14 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             prim = node._prim
             if prim is None:
                 continue
+            g = take(node, None)
+            if g is None:
+                continue
             args = node._args
             if args is FREED:
                 raise RuntimeError(
                     "Trying to backward through the graph a second time: its saved values were "
                     "freed by the first backward(). Call backward(retain_graph=True) the first time.")
-            g = take(node, None)
-            if g is None:
-                continue
             kw = node._kwargs
             out = node.value
             post = prim.grad_post
