@@ -43,7 +43,7 @@ class Var(Node):
             raise ValueError(f"Var.grad(): the variable must be a scalar, it has shape {self.shape}; "
                              f"sum it first, or use wg.vjp for a vector output")
         seed = 1.0 if type(value) is float else np.ones_like(value)
-        adj, nodes = backward_pass([(self, seed)], retain_graph=True, keep_all=True)
+        adj, nodes = backward_pass([(self, seed)], keep_all=True, tape=self._trace.entries)
         return Grad(adj, nodes, self)
 
     def __repr__(self):
