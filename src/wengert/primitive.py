@@ -53,7 +53,10 @@ class Primitive:
                 if top is None or t.level > top.level:
                     top = t
         if top is None:
-            return self.fun(*args, **kwargs)
+            try:
+                return self.fun(*args, **kwargs)
+            except ValueError as e:
+                raise explained(self, args, e) from e
         if self.nondiff:
             return top.constant(self.fun(*[unbox_all(a) for a in args], **unbox_all(kwargs)))
         return top.apply(self, args, kwargs)
@@ -95,6 +98,16 @@ class Primitive:
         if self.tangent_post is not None:
             d = self.tangent_post(d, out)
         return d
+
+
+def explained(prim, args, error):
+    """``error`` (NumPy's ValueError) restated with the operation's name and its arguments' shapes."""
+    shapes = []
+    for a in args:
+        a = unbox_all(a)
+        if hasattr(a, "shape") or isinstance(a, (float, int, complex, list)):
+            shapes.append(str(tuple(getattr(a, "shape", ()) if not isinstance(a, list) else (len(a),))))
+    return type(error)(f"{prim.__name__} of arrays with shapes {', '.join(shapes)}: {error}")
 
 
 class _ArgnumRule:
@@ -248,7 +261,10 @@ def binary_function(prim, float_op=None):
         elif type(y) in BOX_TYPES:
             t = y._trace
         else:
-            return fun(x, y)
+            try:
+                return fun(x, y)
+            except ValueError as e:
+                raise explained(prim, (x, y), e) from e
         return t.apply2(prim, x, y)
 
     return _named(call, prim)

@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from wengert.box import ArrayBox
-from wengert.primitive import _ArgnumRule
+from wengert.primitive import _ArgnumRule, explained
 from wengert.trace import BOX_TYPES, Trace
 
 __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact"]
@@ -106,7 +106,13 @@ class ReverseTrace(Trace):
                 else:
                     nested = True
             i += 1
-        out = prim(*unboxed, **kwargs) if nested else prim.fun(*unboxed, **kwargs)
+        if nested:
+            out = prim(*unboxed, **kwargs)
+        else:
+            try:
+                out = prim.fun(*unboxed, **kwargs)
+            except ValueError as e:
+                raise explained(prim, unboxed, e) from e
         if not found or (type(out) is not float and not is_inexact(out)):
             return self.constant(out)
         node = self.box_type(out, self, prim, tuple(unboxed), kwargs or None, tuple(parents), True)
@@ -158,7 +164,10 @@ class ReverseTrace(Trace):
         else:
             vy = y
             py = None
-        out = prim.fun(vx, vy)
+        try:
+            out = prim.fun(vx, vy)
+        except ValueError as e:
+            raise explained(prim, (vx, vy), e) from e
         if type(out) is not float and not is_inexact(out):
             return self.constant(out)
         missing = prim.vjp_missing
