@@ -1,0 +1,79 @@
+"""``python -m benchmarks [--quick] [--only NAME ...] [--rounds N]``: print the tables and targets, write
+them to benchmarks/results/latest.md, and exit non-zero if any gradient cross-check failed.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.harness import (
+    IMPLEMENTATIONS,
+    environment,
+    format_markdown,
+    format_text,
+    run_workload,
+    write_markdown,
+)
+from benchmarks.workloads import WORKLOAD_NAMES, all_workloads
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _select(names, parser):
+    """Workload names matching ``--only`` arguments (a part such as "mlp" selects several)."""
+    chosen = []
+    for raw in names:
+        key = raw.lower().replace("_", "-").replace(" ", "-")
+        matches = [n for n in WORKLOAD_NAMES if key in n]
+        if not matches:
+            parser.error(f"--only {raw!r}: no such workload; choose from {', '.join(WORKLOAD_NAMES)}")
+        chosen += [m for m in matches if m not in chosen]
+    return chosen
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Time wengert against hand-written NumPy, PyTorch, JAX and HIPS autograd "
+                    "(peers that are not installed are reported and skipped).")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes and few rounds, for smoke-testing (not representative)")
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help=f"run only these workloads: {', '.join(WORKLOAD_NAMES)} (parts of names work)")
+    parser.add_argument("--rounds", type=int, metavar="N", help="rounds per workload (default: per workload)")
+    parser.add_argument("--impls", nargs="+", metavar="KEY", choices=list(IMPLEMENTATIONS),
+                        help=f"run only these implementations: {', '.join(IMPLEMENTATIONS)}")
+    parser.add_argument("--markdown", type=Path, metavar="PATH",
+                        help="where to write the Markdown report (default: benchmarks/results/latest.md, "
+                             "or latest-quick.md with --quick)")
+    args = parser.parse_args(argv)
+    if args.rounds is not None and args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+
+    selected = _select(args.only, parser) if args.only else list(WORKLOAD_NAMES)
+    workloads = [w for w in all_workloads(quick=args.quick) if w.name in selected]
+    env = environment()
+    started = time.perf_counter()
+    results = [run_workload(w, impls=args.impls, rounds=args.rounds) for w in workloads]
+    elapsed = time.perf_counter() - started
+
+    env["total time"] = f"{elapsed:.0f} s"
+    print()
+    for key, value in env.items():
+        print(f"{key}: {value}")
+    print("rounds: " + ", ".join(f"{r.workload.name} {r.rounds}" for r in results))
+    print()
+    print(format_text(results, quick=args.quick))
+    path = args.markdown or RESULTS / ("latest-quick.md" if args.quick else "latest.md")
+    write_markdown(path, format_markdown(results, env, quick=args.quick))
+    print(f"\nTotal {elapsed:.0f} s. Markdown written to {path}")
+    failed = sum(len(r.failures) for r in results)
+    if failed:
+        print(f"{failed} implementation(s) FAILED the gradient cross-check", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
