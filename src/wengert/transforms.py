@@ -92,7 +92,11 @@ def _tape_trace():
 
 
 def _ones(value):
-    return 1.0 if type(value) is float else np.ones(np.shape(value), dtype=np.result_type(value))
+    if type(value) is float:
+        return 1.0
+    if isinstance(value, np.generic):
+        return value.dtype.type(1)
+    return np.ones(np.shape(value), dtype=np.result_type(value))
 
 
 def value_and_grad(fun, argnums=0, has_aux=False):

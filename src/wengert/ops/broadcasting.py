@@ -7,6 +7,8 @@ its ``tangent_post``. ``unbroadcast`` also casts a cotangent to its argument's f
 float32 inputs get float32 gradients even when mixed with float64 constants.
 """
 
+import math
+
 import numpy as np
 
 from wengert.ops import reductions, shape
@@ -15,6 +17,7 @@ from wengert.primitive import Primitive, defjvp, defvjp
 __all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "shape_of", "dtype_of"]
 
 _SCALARS = (float, int, bool, complex)
+_ndarray = np.ndarray
 _FLOAT64 = np.dtype(np.float64)
 
 
@@ -55,6 +58,8 @@ def sum_to_shape(c, target):
 
 def unbroadcast(c, arg):
     """``grad_post`` of broadcasting primitives: fit cotangent ``c`` to ``arg``'s shape and dtype."""
+    if type(c) is _ndarray and type(arg) is _ndarray and c.shape == arg.shape and c.dtype == arg.dtype:
+        return c  # the common case, decided without a call
     if type(arg) is float:
         if type(c) is float:
             return c
@@ -76,7 +81,12 @@ def broadcast_tangent(t, out):
 
 
 def _broadcast_to_impl(array, shape):
-    """numpy.broadcast_to (a read-only view)."""
+    """numpy.broadcast_to (a read-only view; small arrays are filled instead, which is cheaper
+    than NumPy's Python-level view construction)."""
+    if isinstance(array, (_ndarray, np.generic, float)) and math.prod(shape) <= 4096:
+        out = np.empty(shape, dtype_of(array))
+        out[...] = array
+        return out
     return np.broadcast_to(array, shape)
 
 

@@ -7,7 +7,7 @@ accumulate, through ``np.add.at``) and boolean masks. The index itself is never 
 import numpy as np
 
 from wengert.ops import broadcasting
-from wengert.primitive import Primitive, defjvp, defvjp
+from wengert.primitive import Primitive, binary_function, defjvp, defvjp
 
 __all__ = ["getitem", "untake"]
 
@@ -36,7 +36,7 @@ def _untake_impl(g, idx, shape):
     return out
 
 
-getitem = Primitive(_getitem_impl, name="getitem")
+getitem = binary_function(Primitive(_getitem_impl, name="getitem"))
 defvjp(getitem, lambda g, out, x, idx: untake(g, idx, broadcasting.shape_of(x)))
 defjvp(getitem, lambda t, out, x, idx: getitem(t, idx))
 

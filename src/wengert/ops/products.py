@@ -9,7 +9,7 @@ import string
 import numpy as np
 
 from wengert.ops import broadcasting, shape
-from wengert.primitive import Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from wengert.primitive import Primitive, binary_function, defjvp, defjvp_argnum, defvjp, defvjp_argnum
 
 __all__ = ["matmul", "tensordot", "einsum"]
 
@@ -20,6 +20,8 @@ def _ndim(x):
 
 def _mT(x):
     """Swap the last two axes."""
+    if type(x) is np.ndarray:
+        return x.swapaxes(-1, -2)  # a plain array: nothing to record, skip the dispatch
     n = _ndim(x)
     return shape.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
@@ -63,8 +65,8 @@ def _matmul_vjp_b(g, out, a, b):
     return matmul(_mT(a), g)
 
 
-matmul = Primitive(_matmul_impl, name="matmul",
-                   grad_post=broadcasting.unbroadcast, tangent_post=broadcasting.broadcast_tangent)
+matmul = binary_function(Primitive(_matmul_impl, name="matmul", grad_post=broadcasting.unbroadcast,
+                                   tangent_post=broadcasting.broadcast_tangent))
 defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
 defjvp(matmul, lambda t, out, a, b: matmul(t, b), lambda t, out, a, b: matmul(a, t))
 

@@ -8,7 +8,7 @@ Each rule puts the reduced axes back (``expand_reduced``) and broadcasts to the 
 import numpy as np
 
 from wengert.ops import broadcasting, elementwise, shape
-from wengert.primitive import Primitive, defjvp, defvjp
+from wengert.primitive import Primitive, defjvp, defvjp, nondiff_primitive
 
 __all__ = ["sum", "prod", "amax", "amin", "normalize_axis", "expand_reduced"]
 
@@ -30,7 +30,7 @@ def normalize_axis(axis, ndim, fname="reduction"):
 
 def expand_reduced(g, x_shape, axis, keepdims):
     """Broadcast a reduction's cotangent ``g`` back to the reduced input's shape ``x_shape``."""
-    if not keepdims:
+    if not keepdims and axis is not None:
         axes = normalize_axis(axis, len(x_shape))
         kept = tuple(1 if i in axes else n for i, n in enumerate(x_shape))
         g = shape.reshape(g, kept)
@@ -38,6 +38,9 @@ def expand_reduced(g, x_shape, axis, keepdims):
 
 
 def _sum_impl(a, axis=None, keepdims=False):
+    """numpy.sum."""
+    if type(a) is np.ndarray:
+        return a.sum(axis=axis, keepdims=keepdims)  # the method skips NumPy's Python wrapper
     return np.sum(a, axis=axis, keepdims=keepdims)
 
 
@@ -77,16 +80,29 @@ defjvp(prod, lambda t, out, x, axis=None, keepdims=False:
        sum(t * _prod_partials(out, x, axis, keepdims), axis=axis, keepdims=keepdims))
 
 
+def _chooser_weights_impl(out, x, axis, keepdims):
+    """1/k on each of the k elements equal to the max (min) along ``axis``, 0 elsewhere."""
+    x = np.asarray(x)
+    o = out
+    if not keepdims and axis is not None:
+        axes = normalize_axis(axis, x.ndim)
+        o = np.reshape(o, tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
+    hit = x == o
+    return hit / np.sum(hit, axis=axis, keepdims=True).astype(x.dtype)
+
+
+# The weights are piecewise constant in x: no derivative flows through them.
+chooser_weights = nondiff_primitive(_chooser_weights_impl, "chooser_weights")
+
+
 def _chooser_weights(out, x, axis, keepdims):
-    """1/k on each of the k elements equal to the max (min), 0 elsewhere."""
-    xs = broadcasting.shape_of(x)
-    hit = x == expand_reduced(out, xs, axis, keepdims)
-    count = np.sum(hit, axis=axis, keepdims=True)
-    dt = broadcasting.dtype_of(x)
-    return elementwise.where(hit, (1.0 / count).astype(dt), np.zeros((), dt))
+    return chooser_weights(out, x, axis, keepdims)
 
 
 def _amax_impl(a, axis=None, keepdims=False):
+    """numpy.max."""
+    if type(a) is np.ndarray:
+        return a.max(axis=axis, keepdims=keepdims)
     return np.max(a, axis=axis, keepdims=keepdims)
 
 
@@ -105,6 +121,9 @@ defjvp(amax, _chooser_jvp)
 
 
 def _amin_impl(a, axis=None, keepdims=False):
+    """numpy.min."""
+    if type(a) is np.ndarray:
+        return a.min(axis=axis, keepdims=keepdims)
     return np.min(a, axis=axis, keepdims=keepdims)
 
 

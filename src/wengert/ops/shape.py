@@ -14,6 +14,8 @@ __all__ = ["reshape", "transpose", "astype", "concatenate", "repeat", "sum_repea
 
 def _reshape_impl(a, newshape):
     """numpy.reshape (C order)."""
+    if type(a) is np.ndarray:
+        return a.reshape(newshape)
     return np.reshape(a, newshape)
 
 
@@ -24,6 +26,8 @@ defjvp(reshape, lambda t, out, x, newshape: reshape(t, newshape))
 
 def _transpose_impl(a, axes=None):
     """numpy.transpose."""
+    if type(a) is np.ndarray:
+        return a.transpose(axes)
     return np.transpose(a, axes)
 
 
