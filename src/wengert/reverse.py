@@ -222,10 +222,10 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     called only for a node that received an adjoint, i.e. one the seeds depend on.
 
     Returns ``(adjoints, nodes)``: ``adjoints`` maps each leaf reached (each node reached, if
-    ``keep_all``) to its adjoint; ``nodes`` are the nodes read. With ``retain_graph=False`` each
-    node's saved arguments are released once processed.
+    ``keep_all``) to its adjoint; ``nodes`` are the nodes read (the tape, when given). With
+    ``retain_graph=False`` each node's saved arguments are released once processed.
     """
-    order = _reachable([node for node, _ in seeds]) if tape is None else tape[::-1]
+    order = _reachable([node for node, _ in seeds]) if tape is None else reversed(tape)
     adj = {}
     owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
     for node, ct in seeds:
@@ -263,7 +263,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                 node._args = FREED
                 node._kwargs = None
                 node._parents = ()
-    return adj, order
+    return adj, (order if tape is None else tape)
 
 
 def _accumulate(adj, owned, key, c):

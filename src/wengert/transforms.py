@@ -15,7 +15,7 @@ from wengert.ops.nondiff import zeros_like
 from wengert.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.tensor import Tensor
 from wengert.trace import BOX_TYPES, unbox_all
-from wengert.tree import describe, tree_flatten, tree_map, tree_unflatten
+from wengert.tree import _LEAF, describe, tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "jacrev", "jacobian",
            "jacfwd", "hessian", "hvp", "stop_gradient"]
@@ -52,7 +52,14 @@ def _boxed_call_args(trace, fun, args, nums, transform):
     args = list(args)
     boxes = []
     for a in nums:
-        leaves, treedef = tree_flatten(args[a])
+        v = args[a]
+        if type(v) is np.ndarray or type(v) is float:  # a single leaf: skip the pytree machinery
+            _check_leaf(v, transform, fun, a)
+            box = trace.leaf(v)
+            boxes.append(([box], _LEAF))
+            args[a] = box
+            continue
+        leaves, treedef = tree_flatten(v)
         for v in leaves:
             _check_leaf(v, transform, fun, a)
         mine = [trace.leaf(v) for v in leaves]
@@ -67,6 +74,8 @@ def _unbox_out(trace, out):
 
 def _finish(g, value):
     """The gradient for a leaf of value ``value`` (zero when it was not reached)."""
+    if type(g) is np.ndarray and type(value) is np.ndarray and g.shape == value.shape:
+        return g
     if g is None:
         return 0.0 if type(value) is float else zeros_like(value)
     if type(g) in BOX_TYPES:
@@ -80,7 +89,8 @@ def _finish(g, value):
 
 
 def _gradients(adj, boxes):
-    return [tree_unflatten(treedef, [_finish(adj.get(b), b.value) for b in mine])
+    return [_finish(adj.get(mine[0]), mine[0].value) if treedef is _LEAF else
+            tree_unflatten(treedef, [_finish(adj.get(b), b.value) for b in mine])
             for mine, treedef in boxes]
 
 
@@ -138,7 +148,10 @@ def _check_scalar(out, fun):
         raise TypeError(
             f"wg.grad({_name(fun)}): the function returned a {type(out).__name__}; grad needs a "
             f"scalar output. Use has_aux=True for (loss, extra) pairs, or wg.vjp / wg.jacrev.")
-    shape = np.shape(unbox_all(out))
+    v = unbox_all(out)
+    if type(v) is float:
+        return
+    shape = np.shape(v)
     if shape != ():
         raise TypeError(
             f"wg.grad({_name(fun)}): the function must return a scalar, but its output has shape "

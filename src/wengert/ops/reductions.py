@@ -88,7 +88,7 @@ def _chooser_weights_impl(out, x, axis, keepdims):
         axes = normalize_axis(axis, x.ndim)
         o = np.reshape(o, tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
     hit = x == o
-    return hit / np.sum(hit, axis=axis, keepdims=True).astype(x.dtype)
+    return hit / hit.sum(axis=axis, keepdims=True).astype(x.dtype)
 
 
 # The weights are piecewise constant in x: no derivative flows through them.
