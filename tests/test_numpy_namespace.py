@@ -138,3 +138,15 @@ def test_broadcasting_gradients_summed_back_to_each_shape():
     assert ga.shape == a.shape and gb.shape == b.shape and type(gc) is float
     np.testing.assert_allclose(ga, np.broadcast_to(b.sum(), a.shape))
     assert gc == 2 * 4 * 3
+
+
+def test_where_with_zero_keeps_exact_zeros_for_inf_and_nan():
+    """where(c, g, 0) is computed as a product for speed; inf/nan must not leak into the zeros."""
+    g = np.array([np.inf, np.nan, 1.0, -np.inf])
+    c = np.array([False, False, True, True])
+    np.testing.assert_array_equal(wnp.where(c, g, 0.0), [0.0, 0.0, 1.0, -np.inf])
+    np.testing.assert_array_equal(wnp.where(c, 0.0, g), [np.inf, np.nan, 0.0, 0.0])
+    assert wnp.where(c, g.astype(np.float32), 0.0).dtype == np.float32
+    x = np.array([-1.0, 2.0, 0.0])
+    grad = wg.grad(lambda x: wnp.sum(wnp.maximum(x, 0.0) * np.array([np.inf, 1.0, 1.0])))(x)
+    np.testing.assert_array_equal(grad, [0.0, 1.0, 0.5])

@@ -132,9 +132,23 @@ defvjp(power, lambda g, out, x, y: g * _pow_dx(x, y), lambda g, out, x, y: g * _
 defjvp(power, lambda t, out, x, y: t * _pow_dx(x, y), lambda t, out, x, y: t * _pow_dy(out, x))
 
 
+def masked(a, mask):
+    """``a`` where ``mask``, exactly 0 elsewhere: ``np.where(mask, a, 0)``, computed as a product.
+
+    On an irregular mask ``np.where`` is about ten times slower than a multiplication (it
+    branches per element); the product is exact except that 0 * inf is nan, so when ``a`` holds
+    inf or nan the result is recomputed with ``np.where``.
+    """
+    with np.errstate(invalid="ignore"):
+        out = np.multiply(a, mask)
+    if out.dtype.kind in "fc" and not np.isfinite(out).all():
+        out = np.where(mask, a, np.zeros((), out.dtype))
+    return out
+
+
 def _tie_select_impl(g, x, y):
     """``g`` where x > y, ``g / 2`` where x == y, 0 elsewhere (in the broadcast shape)."""
-    out = np.where(x > y, g, 0.0)
+    out = masked(g, x > y)
     ties = x == y
     if np.any(ties):
         out = np.where(ties, 0.5 * np.asarray(g), out)
@@ -297,6 +311,11 @@ defjvp(trunc, _zero_rule)
 
 
 def _where_impl(condition, x, y):
+    """numpy.where (with a faster path for the rules' ``where(c, g, 0.0)``)."""
+    if type(y) in (float, int) and y == 0 and isinstance(x, np.ndarray) and x.dtype.kind in "fc":
+        return masked(x, condition)
+    if type(x) in (float, int) and x == 0 and isinstance(y, np.ndarray) and y.dtype.kind in "fc":
+        return masked(y, np.logical_not(condition))
     return np.where(condition, x, y)
 
 
