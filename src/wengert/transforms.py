@@ -116,9 +116,14 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     ``(scalar, aux)`` and the result is ``((value, aux), gradient)``.
     """
 
+    checked = {}  # len(args) -> validated argnums
+
     @functools.wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
-        single, nums = _argnums_tuple(fun, argnums, len(args), "grad")
+        n = len(args)
+        if n not in checked:
+            checked[n] = _argnums_tuple(fun, argnums, n, "grad")
+        single, nums = checked[n]
         trace = _tape_trace()
         call_args, boxes = _boxed_call_args(trace, fun, args, nums, "grad")
         with gc_paused():
@@ -128,11 +133,13 @@ def value_and_grad(fun, argnums=0, has_aux=False):
                 raise TypeError(f"wg.grad({_name(fun)}, has_aux=True): the function must return a "
                                 f"pair (scalar, aux), got {type(out).__name__}")
             out, aux = out
-        _check_scalar(out, fun)
-        value = out.value if type(out) in BOX_TYPES and out._trace is trace else out
+        v = unbox_all(out)
+        _check_scalar(out, v, fun)
         if type(out) in BOX_TYPES and out._trace is trace:
-            adj, _ = backward_pass([(out, _ones(unbox_all(value)))], tape=trace.entries)
+            value = out.value
+            adj, _ = backward_pass([(out, _ones(v))], tape=trace.entries)
         else:
+            value = out
             adj = {}
         grads = _gradients(adj, boxes)
         g = grads[0] if single else tuple(grads)
@@ -143,22 +150,22 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     return value_and_grad_fun
 
 
-def _check_scalar(out, fun):
+def _check_scalar(out, v, fun):
+    """``out`` (``v`` unboxed) must be a float scalar."""
+    if type(v) is float:
+        return
     if isinstance(out, (tuple, list, dict)):
         raise TypeError(
             f"wg.grad({_name(fun)}): the function returned a {type(out).__name__}; grad needs a "
             f"scalar output. Use has_aux=True for (loss, extra) pairs, or wg.vjp / wg.jacrev.")
-    v = unbox_all(out)
-    if type(v) is float:
-        return
     shape = np.shape(v)
     if shape != ():
         raise TypeError(
             f"wg.grad({_name(fun)}): the function must return a scalar, but its output has shape "
             f"{shape}. Reduce it (e.g. .sum()), or use wg.vjp, wg.elementwise_grad or wg.jacrev.")
-    if not is_inexact(unbox_all(out)):
+    if not is_inexact(v):
         raise TypeError(
-            f"wg.grad({_name(fun)}): the output is {np.result_type(unbox_all(out))}, not float; "
+            f"wg.grad({_name(fun)}): the output is {np.result_type(v)}, not float; "
             f"integer and boolean results carry no derivative.")
 
 
