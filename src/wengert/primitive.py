@@ -25,6 +25,9 @@ class NoRuleError(NotImplementedError):
 class Primitive:
     """A function whose derivatives are given by rules rather than by tracing its body.
 
+    The backward pass (``reverse.backward_pass``) applies ``vjp_rule(i)`` and ``grad_post``
+    inline, for speed; forward mode goes through :meth:`jvp`.
+
     ``grad_post(contribution, arg)`` and ``tangent_post(tangent, out)`` are optional per-family
     adjustments applied to every rule's result, e.g. summing a broadcast cotangent back to the
     argument's shape; they are the one place such bookkeeping lives.
@@ -84,13 +87,6 @@ class Primitive:
         if rule is None:
             raise NoRuleError(_missing(self, "JVP (forward-mode)", argnum, "defjvp"))
         return rule
-
-    def vjp(self, argnum, g, out, args, kwargs):
-        """Cotangent contribution of ``g`` (the output's cotangent) to argument ``argnum``."""
-        c = self.vjp_rule(argnum)(g, out, *args, **kwargs)
-        if self.grad_post is not None:
-            c = self.grad_post(c, args[argnum])
-        return c
 
     def jvp(self, argnum, t, out, args, kwargs):
         """Tangent of ``out`` contributed by the tangent ``t`` of argument ``argnum``."""
@@ -233,7 +229,7 @@ def unary_function(prim, float_fun=None, array_fun=None):
                 return x._trace.apply1(prim, x)
             return fun(x)
     else:
-        def call(x):
+        def call(x):  # the float branch repeats the implementation's, saving a call per operation
             if type(x) is float:
                 try:
                     return float_fun(x)

@@ -122,6 +122,8 @@ class ReverseTrace(Trace):
 
     # The two specialisations below do what ``apply`` does for the common case -- every box is
     # this trace's own, no nesting, no keywords -- and defer to ``apply`` for anything else.
+    # They fill the node's slots inline rather than through a shared helper on purpose: this is
+    # the per-operation hot path, and a call costs about a tenth of a recorded scalar operation.
 
     def apply1(self, prim, x):
         v = x.value

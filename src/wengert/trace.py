@@ -57,17 +57,6 @@ class Trace:
         return f"<{type(self).__name__} level {self.level}>"
 
 
-def top_trace(args):
-    """The trace of highest level among the boxes in ``args`` (``None`` when nothing is traced)."""
-    top = None
-    for a in args:
-        if type(a) in BOX_TYPES:
-            t = a._trace
-            if top is None or t.level > top.level:
-                top = t
-    return top
-
-
 def unbox_all(x):
     """Strip every level of boxing from ``x`` (also inside lists, tuples and dicts)."""
     while type(x) in BOX_TYPES:
