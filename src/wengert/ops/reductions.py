@@ -107,8 +107,10 @@ def _amax_impl(a, axis=None, keepdims=False):
 
 
 def _chooser_vjp(g, out, x, axis=None, keepdims=False):
-    g = expand_reduced(g, broadcasting.shape_of(x), axis, keepdims)
-    return g * _chooser_weights(out, x, axis, keepdims)
+    w = _chooser_weights(out, x, axis, keepdims)  # shaped like x
+    if axis is None and not keepdims:
+        return g * w  # g is a scalar: the product already has x's shape
+    return expand_reduced(g, broadcasting.shape_of(x), axis, keepdims) * w
 
 
 def _chooser_jvp(t, out, x, axis=None, keepdims=False):
