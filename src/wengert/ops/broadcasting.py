@@ -18,6 +18,7 @@ __all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "
 
 _SCALARS = (float, int, bool, complex)
 _ndarray = np.ndarray
+_NUMPY_SCALARS = frozenset((np.float64, np.float32, np.float16, np.complex128, np.complex64))
 _FLOAT64 = np.dtype(np.float64)
 
 
@@ -58,8 +59,13 @@ def sum_to_shape(c, target):
 
 def unbroadcast(c, arg):
     """``grad_post`` of broadcasting primitives: fit cotangent ``c`` to ``arg``'s shape and dtype."""
-    if type(c) is _ndarray and type(arg) is _ndarray and c.shape == arg.shape and c.dtype == arg.dtype:
-        return c  # the common case, decided without a call
+    tc = type(c)
+    if tc is type(arg):  # the common cases, decided without a call
+        if tc is _ndarray:
+            if c.shape == arg.shape and c.dtype == arg.dtype:
+                return c
+        elif tc is float or tc in _NUMPY_SCALARS:
+            return c
     if type(arg) is float:
         if type(c) is float:
             return c
