@@ -62,6 +62,8 @@ class Primitive:
                 raise explained(self, args, e) from e
         if self.nondiff:
             return top.constant(self.fun(*[unbox_all(a) for a in args], **unbox_all(kwargs)))
+        if len(args) == 1:
+            return top.apply1(self, args[0], kwargs)
         return top.apply(self, args, kwargs)
 
     def __repr__(self):

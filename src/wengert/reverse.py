@@ -125,11 +125,11 @@ class ReverseTrace(Trace):
     # They fill the node's slots inline rather than through a shared helper on purpose: this is
     # the per-operation hot path, and a call costs about a tenth of a recorded scalar operation.
 
-    def apply1(self, prim, x):
+    def apply1(self, prim, x, kwargs=None):
         v = x.value
         if type(v) in BOX_TYPES or not x.requires_grad:
-            return self.apply(prim, (x,), {})
-        out = prim.fun(v)
+            return self.apply(prim, (x,), kwargs or {})
+        out = prim.fun(v, **kwargs) if kwargs else prim.fun(v)
         if type(out) is not float and not is_inexact(out):
             return self.constant(out)
         if 0 in prim.vjp_missing:
@@ -139,7 +139,7 @@ class ReverseTrace(Trace):
         node._trace = self
         node._prim = prim
         node._args = (v,)
-        node._kwargs = None
+        node._kwargs = kwargs or None
         node._parents = (x,)
         node.requires_grad = True
         entries = self.entries

@@ -247,10 +247,10 @@ class EagerTrace(ReverseTrace):
             return self.constant(prim(*plain, **kwargs))
         return ReverseTrace.apply(self, prim, args, kwargs)
 
-    def apply1(self, prim, x):
+    def apply1(self, prim, x, kwargs=None):
         if not is_grad_enabled():
-            return self.apply(prim, (x,), {})
-        return ReverseTrace.apply1(self, prim, x)
+            return self.apply(prim, (x,), kwargs or {})
+        return ReverseTrace.apply1(self, prim, x, kwargs)
 
     def apply2(self, prim, x, y):
         if not is_grad_enabled():

@@ -45,9 +45,9 @@ class Trace:
     def apply(self, prim, args, kwargs):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def apply1(self, prim, x):
-        """``apply`` for one argument; engines may specialise it (the scalar hot path)."""
-        return self.apply(prim, (x,), {})
+    def apply1(self, prim, x, kwargs=None):
+        """``apply`` for one positional argument; engines may specialise it (the hot path)."""
+        return self.apply(prim, (x,), kwargs or {})
 
     def apply2(self, prim, x, y):
         """``apply`` for two arguments; engines may specialise it."""
