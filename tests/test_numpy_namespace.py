@@ -151,3 +151,12 @@ def test_where_with_zero_keeps_exact_zeros_for_inf_and_nan():
     with np.errstate(invalid="ignore"):  # the loss itself is 0 * inf = nan; its gradient is not
         grad = wg.grad(lambda x: wnp.sum(wnp.maximum(x, 0.0) * np.array([np.inf, 1.0, 1.0])))(x)
     np.testing.assert_array_equal(grad, [0.0, 1.0, 0.5])
+
+
+def test_max_and_min_split_the_gradient_between_ties():
+    x = np.array([[1.0, 3.0], [3.0, 0.0], [3.0, -1.0]])
+    np.testing.assert_allclose(wg.grad(wnp.max)(x), [[0, 1 / 3], [1 / 3, 0], [1 / 3, 0]])
+    column_max = wg.grad(lambda x: wnp.sum(wnp.max(x, axis=0)))(x)
+    np.testing.assert_allclose(column_max, [[0, 1], [0.5, 0], [0.5, 0]])
+    np.testing.assert_allclose(wg.grad(lambda x: wnp.min(x[:2, 0]))(x), [[1, 0], [0, 0], [0, 0]])
+    assert wg.grad(wnp.max)(x.astype(np.float32)).dtype == np.float32

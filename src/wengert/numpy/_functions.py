@@ -42,6 +42,8 @@ def _reduce_args(fname, a, axis, dtype, out):
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False):  # noqa: A001
     """numpy.sum."""
+    if axis is None and dtype is None and out is None:
+        return reductions.sum(a, keepdims=keepdims)
     a, axis = _reduce_args("sum", a, axis, dtype, out)
     return reductions.sum(a, axis=axis, keepdims=keepdims)
 
@@ -54,6 +56,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False):
 
 def max(a, axis=None, out=None, keepdims=False):  # noqa: A001
     """numpy.max (ties share the gradient equally)."""
+    if axis is None and out is None:
+        return reductions.amax(a, keepdims=keepdims)
     a, axis = _reduce_args("max", a, axis, None, out)
     return reductions.amax(a, axis=axis, keepdims=keepdims)
 

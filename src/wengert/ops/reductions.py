@@ -88,6 +88,12 @@ def _chooser_weights_impl(out, x, axis, keepdims):
         axes = normalize_axis(axis, x.ndim)
         o = np.reshape(o, tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
     hit = x == o
+    if axis is None:  # one count: cheaper than a keepdims reduction and a broadcast division
+        w = hit.astype(x.dtype)
+        k = np.count_nonzero(hit)
+        if k != 1:
+            w /= k
+        return w
     return hit / hit.sum(axis=axis, keepdims=True).astype(x.dtype)
 
 
