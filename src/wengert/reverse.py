@@ -249,23 +249,30 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             kw = node._kwargs
             out = node.value
             post = prim.grad_post
-            by_argnum = prim.vjp_argnum
-            for i, parent in enumerate(node._parents):
-                if parent is not None:
-                    rule = prim.vjps[i] if by_argnum is None else _ArgnumRule(by_argnum, i)
-                    c = rule(g, out, *args) if kw is None else rule(g, out, *args, **kw)
-                    if post is not None and type(c) is not float:  # floats: nothing to fit
-                        c = post(c, args[i])
-                    prev = adj.get(parent)
-                    if prev is None:
-                        adj[parent] = c
-                    else:
-                        _add_into(adj, owned, parent, prev, c)
+            rules = prim.vjps if prim.vjp_argnum is None else _argnum_rules(prim, len(args))
+            for rule, parent, arg in zip(rules, node._parents, args):
+                if parent is None:
+                    continue
+                c = rule(g, out, *args) if kw is None else rule(g, out, *args, **kw)
+                if post is not None and type(c) is not float:  # floats: nothing to fit
+                    c = post(c, arg)
+                prev = adj.get(parent)
+                if prev is None:
+                    adj[parent] = c
+                elif type(prev) is float and type(c) is float:
+                    adj[parent] = prev + c
+                else:
+                    _add_into(adj, owned, parent, prev, c)
             if not retain_graph:
                 node._args = FREED
                 node._kwargs = None
                 node._parents = ()
     return adj, (order if tape is None else tape)
+
+
+def _argnum_rules(prim, n):
+    """The per-argument rules of a primitive defined by one rule for all arguments."""
+    return [_ArgnumRule(prim.vjp_argnum, i) for i in range(n)]
 
 
 def _accumulate(adj, owned, key, c):
