@@ -122,8 +122,9 @@ class ReverseTrace(Trace):
 
     # The two specialisations below do what ``apply`` does for the common case -- every box is
     # this trace's own, no nesting, no keywords -- and defer to ``apply`` for anything else.
-    # They fill the node's slots inline rather than through a shared helper on purpose: this is
-    # the per-operation hot path, and a call costs about a tenth of a recorded scalar operation.
+    # They fill the node's slots inline, and apply2 unboxes x and y in two mirrored blocks, rather
+    # than through shared helpers or a loop, on purpose: this is the per-operation hot path, where
+    # one extra call costs about 5% of a recorded scalar operation (measured on the scalar chain).
 
     def apply1(self, prim, x, kwargs=None):
         v = x.value
