@@ -1,53 +1,20 @@
 """The systematic test: every primitive in the rule table, both modes, to second order, on several
-shapes including broadcasting. A primitive without an entry in CASES fails the suite."""
+shapes including broadcasting. A primitive without an entry in CASES fails the suite.
+
+Families beyond the core keep their cases in ``tests/rule_cases_<family>.py``, each defining a
+``CASES`` dict in the same form (``name -> [(function, args), ...]``) and, optionally, ``COMPOSED``
+for functions built from primitives; both are merged here."""
+
+import importlib
+import pathlib
 
 import numpy as np
 import pytest
 
 import wengert.numpy as wnp
+from rule_helpers import R, away, binary, distinct_pair, unary
 from wengert.ops import broadcasting, elementwise, indexing, products, reductions, rule_table, shape
 from wengert.testing import check_grads
-
-rng = np.random.default_rng(42)
-
-
-def R(*shape, lo=-1.0, hi=1.0):
-    """Random float64 array (a Python float for shape ()) uniform in [lo, hi)."""
-    if shape == ():
-        return float(rng.uniform(lo, hi))
-    return rng.uniform(lo, hi, size=shape)
-
-
-def away(*shape, gap=0.1):
-    """Random values away from 0 and from integers (where piecewise functions jump)."""
-    x = R(*shape, lo=-3, hi=3)
-    frac = np.asarray(x) - np.floor(x)
-    x = np.where(frac < gap, x + 2 * gap, np.where(frac > 1 - gap, x - 2 * gap, x))
-    return float(x) if shape == () else x
-
-
-UNARY_SHAPES = [(), (3,), (2, 3)]
-BINARY_SHAPES = [((), ()), ((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2)), ((4,), ())]
-
-
-def unary(f, lo=-1.0, hi=1.0, make=None):
-    return [(f, (make(*s) if make else R(*s, lo=lo, hi=hi),)) for s in UNARY_SHAPES]
-
-
-def binary(f, lo=-1.0, hi=1.0, lo2=None, hi2=None):
-    lo2 = lo if lo2 is None else lo2
-    hi2 = hi if hi2 is None else hi2
-    return [(f, (R(*a, lo=lo, hi=hi), R(*b, lo=lo2, hi=hi2))) for a, b in BINARY_SHAPES]
-
-
-def distinct_pair(sa, sb):
-    """Two arrays that are nowhere equal (max/min have a kink at ties)."""
-    a = R(*sa)
-    b = np.asarray(a) + np.where(rng.random(np.broadcast_shapes(np.shape(a), sb)) < 0.5, -0.5, 0.5)
-    b = b[(0,) * (b.ndim - len(sb))] if b.ndim > len(sb) else b
-    b = np.broadcast_to(b, sb).copy() if sb else float(np.ravel(b)[0])
-    return a, b
-
 
 E = elementwise
 CASES = {
@@ -196,21 +163,16 @@ CASES = {
     ],
 }
 
-CASE_LIST = [pytest.param(name, i, id=f"{name}-{i}") for name in sorted(CASES)
-             for i in range(len(CASES[name]))]
 
-
-def test_every_primitive_has_cases():
-    missing = sorted(set(rule_table()) - set(CASES))
-    assert not missing, f"primitives without an entry in the systematic test: {missing}"
-    unknown = sorted(set(CASES) - set(rule_table()))
-    assert not unknown, f"entries for primitives that do not exist: {unknown}"
-
-
-@pytest.mark.parametrize("name,i", CASE_LIST)
-def test_primitive_gradients(name, i):
-    fun, args = CASES[name][i]
-    check_grads(fun, *args, modes=("fwd", "rev"), order=2)
+def _merge_case_modules():
+    for path in sorted(pathlib.Path(__file__).parent.glob("rule_cases_*.py")):
+        module = importlib.import_module(path.stem)
+        for table, extra in ((CASES, getattr(module, "CASES", {})),
+                             (COMPOSED, getattr(module, "COMPOSED", {}))):
+            clash = set(table) & set(extra)
+            if clash:
+                raise ValueError(f"{path.name} repeats cases already defined: {sorted(clash)}")
+            table.update(extra)
 
 
 COMPOSED = {
@@ -233,8 +195,24 @@ COMPOSED = {
     "hstack": [(lambda a, b: wnp.hstack([a, b]), (R(2), R(3)))],
     "vstack": [(lambda a, b: wnp.vstack([a, b]), (R(3), R(2, 3)))],
 }
+_merge_case_modules()
+CASE_LIST = [pytest.param(name, i, id=f"{name}-{i}") for name in sorted(CASES)
+             for i in range(len(CASES[name]))]
 COMPOSED_LIST = [pytest.param(name, i, id=f"{name}-{i}") for name in sorted(COMPOSED)
                  for i in range(len(COMPOSED[name]))]
+
+
+def test_every_primitive_has_cases():
+    missing = sorted(set(rule_table()) - set(CASES))
+    assert not missing, f"primitives without an entry in the systematic test: {missing}"
+    unknown = sorted(set(CASES) - set(rule_table()))
+    assert not unknown, f"entries for primitives that do not exist: {unknown}"
+
+
+@pytest.mark.parametrize("name,i", CASE_LIST)
+def test_primitive_gradients(name, i):
+    fun, args = CASES[name][i]
+    check_grads(fun, *args, modes=("fwd", "rev"), order=2)
 
 
 @pytest.mark.parametrize("name,i", COMPOSED_LIST)

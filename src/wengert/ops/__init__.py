@@ -9,18 +9,34 @@ reads these rules; none defines a derivative of its own.
 # Import order matters: elementwise needs broadcasting's functions when it defines its primitives,
 # and importing elementwise first loads broadcasting (and what it needs) completely before that.
 from wengert.ops import elementwise  # noqa: I001
+import importlib
+import pkgutil
+
 from wengert.ops import broadcasting, indexing, nondiff, products, reductions, shape
 from wengert.primitive import Primitive
 
-__all__ = ["rule_table", "FAMILIES"]
+__all__ = ["rule_table", "families"]
 
-FAMILIES = (elementwise, broadcasting, reductions, shape, indexing, products)
+OPTIONAL_DEPENDENCIES = ("scipy",)
+"""A family module that needs one of these is left out of the table when it is not installed."""
+
+
+def families():
+    """Every family module under ``wengert.ops`` (imported here), in name order."""
+    found = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        try:
+            found.append(importlib.import_module(f"{__name__}.{info.name}"))
+        except ModuleNotFoundError as e:
+            if e.name not in OPTIONAL_DEPENDENCIES:
+                raise
+    return found
 
 
 def rule_table():
     """Every differentiable primitive, by name (aliases such as ``abs`` listed once)."""
     table = {}
-    for module in FAMILIES:
+    for module in families():
         for value in vars(module).values():
             value = getattr(value, "primitive", value)  # fast entry points carry their Primitive
             if isinstance(value, Primitive) and not value.nondiff and value not in table.values():
