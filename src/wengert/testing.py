@@ -5,6 +5,10 @@ central difference ``(f(x + eps v) - f(x - eps v)) / 2 eps`` with the JVP (forwa
 random cotangent ``u``, ``<u, that difference>`` with ``<vjp(u), v>`` (reverse mode). With
 ``order=2`` the same checks are applied to the derivative functions themselves (the JVP and the VJP
 as functions of ``args``), which exercises every rule's own derivative.
+
+Complex arguments are perturbed along complex directions (random real and imaginary parts), and
+cotangents pair with tangents by ``Re(sum(u * t))``, without conjugation: the convention of HIPS
+autograd and JAX, under which a holomorphic ``f`` has VJP ``g * f'(z)`` (docs/complex.md).
 """
 
 import numpy as np
@@ -29,6 +33,8 @@ def _random_like(tree, rng):
     for x in leaves:
         if type(x) is float:
             out.append(float(rng.standard_normal()))
+        elif type(x) is complex:
+            out.append(complex(rng.standard_normal(), rng.standard_normal()))
         else:
             x = np.asarray(x)
             r = rng.standard_normal(x.shape)
@@ -44,7 +50,15 @@ def _axpy(a, x, y):
 
 
 def _inner(a, b):
-    return float(sum(np.real(np.vdot(np.asarray(x), np.asarray(y))) for x, y in zip(_leaves(a), _leaves(b))))
+    """Re(sum(a * b)), leafwise: the pairing of cotangents with tangents (no conjugation).
+
+    With it, ``<u, J v> = <vjp(u), v>`` holds for complex values under HIPS autograd's and JAX's
+    convention (a holomorphic ``f`` has VJP ``g * f'(z)``; see docs/complex.md).
+    """
+    total = 0.0
+    for x, y in zip(_leaves(a), _leaves(b)):
+        total += float(np.real(np.sum(np.multiply(x, y))))
+    return total
 
 
 def _sub(a, b, scale):

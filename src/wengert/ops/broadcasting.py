@@ -4,7 +4,8 @@
 sums a cotangent back over those axes. Every broadcasting primitive uses :func:`unbroadcast` as its
 ``grad_post`` (so a rule may return an output-shaped cotangent) and :func:`broadcast_tangent` as
 its ``tangent_post``. ``unbroadcast`` also casts a cotangent to its argument's float dtype, so that
-float32 inputs get float32 gradients even when mixed with float64 constants.
+float32 inputs get float32 gradients even when mixed with float64 constants, and gives a real
+argument of a complex result the real part of its cotangent (docs/complex.md).
 """
 
 import math
@@ -69,13 +70,24 @@ def unbroadcast(c, arg):
     if type(arg) is float:
         if type(c) is float:
             return c
-        return sum_to_shape(c, ())
+        c = sum_to_shape(c, ())
+        return _real_part(c) if dtype_of(c).kind == "c" else c
     c = sum_to_shape(c, shape_of(arg))
     want = dtype_of(arg)
     have = dtype_of(c)
-    if have != want and want.kind == "f" and have.kind == "f":
-        c = shape.astype(c, want)
+    if have != want and want.kind == "f":
+        if have.kind == "c":  # a real argument of a complex result: its cotangent is the real part
+            c = _real_part(c)
+            have = dtype_of(c)
+        if have.kind == "f" and have != want:
+            c = shape.astype(c, want)
     return c
+
+
+def _real_part(c):
+    from wengert.ops.complex import real  # complex imports this module
+
+    return real(c)
 
 
 def broadcast_tangent(t, out):

@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from wengert.ops import complex as complex_parts
 from wengert.ops.broadcasting import broadcast_tangent, unbroadcast
 from wengert.primitive import Primitive, binary_function, defjvp, defvjp, unary_function
 from wengert.trace import unbox_all
@@ -189,9 +190,23 @@ defjvp(hypot, lambda t, out, x, y: t * x / out, lambda t, out, x, y: t * y / out
 
 # -- unary functions ---------------------------------------------------------------------------
 
+def _abs_vjp(g, out, x):
+    """g * d|x|/dx; for complex x, g * conj(x) / |x| (HIPS autograd's and JAX's convention)."""
+    if type(x) is not float and complex_parts.is_complex(x):
+        return g * complex_parts.conj(sign(x))
+    return g * sign(x)
+
+
+def _abs_jvp(t, out, x):
+    """The tangent of |x|: real(conj(x) t) / |x| for complex x, so it stays real."""
+    if type(x) is not float and complex_parts.is_complex(x):
+        return complex_parts.real(complex_parts.conj(sign(x)) * t)
+    return t * sign(x)
+
+
 absolute = _unary_prim(_unary(np.absolute, abs), "absolute")
-defvjp(absolute, lambda g, out, x: g * sign(x))
-defjvp(absolute, lambda t, out, x: t * sign(x))
+defvjp(absolute, _abs_vjp)
+defjvp(absolute, _abs_jvp)
 abs = absolute  # noqa: A001 - NumPy's name, public in wengert.numpy
 
 sign = _unary_prim(np.sign, "sign")
@@ -274,9 +289,16 @@ arcsinh = _unary_prim(_unary(np.arcsinh, math.asinh), "arcsinh")
 defvjp(arcsinh, lambda g, out, x: g / sqrt(x * x + 1.0))
 defjvp(arcsinh, lambda t, out, x: t / sqrt(x * x + 1.0))
 
+def _arccosh_d(x):
+    """1 / sqrt(x^2 - 1); for complex x as 1 / (sqrt(x - 1) sqrt(x + 1)), the principal branch's."""
+    if type(x) is not float and complex_parts.is_complex(x):
+        return 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0))
+    return 1.0 / sqrt(x * x - 1.0)
+
+
 arccosh = _unary_prim(_unary(np.arccosh, math.acosh), "arccosh")
-defvjp(arccosh, lambda g, out, x: g / sqrt(x * x - 1.0))
-defjvp(arccosh, lambda t, out, x: t / sqrt(x * x - 1.0))
+defvjp(arccosh, lambda g, out, x: g * _arccosh_d(x))
+defjvp(arccosh, lambda t, out, x: t * _arccosh_d(x))
 
 arctanh = _unary_prim(_unary(np.arctanh, math.atanh), "arctanh")
 defvjp(arctanh, lambda g, out, x: g / (1.0 - x * x))
