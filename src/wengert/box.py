@@ -158,7 +158,9 @@ class ArrayBox:
     @property
     def dtype(self):
         v = self.value
-        return np.dtype(np.float64) if type(v) is float else v.dtype
+        if type(v) is float:
+            return np.dtype(np.float64)
+        return np.result_type(v) if type(v) is complex else v.dtype
 
     @property
     def T(self):

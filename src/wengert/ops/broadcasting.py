@@ -15,7 +15,8 @@ import numpy as np
 from wengert.ops import reductions, shape
 from wengert.primitive import Primitive, defjvp, defvjp
 
-__all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "shape_of", "dtype_of"]
+__all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "shape_of", "dtype_of",
+           "real_part"]
 
 _SCALARS = (float, int, bool, complex)
 _ndarray = np.ndarray
@@ -71,20 +72,20 @@ def unbroadcast(c, arg):
         if type(c) is float:
             return c
         c = sum_to_shape(c, ())
-        return _real_part(c) if dtype_of(c).kind == "c" else c
+        return real_part(c) if dtype_of(c).kind == "c" else c
     c = sum_to_shape(c, shape_of(arg))
     want = dtype_of(arg)
     have = dtype_of(c)
     if have != want and want.kind == "f":
         if have.kind == "c":  # a real argument of a complex result: its cotangent is the real part
-            c = _real_part(c)
+            c = real_part(c)
             have = dtype_of(c)
         if have.kind == "f" and have != want:
             c = shape.astype(c, want)
     return c
 
 
-def _real_part(c):
+def real_part(c):
     from wengert.ops.complex import real  # complex imports this module
 
     return real(c)

@@ -190,17 +190,22 @@ defjvp(hypot, lambda t, out, x, y: t * x / out, lambda t, out, x, y: t * y / out
 
 # -- unary functions ---------------------------------------------------------------------------
 
+def _unit_conj(out, x):
+    """conj(x) / |x| for complex x, 0 where x == 0 (written without sign(), whose rule is zero)."""
+    return complex_parts.conj(x) / where(out == 0, 1.0, out)
+
+
 def _abs_vjp(g, out, x):
     """g * d|x|/dx; for complex x, g * conj(x) / |x| (HIPS autograd's and JAX's convention)."""
     if type(x) is not float and complex_parts.is_complex(x):
-        return g * complex_parts.conj(sign(x))
+        return g * _unit_conj(out, x)
     return g * sign(x)
 
 
 def _abs_jvp(t, out, x):
     """The tangent of |x|: real(conj(x) t) / |x| for complex x, so it stays real."""
     if type(x) is not float and complex_parts.is_complex(x):
-        return complex_parts.real(complex_parts.conj(sign(x)) * t)
+        return complex_parts.real(_unit_conj(out, x) * t)
     return t * sign(x)
 
 

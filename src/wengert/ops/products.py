@@ -110,7 +110,7 @@ def _tensordot_vjp_b(g, out, a, b, axes=2):
     return shape.transpose(r, tuple(np.argsort(dims)))
 
 
-tensordot = Primitive(_tensordot_impl, name="tensordot")
+tensordot = Primitive(_tensordot_impl, name="tensordot", grad_post=broadcasting.unbroadcast)  # dtypes
 defvjp(tensordot, _tensordot_vjp_a, _tensordot_vjp_b)
 defjvp(tensordot,
        lambda t, out, a, b, axes=2: tensordot(t, b, axes),

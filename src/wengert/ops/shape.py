@@ -47,8 +47,15 @@ def _astype_impl(x, dtype):
     return np.asarray(x).astype(dtype)
 
 
+def _astype_vjp(g, out, x, dtype):
+    want = broadcasting.dtype_of(x)
+    if want.kind != "c" and broadcasting.dtype_of(g).kind == "c":
+        g = broadcasting.real_part(g)  # complex made from a real input: only the real part flows back
+    return astype(g, want)
+
+
 astype = Primitive(_astype_impl, name="astype")
-defvjp(astype, lambda g, out, x, dtype: astype(g, broadcasting.dtype_of(x)))
+defvjp(astype, _astype_vjp)
 defjvp(astype, lambda t, out, x, dtype: astype(t, dtype))
 
 
@@ -78,7 +85,13 @@ def _concatenate_jvp(argnum, t, out, *arrays, axis=0):
     return concatenate(*parts, axis=axis)
 
 
-concatenate = Primitive(_concatenate_impl, name="concatenate")
+def _fit(c, arg):
+    """``grad_post``: a real argument of a complex result gets the real part (broadcasting is
+    loaded after this module, hence the call at run time)."""
+    return broadcasting.unbroadcast(c, arg)
+
+
+concatenate = Primitive(_concatenate_impl, name="concatenate", grad_post=_fit)
 defvjp_argnum(concatenate, _concatenate_vjp)
 defjvp_argnum(concatenate, _concatenate_jvp)
 
