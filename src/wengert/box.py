@@ -232,3 +232,32 @@ class ArrayBox:
 
     def copy(self):
         return self
+
+    # -- complex parts and cumulative methods (issue 3) ---------------------------------------
+    @property
+    def real(self):
+        return wnp.real(self)
+
+    @property
+    def imag(self):
+        return wnp.imag(self)
+
+    def conj(self):
+        return wnp.conj(self)
+
+    conjugate = conj
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return wnp.cumsum(self, axis=axis, dtype=dtype, out=out)
+
+    def cumprod(self, axis=None, dtype=None, out=None):
+        return wnp.cumprod(self, axis=axis, dtype=dtype, out=out)
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        return wnp.trace(self, offset, axis1, axis2, dtype, out)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return wnp.diagonal(self, offset, axis1, axis2)
+
+    def round(self, decimals=0, out=None):
+        return wnp.round(self, decimals, out)

@@ -9,6 +9,7 @@ import builtins
 import numpy as np
 
 from wengert.ops import broadcasting, elementwise, indexing, products, reductions
+from wengert.ops import complex as complex_parts
 from wengert.ops import shape as shape_ops
 from wengert.trace import BOX_TYPES, contains_box, unbox_all
 
@@ -86,12 +87,16 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False):
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-    """numpy.var (composed)."""
+    """numpy.var (composed; |x - mean|**2 for complex x, as NumPy)."""
     a, axis = _reduce_args("var", a, axis, dtype, out)
     if broadcasting.dtype_of(a).kind in "biu":
         a = shape_ops.astype(a, np.float64)
     d = a - reductions.sum(a, axis=axis, keepdims=True) / _count(a, axis)
-    return reductions.sum(d * d, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
+    if broadcasting.dtype_of(d).kind == "c":  # NumPy's var of complex values: mean of |d|**2
+        d2 = complex_parts.real(d * complex_parts.conj(d))
+    else:
+        d2 = d * d
+    return reductions.sum(d2, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
