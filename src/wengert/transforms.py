@@ -173,6 +173,10 @@ def grad(fun, argnums=0, has_aux=False):
     """Gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums`` (``jax.grad``).
 
     The gradient has the structure of the argument (nested tuples/lists/dicts of arrays and floats).
+    Complex arguments follow HIPS autograd and JAX: for real-valued ``fun`` of ``z = x + iy`` the
+    gradient is ``dfun/dx - i dfun/dy`` (``2 conj(z)`` for ``|z|**2``; step along its conjugate to
+    descend); a complex-valued ``fun`` is seeded with 1, giving ``f'(z)`` for holomorphic ``f``.
+    Real arguments get real gradients. See docs/complex.md.
     """
     vg = value_and_grad(fun, argnums, has_aux)
 
