@@ -175,6 +175,8 @@ def test_unsupported_modes_say_what_to_use():
         wnp.pad(X, 1, mode="linear_ramp")
     with pytest.raises(NotImplementedError, match="only 'linear'"):
         wnp.quantile(X, 0.5, method="nearest")
+    with pytest.raises(TypeError, match="with respect to q"):
+        wg.grad(lambda q: wnp.quantile(X, q))(0.5)
 
 
 def test_max_min_ties_split_the_gradient_equally():

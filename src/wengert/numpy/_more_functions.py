@@ -46,6 +46,12 @@ def _to_inexact(a):
     return shape_ops.astype(a, np.float64) if broadcasting.dtype_of(a).kind in "biu" else a
 
 
+def _zero_for(x):
+    """The zero ``where`` fills with: 0.0 for inexact ``x`` (its fast path), else ``x``'s dtype's."""
+    dt = broadcasting.dtype_of(x)
+    return 0.0 if dt.kind in "fc" else np.zeros((), dt)
+
+
 def _abs2(d):
     """|d|**2, real for complex d."""
     if _is_complex(d):
@@ -475,7 +481,10 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     F._no_out("quantile", out)
     if method != "linear":
         raise NotImplementedError(f"wengert.numpy.quantile: method={method!r}; only 'linear' is supported")
-    qv = np.asarray(unbox_all(q), dtype=float)
+    if contains_box(q):
+        raise TypeError("wengert.numpy.quantile: the derivative with respect to q is not supported; "
+                        "pass q as a plain number or array")
+    qv = np.asarray(q, dtype=float)
     if np.any((qv < 0) | (qv > 1)):
         raise ValueError("Quantiles must be in the range [0, 1]")
     a = _to_inexact(a)
@@ -500,7 +509,10 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
     """numpy.percentile (method='linear' only)."""
-    qv = np.asarray(unbox_all(q), dtype=float)
+    if contains_box(q):
+        raise TypeError("wengert.numpy.percentile: the derivative with respect to q is not supported; "
+                        "pass q as a plain number or array")
+    qv = np.asarray(q, dtype=float)
     if np.any((qv < 0) | (qv > 100)):
         raise ValueError("Percentiles must be in the range [0, 100]")
     return quantile(a, qv / 100.0, axis=axis, out=out, method=method, keepdims=keepdims)
@@ -661,7 +673,7 @@ def diag(v, k=0):
     if k:
         v = shape_ops.concatenate(v, np.zeros(builtins.abs(k), dtype=broadcasting.dtype_of(v)), axis=0)
     line = F.reshape(v, (size, 1) if k >= 0 else (1, size))
-    return _E.where(np.eye(size, k=k, dtype=bool), F.broadcast_to(line, (size, size)), 0.0)
+    return _E.where(np.eye(size, k=k, dtype=bool), F.broadcast_to(line, (size, size)), _zero_for(v))
 
 
 def diagflat(v, k=0):
@@ -672,13 +684,13 @@ def diagflat(v, k=0):
 def tril(m, k=0):
     """numpy.tril (entries above the k-th diagonal set to zero)."""
     mask = np.tri(*_shape(m)[-2:], k=k, dtype=bool)
-    return _E.where(mask, m, 0.0)
+    return _E.where(mask, m, _zero_for(m))
 
 
 def triu(m, k=0):
     """numpy.triu (entries below the k-th diagonal set to zero)."""
     mask = np.tri(*_shape(m)[-2:], k=k - 1, dtype=bool)
-    return _E.where(mask, 0.0, m)
+    return _E.where(mask, _zero_for(m), m)
 
 
 def atleast_1d(*arys):
