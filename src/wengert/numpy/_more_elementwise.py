@@ -1,0 +1,149 @@
+"""More of NumPy's elementwise functions: complex parts (``real``, ``imag``, ``conj``, ``angle``),
+``logaddexp``/``logaddexp2``/``sinc`` (rules in ``ops/more_elementwise.py``), ``round``/``fix``
+(derivative zero), unit conversions, and the NaN-aware ``fmax``/``fmin``/``nan_to_num``.
+
+The complex convention (HIPS autograd's and JAX's) is explained in docs/complex.md.
+"""
+
+import math
+
+import numpy as np
+
+from wengert.numpy import _functions as F
+from wengert.ops import complex as complex_parts
+from wengert.ops import elementwise, more_elementwise
+from wengert.ops import shape as shape_ops
+from wengert.primitive import nondiff_primitive
+from wengert.trace import unbox_all
+
+_E = elementwise
+
+
+def real(val):
+    """numpy.real."""
+    return complex_parts.real(val)
+
+
+def imag(val):
+    """numpy.imag."""
+    return complex_parts.imag(val)
+
+
+def conjugate(x):
+    """numpy.conjugate (numpy.conj)."""
+    return complex_parts.conj(x)
+
+
+conj = conjugate
+
+
+def angle(z, deg=False):
+    """numpy.angle (composed: arctan2(imag, real); its derivative is undefined at 0)."""
+    a = _E.arctan2(complex_parts.imag(z), complex_parts.real(z))
+    return a * (180.0 / math.pi) if deg else a
+
+
+def deg2rad(x):
+    """numpy.deg2rad (numpy.radians)."""
+    return x * (math.pi / 180.0)
+
+
+def rad2deg(x):
+    """numpy.rad2deg (numpy.degrees)."""
+    return x * (180.0 / math.pi)
+
+
+radians = deg2rad
+degrees = rad2deg
+
+
+def round(a, decimals=0, out=None):  # noqa: A001 - NumPy's name
+    """numpy.round (numpy.around): derivative zero, as floor/ceil/rint."""
+    F._no_out("round", out)
+    return more_elementwise.round_(a, decimals)
+
+
+around = round
+
+
+def fix(x, out=None):
+    """numpy.fix (round towards zero): derivative zero."""
+    F._no_out("fix", out)
+    return _E.trunc(x)
+
+
+def logaddexp(x1, x2):
+    """numpy.logaddexp: log(exp(x1) + exp(x2)), with its own stable rule."""
+    return more_elementwise.logaddexp(x1, x2)
+
+
+def logaddexp2(x1, x2):
+    """numpy.logaddexp2: log2(2**x1 + 2**x2)."""
+    return more_elementwise.logaddexp2(x1, x2)
+
+
+def sinc(x):
+    """numpy.sinc: sin(pi x) / (pi x), 1 at 0."""
+    return more_elementwise.sinc(x)
+
+
+def fmax(x1, x2):
+    """numpy.fmax: maximum that ignores NaN (the gradient goes to the value chosen; ties split)."""
+    n1, n2 = np.isnan(unbox_all(x1)), np.isnan(unbox_all(x2))
+    return _E.maximum(_E.where(n1, x2, x1), _E.where(n2, x1, x2))
+
+
+def fmin(x1, x2):
+    """numpy.fmin: minimum that ignores NaN."""
+    n1, n2 = np.isnan(unbox_all(x1)), np.isnan(unbox_all(x2))
+    return _E.minimum(_E.where(n1, x2, x1), _E.where(n2, x1, x2))
+
+
+def fabs(x):
+    """numpy.fabs (real inputs)."""
+    return _E.absolute(x)
+
+
+def float_power(x1, x2):
+    """numpy.float_power: power computed in float64 (complex128 for complex inputs)."""
+    def up(v):
+        if type(v) is float:
+            return v
+        return shape_ops.astype(v, np.complex128 if complex_parts.is_complex(v) else np.float64)
+    return _E.power(up(x1), up(x2))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """numpy.nan_to_num: replaced entries get derivative zero."""
+    v = np.asarray(unbox_all(x))
+    if v.dtype.kind not in "fc":
+        return x
+    if v.dtype.kind == "c":
+        re = nan_to_num(complex_parts.real(x), nan=nan, posinf=posinf, neginf=neginf)
+        im = nan_to_num(complex_parts.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+        return re + 1j * im
+    info = np.finfo(v.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    out = _E.where(np.isnan(v), nan, x)
+    out = _E.where(np.isposinf(v), hi, out)
+    return _E.where(np.isneginf(v), lo, out)
+
+
+# -- results without a derivative -----------------------------------------------------------------
+
+iscomplex = nondiff_primitive(np.iscomplex)
+isreal = nondiff_primitive(np.isreal)
+iscomplexobj = nondiff_primitive(np.iscomplexobj)
+isrealobj = nondiff_primitive(np.isrealobj)
+isposinf = nondiff_primitive(np.isposinf)
+isneginf = nondiff_primitive(np.isneginf)
+
+DIFFERENTIABLE = [
+    "real", "imag", "conjugate", "conj", "angle", "deg2rad", "rad2deg", "radians", "degrees",
+    "round", "around", "fix", "logaddexp", "logaddexp2", "sinc", "fmax", "fmin", "fabs",
+    "float_power", "nan_to_num",
+]
+NOT_DIFFERENTIABLE = [
+    "iscomplex", "isreal", "iscomplexobj", "isrealobj", "isposinf", "isneginf",
+]
