@@ -328,3 +328,14 @@ def test_coverage_lists_are_consistent():
         theirs = getattr(np, name)
         reached = theirs in _dispatch.UFUNCS or theirs in _dispatch.FUNCTIONS
         assert reached or theirs is getattr(wnp, name), name
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "diff", "sort", "nansum", "nanmean", "nanvar",
+                                  "nanmax", "median", "rot90", "diagonal", "trace", "diag", "tril",
+                                  "sinc", "deg2rad", "angle", "ptp", "average", "nan_to_num"])
+def test_float32_stays_float32(name):
+    x = rng.standard_normal((3, 3)).astype(np.float32)
+    x[0, 1] = np.nan if name.startswith("nan") else x[0, 1]
+    f = lambda x: wnp.sum(getattr(wnp, name)(x))
+    assert np.result_type(getattr(wnp, name)(x)) == np.result_type(getattr(np, name)(x))
+    assert wg.grad(f)(x).dtype == np.float32

@@ -177,7 +177,10 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
 
 
 def _nan_count(a, axis, keepdims):
-    return np.sum(~np.isnan(unbox_all(a)), axis=axis, keepdims=keepdims)
+    """The number of non-NaN entries, in ``a``'s real dtype (so float32 stays float32)."""
+    count = np.sum(~np.isnan(unbox_all(a)), axis=axis, keepdims=keepdims)
+    dt = broadcasting.dtype_of(a)
+    return count.astype(np.finfo(dt).dtype) if dt.kind in "fc" else count
 
 
 def _all_nan_to_nan(result, a, axis, keepdims):
@@ -288,6 +291,8 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     lo = np.floor(pos).astype(int)
     hi = np.minimum(lo + 1, n - 1)
     t = pos - lo
+    if np.ndim(q) == 0 and not isinstance(q, np.ndarray):  # a Python number keeps a's precision
+        t = t.astype(np.finfo(broadcasting.dtype_of(a)).dtype)
     below = indexing.getitem(s, (Ellipsis, lo))
     above = indexing.getitem(s, (Ellipsis, hi))
     r = below + (above - below) * t  # shape rest + q.shape
