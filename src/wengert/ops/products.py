@@ -110,7 +110,8 @@ def _tensordot_vjp_b(g, out, a, b, axes=2):
     return shape.transpose(r, tuple(np.argsort(dims)))
 
 
-tensordot = Primitive(_tensordot_impl, name="tensordot", grad_post=broadcasting.unbroadcast)  # dtypes
+# unbroadcast as grad_post only fits dtypes here (e.g. a real argument of a complex product).
+tensordot = Primitive(_tensordot_impl, name="tensordot", grad_post=broadcasting.unbroadcast)
 defvjp(tensordot, _tensordot_vjp_a, _tensordot_vjp_b)
 defjvp(tensordot,
        lambda t, out, a, b, axes=2: tensordot(t, b, axes),
