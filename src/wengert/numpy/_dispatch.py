@@ -33,8 +33,9 @@ REDUCERS = {np.add: wnp.sum, np.multiply: wnp.prod, np.maximum: wnp.max, np.mini
 
 
 def _unsupported(qualname, extra=""):
+    qualname = qualname if qualname.startswith("scipy.") else "numpy." + qualname
     return UnsupportedNumpyFunction(
-        f"numpy.{qualname} was called on a traced wengert value, and wengert has no derivative "
+        f"{qualname} was called on a traced wengert value, and wengert has no derivative "
         f"rule for it{extra}. Use a wengert.numpy function that has one, compose it from them, or "
         f"define it with wg.primitive + wg.defvjp (docs/adding-a-primitive.md). If no derivative "
         f"is wanted, pass x.detach() or a plain array instead.")
@@ -48,16 +49,34 @@ def ufunc_call(ufunc, method, inputs, kwargs):
             f"array is not differentiable; use the returned value instead")
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     if method == "__call__":
-        fun = UFUNCS.get(ufunc)
+        fun = UFUNCS.get(ufunc) or _scipy_ufunc(ufunc)
         if fun is None:
-            raise _unsupported(ufunc.__name__)
+            raise _unsupported(_ufunc_name(ufunc))
         if kwargs:
             raise TypeError(f"numpy.{ufunc.__name__} on a traced value: keyword arguments "
                             f"{sorted(kwargs)} are not supported")
         return fun(*inputs)
     if method == "reduce" and ufunc in REDUCERS:
         return REDUCERS[ufunc](*inputs, **kwargs)
-    raise _unsupported(f"{ufunc.__name__}.{method}")
+    raise _unsupported(f"{_ufunc_name(ufunc)}.{method}")
+
+
+def _ufunc_name(ufunc):
+    """``erf`` -> ``scipy.special.erf`` for ufuncs that are not NumPy's own."""
+    if getattr(np, ufunc.__name__, None) is ufunc:
+        return ufunc.__name__
+    return f"scipy.special.{ufunc.__name__}"
+
+
+def _scipy_ufunc(ufunc):
+    """The wengert primitive for a scipy.special ufunc, or None (also when SciPy is missing)."""
+    if getattr(np, ufunc.__name__, None) is ufunc:
+        return None
+    try:
+        from wengert.ops.special import UFUNCS as scipy_ufuncs
+    except ImportError:
+        return None
+    return scipy_ufuncs.get(ufunc)
 
 
 def function_call(func, args, kwargs):
