@@ -34,7 +34,8 @@ def _unary(ufunc):
 
 def _broadcasting(ufunc, name=None):
     """A primitive of several broadcasting arguments (cotangents summed back to each shape)."""
-    return Primitive(ufunc, name=name or ufunc.__name__, grad_post=unbroadcast, tangent_post=broadcast_tangent)
+    return Primitive(ufunc, name=name or ufunc.__name__, grad_post=unbroadcast,
+                     tangent_post=broadcast_tangent)
 
 
 def _both(prim, *rules):

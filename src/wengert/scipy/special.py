@@ -114,6 +114,7 @@ def multigammaln(a, d):
     """
     d = int(d)
     if np.any(np.asarray(unbox_all(a)) <= 0.5 * (d - 1)):
-        raise ValueError("condition a (%f) > 0.5 * (d-1) (%f) not met" % (np.min(unbox_all(a)), 0.5 * (d - 1)))
+        raise ValueError(f"condition a ({float(np.min(unbox_all(a))):f}) > 0.5 * (d-1) "
+                         f"({0.5 * (d - 1):f}) not met")
     shifted = wnp.expand_dims(a, -1) - 0.5 * np.arange(d)
     return d * (d - 1) * 0.25 * math.log(math.pi) + wnp.sum(gammaln(shifted), axis=-1)
