@@ -73,7 +73,7 @@ _both(ndtri, lambda g, out, x: g * _SQRT_2PI * exp(0.5 * out * out))
 polygamma = _broadcasting(sp.polygamma, "polygamma")
 _both(polygamma, None, lambda g, out, n, x: g * polygamma(n + 1, x))
 
-digamma = _unary(sp.digamma)
+digamma = unary_function(Primitive(sp.digamma, name="digamma"))
 _both(digamma, lambda g, out, x: g * polygamma(1, x))
 psi = digamma
 
