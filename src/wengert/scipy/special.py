@@ -87,7 +87,8 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     if return_sign:
         sgn = np.sign(unbox_all(s))
         s = absolute(s)
-    out = log(s) + shift
+    with np.errstate(divide="ignore"):  # log(0) = -inf, as in SciPy
+        out = log(s) + shift
     target = _reduced_shape(av.shape, axis, keepdims)
     if shape_of(out) != target:
         out = wnp.reshape(out, target)
