@@ -34,9 +34,10 @@ REDUCERS = {np.add: wnp.sum, np.multiply: wnp.prod, np.maximum: wnp.max, np.mini
 
 def _unsupported(qualname, extra=""):
     qualname = qualname if qualname.startswith("scipy.") else "numpy." + qualname
+    ours = "wengert.scipy.special" if qualname.startswith("scipy.") else "wengert.numpy"
     return UnsupportedNumpyFunction(
         f"{qualname} was called on a traced wengert value, and wengert has no derivative "
-        f"rule for it{extra}. Use a wengert.numpy function that has one, compose it from them, or "
+        f"rule for it{extra}. Use a {ours} function that has one, compose it from them, or "
         f"define it with wg.primitive + wg.defvjp (docs/adding-a-primitive.md). If no derivative "
         f"is wanted, pass x.detach() or a plain array instead.")
 

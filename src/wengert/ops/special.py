@@ -89,7 +89,7 @@ _both(rgamma, lambda g, out, x: -g * out * digamma(x))
 
 def _gamma_density(a, x):
     """x**(a-1) e**-x / Gamma(a): the derivative of the regularised lower incomplete gamma in x."""
-    return exp((a - 1.0) * log(x) - x - gammaln(a))
+    return exp(xlogy(a - 1.0, x) - x - gammaln(a))  # xlogy: a == 1 at x == 0 gives e^0, not nan
 
 
 gammainc = _broadcasting(sp.gammainc)
@@ -110,7 +110,7 @@ _both(betaln,
 
 betainc = _broadcasting(sp.betainc)
 _both(betainc, None, None,
-      lambda g, out, a, b, x: g * exp((a - 1.0) * log(x) + (b - 1.0) * log1p(-x) - betaln(a, b)))
+      lambda g, out, a, b, x: g * exp(xlogy(a - 1.0, x) + xlog1py(b - 1.0, -x) - betaln(a, b)))
 
 # Student's t distribution function: differentiable in t only (not in the degrees of freedom).
 stdtr = _broadcasting(sp.stdtr)
