@@ -169,6 +169,17 @@ def test_stats_gradients_match_hand_derivations():
                                np.linalg.solve(cov, x - mean))
 
 
+def test_stats_errors():
+    with pytest.raises(TypeError, match="'k' is discrete"):
+        wg.grad(lambda k: stats.poisson.logpmf(k, 2.0))(3.0)
+    with pytest.raises(ValueError, match="normal simplex"):
+        stats.dirichlet.logpdf(np.array([0.2, 0.3, 0.6]), np.ones(3))
+    with pytest.raises(NotImplementedError, match="allow_singular"):
+        stats.multivariate_normal.logpdf(np.zeros(2), np.zeros(2), np.eye(2), allow_singular=True)
+    with pytest.raises(NotImplementedError, match="numerical integration"):
+        stats.multivariate_normal.cdf(np.zeros(2), np.zeros(2), np.eye(2))
+
+
 # -- linalg --------------------------------------------------------------------------------------
 
 
@@ -281,6 +292,16 @@ def test_odeint_second_derivative_matches_closed_form():
     t = np.array([0.0, 1.5])
     f = lambda k: integrate.odeint(_decay, np.array([2.0]), t, args=(k,), **OPTS)[1, 0]  # noqa: E731
     np.testing.assert_allclose(wg.grad(wg.grad(f))(0.6), 2.0 * 1.5 ** 2 * np.exp(-0.6 * 1.5), rtol=1e-6)
+
+
+def test_odeint_with_non_float_args():
+    # y' = -k y^n, n = 2 (an int): y(1) = 1 / (1 / y0 + k)
+    f = lambda y, t, k, n: -k * y ** n  # noqa: E731
+    t = np.array([0.0, 1.0])
+    end = lambda y0, k: integrate.odeint(f, y0, t, args=(k, 2), **OPTS)[-1, 0]  # noqa: E731
+    g_y0, g_k = wg.grad(end, argnums=(0, 1))(np.array([1.0]), 0.5)
+    np.testing.assert_allclose(g_k, -1 / 1.5 ** 2, rtol=1e-7)
+    np.testing.assert_allclose(g_y0, [1 / 1.5 ** 2], rtol=1e-7)
 
 
 def test_odeint_tfirst_and_unsupported_options():

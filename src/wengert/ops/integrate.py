@@ -24,6 +24,7 @@ import scipy.integrate
 import wengert.numpy as wnp
 from wengert.ops import broadcasting, indexing
 from wengert.primitive import Primitive, defjvp_argnum, defvjp_argnum
+from wengert.trace import unbox_all
 
 __all__ = ["odeint"]
 
@@ -97,19 +98,36 @@ def _odeint_jvp(argnum, tangent, out, func, y0, t, *args, **options):
 # -- reverse mode: the adjoint method ----------------------------------------------------------------
 
 
-class _Adjoint:
-    """Vector field of the augmented state (y, a, a_args), integrated backwards in time."""
+def _differentiable(x):
+    """Whether an ``args`` entry is a float (or complex) array or number: the others (integers,
+    strings, functions) are passed to ``func`` unchanged and get no cotangent."""
+    try:
+        return np.asarray(unbox_all(x)).dtype.kind in "fc"
+    except (TypeError, ValueError):
+        return False
 
-    def __init__(self, func, n, arg_shapes):
-        self.func, self.n, self.arg_shapes = func, n, arg_shapes
+
+class _Adjoint:
+    """Vector field of the augmented state (y, a, a_args), integrated backwards in time;
+    ``a_args`` holds the cotangents of the float entries of ``args`` (positions ``chosen``)."""
+
+    def __init__(self, func, n, chosen):
+        self.func, self.n, self.chosen = func, n, chosen
         self.__name__ = f"adjoint({getattr(func, '__name__', 'func')})"
 
     def __call__(self, s, t, *args):
         from wengert.transforms import vjp
 
-        n = self.n
+        n, chosen = self.n, self.chosen
+
+        def f(y, *picked):
+            full = list(args)
+            for i, v in zip(chosen, picked):
+                full[i] = v
+            return self.func(y, t, *full)
+
         y, a = s[:n], s[n:2 * n]
-        dy, back = vjp(lambda y, *ar: self.func(y, t, *ar), y, *args)
+        dy, back = vjp(f, y, *[args[i] for i in chosen])
         cots = back(a)
         parts = [_flat(dy), -_flat(cots[0])] + [-_flat(c) for c in cots[1:]]
         return wnp.concatenate(parts)
@@ -119,9 +137,10 @@ def _adjoint_all(g, out, func, y0, t, args, options):
     """Cotangents of (y0, t, *args), by the adjoint ODE integrated between successive times."""
     n = _size(y0)
     n_t = broadcasting.shape_of(t)[0]
-    arg_shapes = [broadcasting.shape_of(a) for a in args]
+    chosen = [i for i, a in enumerate(args) if _differentiable(a)]
+    arg_shapes = [broadcasting.shape_of(args[i]) for i in chosen]
     n_args = sum(int(np.prod(s)) for s in arg_shapes)
-    field = _Adjoint(func, n, arg_shapes)
+    field = _Adjoint(func, n, chosen)
     a = g[n_t - 1]
     a_args = np.zeros(n_args)
     t_bar = [None] * n_t
@@ -138,10 +157,10 @@ def _adjoint_all(g, out, func, y0, t, args, options):
     if n_t == 1:
         t_bar[0] = 0.0 * wnp.sum(g)
     y0_bar = wnp.reshape(a, broadcasting.shape_of(y0))
-    args_bar, start = [], 0
-    for s in arg_shapes:
+    args_bar, start = [None] * len(args), 0
+    for i, s in zip(chosen, arg_shapes):
         size = int(np.prod(s))
-        args_bar.append(wnp.reshape(a_args[start:start + size], s) if n_args else np.zeros(s))
+        args_bar[i] = wnp.reshape(a_args[start:start + size], s)
         start += size
     return [y0_bar, wnp.stack(t_bar)] + args_bar
 

@@ -22,7 +22,7 @@ import wengert.numpy as wnp
 from wengert.ops import broadcasting, indexing, scipy_linalg
 from wengert.ops import special as sp
 from wengert.ops.elementwise import exp, log, log1p, where
-from wengert.trace import unbox_all
+from wengert.trace import contains_box, unbox_all
 
 __all__ = ["norm", "t", "gamma", "beta", "chi2", "poisson", "dirichlet", "multivariate_normal"]
 
@@ -141,12 +141,22 @@ class _Beta(_Distribution):
         return where(inside, sp.betainc(a, b, _support(inside, z, 0.5)), np.where(zv >= 1, 1.0, 0.0))
 
 
+def _discrete(fname, **values):
+    """The discrete arguments' values; a traced one is an error (it has no derivative)."""
+    for name, v in values.items():
+        if contains_box(v):
+            raise TypeError(f"wengert.scipy.stats.{fname}: '{name}' is discrete and has no derivative; "
+                            f"pass it as a plain array (x.detach()) and differentiate with respect to mu")
+    return [_value(v) for v in values.values()]
+
+
 class _Poisson(_Distribution):
     name = "poisson"
 
     def logpmf(self, k, mu, loc=0):
         """scipy.stats.poisson.logpmf: k log(mu) - log(k!) - mu (-inf off the integers >= 0)."""
-        k = _value(k) - _value(loc)
+        k, loc = _discrete("poisson.logpmf", k=k, loc=loc)
+        k = k - loc
         inside = (k >= 0) & (k == np.floor(k))
         ks = np.where(inside, k, 0.0)
         val = sp.xlogy(ks, mu) - sp.gammaln(ks + 1.0) - mu
@@ -158,7 +168,8 @@ class _Poisson(_Distribution):
 
     def cdf(self, k, mu, loc=0):
         """scipy.stats.poisson.cdf: Q(floor(k) + 1, mu), differentiable in mu."""
-        k = np.floor(_value(k) - _value(loc))
+        k, loc = _discrete("poisson.cdf", k=k, loc=loc)
+        k = np.floor(k - loc)
         inside = k >= 0
         return where(inside, sp.gammaincc(np.where(inside, k, 0.0) + 1.0, mu), 0.0)
 
@@ -184,6 +195,13 @@ class _Dirichlet(_Distribution):
             raise ValueError(f"Vector 'x' must have either the same number of entries as, or one "
                              f"entry fewer than, parameter vector 'a', but alpha.shape = {k} "
                              f"and x.shape = {xs}.")
+        xv = _value(x)
+        if np.any(xv < 0) or np.any(xv > 1):
+            raise ValueError("Each entry in 'x' must be greater than or equal to zero and "
+                             "less than or equal to one.")
+        if np.any(np.abs(xv.sum(axis=0) - 1.0) > 10e-10):
+            raise ValueError("The input vector 'x' must lie within the normal simplex. but "
+                             f"np.sum(x, 0) = {xv.sum(axis=0)}.")
         a = wnp.reshape(alpha, k + (1,) * (len(xs) - 1))
         log_norm = wnp.sum(sp.gammaln(alpha)) - sp.gammaln(wnp.sum(alpha))
         return wnp.sum(sp.xlogy(a - 1.0, x), axis=0) - log_norm
@@ -192,9 +210,12 @@ class _Dirichlet(_Distribution):
 class _MultivariateNormal(_Distribution):
     name = "multivariate_normal"
 
-    def logpdf(self, x, mean=None, cov=1):
+    def logpdf(self, x, mean=None, cov=1, allow_singular=False):
         """scipy.stats.multivariate_normal.logpdf (x's last axis the components; cov positive
         definite: scalar, vector of variances, or matrix; its symmetric part is used)."""
+        if allow_singular:
+            raise NotImplementedError("wengert.scipy.stats.multivariate_normal: allow_singular=True "
+                                      "is not supported (the density uses a Cholesky factor)")
         ms = broadcasting.shape_of(mean) if mean is not None else None
         cs = broadcasting.shape_of(cov)
         dim = ms[0] if ms else (cs[0] if cs else 1)
