@@ -139,8 +139,10 @@ else:
             (lambda mu: stats.poisson.cdf(np.array([0, 2, 5]), mu), (R(3, lo=0.5, hi=3.0),)),
         ],
         "scipy.stats.dirichlet": [
-            (stats.dirichlet.logpdf, (np.array([0.2, 0.3, 0.5]), R(3, lo=1.0, hi=3.0))),
+            # x with K - 1 components (the last is 1 - their sum), so perturbations stay on the simplex
+            (stats.dirichlet.logpdf, (np.array([0.2, 0.3]), R(3, lo=1.0, hi=3.0))),
             (stats.dirichlet.logpdf, (np.array([[0.2, 0.4], [0.3, 0.1]]), R(3, lo=1.0, hi=3.0))),
+            (lambda alpha: stats.dirichlet.logpdf(np.array([0.2, 0.3, 0.5]), alpha), (R(3, lo=1.0, hi=3.0),)),
         ],
         "scipy.stats.multivariate_normal": [
             (stats.multivariate_normal.logpdf, (R(4, 3), R(3), _spd(3, 12))),
