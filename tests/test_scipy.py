@@ -112,6 +112,17 @@ def test_scipy_ufunc_without_rule_is_named():
         wg.grad(lambda x: np.sum(sps.kv(1.0, x)))(X)
 
 
+@pytest.mark.parametrize("call,name", [
+    (lambda x: sps.logsumexp(x), "scipy.special.logsumexp"),
+    (lambda x: sla.expm(x), "scipy.linalg.expm"),
+    (lambda x: sla.solve_triangular(x, np.ones(2)), "scipy.linalg.solve_triangular"),
+    (lambda x: ssig.convolve(x, np.ones((2, 2))), "scipy.signal.convolve"),
+], ids=["logsumexp", "expm", "solve_triangular", "convolve"])
+def test_scipy_function_on_traced_value_is_named(call, name):
+    with pytest.raises(UnsupportedNumpyFunction, match=rf"{name} was called on a traced.*wengert\.scipy"):
+        wg.grad(lambda x: wnp.sum(call(x)))(np.eye(2))
+
+
 # -- stats ---------------------------------------------------------------------------------------
 
 CONT = [

@@ -5,11 +5,13 @@ as the function object ``np.sum``. Each maps to the wengert.numpy function of th
 without an entry raises :class:`UnsupportedNumpyFunction` naming it.
 """
 
+import sys
+
 import numpy as np
 
 import wengert.numpy as wnp
 
-__all__ = ["UnsupportedNumpyFunction", "ufunc_call", "function_call"]
+__all__ = ["UnsupportedNumpyFunction", "ufunc_call", "function_call", "scipy_caller", "scipy_refusal"]
 
 
 class UnsupportedNumpyFunction(TypeError):
@@ -88,3 +90,38 @@ def function_call(func, args, kwargs):
         prefix = next((m + "." for m in ("linalg", "fft", "random") if f".{m}" in module), "")
         raise _unsupported(prefix + func.__name__)
     return fun(*args, **kwargs)
+
+
+def scipy_caller():
+    """The SciPy function (``scipy.linalg.expm``) on the call stack, if one is converting a traced
+    value to a NumPy array -- SciPy functions other than ufuncs do not dispatch -- else None."""
+    frame, found = sys._getframe(1), None
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if module.split(".")[0] == "scipy":
+            found = frame  # keep climbing: the outermost SciPy frame is the function the user called
+        elif found is not None:
+            break
+        frame = frame.f_back
+    if found is None:
+        return None
+    module = found.f_globals["__name__"]
+    name = getattr(found.f_code, "co_qualname", found.f_code.co_name)
+    if "<locals>" in name:  # a decorator's wrapper: name the function it wraps
+        inner = next((v for v in found.f_locals.values() if callable(v)
+                      and (getattr(v, "__module__", None) or "").startswith("scipy.")), None)
+        if inner is None:
+            return "a SciPy function"
+        module, name = inner.__module__, inner.__qualname__
+    public = ".".join(part for part in module.split(".") if not part.startswith("_"))
+    return f"{public}.{name}"
+
+
+def scipy_refusal(caller):
+    """The error for a traced value reaching SciPy function ``caller``."""
+    return UnsupportedNumpyFunction(
+        f"{caller} was called on a traced wengert value (or called back a function that returned "
+        f"one), and SciPy's functions do not dispatch to wengert. Use its wengert.scipy version "
+        f"(import wengert.scipy) where there is one -- passing parameters of callbacks through "
+        f"args -- or define it with wg.primitive + wg.defvjp. If no derivative is wanted, pass "
+        f"x.detach() or a plain array instead.")
