@@ -72,7 +72,7 @@ else:
         "j1": unary(S.j1, -3.0, 3.0),
         "y0": unary(S.y0, 0.5, 3.0),
         "y1": unary(S.y1, 0.5, 3.0),
-        "solve_triangular": [
+        "scipy_solve_triangular": [
             (lambda a, b: scipy_linalg.solve_triangular(a, b, lower=True), (_lower(3, 1), R(3, 2))),
             (lambda a, b: scipy_linalg.solve_triangular(a, b, lower=False), (_lower(3, 2).T, R(3))),
             (lambda a, b: scipy_linalg.solve_triangular(a, b, trans=1, lower=True), (_lower(3, 3), R(3))),
@@ -84,7 +84,7 @@ else:
         "solve_sylvester": [(scipy_linalg.solve_sylvester, (_spd(3, 7), _spd(2, 8), R(3, 2)))],
         "expm": [(scipy_linalg.expm, (R(3, 3),)), (scipy_linalg.expm, (R(1, 1),))],
         "sqrtm": [(scipy_linalg.sqrtm, (_spd(3, 9),))],
-        "convolve": [
+        "scipy_convolve": [
             (lambda a, b: signal.convolve(a, b), (R(5), R(3))),
             (lambda a, b: signal.convolve(a, b, mode="valid"), (R(3), R(5))),
             (lambda a, b: signal.convolve(a, b, mode="same"), (R(4), R(3))),

@@ -82,7 +82,8 @@ def _st_jvp_a(t, out, a, b, trans=0, lower=False, unit_diagonal=False):
     return solve_triangular(a, rhs, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
 
 
-solve_triangular = Primitive(_solve_triangular_impl, name="solve_triangular")
+# Named apart from any NumPy-side triangular solve that wengert.numpy.linalg may define.
+solve_triangular = Primitive(_solve_triangular_impl, name="scipy_solve_triangular")
 defvjp(solve_triangular, _st_vjp_a, _st_vjp_b)
 defjvp(solve_triangular, _st_jvp_a, _st_jvp_b)
 

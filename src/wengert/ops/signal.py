@@ -43,7 +43,7 @@ def _vjp_in2(g, out, in1, in2, mode="full", method="auto"):
     return convolve(_full_cotangent(g, out, in1, in2, mode), _reversed(in1), mode="valid", method=method)
 
 
-convolve = Primitive(_convolve_impl, name="convolve")
+convolve = Primitive(_convolve_impl, name="scipy_convolve")  # apart from a numpy.convolve primitive
 defvjp(convolve, _vjp_in1, _vjp_in2)
 defjvp(convolve,
        lambda t, out, in1, in2, mode="full", method="auto": convolve(t, in2, mode=mode, method=method),
