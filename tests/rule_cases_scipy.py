@@ -115,28 +115,35 @@ else:
             (lambda x, m, s: stats.norm.logpdf(x, m, s), (R(3), R(), R(lo=0.5, hi=2.0))),
             (lambda x, m, s: stats.norm.cdf(x, m, s), (R(3), R(), R(lo=0.5, hi=2.0))),
             (lambda x, m, s: stats.norm.logcdf(x, loc=m, scale=s), (R(3), R(), R(lo=0.5, hi=2.0))),
+            (lambda x, m, s: stats.norm.logsf(x, loc=m, scale=s), (R(3), R(), R(lo=0.5, hi=2.0))),
+            (lambda q, m, s: stats.norm.ppf(q, m, s), (R(3, lo=0.1, hi=0.9), R(), R(lo=0.5, hi=2.0))),
         ],
         "scipy.stats.t": [
             (lambda x, df, s: stats.t.logpdf(x, df, 0.2, s), (R(3), R(lo=1.0, hi=5.0), R(lo=0.5, hi=2.0))),
             (lambda x, m, s: stats.t.cdf(x, 2.5, m, s), (R(3), R(), R(lo=0.5, hi=2.0))),
+            (lambda x, m, s: stats.t.sf(x, 2.5, m, s), (R(3), R(), R(lo=0.5, hi=2.0))),
         ],
         "scipy.stats.gamma": [
             (lambda x, a, s: stats.gamma.logpdf(x, a, 0.1, s),
              (R(3, lo=0.5, hi=2.0), R(lo=1.5, hi=3.0), R(lo=0.5, hi=2.0))),
             (lambda x, s: stats.gamma.cdf(x, 2.0, scale=s), (R(3, lo=0.5, hi=2.0), R(lo=0.5, hi=2.0))),
+            (lambda x, s: stats.gamma.logsf(x, 2.0, scale=s), (R(3, lo=0.5, hi=2.0), R(lo=0.5, hi=2.0))),
         ],
         "scipy.stats.beta": [
             (lambda x, a, b: stats.beta.logpdf(x, a, b), (R(3, lo=0.1, hi=0.9), R(lo=1.5, hi=3.0),
                                                            R(lo=1.5, hi=3.0))),
             (lambda x: stats.beta.cdf(x, 2.0, 3.0), (R(3, lo=0.1, hi=0.9),)),
+            (lambda x: stats.beta.sf(x, 2.0, 3.0), (R(3, lo=0.1, hi=0.9),)),
         ],
         "scipy.stats.chi2": [
             (lambda x, df: stats.chi2.logpdf(x, df), (R(3, lo=0.5, hi=3.0), R(lo=2.5, hi=5.0))),
             (lambda x: stats.chi2.cdf(x, 3.0), (R(3, lo=0.5, hi=3.0),)),
+            (lambda x: stats.chi2.logsf(x, 3.0), (R(3, lo=0.5, hi=3.0),)),
         ],
         "scipy.stats.poisson": [
             (lambda mu: stats.poisson.logpmf(np.array([0, 1, 4]), mu), (R(lo=0.5, hi=3.0),)),
             (lambda mu: stats.poisson.cdf(np.array([0, 2, 5]), mu), (R(3, lo=0.5, hi=3.0),)),
+            (lambda mu: stats.poisson.logsf(np.array([0, 2, 5]), mu), (R(3, lo=0.5, hi=3.0),)),
         ],
         "scipy.stats.dirichlet": [
             # x with K - 1 components (the last is 1 - their sum), so perturbations stay on the simplex

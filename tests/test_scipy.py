@@ -135,7 +135,7 @@ CONT = [
 
 
 @pytest.mark.parametrize("name,params,make", CONT, ids=[c[0] for c in CONT])
-@pytest.mark.parametrize("fn", ["pdf", "logpdf", "cdf", "logcdf"])
+@pytest.mark.parametrize("fn", ["pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"])
 def test_continuous_stats_match_scipy(name, params, make, fn):
     x = make(np.linspace(0.05, 0.95, 7))  # inside and outside the support
     with np.errstate(divide="ignore"):
@@ -143,10 +143,18 @@ def test_continuous_stats_match_scipy(name, params, make, fn):
     np.testing.assert_allclose(ours, getattr(getattr(sst, name), fn)(x, *params), rtol=1e-10)
 
 
+def test_norm_quantiles_match_scipy():
+    q = np.array([0.05, 0.5, 0.9])
+    np.testing.assert_allclose(stats.norm.ppf(q, 0.3, 2.0), sst.norm.ppf(q, 0.3, 2.0))
+    np.testing.assert_allclose(stats.norm.isf(q, 0.3, 2.0), sst.norm.isf(q, 0.3, 2.0))
+    # d ppf / dq = 1 / pdf(ppf(q))
+    np.testing.assert_allclose(wg.elementwise_grad(stats.norm.ppf)(q), 1 / sst.norm.pdf(sst.norm.ppf(q)))
+
+
 def test_discrete_and_multivariate_stats_match_scipy():
     k = np.array([-1, 0, 1, 2.5, 3, 7])
     with np.errstate(divide="ignore"):
-        for fn in ("pmf", "logpmf", "cdf", "logcdf"):
+        for fn in ("pmf", "logpmf", "cdf", "logcdf", "sf", "logsf"):
             np.testing.assert_allclose(getattr(stats.poisson, fn)(k, 2.5), getattr(sst.poisson, fn)(k, 2.5))
     x = rng.dirichlet([1, 2, 3], size=4).T
     alpha = np.array([1.5, 2.0, 3.0])

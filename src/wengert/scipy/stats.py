@@ -1,12 +1,13 @@
 """wengert.scipy.stats: densities and distribution functions of scipy.stats, differentiable.
 
 ``norm``, ``t``, ``gamma``, ``beta``, ``chi2``, ``poisson``, ``dirichlet`` and
-``multivariate_normal`` offer ``pdf``/``logpdf``/``cdf``/``logcdf`` (``pmf``/``logpmf`` for
-``poisson``) with SciPy's signatures, e.g. ``norm.logpdf(x, loc=0, scale=1)``. Everything is
+``multivariate_normal`` offer ``pdf``/``logpdf`` (``pmf``/``logpmf`` for ``poisson``) and, but for
+the last two, ``cdf``/``logcdf``/``sf``/``logsf`` (``norm`` also ``ppf``/``isf``), with SciPy's
+signatures, e.g. ``norm.logpdf(x, loc=0, scale=1)``. Everything is
 composed from ``wengert.scipy.special`` primitives, so every continuous argument is differentiable
 to any order, with these exceptions (asking raises ``NoRuleError`` naming the argument):
 
-- the cdf/logcdf of ``t`` in ``df``, of ``gamma`` and ``chi2`` in ``a``/``df``, of ``beta`` in
+- the cdf/logcdf/sf/logsf of ``t`` in ``df``, of ``gamma`` and ``chi2`` in ``a``/``df``, of ``beta`` in
   ``a`` and ``b`` (derivatives of incomplete gamma/beta functions in their shape parameters);
 - ``poisson``'s ``k`` is discrete (its cdf is differentiable in ``mu``);
 - ``multivariate_normal`` has no ``cdf`` here (SciPy's is a numerical integral).
@@ -50,8 +51,20 @@ class _Distribution:
         return exp(self.logpdf(*args, **kwargs))
 
     def logcdf(self, *args, **kwargs):
-        """log(cdf)."""
-        return log(self.cdf(*args, **kwargs))
+        """log(cdf), as log1p(-sf) where the cdf is close to 1 (accurate in both tails)."""
+        return _log_of_complement(self.cdf(*args, **kwargs), self.sf(*args, **kwargs))
+
+    def logsf(self, *args, **kwargs):
+        """log(sf), the log survival function, as log1p(-cdf) where the sf is close to 1."""
+        return _log_of_complement(self.sf(*args, **kwargs), self.cdf(*args, **kwargs))
+
+
+def _log_of_complement(p, q):
+    """log(p) for p = 1 - q: log1p(-q) where q < 1/2, log(p) elsewhere. Each branch sees only
+    inputs it is used at, so the other's cotangent (0) never meets an infinite derivative."""
+    small = _value(q) < 0.5
+    with np.errstate(divide="ignore"):
+        return where(small, log1p(-where(small, q, 0.0)), log(where(small, 1.0, p)))
 
 
 class _Norm(_Distribution):
@@ -70,6 +83,22 @@ class _Norm(_Distribution):
         """scipy.stats.norm.logcdf (through special.log_ndtr: accurate far in the left tail)."""
         return sp.log_ndtr(_standardize(x, loc, scale))
 
+    def sf(self, x, loc=0.0, scale=1.0):
+        """scipy.stats.norm.sf: 1 - cdf, computed as ndtr(-z)."""
+        return sp.ndtr(-_standardize(x, loc, scale))
+
+    def logsf(self, x, loc=0.0, scale=1.0):
+        """scipy.stats.norm.logsf: log_ndtr(-z)."""
+        return sp.log_ndtr(-_standardize(x, loc, scale))
+
+    def ppf(self, q, loc=0.0, scale=1.0):
+        """scipy.stats.norm.ppf: loc + scale * ndtri(q)."""
+        return loc + scale * sp.ndtri(q)
+
+    def isf(self, q, loc=0.0, scale=1.0):
+        """scipy.stats.norm.isf: loc - scale * ndtri(q)."""
+        return loc - scale * sp.ndtri(q)
+
 
 class _T(_Distribution):
     name = "t"
@@ -84,6 +113,10 @@ class _T(_Distribution):
     def cdf(self, x, df, loc=0.0, scale=1.0):
         """scipy.stats.t.cdf (special.stdtr; not differentiable in df)."""
         return sp.stdtr(df, _standardize(x, loc, scale))
+
+    def sf(self, x, df, loc=0.0, scale=1.0):
+        """scipy.stats.t.sf (not differentiable in df)."""
+        return sp.stdtr(df, -_standardize(x, loc, scale))
 
 
 def _support(condition, z, inside):
@@ -108,6 +141,12 @@ class _Gamma(_Distribution):
         inside = _value(z) > 0
         return where(inside, sp.gammainc(a, _support(inside, z, 1.0)), 0.0)
 
+    def sf(self, x, a, loc=0.0, scale=1.0):
+        """scipy.stats.gamma.sf (special.gammaincc; not differentiable in a)."""
+        z = _standardize(x, loc, scale)
+        inside = _value(z) > 0
+        return where(inside, sp.gammaincc(a, _support(inside, z, 1.0)), 1.0)
+
 
 class _Chi2(_Distribution):
     name = "chi2"
@@ -119,6 +158,10 @@ class _Chi2(_Distribution):
     def cdf(self, x, df, loc=0.0, scale=1.0):
         """scipy.stats.chi2.cdf (not differentiable in df)."""
         return gamma.cdf(x, 0.5 * df, loc, 2.0 * scale)
+
+    def sf(self, x, df, loc=0.0, scale=1.0):
+        """scipy.stats.chi2.sf (not differentiable in df)."""
+        return gamma.sf(x, 0.5 * df, loc, 2.0 * scale)
 
 
 class _Beta(_Distribution):
@@ -139,6 +182,13 @@ class _Beta(_Distribution):
         zv = _value(z)
         inside = (zv > 0) & (zv < 1)
         return where(inside, sp.betainc(a, b, _support(inside, z, 0.5)), np.where(zv >= 1, 1.0, 0.0))
+
+    def sf(self, x, a, b, loc=0.0, scale=1.0):
+        """scipy.stats.beta.sf: I(1 - z; b, a) (not differentiable in a and b)."""
+        z = _standardize(x, loc, scale)
+        zv = _value(z)
+        inside = (zv > 0) & (zv < 1)
+        return where(inside, sp.betainc(b, a, 1.0 - _support(inside, z, 0.5)), np.where(zv >= 1, 0.0, 1.0))
 
 
 def _discrete(fname, **values):
@@ -173,9 +223,12 @@ class _Poisson(_Distribution):
         inside = k >= 0
         return where(inside, sp.gammaincc(np.where(inside, k, 0.0) + 1.0, mu), 0.0)
 
-    def logcdf(self, k, mu, loc=0):
-        """scipy.stats.poisson.logcdf."""
-        return log(self.cdf(k, mu, loc))
+    def sf(self, k, mu, loc=0):
+        """scipy.stats.poisson.sf: P(floor(k) + 1, mu), differentiable in mu."""
+        k, loc = _discrete("poisson.sf", k=k, loc=loc)
+        k = np.floor(k - loc)
+        inside = k >= 0
+        return where(inside, sp.gammainc(np.where(inside, k, 0.0) + 1.0, mu), 1.0)
 
 
 class _Dirichlet(_Distribution):
