@@ -186,6 +186,9 @@ def test_stats_gradients_match_hand_derivations():
     x, mean = rng.normal(size=3), rng.normal(size=3)
     np.testing.assert_allclose(wg.grad(stats.multivariate_normal.logpdf, argnums=1)(x, mean, cov),
                                np.linalg.solve(cov, x - mean))
+    # ... and its Hessian (forward over reverse, through the Cholesky rules): -cov^-1
+    np.testing.assert_allclose(wg.hessian(lambda m: stats.multivariate_normal.logpdf(x, m, cov))(mean),
+                               -np.linalg.inv(cov), atol=1e-12)
 
 
 def test_stats_errors():
