@@ -130,6 +130,9 @@ class ArrayBox:
         self._refuse("complex()", "Use wengert.numpy functions instead of cmath.")
 
     def __array__(self, dtype=None, copy=None):
+        caller = _dispatch.scipy_caller()
+        if caller is not None:
+            raise _dispatch.scipy_refusal(caller)
         self._refuse(
             "Converting to a NumPy array (np.asarray, np.array, or a NumPy function without a "
             "dispatch)",

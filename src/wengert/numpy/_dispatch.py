@@ -5,11 +5,13 @@ as the function object ``np.sum``. Each maps to the wengert.numpy function of th
 without an entry raises :class:`UnsupportedNumpyFunction` naming it.
 """
 
+import sys
+
 import numpy as np
 
 import wengert.numpy as wnp
 
-__all__ = ["UnsupportedNumpyFunction", "ufunc_call", "function_call"]
+__all__ = ["UnsupportedNumpyFunction", "ufunc_call", "function_call", "scipy_caller", "scipy_refusal"]
 
 
 class UnsupportedNumpyFunction(TypeError):
@@ -33,9 +35,11 @@ REDUCERS = {np.add: wnp.sum, np.multiply: wnp.prod, np.maximum: wnp.max, np.mini
 
 
 def _unsupported(qualname, extra=""):
+    qualname = qualname if qualname.startswith("scipy.") else "numpy." + qualname
+    ours = "wengert.scipy.special" if qualname.startswith("scipy.") else "wengert.numpy"
     return UnsupportedNumpyFunction(
-        f"numpy.{qualname} was called on a traced wengert value, and wengert has no derivative "
-        f"rule for it{extra}. Use a wengert.numpy function that has one, compose it from them, or "
+        f"{qualname} was called on a traced wengert value, and wengert has no derivative "
+        f"rule for it{extra}. Use a {ours} function that has one, compose it from them, or "
         f"define it with wg.primitive + wg.defvjp (docs/adding-a-primitive.md). If no derivative "
         f"is wanted, pass x.detach() or a plain array instead.")
 
@@ -48,16 +52,34 @@ def ufunc_call(ufunc, method, inputs, kwargs):
             f"array is not differentiable; use the returned value instead")
     kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     if method == "__call__":
-        fun = UFUNCS.get(ufunc)
+        fun = UFUNCS.get(ufunc) or _scipy_ufunc(ufunc)
         if fun is None:
-            raise _unsupported(ufunc.__name__)
+            raise _unsupported(_ufunc_name(ufunc))
         if kwargs:
             raise TypeError(f"numpy.{ufunc.__name__} on a traced value: keyword arguments "
                             f"{sorted(kwargs)} are not supported")
         return fun(*inputs)
     if method == "reduce" and ufunc in REDUCERS:
         return REDUCERS[ufunc](*inputs, **kwargs)
-    raise _unsupported(f"{ufunc.__name__}.{method}")
+    raise _unsupported(f"{_ufunc_name(ufunc)}.{method}")
+
+
+def _ufunc_name(ufunc):
+    """``erf`` -> ``scipy.special.erf`` for ufuncs that are not NumPy's own."""
+    if getattr(np, ufunc.__name__, None) is ufunc:
+        return ufunc.__name__
+    return f"scipy.special.{ufunc.__name__}"
+
+
+def _scipy_ufunc(ufunc):
+    """The wengert primitive for a scipy.special ufunc, or None (also when SciPy is missing)."""
+    if getattr(np, ufunc.__name__, None) is ufunc:
+        return None
+    try:
+        from wengert.ops.special import UFUNCS as scipy_ufuncs
+    except ImportError:
+        return None
+    return scipy_ufuncs.get(ufunc)
 
 
 def function_call(func, args, kwargs):
@@ -68,3 +90,38 @@ def function_call(func, args, kwargs):
         prefix = next((m + "." for m in ("linalg", "fft", "random") if f".{m}" in module), "")
         raise _unsupported(prefix + func.__name__)
     return fun(*args, **kwargs)
+
+
+def scipy_caller():
+    """The SciPy function (``scipy.linalg.expm``) on the call stack, if one is converting a traced
+    value to a NumPy array -- SciPy functions other than ufuncs do not dispatch -- else None."""
+    frame, found = sys._getframe(1), None
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if module.split(".")[0] == "scipy":
+            found = frame  # keep climbing: the outermost SciPy frame is the function the user called
+        elif found is not None:
+            break
+        frame = frame.f_back
+    if found is None:
+        return None
+    module = found.f_globals["__name__"]
+    name = getattr(found.f_code, "co_qualname", found.f_code.co_name)
+    if "<locals>" in name:  # a decorator's wrapper: name the function it wraps
+        inner = next((v for v in found.f_locals.values() if callable(v)
+                      and (getattr(v, "__module__", None) or "").startswith("scipy.")), None)
+        if inner is None:
+            return "a SciPy function"
+        module, name = inner.__module__, inner.__qualname__
+    public = ".".join(part for part in module.split(".") if not part.startswith("_"))
+    return f"{public}.{name}"
+
+
+def scipy_refusal(caller):
+    """The error for a traced value reaching SciPy function ``caller``."""
+    return UnsupportedNumpyFunction(
+        f"{caller} was called on a traced wengert value (or called back a function that returned "
+        f"one), and SciPy's functions do not dispatch to wengert. Use its wengert.scipy version "
+        f"(import wengert.scipy) where there is one -- passing parameters of callbacks through "
+        f"args -- or define it with wg.primitive + wg.defvjp. If no derivative is wanted, pass "
+        f"x.detach() or a plain array instead.")

@@ -28,7 +28,7 @@ def families():
         try:
             found.append(importlib.import_module(f"{__name__}.{info.name}"))
         except ModuleNotFoundError as e:
-            if e.name not in OPTIONAL_DEPENDENCIES:
+            if (e.name or "").split(".")[0] not in OPTIONAL_DEPENDENCIES:
                 raise
     return found
 
