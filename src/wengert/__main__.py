@@ -69,14 +69,15 @@ def _seed_value(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m wengert", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="train an MLP on scikit-learn's handwritten digits (needs the demo extra)")
+    d = sub.add_parser("demo", help="train an MLP on scikit-learn's digits (needs the demo extra)")
     d.add_argument("--epochs", type=_positive(int), default=30, help="passes over the training set (30)")
     d.add_argument("--hidden", type=_positive(int), default=256, help="width of the hidden layer (256)")
     d.add_argument("--lr", type=_positive(float), default=2e-3, help="Adam's learning rate (0.002)")
     d.add_argument("--seed", type=_seed_value, default=0, help="seed of the split, init and batches (0)")
     d.add_argument("--out", default="wengert-demo", help="folder for the outputs (./wengert-demo/)")
     d.set_defaults(run=demo)
-    sub.add_parser("seed", help="the first seed's tape example, in reverse and forward mode").set_defaults(run=seed)
+    s = sub.add_parser("seed", help="the first seed's tape example, in reverse and forward mode")
+    s.set_defaults(run=seed)
     args = parser.parse_args(argv)
     return args.run(args)
 

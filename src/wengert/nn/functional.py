@@ -20,8 +20,10 @@ tanh = wnp.tanh
 
 
 def sigmoid(x):
-    """1 / (1 + exp(-x)), written as (1 + tanh(x/2)) / 2 so that it never overflows (torch.sigmoid)."""
-    return 0.5 * (wnp.tanh(0.5 * x) + 1.0)
+    """1 / (1 + exp(-x)) (torch.sigmoid), from z = exp(-|x|), which never overflows: 1 / (1 + z)
+    for x >= 0 and z / (1 + z) below, accurate to rounding even far in the tails."""
+    z = wnp.exp(-wnp.abs(x))
+    return wnp.where(x >= 0, 1.0 / (1.0 + z), z / (1.0 + z))
 
 
 _GELU_C = math.sqrt(2.0 / math.pi)
