@@ -39,5 +39,5 @@ def parse(text):
 
 
 def fields(label):
-    """The fields of a record label, ports stripped: "<f0> x | <f1> creator: None" -> ["x", "creator: None"]."""
+    """A record label's fields, ports stripped: "<f0> x | <f1> creator: None" -> ["x", "creator: None"]."""
     return [re.sub(r"^<f\d+>\s*", "", part.strip()) for part in re.split(r"(?<!\\)\|", label)]

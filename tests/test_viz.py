@@ -71,7 +71,7 @@ def test_a_tape_is_drawn_whole_in_program_order():
     graph = parse(viz.to_dot(tape, names={"z": z}))
     variables = by_name(graph, "variable")
     assert sorted(variables) == ["t0", "t1", "x", "y", "z"]
-    assert len([e for e in graph["edges"] if e[2] == "data_flow"]) == 3 + 2 + 3  # multiply, sin, add: inputs and output
+    assert len([e for e in graph["edges"] if e[2] == "data_flow"]) == 3 + 2 + 3  # in and out edges
     assert len([e for e in graph["edges"] if e[2] == "prev_func"]) == 2  # add <- multiply, add <- sin
 
 
