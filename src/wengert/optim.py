@@ -252,7 +252,7 @@ class StepLR(_Schedule):
 
 class CosineAnnealingLR(_Schedule):
     """lr = eta_min + (initial_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2, the closed form of
-    torch.optim.lr_scheduler.CosineAnnealingLR (it stays at eta_min after T_max)."""
+    torch.optim.lr_scheduler.CosineAnnealingLR (as there, it climbs back after T_max epochs)."""
 
     def __init__(self, optimizer, T_max, eta_min=0.0):  # noqa: N803 - PyTorch's name
         if T_max < 1:
@@ -261,5 +261,4 @@ class CosineAnnealingLR(_Schedule):
         super().__init__(optimizer)
 
     def lr_at(self, base, epoch):
-        t = min(epoch, self.T_max)
-        return self.eta_min + (base - self.eta_min) * (1.0 + math.cos(math.pi * t / self.T_max)) / 2.0
+        return self.eta_min + (base - self.eta_min) * (1.0 + math.cos(math.pi * epoch / self.T_max)) / 2.0
