@@ -9,7 +9,7 @@ the next, and Python's own control flow builds it. The losses of a minibatch of 
 summed and differentiated once. Embedding rows get sparse gradients: Adam touches only the rows
 of the characters seen.
 
-    python examples/dynamic_charlm.py [--steps 3000] [--seed 0]
+    python examples/dynamic_charlm.py [--steps 2000] [--seed 0]
 """
 
 import argparse
@@ -90,7 +90,7 @@ def sample(model, chars, prompt="Beautiful ", length=200, temperature=0.6, seed=
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--context", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
