@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+import wengert as wg
 import wengert.numpy as wnp
 from wengert import nn, optim
 
@@ -81,10 +82,11 @@ def sample(model, chars, prompt="Beautiful ", length=200, temperature=0.6, seed=
     ids = [code[c] for c in prompt if c in code]
     max_context = len(model.hidden)
     model.eval()
-    for _ in range(length):
-        logits = model(np.array(ids[-max_context:])).detach().value
-        p = np.exp((logits - logits.max()) / temperature)
-        ids.append(int(rng.choice(len(chars), p=p / p.sum())))
+    with wg.no_grad():  # nothing to differentiate: record nothing
+        for _ in range(length):
+            logits = model(np.array(ids[-max_context:])).value
+            p = np.exp((logits - logits.max()) / temperature)
+            ids.append(int(rng.choice(len(chars), p=p / p.sum())))
     return "".join(chars[i] for i in ids)
 
 
