@@ -1,7 +1,6 @@
 """The command line: ``python -m wengert seed`` prints the first seed's example; ``python -m wengert
 demo`` trains the digits MLP (run here for one epoch into a temporary folder)."""
 
-import os
 import shutil
 import subprocess
 import sys
@@ -10,11 +9,13 @@ import numpy as np
 import pytest
 
 from dot_parser import fields, parse
+from wengert import viz
+from wengert.__main__ import main
 
 
-def wengert(*args, check=True, env=None):
+def wengert(*args, check=True):
     return subprocess.run([sys.executable, "-m", "wengert", *args], capture_output=True, text=True,
-                          check=check, env=env)
+                          check=check)
 
 
 def test_seed_prints_the_seed_example():
@@ -32,23 +33,28 @@ def test_unknown_command_exits_2():
 
 @pytest.mark.parametrize("flag,value", [("--epochs", "0"), ("--epochs", "two"), ("--hidden", "-3"),
                                         ("--lr", "0"), ("--lr", "fast"), ("--seed", "-1")])
-def test_demo_bad_values_give_usage_and_exit_2(flag, value):
-    out = wengert("demo", flag, value, check=False)
-    assert out.returncode == 2
-    assert "usage:" in out.stderr and flag in out.stderr
+def test_demo_bad_values_give_usage_and_exit_2(flag, value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", flag, value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and flag in err
 
 
 @pytest.mark.parametrize("graphviz", [True, False], ids=["with-dot", "without-dot"])
-def test_demo_one_epoch_writes_every_output(tmp_path, graphviz):
-    env = dict(os.environ)
-    if graphviz and shutil.which("dot") is None:
-        pytest.skip("Graphviz's dot is not installed")
-    if not graphviz:
-        env["PATH"] = str(tmp_path)  # no dot there
+def test_demo_one_epoch_writes_every_output(tmp_path, graphviz, monkeypatch, capsys):
     out_dir = tmp_path / "out"
-    result = wengert("demo", "--epochs", "1", "--hidden", "32", "--out", str(out_dir), env=env)
-    text = result.stdout
-    assert "epoch   1/1" in result.stderr and "loss=" in result.stderr and "test=" in result.stderr
+    args = ["demo", "--epochs", "1", "--hidden", "32", "--out", str(out_dir)]
+    if graphviz:  # the real command, in a fresh process
+        if shutil.which("dot") is None:
+            pytest.skip("Graphviz's dot is not installed")
+        result = wengert(*args)
+        text, err = result.stdout, result.stderr
+    else:  # in this process, with Graphviz hidden
+        monkeypatch.setattr(viz.shutil, "which", lambda name: None)
+        assert main(args) == 0
+        text, err = capsys.readouterr()
+    assert "epoch   1/1" in err and "loss=" in err and "test=" in err
     accuracy = text.split("test accuracy: ")[1].split("%")[0]
     assert f"test accuracy {accuracy}% (the same)" in text
     assert 10.0 < float(accuracy) <= 100.0

@@ -16,7 +16,7 @@ Rules call wengert's own functions, so second derivatives work.
 
 import numpy as np
 
-from wengert.ops import elementwise, reductions
+from wengert.ops import broadcasting, elementwise, reductions
 from wengert.primitive import Primitive, defjvp, defvjp, nondiff_primitive, unary_function
 
 __all__ = ["relu", "log_softmax", "softmax_cross_entropy", "positive_mask", "one_hot"]
@@ -87,10 +87,9 @@ def _check_labels(logits, labels):
     return labels
 
 
-def _one_hot_impl(labels, like):
-    """An array shaped like ``like`` (classes on the last axis): 1 at each label, 0 elsewhere."""
-    like = np.asarray(like)
-    out = np.zeros(like.shape, dtype=like.dtype)
+def _one_hot_impl(labels, shape, dtype):
+    """An array of ``shape`` (classes on the last axis): 1 at each label, 0 elsewhere."""
+    out = np.zeros(shape, dtype=dtype)
     np.put_along_axis(out, np.asarray(labels)[..., None], 1, axis=-1)
     return out
 
@@ -109,7 +108,8 @@ def _softmax_cross_entropy_impl(logits, labels):
 def _ce_direction(logits, labels):
     """d loss / d logits: (softmax(logits) - onehot(labels)) / N."""
     n = max(int(np.prod(np.shape(labels))), 1)
-    return (elementwise.exp(log_softmax(logits)) - one_hot(labels, logits)) * (1.0 / n)
+    target = one_hot(labels, broadcasting.shape_of(logits), broadcasting.dtype_of(logits))
+    return (elementwise.exp(log_softmax(logits)) - target) * (1.0 / n)
 
 
 softmax_cross_entropy = Primitive(_softmax_cross_entropy_impl, name="softmax_cross_entropy")
