@@ -44,7 +44,9 @@ class Embedding(Module):
     Eagerly (``loss.backward()``), a lookup records only the rows it took: the weight's ``.grad``
     is a :class:`~wengert.nn.SparseRows`, and the optimizers update those rows and leave the rest
     of the table untouched. Inside ``wg.grad`` (``model.apply(params, ...)``) a lookup is ordinary
-    indexing and its gradient a dense array. Initialised N(0, 1), as PyTorch.
+    indexing and its gradient a dense array. Initialised N(0, 1), as PyTorch. The rows looked up
+    while recording are kept (like accumulated gradients) until ``zero_grad()``; look up under
+    ``wg.no_grad()`` when no gradient is wanted.
     """
 
     def __init__(self, num_embeddings, embedding_dim, rng=None, dtype=np.float32):
