@@ -14,7 +14,8 @@ from benchmarks.harness import Impl, Target, Workload
 __all__ = ["scalar_chain", "tiny_network", "mlp", "all_workloads", "WORKLOAD_NAMES",
            "chain_by_hand", "tiny_by_hand", "mlp_by_hand"]
 
-WORKLOAD_NAMES = ("scalar-chain", "tiny-network", "mlp-float32", "mlp-float64")
+WORKLOAD_NAMES = ("scalar-chain", "tiny-network", "mlp-float32", "mlp-float64",
+                  "nn-epoch-demo", "nn-epoch-784")  # the last two: benchmarks/nn_workloads.py
 
 
 def _as_float(v):
@@ -311,8 +312,10 @@ def mlp(dtype=np.float64, sizes=(784, 512, 512, 10), batch=128, rounds=31, seed=
 
 def all_workloads(quick=False):
     """The issue's four workloads (``quick``: small sizes and few rounds, for smoke-testing)."""
+    from benchmarks.nn_workloads import nn_workloads  # it imports this module
+
     if quick:
         small = dict(sizes=(64, 32, 32, 10), batch=16, rounds=3)
         return [scalar_chain(steps=500, jax_steps=50, rounds=3), tiny_network(rounds=3),
-                mlp(np.float32, **small), mlp(np.float64, **small)]
-    return [scalar_chain(), tiny_network(), mlp(np.float32), mlp(np.float64)]
+                mlp(np.float32, **small), mlp(np.float64, **small)] + nn_workloads(quick=True)
+    return [scalar_chain(), tiny_network(), mlp(np.float32), mlp(np.float64)] + nn_workloads()

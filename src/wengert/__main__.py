@@ -1,15 +1,16 @@
-"""Command line: ``python -m wengert demo``."""
+"""Command line: ``python -m wengert demo`` (an MLP learns the digits), ``python -m wengert seed``
+(the first seed's tape example)."""
 
 import argparse
 import sys
 
 
-def demo(args):
+def seed(args):
     """The first seed's example: z = x*y + sin(x) at (0.5, 4.2), on a tape, in reverse and forward mode."""
     import wengert as wg
     import wengert.numpy as wnp
 
-    print("wengert demo: z = x * y + sin(x) at x = 0.5, y = 4.2\n")
+    print("wengert: z = x * y + sin(x) at x = 0.5, y = 4.2\n")
     tape = wg.Tape()
     x = tape.var(0.5)
     y = tape.var(4.2)
@@ -34,10 +35,49 @@ def demo(args):
     return 0
 
 
+def demo(args):
+    """Train an MLP on scikit-learn's digits (see ``wengert._demo``)."""
+    from wengert import _demo
+
+    return _demo.run(args)
+
+
+def _positive(kind):
+    def check(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+        return value
+
+    check.__name__ = f"positive {kind.__name__}"
+    return check
+
+
+def _seed_value(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m wengert", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="run the demo").set_defaults(run=demo)
+    d = sub.add_parser("demo", help="train an MLP on scikit-learn's digits (needs the demo extra)")
+    d.add_argument("--epochs", type=_positive(int), default=30, help="passes over the training set (30)")
+    d.add_argument("--hidden", type=_positive(int), default=256, help="width of the hidden layer (256)")
+    d.add_argument("--lr", type=_positive(float), default=2e-3, help="Adam's learning rate (0.002)")
+    d.add_argument("--seed", type=_seed_value, default=0, help="seed of the split, init and batches (0)")
+    d.add_argument("--out", default="wengert-demo", help="folder for the outputs (./wengert-demo/)")
+    d.set_defaults(run=demo)
+    s = sub.add_parser("seed", help="the first seed's tape example, in reverse and forward mode")
+    s.set_defaults(run=seed)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -1,0 +1,31 @@
+"""wengert.nn: modules, layers, activations, losses and initialisers (``torch.nn``'s shape).
+
+    model = nn.MLP([64, 128, 10])
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    loss = nn.cross_entropy(model(x), labels)      # x: array, labels: integer array
+    opt.zero_grad(); loss.backward(); opt.step()
+
+or functionally: ``wg.grad(lambda p: nn.cross_entropy(model.apply(p, x), labels))(model.parameters_tree())``.
+"""
+
+from wengert.nn import init
+from wengert.nn.functional import (
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    gelu,
+    log_softmax,
+    mse_loss,
+    relu,
+    sigmoid,
+    softmax,
+    tanh,
+)
+from wengert.nn.layers import GELU, MLP, Dropout, Embedding, Identity, Linear, ReLU, Sequential, Sigmoid, Tanh
+from wengert.nn.module import Module, Parameter, SparseRows
+
+__all__ = [
+    "Module", "Parameter", "SparseRows", "Linear", "Embedding", "Sequential", "MLP", "Dropout",
+    "ReLU", "Tanh", "Sigmoid", "GELU", "Identity",
+    "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
+    "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits", "init",
+]

@@ -1,0 +1,179 @@
+"""Layers: ``Linear``, ``Embedding``, ``Sequential``, ``MLP``, ``Dropout`` and activation modules.
+
+Parameters are float32 by default, as in PyTorch; pass ``dtype=np.float64`` for gradient checks.
+``Linear`` keeps its weight as (in_features, out_features) and computes ``x @ W + b`` (DyNet's and
+JAX's layout; PyTorch stores the transpose), which saves a transpose per call.
+"""
+
+import numpy as np
+
+import wengert.numpy as wnp
+from wengert.nn import functional as F
+from wengert.nn import init
+from wengert.nn.module import Module, Parameter
+from wengert.tensor import EAGER, Tensor, is_grad_enabled
+from wengert.trace import BOX_TYPES, unbox_all
+
+__all__ = ["Linear", "Embedding", "Sequential", "MLP", "Dropout", "ReLU", "Tanh", "Sigmoid", "GELU",
+           "Identity"]
+
+
+class Linear(Module):
+    """y = x @ weight + bias (torch.nn.Linear, with the weight transposed); PyTorch's default
+    initialisation U(-1/sqrt(in), 1/sqrt(in)) for both."""
+
+    def __init__(self, in_features, out_features, bias=True, rng=None, dtype=np.float32):
+        super().__init__()
+        rng = init.as_rng(rng)
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        bound = 1.0 / np.sqrt(in_features)
+        self.weight = Parameter(init.uniform((in_features, out_features), -bound, bound, rng, dtype))
+        self.bias = Parameter(init.uniform((out_features,), -bound, bound, rng, dtype)) if bias else None
+
+    def forward(self, x):
+        y = x @ self.weight
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self):
+        return f"{self.in_features}, {self.out_features}, bias={self.bias is not None}"
+
+
+class Embedding(Module):
+    """A table of vectors looked up by integer index (torch.nn.Embedding, DyNet's lookup parameters).
+
+    Eagerly (``loss.backward()``), a lookup records only the rows it took: the weight's ``.grad``
+    is a :class:`~wengert.nn.SparseRows`, and the optimizers update those rows and leave the rest
+    of the table untouched. Inside ``wg.grad`` (``model.apply(params, ...)``) a lookup is ordinary
+    indexing and its gradient a dense array. Initialised N(0, 1), as PyTorch. The rows looked up
+    while recording are kept (like accumulated gradients) until ``zero_grad()``; look up under
+    ``wg.no_grad()`` when no gradient is wanted.
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, rng=None, dtype=np.float32):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.weight = Parameter(init.normal((num_embeddings, embedding_dim), 1.0, rng, dtype))
+
+    def forward(self, indices):
+        indices = np.asarray(unbox_all(indices))
+        if indices.dtype.kind not in "iu":
+            raise TypeError(f"Embedding: indices must be integers, got dtype {indices.dtype}")
+        if indices.size and (indices.min() < -self.num_embeddings or indices.max() >= self.num_embeddings):
+            raise IndexError(f"Embedding: index out of range for a table of {self.num_embeddings} rows "
+                             f"(got {indices.min()} .. {indices.max()})")
+        w = self.weight
+        if type(w) is Parameter:
+            rows = w.value[indices]
+            if w.requires_grad and is_grad_enabled():
+                leaf = Tensor(rows, EAGER, None, None, None, (), True)
+                w._lookups.append((indices % self.num_embeddings, leaf))
+                return leaf
+            return Tensor(rows, EAGER, None, None, None, (), False)
+        if type(w) in BOX_TYPES:
+            return w[indices]
+        return w[indices]  # a plain array given to apply()
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Sequential(Module):
+    """Modules applied one after the other (torch.nn.Sequential); parameters named ``"0.weight"``..."""
+
+    def __init__(self, *layers):
+        super().__init__()
+        self.layers = list(layers)
+
+    def named_children(self):
+        for i, m in enumerate(self.layers):
+            yield str(i), m
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def __len__(self):
+        return len(self.layers)
+
+
+class _Activation(Module):
+    fun = None
+
+    def forward(self, x):
+        return type(self).fun(x)
+
+
+class ReLU(_Activation):
+    """max(x, 0) as a module."""
+    fun = staticmethod(F.relu)
+
+
+class Tanh(_Activation):
+    """tanh as a module."""
+    fun = staticmethod(wnp.tanh)
+
+
+class Sigmoid(_Activation):
+    """The logistic function as a module."""
+    fun = staticmethod(F.sigmoid)
+
+
+class GELU(_Activation):
+    """GELU (tanh approximation) as a module."""
+    fun = staticmethod(F.gelu)
+
+
+class Identity(_Activation):
+    """Returns its input."""
+    fun = staticmethod(lambda x: x)
+
+
+_ACTIVATIONS = {"relu": ReLU, "tanh": Tanh, "sigmoid": Sigmoid, "gelu": GELU, "identity": Identity}
+
+
+class Dropout(Module):
+    """Zero each element with probability ``p`` while training, scaling the rest by 1/(1-p)
+    (torch.nn.Dropout, inverted dropout); the identity in eval mode. ``rng``: a Generator or seed."""
+
+    def __init__(self, p=0.5, rng=None):
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
+        self.p = float(p)
+        self.rng = init.as_rng(rng)
+
+    def forward(self, x):
+        if not self.training or self.p == 0.0:
+            return x
+        shape = np.shape(unbox_all(x))
+        keep = (self.rng.random(shape) >= self.p).astype(unbox_all(x).dtype if shape else float)
+        return x * (keep / (1.0 - self.p))
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class MLP(Sequential):
+    """Linear layers with an activation between them: ``MLP([64, 128, 10])`` is
+    Linear(64, 128), ReLU, Linear(128, 10). Optional Dropout after each hidden activation."""
+
+    def __init__(self, sizes, activation="relu", dropout=0.0, rng=None, dtype=np.float32):
+        sizes = [int(s) for s in sizes]
+        if len(sizes) < 2 or min(sizes) < 1:
+            raise ValueError(f"MLP: sizes must list at least two positive layer widths, got {sizes}")
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"MLP: activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        rng = init.as_rng(rng)
+        layers = []
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            layers.append(Linear(a, b, rng=rng, dtype=dtype))
+            if i < len(sizes) - 2:
+                layers.append(_ACTIVATIONS[activation]())
+                if dropout:
+                    layers.append(Dropout(dropout, rng=rng))
+        super().__init__(*layers)
+        self.sizes = sizes

@@ -1,0 +1,264 @@
+"""wengert.optim: SGD (momentum, Nesterov, weight decay), Adam, AdamW, and learning-rate schedules.
+
+The update formulas are PyTorch's (``torch.optim``), applied in place to the ``.value`` of each
+parameter from its ``.grad`` after ``loss.backward()``. Parameters without a gradient are skipped.
+A :class:`~wengert.nn.SparseRows` gradient (from ``nn.Embedding``) updates only its rows:
+plain SGD adds ``-lr * rows``; Adam/AdamW update the moments of those rows only and leave the rest
+of the table, and its moments, untouched (``torch.optim.SparseAdam``'s "lazy" semantics). With
+momentum or weight decay, SGD densifies a sparse gradient first (every row then moves).
+
+Like PyTorch: ``param_groups`` is a list of dicts holding ``"params"`` and the hyper-parameters
+(so a schedule can set ``"lr"``); ``state_dict()`` refers to parameters by their position.
+"""
+
+import math
+
+import numpy as np
+
+from wengert.trace import unbox_all
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "StepLR", "CosineAnnealingLR"]
+
+
+def _sparse_rows_type():
+    from wengert.nn.module import SparseRows
+
+    return SparseRows
+
+
+class Optimizer:
+    """Base class: holds ``param_groups`` and per-parameter ``state``; subclasses define ``_update``."""
+
+    defaults = {}
+
+    def __init__(self, params, **hyper):
+        for key, value in hyper.items():
+            if key == "lr" and not value >= 0.0:
+                raise ValueError(f"{type(self).__name__}: invalid learning rate lr={value}")
+        params = list(params)
+        if not params:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.param_groups = []
+        for group in groups:
+            group = dict(group)
+            group["params"] = list(group["params"])
+            for key, value in hyper.items():
+                group.setdefault(key, value)
+            group.setdefault("initial_lr", group["lr"])
+            self.param_groups.append(group)
+        for p in self._all_params():
+            if not getattr(p, "requires_grad", False):
+                raise TypeError(f"{type(self).__name__}: every parameter must be a tensor that requires "
+                                f"grad (nn.Parameter or wg.tensor(..., requires_grad=True)), got {p!r:.60}")
+        self.state = {}  # id(param) -> dict
+
+    def _all_params(self):
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def zero_grad(self, set_to_none=True):
+        """Forget the gradients (``None``, PyTorch 2's default), or fill them with zeros."""
+        for p in self._all_params():
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad = np.zeros_like(p.value)
+
+    def step(self):
+        """Update every parameter that has a gradient, in place."""
+        SparseRows = _sparse_rows_type()
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                state = self.state.setdefault(id(p), {})
+                if isinstance(g, SparseRows):
+                    self._update_sparse(p, g, state, group)
+                else:
+                    self._update(p, np.asarray(unbox_all(g)), state, group)
+
+    def _update_sparse(self, p, g, state, group):
+        self._update(p, g.to_dense(), state, group)
+
+    # -- state ------------------------------------------------------------------------------------
+    def state_dict(self):
+        """``{"state": {index: {...}}, "param_groups": [{hyper-parameters, "params": [indices]}]}``."""
+        index = {id(p): i for i, p in enumerate(self._all_params())}
+        groups, k = [], 0
+        for g in self.param_groups:
+            entry = {key: v for key, v in g.items() if key != "params"}
+            entry["params"] = list(range(k, k + len(g["params"])))
+            k += len(g["params"])
+            groups.append(entry)
+        state = {index[pid]: {key: (np.array(v) if isinstance(v, np.ndarray) else v) for key, v in s.items()}
+                 for pid, s in self.state.items() if pid in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Restore what :meth:`state_dict` returned (for the same parameters, in the same order)."""
+        params = self._all_params()
+        groups = state_dict["param_groups"]
+        if [len(g["params"]) for g in groups] != [len(g["params"]) for g in self.param_groups]:
+            raise ValueError(f"{type(self).__name__}.load_state_dict: the saved groups hold "
+                             f"{[len(g['params']) for g in groups]} parameters, this optimizer's "
+                             f"{[len(g['params']) for g in self.param_groups]}")
+        for mine, saved in zip(self.param_groups, groups):
+            mine.update({k: v for k, v in saved.items() if k != "params"})
+        self.state = {}
+        for i, s in state_dict["state"].items():
+            self.state[id(params[int(i)])] = {k: (np.array(v) if isinstance(v, np.ndarray) else v)
+                                              for k, v in s.items()}
+
+
+def _write(p, new_value):
+    """Store an update into parameter ``p`` in place (its array keeps its identity)."""
+    if isinstance(p.value, np.ndarray):
+        np.copyto(p.value, new_value, casting="unsafe")
+    else:
+        p.value = float(new_value)
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent (torch.optim.SGD): with weight decay ``wd``, momentum ``mu``,
+    dampening ``d``: g += wd p; b = mu b + (1 - d) g (b = g at the first step);
+    g = g + mu b (Nesterov) or b; p -= lr g."""
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0):
+        if momentum < 0.0 or weight_decay < 0.0:
+            raise ValueError(f"SGD: momentum and weight_decay must be >= 0, got {momentum}, {weight_decay}")
+        if nesterov and (momentum <= 0.0 or dampening != 0.0):
+            raise ValueError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
+        super().__init__(params, lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
+                         weight_decay=weight_decay)
+
+    def _update(self, p, g, state, group):
+        lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
+        if wd:
+            g = g + wd * p.value
+        if mu:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = np.array(g, dtype=p.dtype)
+            else:
+                buf *= mu
+                buf += (1.0 - group["dampening"]) * g
+            g = g + mu * buf if group["nesterov"] else buf
+        _write(p, p.value - lr * g)
+
+    def _update_sparse(self, p, g, state, group):
+        if group["momentum"] or group["weight_decay"]:
+            return self._update(p, g.to_dense(), state, group)
+        np.subtract.at(p.value, g.indices, (group["lr"] * g.values).astype(p.dtype))
+
+
+class Adam(Optimizer):
+    """Adam (torch.optim.Adam): g += wd p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+    p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)."""
+
+    decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        b1, b2 = betas
+        if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
+            raise ValueError(f"{type(self).__name__}: betas must lie in [0, 1), got {betas}")
+        if eps < 0.0 or weight_decay < 0.0:
+            raise ValueError(f"{type(self).__name__}: eps and weight_decay must be >= 0")
+        super().__init__(params, lr=lr, betas=(float(b1), float(b2)), eps=eps, weight_decay=weight_decay)
+
+    def _moments(self, p, state):
+        if "exp_avg" not in state:
+            state["step"] = 0
+            state["exp_avg"] = np.zeros_like(p.value)
+            state["exp_avg_sq"] = np.zeros_like(p.value)
+        state["step"] += 1
+        return state["step"], state["exp_avg"], state["exp_avg_sq"]
+
+    def _update(self, p, g, state, group):
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if wd and self.decoupled:
+            p.value *= 1.0 - lr * wd
+        elif wd:
+            g = g + wd * p.value
+        t, m, v = self._moments(p, state)
+        m *= b1
+        m += (1.0 - b1) * g
+        v *= b2
+        v += (1.0 - b2) * (g * g)
+        step = (lr / (1.0 - b1 ** t)) * m / (np.sqrt(v / (1.0 - b2 ** t)) + eps)
+        _write(p, p.value - step)
+
+    def _update_sparse(self, p, g, state, group):
+        if group["weight_decay"]:
+            return self._update(p, g.to_dense(), state, group)
+        lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+        g = g.coalesce()
+        rows, gv = g.indices, g.values
+        t, m, v = self._moments(p, state)
+        m[rows] = b1 * m[rows] + (1.0 - b1) * gv
+        v[rows] = b2 * v[rows] + (1.0 - b2) * (gv * gv)
+        p.value[rows] -= (lr / (1.0 - b1 ** t)) * m[rows] / (np.sqrt(v[rows] / (1.0 - b2 ** t)) + eps)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (torch.optim.AdamW): p *= 1 - lr wd, then Adam's step.
+    Default weight_decay 0.01, as PyTorch."""
+
+    decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+
+class _Schedule:
+    """Sets each group's ``lr`` from its ``initial_lr`` and the epoch; call ``step()`` once per epoch."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.last_epoch = 0
+        self._set()
+
+    def step(self):
+        self.last_epoch += 1
+        self._set()
+
+    def _set(self):
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr_at(group["initial_lr"], self.last_epoch)
+
+    def get_last_lr(self):
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self):
+        return {"last_epoch": self.last_epoch}
+
+    def load_state_dict(self, state):
+        self.last_epoch = int(state["last_epoch"])
+        self._set()
+
+
+class StepLR(_Schedule):
+    """lr = initial_lr * gamma ** (epoch // step_size) (torch.optim.lr_scheduler.StepLR)."""
+
+    def __init__(self, optimizer, step_size, gamma=0.1):
+        if step_size < 1:
+            raise ValueError(f"StepLR: step_size must be >= 1, got {step_size}")
+        self.step_size, self.gamma = int(step_size), float(gamma)
+        super().__init__(optimizer)
+
+    def lr_at(self, base, epoch):
+        return base * self.gamma ** (epoch // self.step_size)
+
+
+class CosineAnnealingLR(_Schedule):
+    """lr = eta_min + (initial_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2, the closed form of
+    torch.optim.lr_scheduler.CosineAnnealingLR (as there, it climbs back after T_max epochs)."""
+
+    def __init__(self, optimizer, T_max, eta_min=0.0):  # noqa: N803 - PyTorch's name
+        if T_max < 1:
+            raise ValueError(f"CosineAnnealingLR: T_max must be >= 1, got {T_max}")
+        self.T_max, self.eta_min = int(T_max), float(eta_min)
+        super().__init__(optimizer)
+
+    def lr_at(self, base, epoch):
+        return self.eta_min + (base - self.eta_min) * (1.0 + math.cos(math.pi * epoch / self.T_max)) / 2.0
