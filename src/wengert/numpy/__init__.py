@@ -28,6 +28,7 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     uint8,
 )
 
+from wengert.numpy import fft, linalg  # numpy.fft and numpy.linalg
 from wengert.numpy._functions import (
     amax,
     amin,
