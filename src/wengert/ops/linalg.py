@@ -110,13 +110,13 @@ def _gaps(w, what, gap_of):
     raw = np.asarray(unbox_all(d))
     n = raw.shape[-1]
     off = ~np.eye(n, dtype=bool)
-    scale = max(np.max(np.abs(unbox_all(w)), initial=0.0), 1e-300)
+    scale = max(np.max(np.abs(unbox_all(w)), initial=0.0), np.max(np.abs(raw), initial=0.0), 1e-300)
     if n > 1 and np.min(np.abs(raw[..., off])) <= 1e3 * np.finfo(float).eps * scale:
+        kind = "singular " if gap_of is not None else "eigen"
         raise ValueError(
-            f"{what}: the derivative of the {'singular' if gap_of else 'eigen'}vectors is undefined "
-            f"where {'singular' if gap_of else 'eigen'}values repeat (here two coincide to rounding). "
-            f"Differentiate the values instead, or a function that does not depend on the choice of "
-            f"vectors within the repeated subspace.")
+            f"{what}: the derivative of the {kind}vectors is undefined where {kind}values repeat "
+            f"(here two coincide to rounding). Differentiate the values instead, or a function that "
+            f"does not depend on the choice of vectors within the repeated subspace.")
     eye = _eye(n)
     return (1.0 - eye) / (d + eye)
 
