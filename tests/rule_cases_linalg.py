@@ -101,5 +101,10 @@ COMPOSED = {
     "linalg.cond": [(wla.cond, (W(3, 3),)), (lambda a: wla.cond(a, "fro"), (W(3, 3),)),
                     (lambda a: wla.cond(a, -2), (R(2, 3),))],
     "linalg.multi_dot": [(lambda a, b, c: wla.multi_dot([a, b, c]), (R(3), R(3, 2), R(2, 4)))],
+    "linalg.public_wrappers": [(wla.inv, (W(3, 3),)), (wla.det, (W(3, 3),)),
+                               (wla.eigvals, (distinct_real_eigs(3),)),
+                               (wla.pinv, (R(3, 2),)), (lambda a: wla.pinv(a, rtol=1e-10), (R(2, 3),)),
+                               (wla.matrix_transpose, (R(2, 3, 4),)), (wla.cholesky, (SPD(2, 2),)),
+                               (lambda a, b: wla.solve(a, b), (W(2, 2), R(2, 3)))],
     "linalg.tensorinv": [(lambda a: wla.tensorinv(a, 1), (W(4, 4).reshape(4, 2, 2),))],
 }

@@ -27,9 +27,9 @@ def _tables():
             functions[theirs] = ours
     for ours_module, theirs_module in ((wnp.linalg, np.linalg), (wnp.fft, np.fft)):  # submodules
         for name in ours_module.__all__:
-            theirs = getattr(theirs_module, name, None)
-            if callable(theirs) and not isinstance(theirs, type):
-                functions[theirs] = getattr(ours_module, name)
+            ours, theirs = getattr(ours_module, name), getattr(theirs_module, name, None)
+            if callable(theirs) and not isinstance(theirs, type) and theirs is not ours:
+                functions[theirs] = ours
     return ufuncs, functions
 
 

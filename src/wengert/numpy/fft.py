@@ -12,10 +12,12 @@ from wengert.ops import broadcasting, indexing
 from wengert.ops import fft as ops
 from wengert.trace import BOX_TYPES
 
-__all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
-           "rfftn", "irfftn", "fftshift", "ifftshift", "fftfreq", "rfftfreq"]
+DIFFERENTIABLE = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
+                  "rfftn", "irfftn", "fftshift", "ifftshift"]
+NOT_DIFFERENTIABLE = ["fftfreq", "rfftfreq"]
+__all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE
 
-fftfreq = np.fft.fftfreq
+fftfreq = np.fft.fftfreq  # sample frequencies: constants, NumPy's own functions
 rfftfreq = np.fft.rfftfreq
 
 

@@ -19,10 +19,13 @@ from wengert.ops import linalg as ops
 from wengert.ops.cplx import adjoint, is_complex, mT
 from wengert.trace import BOX_TYPES, unbox_all
 
-__all__ = ["inv", "solve", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "eig", "eigvals", "svd",
-           "svdvals", "qr", "pinv", "norm", "vector_norm", "matrix_norm", "matrix_power", "lstsq",
-           "cond", "multi_dot", "matrix_transpose", "tensorinv", "matmul", "tensordot",
-           "LinAlgError", "matrix_rank"]
+DIFFERENTIABLE = [
+    "inv", "solve", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "eig", "eigvals", "svd",
+    "svdvals", "qr", "pinv", "norm", "vector_norm", "matrix_norm", "matrix_power", "lstsq", "cond",
+    "multi_dot", "matrix_transpose", "tensorinv", "matmul", "tensordot",
+]
+NOT_DIFFERENTIABLE = ["LinAlgError", "matrix_rank"]
+__all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE
 
 LinAlgError = np.linalg.LinAlgError
 matmul = F.matmul
@@ -82,6 +85,8 @@ def slogdet(a):
     """numpy.linalg.slogdet: (sign, log|det|); the sign of a real matrix has zero derivative."""
     a = _array(a)
     _square(a, "slogdet")
+    if type(a) not in BOX_TYPES:
+        return np.linalg.slogdet(a)  # nothing traced: one LAPACK call, NumPy's result
     return SlogdetResult(ops.slogdet_sign(a), ops.slogdet_logabs(a))
 
 
@@ -106,6 +111,8 @@ def eigh(a, UPLO="L"):
     UPLO = _uplo(UPLO)
     a = _array(a)
     _square(a, "eigh")
+    if type(a) not in BOX_TYPES:
+        return np.linalg.eigh(a, UPLO)
     return EighResult(ops.eigh_values(a, UPLO), ops.eigh_vectors(a, UPLO))
 
 
@@ -128,6 +135,8 @@ def eig(a):
     """numpy.linalg.eig; the vectors have unit norm (NumPy's choice; complex ones up to a phase)."""
     a = _array(a)
     _square(a, "eig")
+    if type(a) not in BOX_TYPES:
+        return np.linalg.eig(a)
     return EigResult(ops.eigvals(a), ops.eig_vectors(a))
 
 
@@ -161,6 +170,8 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if len(_shape(a)) < 2:
         raise LinAlgError(f"{len(_shape(a))}-dimensional array given. Array must be at least "
                           f"two-dimensional")
+    if type(a) not in BOX_TYPES:
+        return np.linalg.svd(a, full_matrices, compute_uv, hermitian)
     if hermitian:
         return _svd_hermitian(a, compute_uv)
     s = ops.svd_values(a)
@@ -184,11 +195,11 @@ def qr(a, mode="reduced"):
     if len(_shape(a)) < 2:
         raise LinAlgError(f"{len(_shape(a))}-dimensional array given. Array must be at least "
                           f"two-dimensional")
-    if mode == "raw":
-        if type(a) in BOX_TYPES:
-            raise NotImplementedError("wengert.numpy.linalg.qr: mode='raw' (Householder reflectors) "
-                                      "has no derivative rule; use mode='reduced'")
-        return np.linalg.qr(a, mode="raw")
+    if mode == "raw" and type(a) in BOX_TYPES:
+        raise NotImplementedError("wengert.numpy.linalg.qr: mode='raw' (Householder reflectors) "
+                                  "has no derivative rule; use mode='reduced'")
+    if type(a) not in BOX_TYPES:
+        return np.linalg.qr(a, mode)
     m, n = _shape(a)[-2:]
     if m < n:  # wide: A = Q [R1 | Q^H A2] with A1 = Q R1 square
         left = indexing.getitem(a, (Ellipsis, slice(None), slice(0, m)))
@@ -335,7 +346,10 @@ def matrix_power(a, n):
 def lstsq(a, b, rcond=None):
     """numpy.linalg.lstsq (composed: x = pinv(a) b; rank and residuals as NumPy gives them)."""
     a, b = _array(a), _array(b)
-    _, _, rank, _ = np.linalg.lstsq(unbox_all(a), unbox_all(b), rcond=rcond)  # NumPy's checks
+    plain = np.linalg.lstsq(unbox_all(a), unbox_all(b), rcond=rcond)  # NumPy's checks, rank
+    if type(a) not in BOX_TYPES and type(b) not in BOX_TYPES:
+        return plain
+    rank = plain[2]
     m, n = _shape(a)
     cutoff = np.finfo(broadcasting.dtype_of(a)).eps * builtins.max(m, n) if rcond is None else rcond
     x = matmul(ops.pinv(a, cutoff), b)
@@ -383,3 +397,12 @@ def tensorinv(a, ind=2):
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     """numpy.linalg.matrix_rank (an integer: no derivative)."""
     return np.linalg.matrix_rank(unbox_all(A), tol=tol, hermitian=hermitian, rtol=rtol)
+
+
+def __getattr__(name):
+    if hasattr(np.linalg, name):
+        raise AttributeError(
+            f"wengert.numpy.linalg has no '{name}': numpy.linalg.{name} has no derivative rule in "
+            f"wengert. Compose it from wengert.numpy.linalg functions, or define it with wg.primitive "
+            f"and wg.defvjp/wg.defjvp (see docs/adding-a-primitive.md).")
+    raise AttributeError(f"module 'wengert.numpy.linalg' has no attribute '{name}'")
