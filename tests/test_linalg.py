@@ -160,6 +160,16 @@ def test_eigh_vectors_at_repeated_eigenvalues_raise_and_values_do_not():
     np.testing.assert_allclose(wg.grad(lambda x: wnp.sum(wla.eigvalsh(x)))(np.eye(3)), np.eye(3))
 
 
+def test_forward_mode_gives_nan_vector_tangents_at_repeated_values():
+    # forward mode computes every result's tangent: the vectors' are NaN, the values' finite
+    # (their sum is the trace's derivative, whatever the multiplicities)
+    _, (tw, tv) = wg.jvp(lambda x: tuple(wla.eigh(x)), (np.eye(3),), (SYM,))
+    np.testing.assert_allclose(np.sum(tw), np.trace(SYM))
+    assert np.all(np.isnan(tv))
+    _, ts = wg.jvp(lambda x: wla.svd(x).S, (np.eye(3),), (np.diag([1.0, 2.0, 3.0]),))
+    np.testing.assert_allclose(ts, [3.0, 2.0, 1.0])
+
+
 def test_svd_vectors_at_repeated_singular_values_raise():
     with pytest.raises(ValueError, match="singular values repeat"):
         wg.grad(lambda x: wnp.sum(wla.svd(x, full_matrices=False).U))(np.eye(3))
@@ -217,6 +227,6 @@ COMPLEX_CASES = [
 
 @pytest.mark.parametrize("name,fun,args", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
 def test_complex_inputs_first_order(name, fun, args):
-    """Complex matrices in both modes (HIPS autograd's convention, which check_grads assumes). Second
+    """Complex matrices in both modes (the A^H convention that check_grads assumes). Second
     order needs the core's matmul/multiply rules to conjugate (issue 3 item 5, another branch)."""
     check_grads(fun, *args, order=1)

@@ -2,8 +2,8 @@
 
 Same signatures as NumPy (``n``/``s`` resize by cropping or zero-padding, ``axis``/``axes``,
 ``norm``). Arguments are checked by NumPy itself on a one-element array first, so a bad ``norm``,
-``n`` or ``axis`` raises NumPy's own error. Complex inputs and outputs follow HIPS autograd's
-convention (see ``wengert.ops.cplx``); a real input gets a real gradient.
+``n`` or ``axis`` raises NumPy's own error. Complex inputs and outputs follow the
+convention of ``wengert.ops.cplx`` (cotangent ``A^H g``); a real input gets a real gradient.
 """
 
 import numpy as np

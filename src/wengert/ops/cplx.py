@@ -1,8 +1,10 @@
 """Complex helpers for the linalg and fft rules: ``conj`` and ``real`` as primitives, and ``adjoint``.
 
-Rules follow HIPS autograd's convention for complex values: the cotangent of a linear map ``A``'s
-input is ``A^H g`` (the conjugate transpose applied to the output's cotangent), so that for a real
-loss ``L`` the cotangent of ``z`` is ``dL/dRe(z) + i dL/dIm(z)``. A real input's cotangent is the
+Rules follow the conjugate-linear convention that ``wengert.testing.check_grads`` checks: the
+cotangent of a linear map ``A``'s input is ``A^H g`` (the conjugate transpose applied to the output's
+cotangent), so that for a real loss ``L`` the cotangent of ``z`` is ``dL/dRe(z) + i dL/dIm(z)``
+(PyTorch's ``.grad``; JAX's and HIPS autograd's ``grad`` return its conjugate, their VJPs being
+``A^T g``: converting is ``g -> conj(vjp(conj(g)))``). A real input's cotangent is the
 real part of that (:func:`real_like`). Both helpers are no-ops on real values (no node recorded).
 """
 

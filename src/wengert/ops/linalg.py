@@ -2,17 +2,19 @@
 
 A decomposition with several results is several primitives (``eigh_values``/``eigh_vectors``,
 ``svd_values``/``svd_u``/``svd_vh``, ``qr_q``/``qr_r``); each rule asks for the other factors
-through those primitives, so the rules are differentiable again. Complex matrices follow HIPS
-autograd's convention (``wengert.ops.cplx``): the VJP of ``X -> A X`` is ``A^H g``.
+through those primitives, so the rules are differentiable again. Complex matrices follow the
+convention of ``wengert.ops.cplx``: the VJP of ``X -> A X`` is ``A^H g``.
 
 Documented choices: ``cholesky`` and ``eigh`` read one triangle of their argument, as LAPACK and
-NumPy do, so their derivatives are those of that function (nothing flows to the other triangle);
-the derivative of eigenvectors and singular vectors is undefined where eigen/singular values
-repeat, and asking for it there raises ``ValueError``. The extra columns of a full ``U`` or ``Q``
-(rows of ``Vh``) of a non-square matrix are not unique: their tangents are NaN, and a cotangent
-reaching them raises ``NotImplementedError`` (a zero one there is fine). For complex inputs,
-eigen and singular vectors are unique only up to a phase per column: their derivatives hold for
-phase-invariant functions (as in JAX and PyTorch). ``pinv``'s derivative assumes the rank stays constant.
+NumPy do, so their derivatives are those of that function (nothing flows to the other triangle); the
+derivative of eigenvectors and singular vectors is undefined where eigen/singular values repeat:
+asking for it there in reverse mode raises ``ValueError``, and forward mode (which computes every
+result's tangent) gives NaN tangents. The extra columns of a full ``U`` or ``Q`` (rows of ``Vh``) of
+a non-square matrix are not unique: their tangents are NaN, and a cotangent reaching them raises
+``NotImplementedError`` (a zero one there is fine). Complex eigen and singular vectors (also
+``eig``'s of a real matrix) are unique only up to a phase per column: their derivatives hold for
+phase-invariant functions (as in JAX and PyTorch). ``pinv``'s derivative assumes the rank stays
+constant (and, with ``hermitian=True``, a Hermitian input, as NumPy's values do).
 """
 
 import numpy as np
@@ -31,6 +33,23 @@ _shape = broadcasting.shape_of
 
 
 # -- helpers (wengert functions only, so that the rules differentiate again) -------------------------
+
+
+class UndefinedDerivativeError(ValueError):
+    """Eigen- or singular vectors were differentiated where they have no derivative."""
+
+
+def _nan_if_undefined(jvp_rule):
+    """Forward mode computes every result's tangent, used or not: where the vectors have no
+    derivative their tangent is NaN (an error only in reverse mode, where it is asked for)."""
+    def rule(t, out, *args, **kwargs):
+        try:
+            return jvp_rule(t, out, *args, **kwargs)
+        except UndefinedDerivativeError:
+            return np.full(_shape(out), np.nan, dtype=broadcasting.dtype_of(out))
+
+    rule.__name__ = jvp_rule.__name__
+    return rule
 
 
 def _n(x):
@@ -113,7 +132,7 @@ def _gaps(w, what, gap_of):
     scale = max(np.max(np.abs(unbox_all(w)), initial=0.0), np.max(np.abs(raw), initial=0.0), 1e-300)
     if n > 1 and np.min(np.abs(raw[..., off])) <= 1e3 * np.finfo(float).eps * scale:
         kind = "singular " if gap_of is not None else "eigen"
-        raise ValueError(
+        raise UndefinedDerivativeError(
             f"{what}: the derivative of the {kind}vectors is undefined where {kind}values repeat "
             f"(here two coincide to rounding). Differentiate the values instead, or a function that "
             f"does not depend on the choice of vectors within the repeated subspace.")
@@ -224,6 +243,7 @@ def _eigh_vectors_vjp(g, out, a, UPLO="L"):
     return real_like(_to_triangle(inner, UPLO), a)
 
 
+@_nan_if_undefined
 def _eigh_vectors_jvp(t, out, a, UPLO="L"):
     f = _gaps(eigh_values(a, UPLO), "eigh", None)
     return matmul(out, f * matmul(adjoint(out), matmul(_hermitian_from(t, UPLO), out)))
@@ -261,6 +281,7 @@ def _eig_vectors_vjp(g, out, a):
     return real_like(solve(adjoint(out), matmul(c, adjoint(out))), a)
 
 
+@_nan_if_undefined
 def _eig_vectors_jvp(t, out, a):
     f = _gaps(eigvals(a), "eig", None)
     dv = matmul(out, f * solve(out, matmul(t, out)))
@@ -287,8 +308,9 @@ def _svd_parts(a, what):
     f = _gaps(s, what, _svd_gaps)
     raw = np.asarray(unbox_all(s))
     if np.min(raw, initial=np.inf) <= 1e3 * np.finfo(float).eps * max(np.max(raw, initial=0.0), 1e-300):
-        raise ValueError(f"{what}: the derivative of the singular vectors is undefined for a rank-"
-                         f"deficient matrix (a zero singular value); differentiate the values instead")
+        raise UndefinedDerivativeError(
+            f"{what}: the derivative of the singular vectors is undefined for a rank-deficient "
+            f"matrix (a zero singular value); differentiate the values instead")
     return u, s, vh, f
 
 
@@ -342,6 +364,7 @@ def _svd_u_vjp(g, out, a, full_matrices=False):
     return real_like(matmul(matmul(u, inner) + (g - matmul(u, b)) / _row(s), vh), a)
 
 
+@_nan_if_undefined
 def _svd_u_jvp(t, out, a, full_matrices=False):
     u, s, vh, f = _svd_parts(a, "svd")
     tv = matmul(t, adjoint(vh))
@@ -364,6 +387,7 @@ def _svd_vh_vjp(g, out, a, full_matrices=False):
     return real_like(matmul(u, matmul(inner, vh) + (g - matmul(matmul(g, adjoint(vh)), vh)) / _col(s)), a)
 
 
+@_nan_if_undefined
 def _svd_vh_jvp(t, out, a, full_matrices=False):
     u, s, vh, f = _svd_parts(a, "svd")
     th_u = matmul(adjoint(t), u)
