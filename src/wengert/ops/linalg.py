@@ -302,9 +302,17 @@ def _svd_gaps(s):
     return _row(sq) - _col(sq)
 
 
+def _reduced_svd(a):
+    """U, s, Vh (reduced) of ``a``: one LAPACK call for a plain array, else the three primitives
+    (so that a rule evaluated on traced values differentiates again)."""
+    if type(a) is np.ndarray:
+        return tuple(np.linalg.svd(a, full_matrices=False))
+    return svd_u(a, False), svd_values(a), svd_vh(a, False)
+
+
 def _svd_parts(a, what):
-    """Reduced U, s, Vh of ``a`` (as primitives), the gap matrix F, and 1/s (which must exist)."""
-    u, s, vh = svd_u(a, False), svd_values(a), svd_vh(a, False)
+    """Reduced U, s, Vh of ``a``, and the gap matrix F; raise where the vectors have no derivative."""
+    u, s, vh = _reduced_svd(a)
     f = _gaps(s, what, _svd_gaps)
     raw = np.asarray(unbox_all(s))
     if np.min(raw, initial=np.inf) <= 1e3 * np.finfo(float).eps * max(np.max(raw, initial=0.0), 1e-300):
@@ -332,6 +340,16 @@ def _reduced_cotangent(g, k, axis, what):
     return indexing.getitem(g, keep)
 
 
+def _check_leading(out, reduced, axis, what):
+    """A full factor's first columns (rows) must be the reduced factor's: the rules use the latter."""
+    full, part = np.asarray(unbox_all(out)), np.asarray(unbox_all(reduced))
+    k = part.shape[axis]
+    lead = full[..., :k] if axis == -1 else full[..., :k, :]
+    if not np.allclose(lead, part, rtol=1e-8, atol=1e-10 * max(1.0, np.max(np.abs(part), initial=0.0))):
+        raise RuntimeError(f"{what}: LAPACK's full and reduced factors differ in their leading "
+                           f"{'columns' if axis == -1 else 'rows'}; use the reduced factorisation")
+
+
 def _nan_extra(d, size, axis):
     """Tangent ``d`` of the first columns/rows, NaN for the extra ones (they have no derivative)."""
     s = list(_shape(d))
@@ -342,12 +360,12 @@ def _nan_extra(d, size, axis):
 
 
 def _svd_values_vjp(g, out, a):
-    u, vh = svd_u(a, False), svd_vh(a, False)
+    u, _, vh = _reduced_svd(a)
     return real_like(matmul(u * _row(g), vh), a)
 
 
 def _svd_values_jvp(t, out, a):
-    u, vh = svd_u(a, False), svd_vh(a, False)
+    u, _, vh = _reduced_svd(a)
     return real(_diag_part(matmul(adjoint(u), matmul(t, adjoint(vh)))))
 
 
@@ -359,6 +377,7 @@ defjvp(svd_values, _svd_values_jvp)
 def _svd_u_vjp(g, out, a, full_matrices=False):
     u, s, vh, f = _svd_parts(a, "svd")
     g = _reduced_cotangent(g, _n(s), -1, "svd")
+    _check_leading(out, u, -1, "svd")
     b = matmul(adjoint(u), g)
     inner = (f * (b - adjoint(b))) * _row(s) + _imag_diag(b) / _row(s)
     return real_like(matmul(matmul(u, inner) + (g - matmul(u, b)) / _row(s), vh), a)
@@ -367,6 +386,7 @@ def _svd_u_vjp(g, out, a, full_matrices=False):
 @_nan_if_undefined
 def _svd_u_jvp(t, out, a, full_matrices=False):
     u, s, vh, f = _svd_parts(a, "svd")
+    _check_leading(out, u, -1, "svd")
     tv = matmul(t, adjoint(vh))
     dp = matmul(adjoint(u), tv)
     j = f * (dp * _row(s) + _col(s) * adjoint(dp)) + _imag_diag(dp) / _row(s)
@@ -381,6 +401,7 @@ defjvp(svd_u, _svd_u_jvp)
 def _svd_vh_vjp(g, out, a, full_matrices=False):
     u, s, vh, f = _svd_parts(a, "svd")
     g = _reduced_cotangent(g, _n(s), -2, "svd")
+    _check_leading(out, vh, -2, "svd")
     gv = adjoint(g)
     b = matmul(vh, gv)
     inner = _col(s) * (f * (b - adjoint(b)))
@@ -390,6 +411,7 @@ def _svd_vh_vjp(g, out, a, full_matrices=False):
 @_nan_if_undefined
 def _svd_vh_jvp(t, out, a, full_matrices=False):
     u, s, vh, f = _svd_parts(a, "svd")
+    _check_leading(out, vh, -2, "svd")
     th_u = matmul(adjoint(t), u)
     dp = adjoint(matmul(vh, th_u))  # U^H t V
     k = f * (_col(s) * dp + adjoint(dp) * _row(s))
@@ -432,7 +454,9 @@ def _qr_q_vjp(g, out, a, mode="reduced"):
     _qr_check(a)
     r = qr_r(a)
     g = _reduced_cotangent(g, _n(r), -1, "qr")
-    out = qr_q(a) if mode == "complete" else out
+    q = qr_q(a) if mode == "complete" else out
+    _check_leading(out, q, -1, "qr")
+    out = q
     b = matmul(adjoint(out), g)
     z = matmul(out, _lower_skew(b)) + g - matmul(out, b)
     return real_like(_right_solve(z, adjoint(r)), a)
@@ -442,6 +466,7 @@ def _qr_q_jvp(t, out, a, mode="reduced"):
     _qr_check(a)
     r = qr_r(a)
     q = qr_q(a) if mode == "complete" else out
+    _check_leading(out, q, -1, "qr")
     x = _qr_x(t, q, r)
     d = matmul(q, _omega(x)) + _right_solve(t - matmul(q, matmul(adjoint(q), t)), r)
     return _nan_extra(d, _shape(out)[-1], -1)
