@@ -1,11 +1,13 @@
 """Systematic-test cases for the fft family (``wengert.ops.fft``) and ``wengert.numpy.fft``.
 
 Every transform is checked on real and complex inputs, odd and even lengths, with cropping and
-zero-padding (``n``/``s``), on more than one axis and with each ``norm``."""
+zero-padding (``n``/``s``), on more than one axis and with each ``norm``. Complex inputs and
+outputs are checked through their real and imaginary parts (``complex_helpers.realified``)."""
 
 import numpy as np
 
 import wengert.numpy.fft as wfft
+from complex_helpers import realified_cases
 from rule_helpers import R
 from wengert.ops import fft
 
@@ -17,7 +19,7 @@ def C(*shape):
     return R(*shape) + 1j * R(*shape)
 
 
-CASES = {
+CASES_COMPLEX = {
     "fft.c2c": [
         (lambda x: fft.c2c(x, (0,), None, True), (R(5),)),
         (lambda x: fft.c2c(x, (1,), "ortho", False), (C(2, 4),)),
@@ -47,7 +49,7 @@ CASES = {
     ],
 }
 
-COMPOSED = {
+COMPOSED_COMPLEX = {
     "fft.fft": [(wfft.fft, (R(5),)), (lambda x: wfft.fft(x, n=7, axis=0), (C(4, 2),)),
                 (lambda x: wfft.fft(x, n=3, norm="ortho"), (R(2, 6),))],
     "fft.ifft": [(wfft.ifft, (C(6),)), (lambda x: wfft.ifft(x, n=4, norm="forward"), (R(7),))],
@@ -71,3 +73,6 @@ COMPOSED = {
     "fft.roundtrip": [(lambda x: wfft.irfft(wfft.rfft(x) * np.arange(4.0), n=7), (R(7),)),
                       (lambda x: wfft.ifft(wfft.fft(x)), (R(6),))],
 }
+
+CASES = {name: realified_cases(cases) for name, cases in CASES_COMPLEX.items()}
+COMPOSED = {name: realified_cases(cases) for name, cases in COMPOSED_COMPLEX.items()}

@@ -10,6 +10,7 @@ inputs whose second derivative runs through complex matrix products are in ``tes
 import numpy as np
 
 import wengert.numpy.linalg as wla
+from complex_helpers import realified
 from rule_helpers import R
 from wengert.ops import cplx
 from wengert.ops import linalg as la
@@ -37,8 +38,10 @@ def distinct_real_eigs(n):
 
 
 CASES = {
-    "cplx.conj": [(cplx.conj_values, (R(3),)), (cplx.conj_values, (R(2, 2) + 1j * R(2, 2),))],
-    "cplx.real": [(cplx.real_part, (R(3),)), (cplx.real_part, (R(2, 2) + 1j * R(2, 2),))],
+    "cplx.conj": [(cplx.conj_values, (R(3),)), realified(cplx.conj_values, R(2, 2) + 1j * R(2, 2))],
+    "cplx.real": [(cplx.real_part, (R(3),)), realified(cplx.real_part, R(2, 2) + 1j * R(2, 2))],
+    "cplx.complex_from": [(lambda a, b: cplx.real(cplx.complex_from(a, b) ** 2), (R(3), R(3))),
+                          (lambda a, b: cplx.real(cplx.complex_from(a, b) * (1 - 2j)), (R(2, 3), R(3)))],
     "linalg.inv": [(la.inv, (W(3, 3),)), (la.inv, (W(2, 3, 3),)), (la.inv, (W(1, 1),))],
     "linalg.solve": [(la.solve, (W(3, 3), R(3, 2))), (la.solve, (W(2, 3, 3), R(3, 1))),
                      (la.solve, (W(3, 3), R(2, 3, 2)))],

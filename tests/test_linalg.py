@@ -7,6 +7,7 @@ import pytest
 import wengert as wg
 import wengert.numpy as wnp
 import wengert.numpy.linalg as wla
+from complex_helpers import realified
 from wengert.ops import cplx
 from wengert.ops import linalg as la
 from wengert.testing import check_grads
@@ -222,11 +223,24 @@ COMPLEX_CASES = [
     ("qr q", la.qr_q, (W(4, 3, complex_=True),)),
     ("qr r", la.qr_r, (W(3, 3, complex_=True),)),
     ("pinv", la.pinv, (W(2, 3, complex_=True),)),
+    ("norm", wla.norm, (W(2, 3, complex_=True),)),
+    ("norm nuc", lambda a: wla.norm(a, "nuc"), (W(3, 2, complex_=True),)),
+    ("norm 3 axis", lambda a: wla.norm(a, 3, axis=0), (W(3, 2, complex_=True),)),
+    ("norm inf", lambda a: wla.norm(a, np.inf), (W(2, 2, complex_=True),)),
 ]
 
 
+def test_complex_norm_values_match_numpy():
+    z = W(3, 4, complex_=True)
+    for ord_ in (None, 1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc"):
+        _compare(wla.norm(z, ord_), np.linalg.norm(z, ord_))
+    for ord_ in (None, 0, 1, 2, 3, np.inf):
+        _compare(wla.norm(z, ord_, axis=1), np.linalg.norm(z, ord_, axis=1))
+
+
+@pytest.mark.parametrize("order", [1, 2])
 @pytest.mark.parametrize("name,fun,args", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
-def test_complex_inputs_first_order(name, fun, args):
-    """Complex matrices in both modes (the A^H convention that check_grads assumes). Second
-    order needs the core's matmul/multiply rules to conjugate (issue 3 item 5, another branch)."""
-    check_grads(fun, *args, order=1)
+def test_complex_matrices(name, fun, args, order):
+    """Complex matrices in both modes, through their real and imaginary parts (no convention)."""
+    g, real_args = realified(fun, *args)
+    check_grads(g, *real_args, order=order)

@@ -14,7 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from wengert.numpy import _functions as F
-from wengert.ops import broadcasting, elementwise, indexing, products, shape
+from wengert.ops import broadcasting, cplx, elementwise, indexing, products, shape
 from wengert.ops import linalg as ops
 from wengert.ops.cplx import adjoint, is_complex, mT
 from wengert.trace import BOX_TYPES, unbox_all
@@ -226,23 +226,31 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
 
 
 def _abs2(x):
-    return x * x if not is_complex(x) else elementwise.absolute(x) ** 2
+    """|x|**2, for complex x as Re(x)**2 + Im(x)**2 (wengert.ops.cplx, whatever the core's abs)."""
+    if not is_complex(x):
+        return x * x
+    re, im = cplx.real(x), cplx.real(x * -1j)
+    return re * re + im * im
+
+
+def _abs(x):
+    return elementwise.absolute(x) if not is_complex(x) else elementwise.sqrt(_abs2(x))
 
 
 def _vector_norm(x, order, axis, keepdims):
     """Vector norms along one axis (NumPy's cases, in NumPy's order)."""
     if order == np.inf:
-        return F.max(elementwise.absolute(x), axis=axis, keepdims=keepdims)
+        return F.max(_abs(x), axis=axis, keepdims=keepdims)
     if order == -np.inf:
-        return F.min(elementwise.absolute(x), axis=axis, keepdims=keepdims)
+        return F.min(_abs(x), axis=axis, keepdims=keepdims)
     if order == 0:  # a count: piecewise constant, so no derivative
         raw = np.asarray(unbox_all(x))
         return (raw != 0).astype(raw.real.dtype).sum(axis=axis, keepdims=keepdims)
     if order == 1:
-        return F.sum(elementwise.absolute(x), axis=axis, keepdims=keepdims)
+        return F.sum(_abs(x), axis=axis, keepdims=keepdims)
     if order is None or order == 2:
         return elementwise.sqrt(F.sum(_abs2(x), axis=axis, keepdims=keepdims))
-    s = F.sum(elementwise.absolute(x) ** order, axis=axis, keepdims=keepdims)
+    s = F.sum(_abs(x) ** order, axis=axis, keepdims=keepdims)
     return s ** (1.0 / order)
 
 
@@ -253,11 +261,11 @@ def _matrix_norm(x, order, row, col, keepdims):
         r = F.max(s, axis=-1) if order == 2 else F.min(s, axis=-1) if order == -2 else F.sum(s, axis=-1)
     elif order in (1, -1):
         c = col - 1 if col > row else col
-        sums = F.sum(elementwise.absolute(x), axis=row)
+        sums = F.sum(_abs(x), axis=row)
         r = F.max(sums, axis=c) if order == 1 else F.min(sums, axis=c)
     elif order in (np.inf, -np.inf):
         rr = row - 1 if row > col else row
-        sums = F.sum(elementwise.absolute(x), axis=col)
+        sums = F.sum(_abs(x), axis=col)
         r = F.max(sums, axis=rr) if order == np.inf else F.min(sums, axis=rr)
     else:  # None, 'fro', 'f'
         r = elementwise.sqrt(F.sum(_abs2(x), axis=(row, col)))

@@ -1,11 +1,12 @@
-"""Complex helpers for the linalg and fft rules: ``conj`` and ``real`` as primitives, and ``adjoint``.
+"""Complex helpers for the linalg and fft rules: ``conj``, ``real`` and ``complex_from`` as
+primitives, ``adjoint``, and :func:`transposed`, which states the rules' complex convention.
 
-Rules follow the conjugate-linear convention that ``wengert.testing.check_grads`` checks: the
-cotangent of a linear map ``A``'s input is ``A^H g`` (the conjugate transpose applied to the output's
-cotangent), so that for a real loss ``L`` the cotangent of ``z`` is ``dL/dRe(z) + i dL/dIm(z)``
-(PyTorch's ``.grad``; JAX's and HIPS autograd's ``grad`` return its conjugate, their VJPs being
-``A^T g``: converting is ``g -> conj(vjp(conj(g)))``). A real input's cotangent is the
-real part of that (:func:`real_like`). Both helpers are no-ops on real values (no node recorded).
+Complex derivatives follow HIPS autograd's and JAX's convention: a cotangent ``u`` pairs with a
+tangent ``t`` as ``Re(sum(u * t))`` (no conjugation), so the VJP of a complex-linear map ``A`` is
+``A^T g`` and ``grad`` of a real ``L`` of ``z`` is ``dL/dRe(z) - i dL/dIm(z)``. Several rules are
+easier to derive with the adjoint ``A^H g`` (PyTorch's convention); :func:`transposed` turns such
+a rule into this convention by ``g -> conj(rule(conj(g)))``. A real input's cotangent is the real
+part of the complex one (:func:`real_like`). ``conj`` and ``real`` record nothing on real values.
 """
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from wengert.ops import broadcasting, shape
 from wengert.primitive import Primitive, defjvp, defvjp
 
-__all__ = ["conj", "real", "is_complex", "real_like", "adjoint", "mT"]
+__all__ = ["conj", "real", "complex_from", "is_complex", "real_like", "adjoint", "mT", "transposed"]
 
 
 def is_complex(x):
@@ -27,12 +28,23 @@ defjvp(conj_values, lambda t, out, x: conj_values(t))
 
 
 def _real_vjp(g, out, x):
-    return g
+    return real(g)  # the result is real, so only the real part of a cotangent reaching it counts
 
 
 real_part = Primitive(np.real, name="cplx.real")
 defvjp(real_part, _real_vjp)
 defjvp(real_part, lambda t, out, x: real_part(t))
+
+
+def _complex_from_impl(re, im):
+    """``re + 1j * im`` for real ``re`` and ``im`` (``jax.lax.complex``)."""
+    return re + 1j * np.asarray(im)
+
+
+complex_from = Primitive(_complex_from_impl, name="cplx.complex_from", grad_post=broadcasting.unbroadcast,
+                         tangent_post=broadcasting.broadcast_tangent)
+defvjp(complex_from, lambda g, out, re, im: real(g), lambda g, out, re, im: real(g * 1j))
+defjvp(complex_from, lambda t, out, re, im: t + 0j, lambda t, out, re, im: t * 1j)
 
 
 def conj(x):
@@ -48,6 +60,16 @@ def real(x):
 def real_like(c, x):
     """Cotangent ``c`` for argument ``x``: its real part when ``x`` is real (see module docs)."""
     return real(c) if not is_complex(x) and is_complex(c) else c
+
+
+def transposed(adjoint_rule):
+    """A VJP rule derived with the adjoint (``A^H g``), in this module's convention (``A^T g``)."""
+    def rule(g, out, *args, **kwargs):
+        return conj(adjoint_rule(conj(g), out, *args, **kwargs))
+
+    rule.__name__ = rule.__qualname__ = adjoint_rule.__name__
+    rule.__doc__ = adjoint_rule.__doc__
+    return rule
 
 
 def mT(x):

@@ -1,14 +1,14 @@
 """Discrete Fourier transforms: complex-to-complex, real-to-complex and complex-to-real, and the
-fftshift pair. Each transform is linear, so its JVP is itself and its VJP is its adjoint.
+fftshift pair. Each transform is linear, so its JVP is itself and its VJP its transpose (complex
+convention of ``wengert.ops.cplx``: ``A^T g``, no conjugation).
 
-The adjoint of an n-point DFT with NumPy's ``norm`` is the inverse DFT with the *dual* norm
-(``backward`` <-> ``forward``, ``ortho`` itself): e.g. ``fft(norm="backward")^H = n * ifft``.
-``rfft`` keeps the first ``n//2 + 1`` bins, so its adjoint zero-pads the cotangent to ``n`` bins
-before the inverse transform and keeps the real part. ``irfft`` reads only the half spectrum (the
-imaginary parts of bin 0 and, for even ``n``, bin ``n/2`` are ignored) and counts every other bin
-twice (for its conjugate twin); its adjoint is ``rfft`` with the dual norm, times those weights
-``[1, 2, ..., 2, 1 or 2]``. Resizing (NumPy's ``n``/``s``) is done outside, by slicing or padding.
-"""
+The n-point DFT matrix is symmetric, so the VJP of ``fft``/``ifft`` is the same transform with the
+same ``norm``. ``rfft`` keeps the first ``n//2 + 1`` bins: its VJP zero-pads the cotangent to ``n``
+bins, transforms, and keeps the real part. ``irfft`` reads only the half spectrum (the imaginary
+parts of bin 0 and, for even ``n``, bin ``n/2`` are ignored) and counts every other bin twice (for
+its conjugate twin); its VJP is the conjugate of ``rfft`` with the dual norm (``backward`` <->
+``forward``, ``ortho`` itself), times those weights ``[1, 2, ..., 2, 1 or 2]``. Resizing (NumPy's
+``n``/``s``) is done outside, by slicing or padding."""
 
 import numpy as np
 
@@ -26,7 +26,7 @@ def _c2c_impl(x, axes, norm, forward):
 
 
 def _c2c_vjp(g, out, x, axes, norm, forward):
-    return cplx.real_like(c2c(g, axes, DUAL_NORM[norm], not forward), x)
+    return cplx.real_like(c2c(g, axes, norm, forward), x)
 
 
 c2c = Primitive(_c2c_impl, name="fft.c2c")
@@ -52,7 +52,7 @@ def pad_axis(x, axis, n):
 def _r2c_vjp(g, out, x, axes, norm):
     n = broadcasting.shape_of(x)[axes[-1]]
     full = pad_axis(g, axes[-1], n)
-    return cplx.real(c2c(full, axes, DUAL_NORM[norm], False))
+    return cplx.real(c2c(full, axes, norm, True))
 
 
 r2c = Primitive(_r2c_impl, name="fft.r2c")
@@ -79,7 +79,7 @@ def hermitian_weights(n, ndim, axis):
 
 def _c2r_vjp(g, out, y, n, axes, norm):
     ndim = len(broadcasting.shape_of(y))
-    r = r2c(g, axes, DUAL_NORM[norm]) * hermitian_weights(n, ndim, axes[-1] % ndim)
+    r = cplx.conj(r2c(g, axes, DUAL_NORM[norm])) * hermitian_weights(n, ndim, axes[-1] % ndim)
     return cplx.real_like(r, y)
 
 

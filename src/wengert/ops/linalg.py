@@ -2,8 +2,10 @@
 
 A decomposition with several results is several primitives (``eigh_values``/``eigh_vectors``,
 ``svd_values``/``svd_u``/``svd_vh``, ``qr_q``/``qr_r``); each rule asks for the other factors
-through those primitives, so the rules are differentiable again. Complex matrices follow the
-convention of ``wengert.ops.cplx``: the VJP of ``X -> A X`` is ``A^H g``.
+through those primitives, so the rules are differentiable again. Complex matrices follow HIPS
+autograd's and JAX's convention (``wengert.ops.cplx``): the VJP of ``X -> A X`` is ``A^T g``. The
+rules of holomorphic functions are written so; the others are derived with the adjoint ``A^H`` and
+converted by ``cplx.transposed``.
 
 Documented choices: ``cholesky`` and ``eigh`` read one triangle of their argument, as LAPACK and
 NumPy do, so their derivatives are those of that function (nothing flows to the other triangle); the
@@ -20,7 +22,7 @@ constant (and, with ``hermitian=True``, a Hermitian input, as NumPy's values do)
 import numpy as np
 
 from wengert.ops import broadcasting, indexing, products, reductions, shape
-from wengert.ops.cplx import adjoint, conj, is_complex, real, real_like
+from wengert.ops.cplx import adjoint, conj, is_complex, mT, real, real_like, transposed
 from wengert.primitive import Primitive, defjvp, defvjp
 from wengert.trace import unbox_all
 
@@ -149,7 +151,7 @@ def _inv_impl(a):
 
 
 inv = Primitive(_inv_impl, name="linalg.inv")
-defvjp(inv, lambda g, out, a: -matmul(matmul(adjoint(out), g), adjoint(out)))
+defvjp(inv, lambda g, out, a: -matmul(matmul(mT(out), g), mT(out)))
 defjvp(inv, lambda t, out, a: -matmul(matmul(out, t), out))
 
 
@@ -159,11 +161,11 @@ def _solve_impl(a, b):
 
 
 def _solve_vjp_a(g, out, a, b):
-    return real_like(-matmul(solve(adjoint(a), g), adjoint(out)), a)
+    return real_like(-matmul(solve(mT(a), g), mT(out)), a)
 
 
 def _solve_vjp_b(g, out, a, b):
-    return real_like(solve(adjoint(a), g), b)
+    return real_like(solve(mT(a), g), b)
 
 
 solve = Primitive(_solve_impl, name="linalg.solve", grad_post=broadcasting.unbroadcast,
@@ -173,12 +175,12 @@ defjvp(solve, lambda t, out, a, b: -solve(a, matmul(t, out)), lambda t, out, a, 
 
 
 det = Primitive(lambda a: np.linalg.det(a), name="linalg.det")
-defvjp(det, lambda g, out, a: real_like(_scalar_to_matrix(g * conj(out)) * adjoint(inv(a)), a))
+defvjp(det, lambda g, out, a: real_like(_scalar_to_matrix(g * out) * mT(inv(a)), a))
 defjvp(det, lambda t, out, a: out * _trace(solve(a, t)))
 
 
 slogdet_logabs = Primitive(lambda a: np.linalg.slogdet(a)[1], name="linalg.slogdet_logabs")
-defvjp(slogdet_logabs, lambda g, out, a: real_like(_scalar_to_matrix(g) * adjoint(inv(a)), a))
+defvjp(slogdet_logabs, lambda g, out, a: real_like(_scalar_to_matrix(g) * mT(inv(a)), a))
 defjvp(slogdet_logabs, lambda t, out, a: real(_trace(solve(a, t))))
 
 
@@ -196,7 +198,7 @@ def _sign_jvp(t, out, a):
 
 
 slogdet_sign = Primitive(lambda a: np.linalg.slogdet(a)[0], name="linalg.slogdet_sign")
-defvjp(slogdet_sign, _sign_vjp)
+defvjp(slogdet_sign, transposed(_sign_vjp))
 defjvp(slogdet_sign, _sign_jvp)
 
 
@@ -215,7 +217,7 @@ def _cholesky_jvp(t, out, a):
 
 
 cholesky = Primitive(lambda a: np.linalg.cholesky(a), name="linalg.cholesky")
-defvjp(cholesky, _cholesky_vjp)
+defvjp(cholesky, transposed(_cholesky_vjp))
 defjvp(cholesky, _cholesky_jvp)
 
 
@@ -233,7 +235,7 @@ def _eigh_values_jvp(t, out, a, UPLO="L"):
 
 
 eigh_values = Primitive(lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO), name="linalg.eigh_values")
-defvjp(eigh_values, _eigh_values_vjp)
+defvjp(eigh_values, transposed(_eigh_values_vjp))
 defjvp(eigh_values, _eigh_values_jvp)
 
 
@@ -250,7 +252,7 @@ def _eigh_vectors_jvp(t, out, a, UPLO="L"):
 
 
 eigh_vectors = Primitive(lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], name="linalg.eigh_vectors")
-defvjp(eigh_vectors, _eigh_vectors_vjp)
+defvjp(eigh_vectors, transposed(_eigh_vectors_vjp))
 defjvp(eigh_vectors, _eigh_vectors_jvp)
 
 
@@ -259,7 +261,7 @@ defjvp(eigh_vectors, _eigh_vectors_jvp)
 
 def _eigvals_vjp(g, out, a):
     v = eig_vectors(a)
-    return real_like(solve(adjoint(v), matmul(_diag_embed(g), adjoint(v))), a)
+    return real_like(solve(mT(v), matmul(_diag_embed(g), mT(v))), a)
 
 
 def _eigvals_jvp(t, out, a):
@@ -290,7 +292,7 @@ def _eig_vectors_jvp(t, out, a):
 
 
 eig_vectors = Primitive(lambda a: np.linalg.eig(a)[1], name="linalg.eig_vectors")
-defvjp(eig_vectors, _eig_vectors_vjp)
+defvjp(eig_vectors, transposed(_eig_vectors_vjp))
 defjvp(eig_vectors, _eig_vectors_jvp)
 
 
@@ -370,7 +372,7 @@ def _svd_values_jvp(t, out, a):
 
 
 svd_values = Primitive(lambda a: np.linalg.svd(a, compute_uv=False), name="linalg.svd_values")
-defvjp(svd_values, _svd_values_vjp)
+defvjp(svd_values, transposed(_svd_values_vjp))
 defjvp(svd_values, _svd_values_jvp)
 
 
@@ -394,7 +396,7 @@ def _svd_u_jvp(t, out, a, full_matrices=False):
 
 
 svd_u = Primitive(lambda a, full_matrices=False: np.linalg.svd(a, full_matrices)[0], name="linalg.svd_u")
-defvjp(svd_u, _svd_u_vjp)
+defvjp(svd_u, transposed(_svd_u_vjp))
 defjvp(svd_u, _svd_u_jvp)
 
 
@@ -420,7 +422,7 @@ def _svd_vh_jvp(t, out, a, full_matrices=False):
 
 
 svd_vh = Primitive(lambda a, full_matrices=False: np.linalg.svd(a, full_matrices)[2], name="linalg.svd_vh")
-defvjp(svd_vh, _svd_vh_vjp)
+defvjp(svd_vh, transposed(_svd_vh_vjp))
 defjvp(svd_vh, _svd_vh_jvp)
 
 
@@ -473,7 +475,7 @@ def _qr_q_jvp(t, out, a, mode="reduced"):
 
 
 qr_q = Primitive(lambda a, mode="reduced": np.linalg.qr(a, mode)[0], name="linalg.qr_q")
-defvjp(qr_q, _qr_q_vjp)
+defvjp(qr_q, transposed(_qr_q_vjp))
 defjvp(qr_q, _qr_q_jvp)
 
 
@@ -493,7 +495,7 @@ def _qr_r_jvp(t, out, a):
 
 
 qr_r = Primitive(lambda a: np.linalg.qr(a)[1], name="linalg.qr_r")
-defvjp(qr_r, _qr_r_vjp)
+defvjp(qr_r, transposed(_qr_r_vjp))
 defjvp(qr_r, _qr_r_jvp)
 
 
@@ -526,5 +528,5 @@ def _pinv_jvp(t, out, a, rcond=None, hermitian=False):
 
 
 pinv = Primitive(_pinv_impl, name="linalg.pinv")
-defvjp(pinv, _pinv_vjp)
+defvjp(pinv, transposed(_pinv_vjp))
 defjvp(pinv, _pinv_jvp)
