@@ -1,5 +1,6 @@
-"""Complex helpers for the linalg and fft rules: ``conj``, ``real`` and ``complex_from`` as
-primitives, ``adjoint``, and :func:`transposed`, which states the rules' complex convention.
+"""Complex helpers for the linalg and fft rules: ``conj``, ``real`` (the core's primitives from
+``wengert.ops.complex`` where present, else defined here), ``complex_from``, ``adjoint``, and
+:func:`transposed`, which states the rules' complex convention.
 
 Complex derivatives follow HIPS autograd's and JAX's convention: a cotangent ``u`` pairs with a
 tangent ``t`` as ``Re(sum(u * t))`` (no conjugation), so the VJP of a complex-linear map ``A`` is
@@ -22,18 +23,23 @@ def is_complex(x):
     return broadcasting.dtype_of(x).kind == "c"
 
 
-conj_values = Primitive(np.conj, name="cplx.conj")
-defvjp(conj_values, lambda g, out, x: conj_values(g))
-defjvp(conj_values, lambda t, out, x: conj_values(t))
+try:  # the core's complex parts, where they exist (the same convention); else our own below
+    from wengert.ops.complex import conj as conj_values
+    from wengert.ops.complex import real as real_part
 
+    OWN_PARTS = False
+except ImportError:
+    OWN_PARTS = True
+    conj_values = Primitive(np.conj, name="cplx.conj")
+    defvjp(conj_values, lambda g, out, x: conj_values(g))
+    defjvp(conj_values, lambda t, out, x: conj_values(t))
 
-def _real_vjp(g, out, x):
-    return real(g)  # the result is real, so only the real part of a cotangent reaching it counts
+    def _real_vjp(g, out, x):
+        return real(g)  # the result is real: only the real part of a cotangent reaching it counts
 
-
-real_part = Primitive(np.real, name="cplx.real")
-defvjp(real_part, _real_vjp)
-defjvp(real_part, lambda t, out, x: real_part(t))
+    real_part = Primitive(np.real, name="cplx.real")
+    defvjp(real_part, _real_vjp)
+    defjvp(real_part, lambda t, out, x: real_part(t))
 
 
 def _complex_from_impl(re, im):
