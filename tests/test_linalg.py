@@ -26,6 +26,9 @@ WIDE = rng.standard_normal((2, 4))
 STACK = W(2, 3, 3)
 SYM = A + A.T
 SPD = A @ A.T + np.eye(3)
+T6 = W(6, 6).reshape(2, 3, 6)
+T4 = W(4, 4).reshape(2, 2, 2, 2)
+CSTACK = W(3, 3, complex_=True)
 
 VALUE_CASES = [
     ("inv", lambda m: m.inv(STACK), None),
@@ -64,6 +67,16 @@ VALUE_CASES = [
     ("matrix_transpose", lambda m: m.matrix_transpose(STACK), None),
     ("tensorinv", lambda m: m.tensorinv(A.reshape(3, 3, 1), 1), None),
     ("matrix_rank", lambda m: m.matrix_rank(np.outer(TALL[:, 0], TALL[:, 1])), None),
+    ("tensorsolve", lambda m: m.tensorsolve(T6, np.arange(6.0).reshape(2, 3)), None),
+    ("tensorsolve axes", lambda m: m.tensorsolve(T4, np.ones((2, 2)), axes=(0,)), None),
+    ("outer", lambda m: m.outer(np.arange(3.0), TALL[0]), None),
+    ("vecdot", lambda m: m.vecdot(STACK, CSTACK, axis=1), None),
+    ("vecdot complex", lambda m: m.vecdot(CSTACK, STACK), None),
+    ("diagonal", lambda m: [m.diagonal(STACK, offset=k) for k in (-3, -1, 0, 2)], None),
+    ("diagonal wide", lambda m: m.diagonal(WIDE, offset=1), None),
+    ("trace", lambda m: [m.trace(STACK, offset=k) for k in (-1, 0, 1)], None),
+    ("cross", lambda m: m.cross(TALL[:, :3], TALL[::-1, :3]), None),
+    ("cross axis", lambda m: m.cross(TALL[:3, :2], TALL[2:, :2], axis=0), None),
 ]
 
 
@@ -132,10 +145,14 @@ def _same_error(call):
     lambda m: m.pinv(A, rcond=1e-3, rtol=1e-3),
     lambda m: m.lstsq(np.ones((2, 2, 2)), np.ones(2)),
     lambda m: m.multi_dot([A]),
+    lambda m: m.outer(A, np.ones(3)),
+    lambda m: m.cross(np.ones(2), np.ones(3)),
+    lambda m: m.tensorsolve(np.ones((2, 3)), np.ones(2)),
+    lambda m: m.diagonal(np.ones(3)),
 ], ids=["eigh-UPLO", "eigvalsh-UPLO", "norm-fro-vector", "norm-vector-str", "norm-matrix-3",
         "norm-matrix-str", "norm-3d", "norm-3-axes", "norm-axis", "qr-mode", "matrix_power-float",
         "matrix_power-nonsquare", "inv-1d", "inv-nonsquare", "inv-singular", "pinv-rtol-rcond",
-        "lstsq-3d", "multi_dot-one"])
+        "lstsq-3d", "multi_dot-one", "outer-2d", "cross-2", "tensorsolve-shapes", "diagonal-1d"])
 def test_bad_arguments_raise_numpys_errors(call):
     _same_error(call)
 
@@ -227,6 +244,8 @@ COMPLEX_CASES = [
     ("norm nuc", lambda a: wla.norm(a, "nuc"), (W(3, 2, complex_=True),)),
     ("norm 3 axis", lambda a: wla.norm(a, 3, axis=0), (W(3, 2, complex_=True),)),
     ("norm inf", lambda a: wla.norm(a, np.inf), (W(2, 2, complex_=True),)),
+    ("vecdot", wla.vecdot, (W(2, 3, complex_=True), W(3, 3, complex_=True)[0])),
+    ("cross", wla.cross, (W(2, 3, complex_=True), W(3, 3, complex_=True)[1])),
 ]
 
 

@@ -75,8 +75,8 @@ def test_ndarray_on_the_left_dispatches():
 
 
 def test_numpy_function_without_rule_is_an_error_naming_it():
-    with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.linalg\.tensorsolve"):
-        wg.grad(lambda x: np.sum(np.linalg.tensorsolve(x, np.ones(2))))(np.eye(2))
+    with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.fft\.hfft"):
+        wg.grad(lambda x: np.sum(np.fft.hfft(x)))(np.ones(3))
     with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.cumsum"):
         wg.grad(lambda x: np.sum(np.cumsum(x)))(np.ones(3))
     with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.sinc"):

@@ -22,7 +22,8 @@ from wengert.trace import BOX_TYPES, unbox_all
 DIFFERENTIABLE = [
     "inv", "solve", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "eig", "eigvals", "svd",
     "svdvals", "qr", "pinv", "norm", "vector_norm", "matrix_norm", "matrix_power", "lstsq", "cond",
-    "multi_dot", "matrix_transpose", "tensorinv", "matmul", "tensordot",
+    "multi_dot", "matrix_transpose", "tensorinv", "tensorsolve", "matmul", "tensordot", "outer",
+    "vecdot", "diagonal", "trace", "cross",
 ]
 NOT_DIFFERENTIABLE = ["LinAlgError", "matrix_rank"]
 __all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE
@@ -400,6 +401,68 @@ def tensorinv(a, ind=2):
     inv_shape = s[ind:] + s[:ind]
     rows = int(np.prod(s[:ind]))
     return shape.reshape(inv(shape.reshape(a, (rows, -1))), inv_shape)
+
+
+def tensorsolve(a, b, axes=None):
+    """numpy.linalg.tensorsolve (composed: transpose, reshape, solve, reshape)."""
+    a, b = _array(a), _array(b)
+    an, bn = len(_shape(a)), len(_shape(b))
+    if axes is not None:
+        order = [k for k in range(an) if k not in [ax % an for ax in axes]] + [ax % an for ax in axes]
+        a = F.transpose(a, order)
+    old = _shape(a)[bn:]
+    prod = int(np.prod(old))
+    if int(np.prod(_shape(a))) != prod ** 2:
+        raise LinAlgError("Input arrays must satisfy the requirement             "
+                          "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")  # NumPy's words and spaces
+    x = solve(shape.reshape(a, (prod, prod)), shape.reshape(b, (-1,)))
+    return shape.reshape(x, old)
+
+
+def outer(x1, x2, /):
+    """numpy.linalg.outer (1-D arguments only, as NumPy requires)."""
+    x1, x2 = _array(x1), _array(x2)
+    if len(_shape(x1)) != 1 or len(_shape(x2)) != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={len(_shape(x1))} "
+                         f"and x2.ndim={len(_shape(x2))}.")
+    return shape.reshape(x1, (-1, 1)) * x2
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """numpy.linalg.vecdot: sum(conj(x1) * x2) along each argument's ``axis`` (a gufunc's axis)."""
+    x1, x2 = F.moveaxis(_array(x1), axis, -1), F.moveaxis(_array(x2), axis, -1)
+    return F.sum(cplx.conj(x1) * x2, axis=-1)
+
+
+def diagonal(x, /, *, offset=0):
+    """numpy.linalg.diagonal: the ``offset`` diagonal of the last two axes."""
+    x = _array(x)
+    if len(_shape(x)) < 2:
+        np.linalg.diagonal(np.zeros((1,) * len(_shape(x))))  # NumPy's error
+    m, n = _shape(x)[-2:]
+    first_row, first_col = max(-offset, 0), max(offset, 0)
+    k = max(0, min(m - first_row, n - first_col))
+    rows, cols = np.arange(k) + first_row, np.arange(k) + first_col
+    return indexing.getitem(x, (Ellipsis, rows, cols))
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """numpy.linalg.trace: sum of the ``offset`` diagonal of the last two axes."""
+    return F.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """numpy.linalg.cross of 3-vectors (composed from their components)."""
+    x1, x2 = _array(x1), _array(x2)
+    n1, n2 = _shape(x1)[axis], _shape(x2)[axis]
+    if n1 != 3 or n2 != 3:
+        raise ValueError(f"Both input arrays must be (arrays of) 3-dimensional vectors, but they are "
+                         f"{n1} and {n2} dimensional instead.")
+    a, b = F.moveaxis(x1, axis, -1), F.moveaxis(x2, axis, -1)
+    a0, a1, a2 = (indexing.getitem(a, (Ellipsis, i)) for i in range(3))
+    b0, b1, b2 = (indexing.getitem(b, (Ellipsis, i)) for i in range(3))
+    c = F.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return F.moveaxis(c, -1, axis)
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
