@@ -263,3 +263,22 @@ def test_complex_matrices(name, fun, args, order):
     """Complex matrices in both modes, through their real and imaginary parts (no convention)."""
     g, real_args = realified(fun, *args)
     check_grads(g, *real_args, order=order)
+
+
+def test_an_array_changed_in_place_is_decomposed_again():
+    # the decompositions are shared by their primitives and rules (one LAPACK call), keyed by contents
+    a = rng.standard_normal((4, 3))
+    first = wg.grad(lambda x: wnp.sum(wla.svd(x, full_matrices=False).U[:, 0] ** 3))(a)
+    a[0, 0] += 1.0
+    second = wg.grad(lambda x: wnp.sum(wla.svd(x, full_matrices=False).U[:, 0] ** 3))(a)
+    fresh = wg.grad(lambda x: wnp.sum(wla.svd(x, full_matrices=False).U[:, 0] ** 3))(a.copy())
+    np.testing.assert_allclose(second, fresh, rtol=1e-12)
+    assert not np.allclose(first, second)
+    s = wg.grad(lambda x: wnp.sum(wla.eigh(x).eigenvalues * np.arange(3.0)))(SYM)
+    SYM2 = SYM.copy()
+    SYM2[1, 0] += 0.5
+    s2 = wg.grad(lambda x: wnp.sum(wla.eigh(x).eigenvalues * np.arange(3.0)))(SYM2)
+    v = np.linalg.eigh(SYM2)[1]
+    np.testing.assert_allclose(np.tril(s2), np.tril(2 * (v * np.arange(3.0)) @ v.T - np.diag(np.diag(
+        (v * np.arange(3.0)) @ v.T))), rtol=1e-10, atol=1e-12)
+    assert not np.allclose(s, s2)

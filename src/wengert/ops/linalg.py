@@ -19,6 +19,9 @@ phase-invariant functions (as in JAX and PyTorch). ``pinv``'s derivative assumes
 constant (and, with ``hermitian=True``, a Hermitian input, as NumPy's values do).
 """
 
+import hashlib
+import weakref
+
 import numpy as np
 
 from wengert.ops import broadcasting, indexing, products, reductions, shape
@@ -142,6 +145,54 @@ def _gaps(w, what, gap_of):
     return (1.0 - eye) / (d + eye)
 
 
+# -- one LAPACK call per decomposition -------------------------------------------------------------
+
+_LAST = {}
+"""kind -> (weak reference to the array, fingerprint, result): the last decomposition of each kind."""
+
+
+def _factorised(kind, a, compute):
+    """``compute(a)``, remembered for the very same array with the very same contents.
+
+    A decomposition's several primitives (U, s and Vh; values and vectors) and then their rules
+    ask for it again and again; the memo makes that one LAPACK call. The fingerprint (shape,
+    dtype, a hash of the bytes) makes an array changed in place a different key; the results are
+    read-only (they are shared), and an entry goes when its array does."""
+    if type(a) is not np.ndarray or a.ndim < 2:
+        return compute(a)
+    digest = hashlib.blake2b(np.ascontiguousarray(a).view(np.uint8), digest_size=16).digest()
+    fingerprint = (a.shape, a.dtype.str, digest)
+    entry = _LAST.get(kind)
+    if entry is not None and entry[0]() is a and entry[1] == fingerprint:
+        return entry[2]
+    result = tuple(compute(a))
+    for r in result:
+        r.flags.writeable = False
+
+    def forget(ref, kind=kind):
+        if _LAST.get(kind, (None,))[0] is ref:
+            del _LAST[kind]
+
+    _LAST[kind] = (weakref.ref(a, forget), fingerprint, result)
+    return result
+
+
+def _svd(a, full_matrices):
+    return _factorised(("svd", bool(full_matrices)), a, lambda x: np.linalg.svd(x, bool(full_matrices)))
+
+
+def _eigh(a, UPLO):
+    return _factorised(("eigh", UPLO), a, lambda x: np.linalg.eigh(x, UPLO))
+
+
+def _eig(a):
+    return _factorised("eig", a, np.linalg.eig)
+
+
+def _qr(a, mode):
+    return _factorised(("qr", mode), a, lambda x: np.linalg.qr(x, mode))
+
+
 # -- inv, solve, det, slogdet ---------------------------------------------------------------------
 
 
@@ -234,7 +285,7 @@ def _eigh_values_jvp(t, out, a, UPLO="L"):
     return real(_diag_part(matmul(adjoint(v), matmul(_hermitian_from(t, UPLO), v))))
 
 
-eigh_values = Primitive(lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO), name="linalg.eigh_values")
+eigh_values = Primitive(lambda a, UPLO="L": _eigh(a, UPLO)[0], name="linalg.eigh_values")
 defvjp(eigh_values, transposed(_eigh_values_vjp))
 defjvp(eigh_values, _eigh_values_jvp)
 
@@ -251,7 +302,7 @@ def _eigh_vectors_jvp(t, out, a, UPLO="L"):
     return matmul(out, f * matmul(adjoint(out), matmul(_hermitian_from(t, UPLO), out)))
 
 
-eigh_vectors = Primitive(lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], name="linalg.eigh_vectors")
+eigh_vectors = Primitive(lambda a, UPLO="L": _eigh(a, UPLO)[1], name="linalg.eigh_vectors")
 defvjp(eigh_vectors, transposed(_eigh_vectors_vjp))
 defjvp(eigh_vectors, _eigh_vectors_jvp)
 
@@ -270,7 +321,7 @@ def _eigvals_jvp(t, out, a):
     return d if is_complex(out) else real(d)
 
 
-eigvals = Primitive(lambda a: np.linalg.eigvals(a), name="linalg.eigvals")
+eigvals = Primitive(lambda a: _eig(a)[0], name="linalg.eigvals")
 defvjp(eigvals, _eigvals_vjp)
 defjvp(eigvals, _eigvals_jvp)
 
@@ -291,7 +342,7 @@ def _eig_vectors_jvp(t, out, a):
     return dv if is_complex(out) else real(dv)
 
 
-eig_vectors = Primitive(lambda a: np.linalg.eig(a)[1], name="linalg.eig_vectors")
+eig_vectors = Primitive(lambda a: _eig(a)[1], name="linalg.eig_vectors")
 defvjp(eig_vectors, transposed(_eig_vectors_vjp))
 defjvp(eig_vectors, _eig_vectors_jvp)
 
@@ -308,7 +359,7 @@ def _reduced_svd(a):
     """U, s, Vh (reduced) of ``a``: one LAPACK call for a plain array, else the three primitives
     (so that a rule evaluated on traced values differentiates again)."""
     if type(a) is np.ndarray:
-        return tuple(np.linalg.svd(a, full_matrices=False))
+        return tuple(_svd(a, False))
     return svd_u(a, False), svd_values(a), svd_vh(a, False)
 
 
@@ -371,7 +422,7 @@ def _svd_values_jvp(t, out, a):
     return real(_diag_part(matmul(adjoint(u), matmul(t, adjoint(vh)))))
 
 
-svd_values = Primitive(lambda a: np.linalg.svd(a, compute_uv=False), name="linalg.svd_values")
+svd_values = Primitive(lambda a: _svd(a, False)[1], name="linalg.svd_values")
 defvjp(svd_values, transposed(_svd_values_vjp))
 defjvp(svd_values, _svd_values_jvp)
 
@@ -395,7 +446,7 @@ def _svd_u_jvp(t, out, a, full_matrices=False):
     return _nan_extra(matmul(u, j) + (tv - matmul(u, dp)) / _row(s), _shape(out)[-1], -1)
 
 
-svd_u = Primitive(lambda a, full_matrices=False: np.linalg.svd(a, full_matrices)[0], name="linalg.svd_u")
+svd_u = Primitive(lambda a, full_matrices=False: _svd(a, full_matrices)[0], name="linalg.svd_u")
 defvjp(svd_u, transposed(_svd_u_vjp))
 defjvp(svd_u, _svd_u_jvp)
 
@@ -421,7 +472,7 @@ def _svd_vh_jvp(t, out, a, full_matrices=False):
     return _nan_extra(adjoint(dv), _shape(out)[-2], -2)
 
 
-svd_vh = Primitive(lambda a, full_matrices=False: np.linalg.svd(a, full_matrices)[2], name="linalg.svd_vh")
+svd_vh = Primitive(lambda a, full_matrices=False: _svd(a, full_matrices)[2], name="linalg.svd_vh")
 defvjp(svd_vh, transposed(_svd_vh_vjp))
 defjvp(svd_vh, _svd_vh_jvp)
 
@@ -474,7 +525,7 @@ def _qr_q_jvp(t, out, a, mode="reduced"):
     return _nan_extra(d, _shape(out)[-1], -1)
 
 
-qr_q = Primitive(lambda a, mode="reduced": np.linalg.qr(a, mode)[0], name="linalg.qr_q")
+qr_q = Primitive(lambda a, mode="reduced": _qr(a, mode)[0], name="linalg.qr_q")
 defvjp(qr_q, transposed(_qr_q_vjp))
 defjvp(qr_q, _qr_q_jvp)
 
@@ -494,7 +545,7 @@ def _qr_r_jvp(t, out, a):
     return matmul(x - _omega(x), out)
 
 
-qr_r = Primitive(lambda a: np.linalg.qr(a)[1], name="linalg.qr_r")
+qr_r = Primitive(lambda a: _qr(a, "reduced")[1], name="linalg.qr_r")
 defvjp(qr_r, transposed(_qr_r_vjp))
 defjvp(qr_r, _qr_r_jvp)
 
