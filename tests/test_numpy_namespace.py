@@ -75,8 +75,8 @@ def test_ndarray_on_the_left_dispatches():
 
 
 def test_numpy_function_without_rule_is_an_error_naming_it():
-    with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.linalg\.inv"):
-        wg.grad(lambda x: np.sum(np.linalg.inv(x)))(np.eye(2))
+    with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.fft\.hfft"):
+        wg.grad(lambda x: np.sum(np.fft.hfft(x)))(np.ones(3))
     with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.interp"):
         wg.grad(lambda x: np.sum(np.interp(x, [0.0, 1.0], [1.0, 2.0])))(np.ones(3))
     with pytest.raises(UnsupportedNumpyFunction, match=r"numpy\.nextafter"):

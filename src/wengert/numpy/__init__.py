@@ -28,7 +28,7 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     uint8,
 )
 
-from wengert.numpy import _more_arrays, _more_elementwise, _more_reductions
+from wengert.numpy import _more_arrays, _more_elementwise, _more_reductions, fft, linalg
 from wengert.numpy._functions import (
     amax,
     amin,

@@ -27,6 +27,11 @@ def _tables():
             ufuncs[theirs] = ours
         elif callable(theirs) and theirs is not ours:
             functions[theirs] = ours
+    for ours_module, theirs_module in ((wnp.linalg, np.linalg), (wnp.fft, np.fft)):  # submodules
+        for name in ours_module.__all__:
+            ours, theirs = getattr(ours_module, name), getattr(theirs_module, name, None)
+            if callable(theirs) and not isinstance(theirs, type) and theirs is not ours:
+                functions[theirs] = ours
     return ufuncs, functions
 
 
