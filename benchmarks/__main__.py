@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import indexing
 from benchmarks.harness import (
     IMPLEMENTATIONS,
     environment,
@@ -65,8 +66,9 @@ def main(argv=None):
     print("rounds: " + ", ".join(f"{r.workload.name} {r.rounds}" for r in results))
     print()
     print(format_text(results, quick=args.quick))
+    print(indexing.summary(results))
     path = args.markdown or RESULTS / ("latest-quick.md" if args.quick else "latest.md")
-    write_markdown(path, format_markdown(results, env, quick=args.quick))
+    write_markdown(path, format_markdown(results, env, quick=args.quick) + indexing.summary_markdown(results))
     print(f"\nTotal {elapsed:.0f} s. Markdown written to {path}")
     failed = sum(len(r.failures) for r in results)
     if failed:

@@ -15,6 +15,8 @@ from wengert.ops import indexing, nondiff, products
 from wengert.ops import shape as shape_ops
 from wengert.trace import unbox_all
 
+_getitem = indexing.getitem
+
 
 def _unbox_index(idx):
     """Indices are never differentiated: strip traced integer arrays used as indices."""
@@ -31,6 +33,8 @@ class ArrayBox:
     __add__ = ew.add
 
     def __radd__(self, other):
+        if type(other) is int and type(self.value) is float:  # sum(...)'s start value 0
+            other = float(other)
         return ew.add(other, self)
 
     __sub__ = ew.subtract
@@ -100,7 +104,9 @@ class ArrayBox:
 
     # -- containers ----------------------------------------------------------------------------
     def __getitem__(self, idx):
-        return indexing.getitem(self, _unbox_index(idx))
+        if type(idx) is int:  # v[i] in a loop: the common case, nothing to unbox
+            return _getitem(self, idx)
+        return _getitem(self, _unbox_index(idx))
 
     def __len__(self):
         return len(self.value)

@@ -20,6 +20,7 @@ import operator
 import numpy as np
 
 from wengert.box import ArrayBox
+from wengert.ops.broadcasting import dtype_of, shape_of
 from wengert.primitive import _ArgnumRule, explained
 from wengert.trace import BOX_TYPES, Trace
 
@@ -250,7 +251,10 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             kw = node._kwargs
             out = node.value
             post = prim.grad_post
-            rules = prim.vjps if prim.vjp_argnum is None else _argnum_rules(prim, len(args))
+            if prim.vjp_extra is None:
+                rules = prim.vjps
+            else:  # one rule for all arguments, or in-place accumulate rules (x[idx])
+                rules = _extra_rules(prim, node, g, adj, owned)
             for rule, parent, arg in zip(rules, node._parents, args):
                 if parent is None:
                     continue
@@ -276,6 +280,72 @@ def _argnum_rules(prim, n):
     return [_ArgnumRule(prim.vjp_argnum, i) for i in range(n)]
 
 
+def _extra_rules(prim, node, g, adj, owned):
+    """The rules the generic loop should apply to ``node``, after applying accumulate rules here.
+
+    With accumulate rules and a plain (untraced) cotangent -- a first-order pass, or a part of a
+    higher-order pass that does not depend on the outer variables -- each such argument's
+    contribution goes in place into its adjoint buffer (allocated once, owned by this pass) and
+    the rest is done here too: nothing is left for the generic loop. A traced ``g`` takes the
+    ordinary rules, whose results stay differentiable.
+    """
+    args = node._args
+    rules = prim.vjps if prim.vjp_argnum is None else _argnum_rules(prim, len(args))
+    accumulate = prim.vjp_accumulate
+    if accumulate is None or type(g) in BOX_TYPES:
+        return rules
+    kw = node._kwargs
+    out = node.value
+    i = 0
+    for parent in node._parents:
+        if parent is not None:
+            acc = accumulate[i] if i < len(accumulate) else None
+            arg = args[i]
+            if acc is not None:
+                buf = adj.get(parent)
+                if (buf is None or parent not in owned or type(buf) is not np.ndarray
+                        or (type(g) is not float and buf.dtype.kind != "c" and dtype_of(g).kind == "c")):
+                    buf = _owned_buffer(adj, owned, parent, arg, g)
+                if buf is not None:
+                    if kw is None:
+                        acc(buf, g, out, *args)
+                    else:
+                        acc(buf, g, out, *args, **kw)
+                    i += 1
+                    continue
+            c = rules[i](g, out, *args, **(kw or _NO_KWARGS))
+            if prim.grad_post is not None and type(c) is not float:
+                c = prim.grad_post(c, arg)
+            _accumulate(adj, owned, parent, c)
+        i += 1
+    return ()
+
+
+_NO_KWARGS = {}
+
+
+def _owned_buffer(adj, owned, key, arg, g):
+    """``key``'s adjoint as a buffer of ``arg``'s shape that this pass owns (made once: zeros, or a
+    copy of a contribution it did not allocate); None when that adjoint is traced."""
+    prev = adj.get(key)
+    if prev is not None and key in owned and type(prev) is np.ndarray:
+        if type(g) is not float and prev.dtype.kind != "c" and dtype_of(g).kind == "c":
+            prev = adj[key] = prev.astype(np.result_type(prev, g))  # a complex term: widen first
+        return prev
+    if type(prev) in BOX_TYPES:
+        return None
+    want = dtype_of(arg)
+    have = dtype_of(g)
+    dtype = want if have == want or (want.kind == "f" and have.kind == "f") else np.result_type(want, have)
+    if prev is None:
+        buf = np.zeros(shape_of(arg), dtype=dtype)
+    else:
+        buf = np.array(np.broadcast_to(prev, shape_of(arg)), dtype=np.result_type(dtype, prev))
+    adj[key] = buf
+    owned.add(key)
+    return buf
+
+
 def _accumulate(adj, owned, key, c):
     prev = adj.get(key)
     if prev is None:
@@ -293,6 +363,8 @@ def _add_into(adj, owned, key, prev, c):
     adj[key] = s
     if type(s) is np.ndarray:
         owned.add(key)
+    else:  # a traced sum (higher order): never add into it in place
+        owned.discard(key)
 
 
 class gc_paused:
