@@ -9,6 +9,7 @@ NumPy array or a Python number would silently drop its derivative, so it raises 
 import numpy as np
 
 import wengert.numpy as wnp
+from wengert import mutation
 from wengert.numpy import _dispatch
 from wengert.ops import elementwise as ew
 from wengert.ops import indexing, nondiff, products
@@ -78,6 +79,22 @@ class ArrayBox:
     def __pos__(self):
         return self
 
+    # -- in-place operators: NumPy's semantics (aliases see the change), by rebinding -------------------
+    def __iadd__(self, other):
+        return mutation.augmented_assign(self, ew.add, other, "+=")
+
+    def __isub__(self, other):
+        return mutation.augmented_assign(self, ew.subtract, other, "-=")
+
+    def __imul__(self, other):
+        return mutation.augmented_assign(self, ew.multiply, other, "*=")
+
+    def __itruediv__(self, other):
+        return mutation.augmented_assign(self, ew.true_divide, other, "/=")
+
+    def __ipow__(self, other):
+        return mutation.augmented_assign(self, ew.power, other, "**=")
+
     def __abs__(self):
         return ew.absolute(self)
 
@@ -107,6 +124,15 @@ class ArrayBox:
         if type(idx) is int:  # v[i] in a loop: the common case, nothing to unbox
             return _getitem(self, idx)
         return _getitem(self, _unbox_index(idx))
+
+    def __setitem__(self, idx, value):
+        """``x[idx] = value``: x is rebound to a recorded functional update (see wengert.mutation)."""
+        mutation.assign(self, idx, value)
+
+    @property
+    def at(self):
+        """JAX's functional updates: ``x.at[idx].set(v)``, ``.add(v)``, ``.multiply(v)``, ``.get()``."""
+        return indexing.IndexUpdates(self)
 
     def __len__(self):
         return len(self.value)
@@ -235,4 +261,5 @@ class ArrayBox:
         return nondiff.argmin(self, axis)
 
     def copy(self):
-        return self
+        """A new traced value equal to this one (later assignments to either leave the other alone)."""
+        return ew.positive(self)

@@ -20,6 +20,14 @@ import operator
 import numpy as np
 
 from wengert.box import ArrayBox
+from wengert.mutation import (
+    INPLACE_WRITES,
+    check_inplace_writes,
+    leaf_aliases,
+    resolve_parents,
+    resolve_tape,
+    versions_by_box,
+)
 from wengert.ops.broadcasting import dtype_of, shape_of
 from wengert.primitive import _ArgnumRule, explained
 from wengert.trace import BOX_TYPES, Trace
@@ -71,12 +79,13 @@ class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
-    __slots__ = ("box_type", "entries")
+    __slots__ = ("box_type", "entries", "mutations")
 
     def __init__(self, box_type):
         super().__init__()
         self.box_type = box_type
         self.entries = None
+        self.mutations = None  # assignments to its boxes (see mutation.py), logged when there are any
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
@@ -200,8 +209,9 @@ FREED = ("<freed by backward()>",)
 """Stands for the saved arguments of a node whose graph a non-retaining backward pass released."""
 
 
-def _reachable(roots):
-    """Every node reachable from ``roots`` through parents, children before parents."""
+def _reachable(roots, log=None):
+    """Every node reachable from ``roots`` through parents, children before parents (with ``log``,
+    references to boxes assigned to since are first pointed at the versions they meant)."""
     seen = set()
     order = []
     stack = list(roots)
@@ -211,6 +221,8 @@ def _reachable(roots):
             continue
         seen.add(node)
         order.append(node)
+        if log:
+            resolve_parents(node, log)
         for p in node._parents:
             if p is not None and p not in seen:
                 stack.append(p)
@@ -229,7 +241,16 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     ``keep_all``) to its adjoint; ``nodes`` are the nodes read (the tape, when given). With
     ``retain_graph=False`` each node's saved arguments are released once processed.
     """
-    order = _reachable([node for node, _ in seeds]) if tape is None else reversed(tape)
+    log = versions_by_box(seeds[0][0]._trace) if seeds else None
+    aliases = ()
+    if log:  # boxes were assigned to (x[i] = v): point old references at the versions they meant
+        aliases = leaf_aliases(log) if tape is None else resolve_tape(tape, log)
+    if tape is None:
+        order = _reachable([node for node, _ in seeds], log)
+        if INPLACE_WRITES:
+            check_inplace_writes(order)
+    else:
+        order = reversed(tape)
     adj = {}
     owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
     for node, ct in seeds:
@@ -272,6 +293,12 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                 node._args = FREED
                 node._kwargs = None
                 node._parents = ()
+    for box, leaf in aliases:  # a leaf that was assigned to answers for its original value
+        g = adj.get(leaf)
+        if g is None:
+            adj.pop(box, None)
+        else:
+            adj[box] = g
     return adj, (order if tape is None else tape)
 
 
