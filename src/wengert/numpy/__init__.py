@@ -114,6 +114,7 @@ from wengert.ops.elementwise import (
     true_divide,
     trunc,
 )
+from wengert.ops.indexing import index_add, index_update  # functional x[idx] = v / np.add.at
 from wengert.ops.nondiff import (
     allclose,
     argmax,
@@ -173,6 +174,7 @@ DIFFERENTIABLE = [
     "broadcast_to", "concatenate", "stack", "hstack", "vstack", "atleast_1d", "atleast_2d",
     "split", "array_split", "tile", "repeat", "flip", "fliplr", "flipud", "array", "asarray",
 ]
+DIFFERENTIABLE += ["index_update", "index_add"]  # NumPy's x[idx] = v and np.add.at, as new arrays
 NOT_DIFFERENTIABLE = [
     "allclose", "argmax", "argmin", "argsort", "array_equal", "count_nonzero", "empty_like",
     "equal", "flatnonzero", "floor_divide", "full_like", "greater", "greater_equal", "isclose",
