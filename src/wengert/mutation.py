@@ -272,7 +272,7 @@ def check_inplace_writes(order):
                 hit = relevant.get(id(candidate)) if candidate is not None else None
                 if hit is not None and hit[0] is candidate and node._id < hit[1]:
                     raise RuntimeError(
-                        f"one of the values needed to differentiate '{prim.__name__}' (an array of shape "
+                        f"one of the values saved to differentiate '{prim.__name__}' (an array of shape "
                         f"{a.shape}) was modified by an in-place operation ({hit[2]}) after "
-                        f"'{prim.__name__}' used it, so its gradient would be wrong. Do the in-place update "
-                        f"after backward(), or on a copy (x = x.copy()).")
+                        f"'{prim.__name__}' used it; its gradient could be wrong, so none is computed. Do "
+                        f"the in-place update after backward(), or on a copy (x = x.copy()).")
