@@ -1,0 +1,44 @@
+"""Smoke test of the indexing benchmark at tiny sizes, wengert and hand-written only (no peer
+library, no timing assertions): the cross-check passes and the slope table is produced."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root holds benchmarks/
+
+from benchmarks import indexing  # noqa: E402
+from benchmarks.harness import run_workload  # noqa: E402
+from benchmarks.workloads import WORKLOAD_NAMES, all_workloads  # noqa: E402
+
+
+def test_tiny_run_checks_gradients_and_reports_slopes():
+    results = []
+    for workload in indexing.workloads(quick=True):
+        workload.sample_s = 0.001
+        res = run_workload(workload, impls=("hand", "wengert"), rounds=2, progress=lambda _: None)
+        assert [r.status for r in res.results] == ["ok", "ok"], [r.detail for r in res.results]
+        results.append(res)
+    text = indexing.summary(results)
+    assert "wengert" in text and "hand-written" in text and "slope <= 1.1" in text
+    assert indexing.summary_markdown(results).startswith("## Indexing loop")
+
+
+def test_registered_and_reference_gradient_is_right():
+    assert indexing.NAME in WORKLOAD_NAMES
+    assert sum(w.name == indexing.NAME for w in all_workloads(quick=True)) >= 2
+    v = np.random.default_rng(0).standard_normal(6)
+    value, (grad,) = indexing.loop_sum_by_hand(v)
+    assert np.isclose(value, np.sum(v ** 2))
+    eps = 1e-6
+    e = np.eye(6)
+    f = indexing.loop_sum
+    fd = [(f(v + eps * e[i]) - f(v - eps * e[i])) / (2 * eps) for i in range(6)]
+    np.testing.assert_allclose(grad, fd, rtol=1e-6)
+
+
+def test_slope_of_power_laws():
+    n = [500, 1000, 2000, 4000]
+    assert abs(indexing.slope(n, [3e-6 * k for k in n]) - 1.0) < 1e-9
+    assert abs(indexing.slope(n, [1e-9 * k * k for k in n]) - 2.0) < 1e-9
