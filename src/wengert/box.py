@@ -17,6 +17,7 @@ from wengert.ops import shape as shape_ops
 from wengert.trace import unbox_all
 
 _getitem = indexing.getitem
+_GETITEM = indexing.getitem.primitive
 
 
 def _unbox_index(idx):
@@ -121,8 +122,8 @@ class ArrayBox:
 
     # -- containers ----------------------------------------------------------------------------
     def __getitem__(self, idx):
-        if type(idx) is int:  # v[i] in a loop: the common case, nothing to unbox
-            return _getitem(self, idx)
+        if type(idx) is int:  # v[i] in a loop: the common case, straight to this box's trace
+            return self._trace.apply2(_GETITEM, self, idx)
         return _getitem(self, _unbox_index(idx))
 
     def __setitem__(self, idx, value):

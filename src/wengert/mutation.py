@@ -243,7 +243,8 @@ def note_inplace_write(array, what):
         return
     from wengert.reverse import node_ids
 
-    INPLACE_WRITES[id(array)] = (weakref.ref(array), next(node_ids), what)
+    key = id(array)
+    INPLACE_WRITES[key] = (weakref.ref(array, lambda _: INPLACE_WRITES.pop(key, None)), next(node_ids), what)
 
 
 def check_inplace_writes(order):
