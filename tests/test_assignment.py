@@ -63,6 +63,12 @@ def test_forward_and_reverse_agree_with_finite_differences_to_second_order():
                                wg.jvp(functional, (X,), (np.ones(5),))[1], rtol=1e-12)
 
 
+def test_second_derivatives_in_every_composition():
+    expected = wg.hessian(functional)(X)
+    for hessian in (wg.hessian, lambda f: wg.jacfwd(wg.grad(f)), lambda f: wg.jacrev(wg.grad(f))):
+        np.testing.assert_allclose(hessian(mutating)(X), expected, rtol=1e-10)
+
+
 def test_tensor_backward_matches_functional_program():
     w = wg.tensor(X, requires_grad=True)
     u = w * 1.0
