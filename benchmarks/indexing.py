@@ -41,7 +41,7 @@ def loop_sum_by_hand(v):
 def indexing_loop(n, rounds=None, seed=0):
     """The workload at size ``n``."""
     v = np.random.default_rng(seed).standard_normal(n)
-    rounds = rounds if rounds is not None else (9 if n <= 1000 else 5)
+    rounds = rounds if rounds is not None else (9 if n <= 1000 else 7)
 
     def hand_impl():
         return Impl(lambda: loop_sum_by_hand(v), lambda out: out)
