@@ -56,7 +56,9 @@ def main(argv=None):
     workloads = [w for w in all_workloads(quick=args.quick) if w.name in selected]
     env = environment()
     started = time.perf_counter()
-    results = [run_workload(w, impls=args.impls, rounds=args.rounds) for w in workloads]
+    loops = [w for w in workloads if w.name == indexing.NAME]  # its sizes are timed interleaved
+    results = [run_workload(w, impls=args.impls, rounds=args.rounds) for w in workloads if w not in loops]
+    results += indexing.run_interleaved(loops, args.impls, args.rounds)
     elapsed = time.perf_counter() - started
 
     env["total time"] = f"{elapsed:.0f} s"

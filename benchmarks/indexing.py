@@ -6,13 +6,17 @@ it O(n). One workload per n, all named ``indexing-loop`` (times shown per elemen
 log-log slope of time against n per implementation and checks the issue's targets.
 """
 
+import gc
+import time
+
 import numpy as np
 
 import wengert as wg
 from benchmarks import peers
-from benchmarks.harness import IMPLEMENTATIONS, Impl, Target, Workload
+from benchmarks.harness import IMPLEMENTATIONS, Impl, Target, Workload, WorkloadResult, _prepare, _progress
 
-__all__ = ["NAME", "SIZES", "loop_sum", "loop_sum_by_hand", "indexing_loop", "workloads", "summary", "slope"]
+__all__ = ["NAME", "SIZES", "loop_sum", "loop_sum_by_hand", "indexing_loop", "workloads", "run_interleaved",
+           "summary", "summary_markdown", "slope"]
 
 NAME = "indexing-loop"
 SIZES = (500, 1000, 2000, 4000)
@@ -92,6 +96,42 @@ def workloads(quick=False):
     """One workload per size (``quick``: tiny sizes, for smoke-testing)."""
     sizes = (20, 40) if quick else SIZES
     return [indexing_loop(n, rounds=3 if quick else None) for n in sizes]
+
+
+def run_interleaved(workloads, impls=None, rounds=None, progress=_progress):
+    """Like ``harness.run_workload`` for several workloads at once: every round times every size and
+    implementation once, in an order rotating between rounds, so that a change in the machine's load
+    during the run spreads over all sizes instead of bending the slopes."""
+    if not workloads:
+        return []
+    started = time.perf_counter()
+    prepared = []
+    for w in workloads:
+        progress(f"[{w.name}] {w.title}")
+        keys = [k for k in IMPLEMENTATIONS if k in w.factories and (impls is None or k in impls)]
+        reference = w.reference()
+        prepared.append([_prepare(w, key, reference, progress) for key in keys])
+    n_rounds = max(w.rounds for w in workloads) if rounds is None else rounds
+    slots = [(result, impl) for pairs in prepared for result, impl in pairs if impl is not None]
+    for i in range(n_rounds):
+        shift = (i * 3) % len(slots) if slots else 0
+        for result, impl in slots[shift:] + slots[:shift]:
+            if result.status != "ok":
+                continue
+            gc.collect()
+            start = time.perf_counter()
+            try:
+                for _ in range(result.calls):
+                    impl.run()
+            except Exception as e:  # passed its check, then raised: a failure, reported as such
+                result.status, result.times = "FAILED", []
+                result.detail = f"raised {type(e).__name__} while timed: {e}"
+                continue
+            result.times.append((time.perf_counter() - start) / result.calls)
+    seconds = (time.perf_counter() - started) / max(1, len(workloads))
+    progress(f"[{NAME}] done in {seconds * len(workloads):.1f} s")
+    return [WorkloadResult(w, [r for r, _ in pairs], n_rounds, seconds)
+            for w, pairs in zip(workloads, prepared)]
 
 
 def slope(sizes, times):

@@ -9,17 +9,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root holds benchmarks/
 
 from benchmarks import indexing  # noqa: E402
-from benchmarks.harness import run_workload  # noqa: E402
+from benchmarks.__main__ import main  # noqa: E402
 from benchmarks.workloads import WORKLOAD_NAMES, all_workloads  # noqa: E402
 
 
 def test_tiny_run_checks_gradients_and_reports_slopes():
-    results = []
-    for workload in indexing.workloads(quick=True):
+    loops = indexing.workloads(quick=True)
+    for workload in loops:
         workload.sample_s = 0.001
-        res = run_workload(workload, impls=("hand", "wengert"), rounds=2, progress=lambda _: None)
+    results = indexing.run_interleaved(loops, impls=("hand", "wengert"), rounds=2, progress=lambda _: None)
+    assert len(results) == len(loops)
+    for res in results:
         assert [r.status for r in res.results] == ["ok", "ok"], [r.detail for r in res.results]
-        results.append(res)
+        assert all(len(r.times) == 2 for r in res.results)
     text = indexing.summary(results)
     assert "wengert" in text and "hand-written" in text and "slope <= 1.1" in text
     assert indexing.summary_markdown(results).startswith("## Indexing loop")
@@ -36,6 +38,15 @@ def test_registered_and_reference_gradient_is_right():
     f = indexing.loop_sum
     fd = [(f(v + eps * e[i]) - f(v - eps * e[i])) / (2 * eps) for i in range(6)]
     np.testing.assert_allclose(grad, fd, rtol=1e-6)
+
+
+def test_cli_runs_the_loop_interleaved(tmp_path, capsys):
+    out = tmp_path / "bench.md"
+    code = main(["--quick", "--only", "indexing", "--rounds", "2", "--impls", "hand", "wengert",
+                 "--markdown", str(out)])
+    assert code == 0
+    assert "log-log slope" in capsys.readouterr().out
+    assert "## Indexing loop: slopes" in out.read_text(encoding="utf-8")
 
 
 def test_slope_of_power_laws():
