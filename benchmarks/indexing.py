@@ -45,7 +45,7 @@ def loop_sum_by_hand(v):
 def indexing_loop(n, rounds=None, seed=0):
     """The workload at size ``n``."""
     v = np.random.default_rng(seed).standard_normal(n)
-    rounds = rounds if rounds is not None else (9 if n <= 1000 else 7)
+    rounds = rounds if rounds is not None else 9
 
     def hand_impl():
         return Impl(lambda: loop_sum_by_hand(v), lambda out: out)
@@ -87,7 +87,7 @@ def indexing_loop(n, rounds=None, seed=0):
         description="Times per element (µs / op = µs per element of v). Each element costs two reads, a "
                     "multiply and an add, forward and backward.",
         params=("v",), rtol=1e-9, reference=lambda: loop_sum_by_hand(v), factories=factories,
-        rounds=rounds, sample_s=0.05 if n <= 1000 else 0.0, max_calls=20 if n <= 1000 else 1, ops=n,
+        rounds=rounds, sample_s=0.1, max_calls=20, ops=n,
         targets=[Target("wengert at least 10x faster than PyTorch", "torch", 10.0)] if n == SIZES[-1] else [],
     )
 

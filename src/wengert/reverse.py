@@ -279,6 +279,22 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             if prim.vjp_extra is None:
                 rules = prim.vjps
             else:  # one rule for all arguments, or in-place accumulate rules (x[idx])
+                acc = prim.vjp_accumulate
+                if acc is not None and len(prim.vjps) == 1 and type(g) is float:
+                    # the common case inline (v[i] in a loop): one differentiable argument, which
+                    # accumulates, a float g, and the buffer already made and owned
+                    parent = node._parents[0]
+                    buf = adj.get(parent)
+                    if buf is not None and parent in owned and type(buf) is np.ndarray:
+                        if kw is None:
+                            acc[0](buf, g, out, *args)
+                        else:
+                            acc[0](buf, g, out, *args, **kw)
+                        if not retain_graph:
+                            node._args = FREED
+                            node._kwargs = None
+                            node._parents = ()
+                        continue
                 rules = _extra_rules(prim, node, g, adj, owned)
             for rule, parent, arg in zip(rules, node._parents, args):
                 if parent is None:
