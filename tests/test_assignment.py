@@ -112,6 +112,9 @@ def test_explicit_tape_sees_old_and_new_values():
     # c = 10 * a0**2 + a1**3 + a2**3 in terms of the original a
     np.testing.assert_allclose(c.grad().wrt(a), [20.0, 12.0, 27.0])
     np.testing.assert_allclose(a.value, [10.0, 2.0, 3.0])
+    lines = str(tape).splitlines()  # b read the old version; the assignment made the new a
+    old = lines[0].split(" = ")[0]
+    assert lines[1:3] == [f"b = {old} * {old}", f"a = index_update({old}, 0, 10.0)"]
 
 
 def test_np_add_at_on_a_traced_array():
