@@ -5,12 +5,21 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root holds benchmarks/
 
 from benchmarks import indexing  # noqa: E402
 from benchmarks.__main__ import main  # noqa: E402
 from benchmarks.workloads import WORKLOAD_NAMES, all_workloads  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_peer_imports():
+    peers = ("torch", "jax", "autograd")
+    before = {m for m in peers if m in sys.modules}
+    yield
+    assert {m for m in peers if m in sys.modules} == before, "the smoke test imported a peer library"
 
 
 def test_tiny_run_checks_gradients_and_reports_slopes():
