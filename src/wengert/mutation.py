@@ -124,15 +124,19 @@ def rebind(box, result, what):
         for slot in _NODE_SLOTS:
             if hasattr(new, slot):
                 setattr(box, slot, getattr(new, slot))
-        if new._trace is trace and entries and entries[-1] is new:
-            entries[-1] = box
+            elif hasattr(box, slot):
+                delattr(box, slot)
+        new_entries = getattr(new._trace, "entries", None)
+        if new_entries and new_entries[-1] is new:  # box stands for the new node in its trace's list
+            new_entries[-1] = box
+        if new._trace is not trace:  # e.g. an eager tensor given a value traced by wg.grad
+            stamp = _now(entries)
+        elif entries is not None:
             stamp = len(entries) - 1
             if fresh:  # box's former entry is the one before: it is the old version now
                 entries[-2] = old
-        elif new._trace is trace and entries is None:
-            stamp = new._id
         else:
-            stamp = _now(entries)
+            stamp = new._id
     else:
         _refuse_nesting(box, new, what)
         box.value = new
@@ -177,8 +181,9 @@ def _now(entries):
 def _refuse_nesting(box, new, what):
     if type(new) in BOX_TYPES:
         raise TypeError(
-            f"{what}: the new value is traced by a different (inner) transform than the array it is "
-            f"written into, which cannot hold its derivative. Build a new array instead: "
+            f"{what}: the new value is traced by a transform that the array it is written into cannot "
+            f"follow (an inner transform's value into an outer one's array, or a forward-mode value into "
+            f"a reverse-mode tensor), so it could not carry the derivative. Build a new array instead: "
             f"x = x.at[idx].set(v), or wnp.where(...)")
 
 
