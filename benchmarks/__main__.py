@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import indexing
 from benchmarks.harness import (
     IMPLEMENTATIONS,
     environment,
@@ -55,7 +56,9 @@ def main(argv=None):
     workloads = [w for w in all_workloads(quick=args.quick) if w.name in selected]
     env = environment()
     started = time.perf_counter()
-    results = [run_workload(w, impls=args.impls, rounds=args.rounds) for w in workloads]
+    loops = [w for w in workloads if w.name == indexing.NAME]  # its sizes are timed interleaved
+    results = [run_workload(w, impls=args.impls, rounds=args.rounds) for w in workloads if w not in loops]
+    results += indexing.run_interleaved(loops, args.impls, args.rounds)
     elapsed = time.perf_counter() - started
 
     env["total time"] = f"{elapsed:.0f} s"
@@ -65,8 +68,9 @@ def main(argv=None):
     print("rounds: " + ", ".join(f"{r.workload.name} {r.rounds}" for r in results))
     print()
     print(format_text(results, quick=args.quick))
+    print(indexing.summary(results))
     path = args.markdown or RESULTS / ("latest-quick.md" if args.quick else "latest.md")
-    write_markdown(path, format_markdown(results, env, quick=args.quick))
+    write_markdown(path, format_markdown(results, env, quick=args.quick) + indexing.summary_markdown(results))
     print(f"\nTotal {elapsed:.0f} s. Markdown written to {path}")
     failed = sum(len(r.failures) for r in results)
     if failed:

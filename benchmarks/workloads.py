@@ -8,14 +8,15 @@ import numpy as np
 
 import wengert as wg
 import wengert.numpy as wnp
-from benchmarks import peers
+from benchmarks import indexing, peers
 from benchmarks.harness import Impl, Target, Workload
 
 __all__ = ["scalar_chain", "tiny_network", "mlp", "all_workloads", "WORKLOAD_NAMES",
            "chain_by_hand", "tiny_by_hand", "mlp_by_hand"]
 
 WORKLOAD_NAMES = ("scalar-chain", "tiny-network", "mlp-float32", "mlp-float64",
-                  "nn-epoch-demo", "nn-epoch-784")  # the last two: benchmarks/nn_workloads.py
+                  "nn-epoch-demo", "nn-epoch-784",  # these two: benchmarks/nn_workloads.py
+                  indexing.NAME)
 
 
 def _as_float(v):
@@ -317,5 +318,7 @@ def all_workloads(quick=False):
     if quick:
         small = dict(sizes=(64, 32, 32, 10), batch=16, rounds=3)
         return [scalar_chain(steps=500, jax_steps=50, rounds=3), tiny_network(rounds=3),
-                mlp(np.float32, **small), mlp(np.float64, **small)] + nn_workloads(quick=True)
-    return [scalar_chain(), tiny_network(), mlp(np.float32), mlp(np.float64)] + nn_workloads()
+                mlp(np.float32, **small), mlp(np.float64, **small)] + nn_workloads(quick=True) \
+            + indexing.workloads(quick=True)
+    return ([scalar_chain(), tiny_network(), mlp(np.float32), mlp(np.float64)] + nn_workloads()
+            + indexing.workloads())

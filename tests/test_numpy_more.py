@@ -323,7 +323,10 @@ def test_coverage_lists_are_consistent():
     """Every public name exists, NumPy has it, and plain NumPy calls reach it (ufunc or function)."""
     from wengert.numpy import _dispatch
 
+    wengert_only = {"index_update", "index_add"}  # functional forms of x[idx] = v and np.add.at
     for name in wnp.DIFFERENTIABLE:
+        if name in wengert_only:
+            continue
         assert hasattr(np, name), name
         theirs = getattr(np, name)
         reached = theirs in _dispatch.UFUNCS or theirs in _dispatch.FUNCTIONS

@@ -9,11 +9,15 @@ NumPy array or a Python number would silently drop its derivative, so it raises 
 import numpy as np
 
 import wengert.numpy as wnp
+from wengert import mutation
 from wengert.numpy import _dispatch
 from wengert.ops import elementwise as ew
 from wengert.ops import indexing, nondiff, products
 from wengert.ops import shape as shape_ops
 from wengert.trace import unbox_all
+
+_getitem = indexing.getitem
+_GETITEM = indexing.getitem.primitive
 
 
 def _unbox_index(idx):
@@ -31,6 +35,8 @@ class ArrayBox:
     __add__ = ew.add
 
     def __radd__(self, other):
+        if type(other) is int and type(self.value) is float:  # sum(...)'s start value 0
+            other = float(other)
         return ew.add(other, self)
 
     __sub__ = ew.subtract
@@ -74,6 +80,22 @@ class ArrayBox:
     def __pos__(self):
         return self
 
+    # -- in-place operators: NumPy's semantics (aliases see the change), by rebinding -------------------
+    def __iadd__(self, other):
+        return mutation.augmented_assign(self, ew.add, other, "+=")
+
+    def __isub__(self, other):
+        return mutation.augmented_assign(self, ew.subtract, other, "-=")
+
+    def __imul__(self, other):
+        return mutation.augmented_assign(self, ew.multiply, other, "*=")
+
+    def __itruediv__(self, other):
+        return mutation.augmented_assign(self, ew.true_divide, other, "/=")
+
+    def __ipow__(self, other):
+        return mutation.augmented_assign(self, ew.power, other, "**=")
+
     def __abs__(self):
         return ew.absolute(self)
 
@@ -100,7 +122,18 @@ class ArrayBox:
 
     # -- containers ----------------------------------------------------------------------------
     def __getitem__(self, idx):
-        return indexing.getitem(self, _unbox_index(idx))
+        if type(idx) is int:  # v[i] in a loop: the common case, straight to this box's trace
+            return self._trace.apply2(_GETITEM, self, idx)
+        return _getitem(self, _unbox_index(idx))
+
+    def __setitem__(self, idx, value):
+        """``x[idx] = value``: x is rebound to a recorded functional update (see wengert.mutation)."""
+        mutation.assign(self, idx, value)
+
+    @property
+    def at(self):
+        """JAX's functional updates: ``x.at[idx].set(v)``, ``.add(v)``, ``.multiply(v)``, ``.get()``."""
+        return indexing.IndexUpdates(self)
 
     def __len__(self):
         return len(self.value)
@@ -234,7 +267,8 @@ class ArrayBox:
         return nondiff.argmin(self, axis)
 
     def copy(self):
-        return self
+        """A new traced value equal to this one (later assignments to either leave the other alone)."""
+        return ew.positive(self)
 
     # -- complex parts and cumulative methods (issue 3) ---------------------------------------
     @property

@@ -15,7 +15,8 @@ and then the plain implementation: this is the path rules themselves take in a f
 
 from wengert.trace import BOX_TYPES, unbox_all
 
-__all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "NoRuleError"]
+__all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
+           "defvjp_accumulate", "NoRuleError"]
 
 
 class NoRuleError(NotImplementedError):
@@ -31,6 +32,13 @@ class Primitive:
     ``grad_post(contribution, arg)`` and ``tangent_post(tangent, out)`` are optional per-family
     adjustments applied to every rule's result, e.g. summing a broadcast cotangent back to the
     argument's shape; they are the one place such bookkeeping lives.
+
+    ``vjp_accumulate`` (see :func:`defvjp_accumulate`) holds optional in-place forms of the VJP
+    rules, ``rule(buffer, g, out, *args, **kwargs)`` adding the contribution into an adjoint
+    buffer the backward pass owns (``x[idx]``: ``buffer[idx] += g``, O(len(g)) instead of a
+    zero-filled array of x's size). ``vjp_extra`` is None unless the VJP needs more than the
+    per-argument tuple ``vjps`` (one rule for all arguments, or accumulate rules): the backward
+    pass tests only it on its hot path.
     """
 
     def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False):
@@ -47,6 +55,8 @@ class Primitive:
         self.tangent_post = tangent_post
         self.nondiff = nondiff
         self.vjp_missing = _ALL_MISSING  # argnums without a VJP rule, checked when recording
+        self.vjp_accumulate = None
+        self.vjp_extra = None
 
     def __call__(self, *args, **kwargs):
         top = None
@@ -176,6 +186,7 @@ def defvjp(prim, *rules):
     _check_rules(prim, rules, "defvjp")
     prim.vjps = tuple(rules)
     prim.vjp_argnum = None
+    prim.vjp_extra = True if prim.vjp_accumulate is not None else None
     prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
     return prim
 
@@ -196,6 +207,28 @@ def defvjp_argnum(prim, rule):
     _check_prim(prim, "defvjp_argnum")
     prim.vjp_argnum = rule
     prim.vjp_missing = frozenset()
+    prim.vjp_extra = True
+    return prim
+
+
+def defvjp_accumulate(prim, *rules):
+    """Give ``prim`` in-place forms of its VJP rules, one per positional argument (None: none).
+
+    ``rule(buffer, g, out, *args, **kwargs)`` adds the argument's cotangent contribution into
+    ``buffer`` -- an array of the argument's shape that the backward pass allocated and owns --
+    in place, and returns nothing. A first-order backward pass uses it instead of the ordinary
+    rule (which must exist too: higher-order passes, where ``g`` is itself traced, use that one
+    so the result stays differentiable). The seed's ``v_bar[i] += e_bar``.
+    """
+    prim = _as_primitive(prim)
+    _check_prim(prim, "defvjp_accumulate")
+    _check_rules(prim, rules, "defvjp_accumulate")
+    for i, rule in enumerate(rules):
+        if rule is not None and i in prim.vjp_missing:
+            raise TypeError(f"wg.defvjp_accumulate({prim.__name__}, ...): argument {i} has no ordinary "
+                            f"VJP rule; give one with wg.defvjp first (higher-order passes need it)")
+    prim.vjp_accumulate = tuple(rules) if any(r is not None for r in rules) else None
+    prim.vjp_extra = True if prim.vjp_accumulate is not None or prim.vjp_argnum is not None else None
     return prim
 
 

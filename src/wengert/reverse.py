@@ -9,7 +9,11 @@ and its parents. The backward pass
   inputs (what the output does not depend on was never reached, so its VJPs are never called);
 - orders them by creation (a node is always created after its parents), without recursion;
 - accumulates adjoints in buffers it owns, in place (``+=``) once it owns one, and never writes
-  into an array it did not allocate (a user's array, a seed, another node's adjoint);
+  into an array it did not allocate (a user's array, a seed, another node's adjoint); a primitive
+  with an accumulate rule (``x[idx]``) adds straight into its argument's buffer in a first-order
+  pass (``buffer[idx] += g``: the second seed's O(n) indexing adjoint);
+- first points references to boxes that were assigned to (``x[i] = v``, see ``mutation.py``) at
+  the versions they meant, and refuses eager arrays overwritten in place after being saved;
 - drops each node's adjoint as soon as the node has been processed.
 """
 
@@ -20,6 +24,15 @@ import operator
 import numpy as np
 
 from wengert.box import ArrayBox
+from wengert.mutation import (
+    INPLACE_WRITES,
+    check_inplace_writes,
+    leaf_aliases,
+    resolve_parents,
+    resolve_tape,
+    versions_by_box,
+)
+from wengert.ops.broadcasting import dtype_of, shape_of
 from wengert.primitive import _ArgnumRule, explained
 from wengert.trace import BOX_TYPES, Trace
 
@@ -70,12 +83,13 @@ class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
-    __slots__ = ("box_type", "entries")
+    __slots__ = ("box_type", "entries", "mutations")
 
     def __init__(self, box_type):
         super().__init__()
         self.box_type = box_type
         self.entries = None
+        self.mutations = None  # assignments to its boxes (see mutation.py), logged when there are any
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
@@ -199,8 +213,9 @@ FREED = ("<freed by backward()>",)
 """Stands for the saved arguments of a node whose graph a non-retaining backward pass released."""
 
 
-def _reachable(roots):
-    """Every node reachable from ``roots`` through parents, children before parents."""
+def _reachable(roots, log=None):
+    """Every node reachable from ``roots`` through parents, children before parents (with ``log``,
+    references to boxes assigned to since are first pointed at the versions they meant)."""
     seen = set()
     order = []
     stack = list(roots)
@@ -210,6 +225,8 @@ def _reachable(roots):
             continue
         seen.add(node)
         order.append(node)
+        if log:
+            resolve_parents(node, log)
         for p in node._parents:
             if p is not None and p not in seen:
                 stack.append(p)
@@ -228,7 +245,16 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     ``keep_all``) to its adjoint; ``nodes`` are the nodes read (the tape, when given). With
     ``retain_graph=False`` each node's saved arguments are released once processed.
     """
-    order = _reachable([node for node, _ in seeds]) if tape is None else reversed(tape)
+    log = versions_by_box(seeds[0][0]._trace) if seeds else None
+    aliases = ()
+    if log:  # boxes were assigned to (x[i] = v): point old references at the versions they meant
+        aliases = leaf_aliases(log) if tape is None else resolve_tape(tape, log)
+    if tape is None:
+        order = _reachable([node for node, _ in seeds], log)
+        if INPLACE_WRITES:
+            check_inplace_writes(order)
+    else:
+        order = reversed(tape)
     adj = {}
     owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
     for node, ct in seeds:
@@ -250,7 +276,26 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             kw = node._kwargs
             out = node.value
             post = prim.grad_post
-            rules = prim.vjps if prim.vjp_argnum is None else _argnum_rules(prim, len(args))
+            if prim.vjp_extra is None:
+                rules = prim.vjps
+            else:  # one rule for all arguments, or in-place accumulate rules (x[idx])
+                acc = prim.vjp_accumulate
+                if acc is not None and len(prim.vjps) == 1 and type(g) is float:
+                    # the common case inline (v[i] in a loop): one differentiable argument, which
+                    # accumulates, a float g, and the buffer already made and owned
+                    parent = node._parents[0]
+                    buf = adj.get(parent)
+                    if buf is not None and parent in owned and type(buf) is np.ndarray:
+                        if kw is None:
+                            acc[0](buf, g, out, *args)
+                        else:
+                            acc[0](buf, g, out, *args, **kw)
+                        if not retain_graph:
+                            node._args = FREED
+                            node._kwargs = None
+                            node._parents = ()
+                        continue
+                rules = _extra_rules(prim, node, g, adj, owned)
             for rule, parent, arg in zip(rules, node._parents, args):
                 if parent is None:
                     continue
@@ -268,12 +313,84 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                 node._args = FREED
                 node._kwargs = None
                 node._parents = ()
+    for box, leaf in aliases:  # a leaf that was assigned to answers for its original value
+        g = adj.get(leaf)
+        if g is None:
+            adj.pop(box, None)
+        else:
+            adj[box] = g
     return adj, (order if tape is None else tape)
 
 
 def _argnum_rules(prim, n):
     """The per-argument rules of a primitive defined by one rule for all arguments."""
     return [_ArgnumRule(prim.vjp_argnum, i) for i in range(n)]
+
+
+def _extra_rules(prim, node, g, adj, owned):
+    """The rules the generic loop should apply to ``node``, after applying accumulate rules here.
+
+    With accumulate rules and a plain (untraced) cotangent -- a first-order pass, or a part of a
+    higher-order pass that does not depend on the outer variables -- each such argument's
+    contribution goes in place into its adjoint buffer (allocated once, owned by this pass) and
+    the rest is done here too: nothing is left for the generic loop. A traced ``g`` takes the
+    ordinary rules, whose results stay differentiable.
+    """
+    args = node._args
+    rules = prim.vjps if prim.vjp_argnum is None else _argnum_rules(prim, len(args))
+    accumulate = prim.vjp_accumulate
+    if accumulate is None or type(g) in BOX_TYPES:
+        return rules
+    kw = node._kwargs
+    out = node.value
+    i = 0
+    for parent in node._parents:
+        if parent is not None:
+            acc = accumulate[i] if i < len(accumulate) else None
+            arg = args[i]
+            if acc is not None:
+                buf = adj.get(parent)
+                if (buf is None or parent not in owned or type(buf) is not np.ndarray
+                        or (type(g) is not float and buf.dtype.kind != "c" and dtype_of(g).kind == "c")):
+                    buf = _owned_buffer(adj, owned, parent, arg, g)
+                if buf is not None:
+                    if kw is None:
+                        acc(buf, g, out, *args)
+                    else:
+                        acc(buf, g, out, *args, **kw)
+                    i += 1
+                    continue
+            c = rules[i](g, out, *args, **(kw or _NO_KWARGS))
+            if prim.grad_post is not None and type(c) is not float:
+                c = prim.grad_post(c, arg)
+            _accumulate(adj, owned, parent, c)
+        i += 1
+    return ()
+
+
+_NO_KWARGS = {}
+
+
+def _owned_buffer(adj, owned, key, arg, g):
+    """``key``'s adjoint as a buffer of ``arg``'s shape that this pass owns (made once: zeros, or a
+    copy of a contribution it did not allocate); None when that adjoint is traced."""
+    prev = adj.get(key)
+    if prev is not None and key in owned and type(prev) is np.ndarray:
+        if type(g) is not float and prev.dtype.kind != "c" and dtype_of(g).kind == "c":
+            prev = adj[key] = prev.astype(np.result_type(prev, g))  # a complex term: widen first
+        return prev
+    if type(prev) in BOX_TYPES:
+        return None
+    want = dtype_of(arg)
+    have = dtype_of(g)
+    dtype = want if have == want or (want.kind == "f" and have.kind == "f") else np.result_type(want, have)
+    if prev is None:
+        buf = np.zeros(shape_of(arg), dtype=dtype)
+    else:
+        buf = np.array(np.broadcast_to(prev, shape_of(arg)), dtype=np.result_type(dtype, prev))
+    adj[key] = buf
+    owned.add(key)
+    return buf
 
 
 def _accumulate(adj, owned, key, c):
@@ -293,6 +410,8 @@ def _add_into(adj, owned, key, prev, c):
     adj[key] = s
     if type(s) is np.ndarray:
         owned.add(key)
+    else:  # a traced sum (higher order): never add into it in place
+        owned.discard(key)
 
 
 class gc_paused:

@@ -19,6 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from wengert.mutation import resolve_tape, versions_by_box
 from wengert.reverse import Node, ReverseTrace, backward_pass, is_inexact
 from wengert.trace import register_box
 
@@ -100,6 +101,9 @@ class Tape(ReverseTrace):
 
     def listing(self, names=None):
         """The tape as a straight-line program (``names`` maps variables to their names)."""
+        log = versions_by_box(self)
+        if log:  # variables were assigned to: show each use with the version it read
+            resolve_tape(self.entries, log)
         names = dict(names or {})
         taken = set(names.values())
         fresh = (n for n in _name_supply() if n not in taken)

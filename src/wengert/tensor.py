@@ -12,6 +12,8 @@ import threading
 import numpy as np
 
 from wengert.box import ArrayBox
+from wengert.mutation import assign, augmented_assign, note_inplace_write
+from wengert.ops import elementwise as ew
 from wengert.reverse import Node, ReverseTrace, backward_pass, is_inexact
 from wengert.trace import BOX_TYPES, register_box, unbox_all
 
@@ -177,52 +179,60 @@ class Tensor(Node):
             ArrayBox.__index__(self)
         return int(self.value)
 
-    # -- in place: only where nothing is being recorded --------------------------------------------
-    def _inplace(self, op, other, symbol):
+    # -- in place: truly in place only where nothing is recorded; else rebound (see mutation.py) --------
+    def _inplace(self, op, other, symbol, functional):
+        if self._recording(other):
+            self._check_not_leaf(symbol)
+            return augmented_assign(self, functional, other, symbol)
         other = unbox_all(other)
-        if self._recording():
-            raise RuntimeError(
-                f"in-place '{symbol}' on a tensor that requires grad while recording: write "
-                f"x = x {symbol[0]} y instead, or update parameters inside `with wg.no_grad():`")
         if isinstance(self.value, np.ndarray):
             op(self.value, other, out=self.value, casting="same_kind")
+            note_inplace_write(self.value, f"'{symbol}' on a tensor of shape {self.shape}")
         else:
             self.value = op(self.value, other)
         return self
 
-    def _recording(self):
-        return self._trace is not EAGER or (self.requires_grad and is_grad_enabled())
+    def _recording(self, other=None):
+        """Whether an in-place update of this tensor by ``other`` must be recorded (a functional one)."""
+        if self._trace is not EAGER or _traced_by_transform(other):
+            return True
+        return is_grad_enabled() and (self.requires_grad or _requires_grad(other))
+
+    def _check_not_leaf(self, symbol):
+        if self._trace is EAGER and self._prim is None and self.requires_grad:
+            instead = "x = x " + symbol[:-1] + " y" if symbol.endswith("=") and len(symbol) <= 3 else \
+                "y = x.copy(); y[...] = ..."
+            raise RuntimeError(
+                f"in-place {symbol} on a leaf tensor that requires grad (PyTorch refuses it too): its "
+                f".grad would no longer belong to the value you created. Write {instead}, or update it "
+                f"inside `with wg.no_grad():`")
 
     def __iadd__(self, other):
-        if self._trace is not EAGER:
-            return self + other
-        return self._inplace(np.add, other, "+=")
+        return self._inplace(np.add, other, "+=", ew.add)
 
     def __isub__(self, other):
-        if self._trace is not EAGER:
-            return self - other
-        return self._inplace(np.subtract, other, "-=")
+        return self._inplace(np.subtract, other, "-=", ew.subtract)
 
     def __imul__(self, other):
-        if self._trace is not EAGER:
-            return self * other
-        return self._inplace(np.multiply, other, "*=")
+        return self._inplace(np.multiply, other, "*=", ew.multiply)
 
     def __itruediv__(self, other):
-        if self._trace is not EAGER:
-            return self / other
-        return self._inplace(np.true_divide, other, "/=")
+        return self._inplace(np.true_divide, other, "/=", ew.true_divide)
+
+    def __ipow__(self, other):
+        return self._inplace(np.power, other, "**=", ew.power)
 
     def __setitem__(self, idx, other):
-        if self._recording():
-            raise RuntimeError(
-                "assignment into a tensor that is being differentiated is not supported: build "
-                "the new array with wnp.where or wnp.concatenate, or assign under wg.no_grad()")
+        if self._recording(other):
+            self._check_not_leaf("assignment x[...] = ...")
+            assign(self, idx, other)
+            return
         self.value[unbox_all(idx)] = unbox_all(other)
+        note_inplace_write(self.value, f"assignment x[...] = ... into a tensor of shape {self.shape}")
 
     def zero_(self):
         """Set every element to zero, in place (e.g. ``p.grad.zero_()``)."""
-        return self._inplace(np.multiply, 0.0, "*=")
+        return self._inplace(np.multiply, 0.0, "*=", ew.multiply)
 
     def __repr__(self):
         body = np.array2string(np.asarray(unbox_all(self.value)), separator=", ", prefix="tensor(")
@@ -263,6 +273,25 @@ class EagerTrace(ReverseTrace):
 
 EAGER = EagerTrace(Tensor)
 EAGER.level = 0
+
+
+def _traced_by_transform(x):
+    """Whether ``x`` is, or holds, a value traced by a transform (not an eager tensor)."""
+    t = type(x)
+    if t in BOX_TYPES:
+        return x._trace is not EAGER or type(x.value) in BOX_TYPES
+    if t is list or t is tuple:
+        return any(_traced_by_transform(v) for v in x)
+    return False
+
+
+def _requires_grad(x):
+    t = type(x)
+    if t is Tensor:
+        return x.requires_grad
+    if t is list or t is tuple:
+        return any(_requires_grad(v) for v in x)
+    return False
 
 
 def _constant(value):

@@ -201,6 +201,7 @@ from wengert.ops.elementwise import (
     true_divide,
     trunc,
 )
+from wengert.ops.indexing import index_add, index_update  # functional x[idx] = v / np.add.at
 from wengert.ops.nondiff import (
     allclose,
     argmax,
@@ -259,6 +260,7 @@ DIFFERENTIABLE = [
     "broadcast_to", "concatenate", "stack", "hstack", "vstack",
     "split", "array_split", "tile", "repeat", "flip", "fliplr", "flipud", "array", "asarray",
 ] + _more_elementwise.DIFFERENTIABLE + _more_reductions.DIFFERENTIABLE + _more_arrays.DIFFERENTIABLE
+DIFFERENTIABLE += ["index_update", "index_add"]  # NumPy's x[idx] = v and np.add.at, as new arrays
 NOT_DIFFERENTIABLE = [
     "allclose", "argmax", "argmin", "argsort", "array_equal", "count_nonzero", "empty_like",
     "equal", "flatnonzero", "floor_divide", "greater", "greater_equal", "isclose",

@@ -66,6 +66,10 @@ def ufunc_call(ufunc, method, inputs, kwargs):
         return fun(*inputs)
     if method == "reduce" and ufunc in REDUCERS:
         return REDUCERS[ufunc](*inputs, **kwargs)
+    if method == "at" and ufunc is np.add and len(inputs) == 3 and hasattr(inputs[0], "_trace"):
+        from wengert.mutation import add_at  # the traced array is rebound (see wengert.mutation)
+
+        return add_at(*inputs)
     raise _unsupported(f"{_ufunc_name(ufunc)}.{method}")
 
 
