@@ -1,0 +1,305 @@
+"""Rendering a Program: the seed's notation (``print``), plain NumPy source, a compiled function, dot.
+
+The source is one Python module: ``import`` lines, module-level constants (``c0 = np.zeros(...)``,
+made once when the module is executed, never written into), small helper functions for the few
+primitives NumPy has no one-call spelling for, and ``def name(inputs): ... return outputs``.
+Python floats are computed with ``math`` (far cheaper than NumPy's scalar path); where ``math``
+raises and NumPy would return nan or inf, the function runs again in a NumPy-only variant.
+Primitives from outside wengert's own families are called through their implementation, supplied
+in the namespace (such a source names them in a comment and is not self-contained).
+"""
+
+import numpy as np
+
+from wengert.program.ir import Variable, vars_in
+from wengert.program.rendering import (
+    HELPERS,
+    KNOWN_FAMILIES,
+    MATH_BINARY,
+    MATH_UNARY,
+    OPERATORS,
+    UNARY_OPERATORS,
+    index_expr,
+    pretty_value,
+    source_value,
+)
+
+__all__ = ["pretty", "pretty_statement", "to_source", "compile_program", "to_dot"]
+
+
+# -- the seed's notation -------------------------------------------------------------------------
+
+def pretty_statement(stmt):
+    """``v2 = v_1 * v0``: one statement in the seed's notation."""
+    name = stmt.prim.__name__
+    args = [pretty_value(a) for a in stmt.args]
+    outs = ", ".join(o.name for o in stmt.outs)
+    if len(stmt.outs) > 1:
+        outs = f"({outs})"
+    if stmt.inplace and name == "add":
+        return f"{stmt.args[0].name} += {args[1]}"
+    if stmt.inplace and name == "index_add":
+        return f"{stmt.args[0].name}[{index_expr(stmt.args[2], pretty_value)}] += {args[1]}"
+    if name == "dup":
+        return f"{outs} = dup({args[0]})"
+    if name in OPERATORS and len(args) == 2 and not stmt.kwargs:
+        rhs = f"{args[0]} {OPERATORS[name]} {args[1]}"
+    elif name in UNARY_OPERATORS and len(args) == 1:
+        rhs = f"{UNARY_OPERATORS[name]}{args[0]}"
+    elif name == "getitem":
+        rhs = f"{args[0]}[{index_expr(stmt.args[1], pretty_value)}]"
+    else:
+        parts = args + [f"{k}={pretty_value(v)}" for k, v in stmt.kwargs.items()]
+        rhs = f"{name}({', '.join(parts)})"
+    return f"{outs} = {rhs}"
+
+
+def _signature(program, annotate):
+    names = _param_names(program)
+    parts = []
+    for var, name in zip(program.inputs, names):
+        parts.append(f"{name}: {var.describe()}" if annotate else name)
+    return names, ", ".join(parts)
+
+
+def pretty(program):
+    """The whole program: signature with shapes, input bindings, statements, return."""
+    names, sig = _signature(program, annotate=True)
+    lines = [f"def {program.name}({sig}):"]
+    lines += [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
+    lines += [f"    {pretty_statement(s)}" for s in program.statements]
+    outs = [pretty_value(o) for o in program.outputs]
+    lines.append(f"    return {', '.join(outs) if outs else 'None'}")
+    return "\n".join(lines)
+
+
+# -- NumPy source ----------------------------------------------------------------------------------
+
+class _Module:
+    """What a source needs besides its statements: imports, constants, helpers, foreign primitives."""
+
+    def __init__(self, reserved):
+        self.reserved = set(reserved)
+        self.math = set()
+        self.constants = []  # (name, value)
+        self._const_ids = {}
+        self.helpers = set()
+        self.foreign = {}  # name -> implementation
+
+    def constant(self, value):
+        key = id(value)
+        if key not in self._const_ids:
+            name = f"c{len(self.constants)}"
+            while name in self.reserved:
+                name = "_" + name
+            self._const_ids[key] = name
+            self.constants.append((name, value))
+        return self._const_ids[key]
+
+    def value(self, x):
+        if type(x) is Variable:
+            return x.name
+        return source_value(x, self.constant)
+
+
+def _param_names(program):
+    """The user's names for the inputs, made unique and kept clear of every other name used."""
+    taken = {v.name for s in program.statements for v in s.outs} | {"np", "math"}
+    taken |= set(MATH_UNARY.values()) | set(MATH_BINARY.values()) | set(HELPERS)
+    own = {v.name for v in program.inputs}
+    names = []
+    for var, name in zip(program.inputs, program.input_names):
+        if not name.isidentifier() or name in names or (name in taken | own and name != var.name):
+            base = name if name.isidentifier() else "arg"
+            name = base + "_"
+            while name in taken | own or name in names:
+                name += "_"
+        names.append(name)
+    return names
+
+
+def _rhs(stmt, mod, safe):
+    prim = stmt.prim
+    name = prim.__name__
+    a = [mod.value(x) for x in stmt.args]
+    kw = "".join(f", {k}={mod.value(v)}" for k, v in stmt.kwargs.items())
+    out = stmt.outs[0]
+    if name == "dup":
+        return ", ".join([a[0]] * len(stmt.outs))
+    if not _is_known(prim):
+        ref = f"prim_{name}"
+        mod.foreign[ref] = prim.fun
+        return f"{ref}({', '.join(a)}{kw})"
+    as_float = out.kind == "float" and not safe
+    if name in OPERATORS and len(a) == 2 and not kw:
+        return f"{_operand(stmt.args[0], a[0])} {OPERATORS[name]} {_operand(stmt.args[1], a[1])}"
+    if name in UNARY_OPERATORS:
+        return f"{UNARY_OPERATORS[name]}{_operand(stmt.args[0], a[0])}"
+    if as_float and name in MATH_UNARY:
+        fn = MATH_UNARY[name]
+        if fn != "abs":
+            mod.math.add(fn)
+        return f"{fn}({a[0]})"
+    if as_float and name in MATH_BINARY:
+        mod.math.add(MATH_BINARY[name])
+        return f"{MATH_BINARY[name]}({a[0]}, {a[1]})"
+    if name == "getitem":
+        return f"{a[0]}[{index_expr(stmt.args[1], mod.value)}]"
+    if name in HELPERS:
+        mod.helpers.add(name)
+        return f"{name}({', '.join(a)}{kw})"
+    if name == "where" and isinstance(stmt.args[2], (int, float)) and stmt.args[2] == 0 \
+            and type(stmt.args[1]) is Variable and stmt.args[1].kind == "array":
+        mod.helpers.add("masked")
+        return f"masked({a[1]}, {a[0]})"
+    if name == "concatenate":
+        return f"np.concatenate(({', '.join(a)},){kw})"
+    if name == "astype":
+        return f"np.asarray({a[0]}).astype({a[1]})"
+    if name in ("sum", "prod", "max", "min", "reshape", "transpose") and stmt.args[0].__class__ is Variable \
+            and stmt.args[0].kind in ("array", "scalar"):
+        return f"{a[0]}.{name}({', '.join(a[1:])}{kw if len(a) > 1 else kw[2:]})"
+    return f"np.{name}({', '.join(a)}{kw})"
+
+
+def _is_known(prim):
+    """Whether ``prim`` is one of wengert's own (spelled in NumPy) or a NumPy function itself."""
+    module = getattr(prim.fun, "__module__", None) or ""
+    if module in KNOWN_FAMILIES and module.startswith("wengert."):
+        return True
+    return getattr(np, prim.__name__, None) is prim.fun or prim.__name__ in UNARY_OPERATORS
+
+
+def _operand(arg, text):
+    if isinstance(arg, (int, float, np.generic)) and not isinstance(arg, bool) and arg < 0:
+        return f"({text})"
+    return text
+
+
+def _statement_source(stmt, mod, safe):
+    if stmt.inplace and stmt.prim.__name__ == "add":
+        return f"{stmt.args[0].name} += {mod.value(stmt.args[1])}"
+    if stmt.inplace and stmt.prim.__name__ == "index_add":
+        buf, e, idx = stmt.args
+        if vars_in(idx) or _has_array(idx):
+            return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"
+        return f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"
+    return f"{', '.join(o.name for o in stmt.outs)} = {_rhs(stmt, mod, safe)}"
+
+
+def _has_array(idx):
+    parts = idx if type(idx) is tuple else (idx,)
+    return any(isinstance(p, (np.ndarray, list)) for p in parts)
+
+
+def to_source(program, safe=False):
+    """The program as a Python module defining one function ``program.name`` (see module docs)."""
+    return _source(program, safe)[0]
+
+
+def _source(program, safe):
+    names = _param_names(program)
+    used = {v.name for s in program.statements for v in s.outs} | {v.name for v in program.inputs}
+    mod = _Module(used | set(names))
+    body = [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
+    body += [f"    {_statement_source(s, mod, safe)}" for s in program.statements]
+    outs = []
+    for o in program.outputs:
+        text = mod.value(o)
+        outs.append(f"{text}.copy()" if isinstance(o, np.ndarray) else text)
+    body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})")
+    if mod.math:
+        head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
+    else:
+        head = ["import numpy as np"]
+    if mod.foreign:
+        head.append("# supplied by wengert (primitives without a NumPy spelling): "
+                    + ", ".join(sorted(mod.foreign)))
+    head.append("")
+    if "tie_select" in mod.helpers:
+        mod.helpers.add("masked")
+    for name in sorted(mod.helpers):
+        head += [HELPERS[name].strip(), "", ""]
+    for name, value in mod.constants:
+        try:
+            head.append(f"{name} = {source_value(value, None)}")
+        except TypeError:
+            mod.foreign[name] = value
+            head.append(f"# {name}: a constant supplied by wengert ({type(value).__name__})")
+    if mod.constants:
+        head.append("")
+    text = "\n".join(head) + f"\n\ndef {program.name}({', '.join(names)}):\n" + "\n".join(body) + "\n"
+    return text, mod
+
+
+def compile_program(program):
+    """The program as a Python function of its flat inputs, made by ``exec`` of its source."""
+    fast = _compile(program, safe=False)
+    if not fast.uses_math:
+        return fast
+
+    def run(*args):
+        try:
+            return fast(*args)
+        except (ValueError, OverflowError):  # math's domain errors: NumPy gives nan/inf instead
+            return _compile_safe(program)(*args)
+
+    run.__name__ = program.name
+    return run
+
+
+def _compile_safe(program):
+    if not hasattr(program, "_safe_function"):
+        program._safe_function = _compile(program, safe=True)
+    return program._safe_function
+
+
+def _compile(program, safe):
+    text, mod = _source(program, safe)
+    namespace = {"__name__": f"wengert_program_{program.name}"}
+    namespace.update(mod.foreign)
+    code = compile(text, f"<wengert program {program.name}>", "exec")
+    exec(code, namespace)  # noqa: S102 - the point: run the generated source
+    fun = namespace[program.name]
+    fun.uses_math = bool(mod.math)
+    return fun
+
+
+# -- dot ----------------------------------------------------------------------------------------------
+
+def _dot_escape(text):
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("<", "\\<").replace(">", "\\>") \
+        .replace("{", "\\{").replace("}", "\\}").replace("|", "\\|")
+
+
+def to_dot(program):
+    """Graphviz dot of the dataflow graph, in the third seed's style: a record per statement
+    (``type | input | output``), ellipses for inputs and outputs."""
+    names = _param_names(program)
+    lines = [f'digraph "{program.name}" {{', '    graph [rankdir = "LR"];',
+             '    node [fontsize = "16" shape = "ellipse"];']
+    producer = {}
+    for var, name in zip(program.inputs, names):
+        label = _dot_escape(f"{var.name}: {var.describe()}")
+        if name != var.name:
+            label = f"{_dot_escape(name)}\\n{label}"
+        lines.append(f'    "{var.name}" [label = "{label}"];')
+        producer[var] = f'"{var.name}"'
+    for i, s in enumerate(program.statements):
+        ins = ", ".join(pretty_value(a) for a in s.args)
+        outs = ", ".join(o.name for o in s.outs)
+        label = (f"<f0> type: {_dot_escape(s.prim.__name__)} | <f1> input: {_dot_escape(ins)} | "
+                 f"<f2> output: {outs}")
+        lines.append(f'    "s{i}" [label = "{label}" shape = "record"];')
+        for v in dict.fromkeys(s.uses()):
+            if v in producer:
+                lines.append(f'    {producer[v]} -> "s{i}":f1;')
+        for o in s.outs:
+            producer[o] = f'"s{i}":f2'
+    for j, o in enumerate(program.outputs):
+        lines.append(f'    "out{j}" [label = "output {j}: {_dot_escape(pretty_value(o))}" style = "filled"];')
+        if type(o) is Variable and o in producer:
+            lines.append(f'    {producer[o]} -> "out{j}";')
+    lines.append("}")
+    return "\n".join(lines)
+
