@@ -42,22 +42,21 @@ class _Tracer:
 
     def name(self, value, base):
         """Give a variable this trace just created the name ``base`` (``base2``, ... if taken)."""
-        if type(value) is Symbol and value.var in self._fresh_outs():
+        if type(value) is Symbol and value.var in self._unnamed():
             self.builder.names.discard(value.var.name)
             value.var.name = self.builder.fresh(base)
-            self._named.add(value.var)
+            self._fresh.discard(value.var)
         return value
 
-    def _fresh_outs(self):
+    def _unnamed(self):
+        """Variables of statements recorded since the forward ones, not yet given a name."""
         stmts = self.builder.statements
-        if not hasattr(self, "_named"):
-            self._named = set()
-            self._seen = self.n_forward
-            self._fresh = set()
+        if not hasattr(self, "_fresh"):
+            self._seen, self._fresh = self.n_forward, set()
         for s in stmts[self._seen:]:
             self._fresh.update(s.outs)
         self._seen = len(stmts)
-        return self._fresh - self._named
+        return self._fresh
 
     def call_rule(self, kind, prim, i, rule, *args, **kwargs):
         try:
@@ -185,10 +184,14 @@ def _ones(var):
 
 def grad_program(program, argnums=0, with_value=False):
     """``Program.grad`` (and ``value_and_grad``): the gradient of the one scalar output."""
-    if len(program.outputs) != 1 or np.shape(program.outputs[0] if type(program.outputs[0]) is not Variable
-                                             else np.empty(program.outputs[0].shape)) != ():
-        raise TypeError(f"program {program.name}.grad(): the program must return one scalar; use "
-                        f".vjp() for other outputs")
+    outs = program.outputs
+    shape = None
+    if len(outs) == 1:
+        shape = outs[0].shape if type(outs[0]) is Variable else np.shape(outs[0])
+    if len(outs) != 1 or shape != ():
+        what = f"{len(outs)} outputs" if len(outs) != 1 else f"an output of shape {shape}"
+        raise TypeError(f"program {program.name}.grad(): the program must return one scalar, but it "
+                        f"returns {what}; reduce it (e.g. .sum()), or use .vjp()")
     single = isinstance(argnums, (int, np.integer))
     nums = (int(argnums),) if single else tuple(int(a) for a in argnums)
     ranges = _arg_ranges(program)

@@ -11,7 +11,8 @@ in the namespace (such a source names them in a comment and is not self-containe
 
 import numpy as np
 
-from wengert.program.ir import Variable, vars_in
+from wengert.program.ir import Variable, dup, vars_in
+from wengert.program.passes import use_counts
 from wengert.program.rendering import (
     HELPERS,
     KNOWN_FAMILIES,
@@ -85,6 +86,7 @@ class _Module:
         self._const_ids = {}
         self.helpers = set()
         self.foreign = {}  # name -> implementation
+        self.inline = {}  # Variable -> (expression, precedence, depth): single-use float temporaries
 
     def constant(self, value):
         key = id(value)
@@ -98,8 +100,26 @@ class _Module:
 
     def value(self, x):
         if type(x) is Variable:
-            return x.name
+            inlined = self.inline.get(x)
+            return x.name if inlined is None else inlined[0]
         return source_value(x, self.constant)
+
+    def precedence(self, x):
+        if type(x) is Variable:
+            inlined = self.inline.get(x)
+            return _ATOM if inlined is None else inlined[1]
+        if isinstance(x, (int, float, np.generic)) and not isinstance(x, bool) and x < 0:
+            return _UNARY
+        return _ATOM
+
+    def operand(self, x, parent, strict):
+        """``x`` as an operand of an operator of precedence ``parent``; ``strict``: equal precedence
+        needs parentheses too (right operands, so that evaluation order is kept exactly)."""
+        text, p = self.value(x), self.precedence(x)
+        return f"({text})" if p < parent or (strict and p == parent) else text
+
+    def depth(self, stmt):
+        return 1 + max((self.inline[v][2] for v in stmt.uses() if v in self.inline), default=0)
 
 
 def _param_names(program):
@@ -118,23 +138,37 @@ def _param_names(program):
     return names
 
 
+_PRECEDENCE = {"**": 7, "*": 5, "/": 5, "@": 5, "+": 4, "-": 4,
+               "==": 2, "!=": 2, "<": 2, "<=": 2, ">": 2, ">=": 2}
+_ATOM, _UNARY = 100, 6
+
+
 def _rhs(stmt, mod, safe):
+    """The right-hand side of ``stmt`` as source, and its operator precedence."""
     prim = stmt.prim
     name = prim.__name__
     a = [mod.value(x) for x in stmt.args]
     kw = "".join(f", {k}={mod.value(v)}" for k, v in stmt.kwargs.items())
     out = stmt.outs[0]
     if name == "dup":
-        return ", ".join([a[0]] * len(stmt.outs))
+        return ", ".join([a[0]] * len(stmt.outs)), 0
     if not _is_known(prim):
         ref = f"prim_{name}"
         mod.foreign[ref] = prim.fun
-        return f"{ref}({', '.join(a)}{kw})"
+        return f"{ref}({', '.join(a)}{kw})", _ATOM
     as_float = out.kind == "float" and not safe
     if name in OPERATORS and len(a) == 2 and not kw:
-        return f"{_operand(stmt.args[0], a[0])} {OPERATORS[name]} {_operand(stmt.args[1], a[1])}"
+        op = OPERATORS[name]
+        p = _PRECEDENCE[op]
+        left = mod.operand(stmt.args[0], p, strict=op == "**" or p == 2)
+        right = mod.operand(stmt.args[1], p, strict=op != "**")
+        return f"{left} {op} {right}", p
     if name in UNARY_OPERATORS:
-        return f"{UNARY_OPERATORS[name]}{_operand(stmt.args[0], a[0])}"
+        return f"{UNARY_OPERATORS[name]}{mod.operand(stmt.args[0], _UNARY, strict=False)}", _UNARY
+    return _call(stmt, name, a, kw, mod, as_float), _ATOM
+
+
+def _call(stmt, name, a, kw, mod, as_float):
     if as_float and name in MATH_UNARY:
         fn = MATH_UNARY[name]
         if fn != "abs":
@@ -144,7 +178,7 @@ def _rhs(stmt, mod, safe):
         mod.math.add(MATH_BINARY[name])
         return f"{MATH_BINARY[name]}({a[0]}, {a[1]})"
     if name == "getitem":
-        return f"{a[0]}[{index_expr(stmt.args[1], mod.value)}]"
+        return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}[{index_expr(stmt.args[1], mod.value)}]"
     if name in HELPERS:
         mod.helpers.add(name)
         return f"{name}({', '.join(a)}{kw})"
@@ -156,9 +190,12 @@ def _rhs(stmt, mod, safe):
         return f"np.concatenate(({', '.join(a)},){kw})"
     if name == "astype":
         return f"np.asarray({a[0]}).astype({a[1]})"
-    if name in ("sum", "prod", "max", "min", "reshape", "transpose") and stmt.args[0].__class__ is Variable \
+    if name in ("sum", "prod", "max", "min", "reshape", "transpose") and type(stmt.args[0]) is Variable \
             and stmt.args[0].kind in ("array", "scalar"):
-        return f"{a[0]}.{name}({', '.join(a[1:])}{kw if len(a) > 1 else kw[2:]})"
+        kwargs = [f"{k}={mod.value(v)}" for k, v in stmt.kwargs.items()
+                  if not (k == "keepdims" and v is False)]
+        inner = ", ".join(a[1:] + kwargs)
+        return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}.{name}({inner})"
     return f"np.{name}({', '.join(a)}{kw})"
 
 
@@ -170,12 +207,6 @@ def _is_known(prim):
     return getattr(np, prim.__name__, None) is prim.fun or prim.__name__ in UNARY_OPERATORS
 
 
-def _operand(arg, text):
-    if isinstance(arg, (int, float, np.generic)) and not isinstance(arg, bool) and arg < 0:
-        return f"({text})"
-    return text
-
-
 def _statement_source(stmt, mod, safe):
     if stmt.inplace and stmt.prim.__name__ == "add":
         return f"{stmt.args[0].name} += {mod.value(stmt.args[1])}"
@@ -184,12 +215,17 @@ def _statement_source(stmt, mod, safe):
         if vars_in(idx) or _has_array(idx):
             return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"
         return f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"
-    return f"{', '.join(o.name for o in stmt.outs)} = {_rhs(stmt, mod, safe)}"
+    return f"{', '.join(o.name for o in stmt.outs)} = {_rhs(stmt, mod, safe)[0]}"
 
 
 def _has_array(idx):
     parts = idx if type(idx) is tuple else (idx,)
     return any(isinstance(p, (np.ndarray, list)) for p in parts)
+
+
+_MAX_INLINE_DEPTH = 8
+"""Python floats used once are written into their one use (``a * b + c``, as by hand), to this
+nesting depth: a name less to store and load per operation is a third of a scalar program's time."""
 
 
 def to_source(program, safe=False):
@@ -201,8 +237,19 @@ def _source(program, safe):
     names = _param_names(program)
     used = {v.name for s in program.statements for v in s.outs} | {v.name for v in program.inputs}
     mod = _Module(used | set(names))
+    outputs = {o for o in program.outputs if type(o) is Variable}
     body = [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
-    body += [f"    {_statement_source(s, mod, safe)}" for s in program.statements]
+    counts = use_counts(program)
+    for s in program.statements:
+        out = s.outs[0]
+        if (out.kind == "float" and len(s.outs) == 1 and not s.inplace and counts.get(out) == 1
+                and s.prim is not dup and out not in outputs):
+            depth = mod.depth(s)
+            if depth <= _MAX_INLINE_DEPTH:
+                text, p = _rhs(s, mod, safe)
+                mod.inline[out] = (text, p, depth)
+                continue
+        body.append(f"    {_statement_source(s, mod, safe)}")
     outs = []
     for o in program.outputs:
         text = mod.value(o)

@@ -77,6 +77,9 @@ def placeholder(var):
     return np.full(var.shape, fill, dtype=var.dtype)
 
 
+_CONTAINERS = (tuple, list, dict)
+
+
 def map_vars(obj, f):
     """``obj`` (an argument: a constant, a Variable, or tuples/lists/dicts/slices of them) with
     every Variable ``v`` replaced by ``f(v)``."""
@@ -84,7 +87,8 @@ def map_vars(obj, f):
     if t is Variable:
         return f(obj)
     if t is tuple or t is list:
-        return t(map_vars(o, f) for o in obj)
+        return t([f(o) if type(o) is Variable else (map_vars(o, f) if type(o) in _CONTAINERS else o)
+                  for o in obj])
     if t is dict:
         return {k: map_vars(v, f) for k, v in obj.items()}
     return obj
@@ -98,7 +102,10 @@ def vars_in(obj, found=None):
         found.append(obj)
     elif t is tuple or t is list:
         for o in obj:
-            vars_in(o, found)
+            if type(o) is Variable:
+                found.append(o)
+            elif type(o) in _CONTAINERS:
+                vars_in(o, found)
     elif t is dict:
         for o in obj.values():
             vars_in(o, found)
@@ -126,12 +133,12 @@ class Statement:
     def uses(self):
         """The Variables this statement reads, with repeats."""
         found = vars_in(self.args)
-        return vars_in(self.kwargs, found)
+        return vars_in(self.kwargs, found) if self.kwargs else found
 
     def replaced(self, f, outs=None):
         """A copy with every argument Variable ``v`` replaced by ``f(v)``."""
         return Statement(self.outs if outs is None else outs, self.prim, map_vars(self.args, f),
-                         map_vars(self.kwargs, f), self.inplace)
+                         map_vars(self.kwargs, f) if self.kwargs else None, self.inplace)
 
     def __repr__(self):
         from wengert.program.codegen import pretty_statement

@@ -6,6 +6,7 @@
   that linear operations carry (as JAX's symbolic zeros do, ``0 * x`` is taken as 0 even where x
   is inf or nan): the seeds' ones and zeros of an adjoint program disappear.
 - ``explicit_dup``: every variable used once, through ``dup`` (the second seed).
+- ``elide_broadcasts``: no ``broadcast_to`` copy where the operation using it broadcasts anyway.
 - ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` becomes
   ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else.
 """
@@ -16,7 +17,7 @@ from wengert.ops.accumulate import index_add
 from wengert.program.ir import Statement, Variable, dup, map_vars
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
-           "explicit_dup", "accumulate_in_place", "simplify", "optimize"]
+           "explicit_dup", "accumulate_in_place", "elide_broadcasts", "simplify", "optimize"]
 
 
 def use_counts(program):
@@ -274,6 +275,46 @@ def _in_place_add(s, counts, owned, producer, dropped, look):
     return None
 
 
+_BROADCASTING = frozenset(("add", "subtract", "multiply", "true_divide", "power", "maximum", "minimum",
+                           "arctan2", "hypot", "where", "tie_select"))
+
+
+def _shape(x):
+    return x.shape if type(x) is Variable else np.shape(x)
+
+
+def elide_broadcasts(program):
+    """Drop ``broadcast_to(x, s)`` when every use is a broadcasting elementwise primitive that
+    reaches shape ``s`` anyway: NumPy broadcasts inside the operation, without the copy."""
+    users = {}
+    for s in program.statements:
+        for v in s.uses():
+            users.setdefault(v, []).append(s)
+    outputs = {o for o in program.outputs if type(o) is Variable}
+    alias = {}
+    for s in program.statements:
+        if s.prim.__name__ != "broadcast_to" or s.out in outputs or type(s.args[0]) is not Variable:
+            continue
+        x, b = s.args[0], s.out
+        ok = True
+        for u in users.get(b, []):
+            if u.prim.__name__ not in _BROADCASTING or u.kwargs:
+                ok = False
+                break
+            shapes = [x.shape if a is b else _shape(a) for a in u.args]
+            try:
+                ok = np.broadcast_shapes(*shapes) == u.out.shape
+            except ValueError:
+                ok = False
+            if not ok:
+                break
+        if ok:
+            alias[b] = x
+    if not alias:
+        return program
+    return eliminate_dead_code(_substituted(program, program.statements, alias))
+
+
 def simplify(program):
     """Constant folding, common subexpressions and dead code, to a fixed point."""
     for _ in range(4):
@@ -285,5 +326,5 @@ def simplify(program):
 
 
 def optimize(program):
-    """``simplify``, then in-place accumulation: what ``wg.compile`` runs."""
-    return accumulate_in_place(simplify(program))
+    """``simplify``, broadcasts elided, then in-place accumulation: what ``wg.compile`` runs."""
+    return accumulate_in_place(elide_broadcasts(simplify(program)))

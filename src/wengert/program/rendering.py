@@ -66,6 +66,12 @@ def chooser_weights(out, x, axis, keepdims):
     if not keepdims and axis is not None:
         out = np.expand_dims(out, axis)
     hit = x == out
+    if axis is None:
+        w = hit.astype(x.dtype)
+        k = np.count_nonzero(hit)
+        if k != 1:
+            w /= k
+        return w
     return hit / hit.sum(axis=axis, keepdims=True).astype(x.dtype)
 ''',
     "sum_repeats": '''
@@ -168,6 +174,8 @@ def source_value(x, hoist):
         return _array_source(x)
     if isinstance(x, np.generic):
         item = x.item()
+        if x.dtype == np.float64:  # a Python float gives the same results with float64 operands
+            return _float_literal(item)
         return f"{_dtype_source(x.dtype)}({_scalar_text(item, True)})"
     if t is tuple:
         inner = ", ".join(source_value(v, hoist) for v in x)

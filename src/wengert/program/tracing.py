@@ -150,13 +150,14 @@ SYMBOLIC_TYPES.add(Symbol)
 class ProgramBuilder(Trace):
     """Records statements. ``names`` holds every name given out, so generated names never clash."""
 
-    __slots__ = ("statements", "names", "counter")
+    __slots__ = ("statements", "names", "counter", "versions")
 
     def __init__(self, first=1, names=()):
         super().__init__()
         self.statements = []
         self.names = set(names)
         self.counter = first
+        self.versions = {}  # base name -> next version number to try
 
     def fresh(self, base=None):
         """A new variable name: the next ``vN``, or ``base`` (``base2``, ``base3``, ... if taken)."""
@@ -166,9 +167,10 @@ class ProgramBuilder(Trace):
             name = var_name(self.counter)
             self.counter += 1
         else:
-            name, k = base, 2
+            name, k = base, self.versions.get(base, 2)
             while name in self.names:
                 name, k = f"{base}{k}", k + 1
+            self.versions[base] = k
         self.names.add(name)
         return name
 
