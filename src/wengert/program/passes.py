@@ -14,6 +14,7 @@
 import numpy as np
 
 from wengert.ops.accumulate import index_add
+from wengert.ops.elementwise import negative
 from wengert.program.ir import Statement, Variable, dup, map_vars
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
@@ -149,12 +150,24 @@ def _fold(s):
         return args[0]
     if name == "add" and _is_const(args[0], 0) and _same_type(args[1], out):
         return args[1]
-    if name == "true_divide" and _is_const(args[1], 1) and _same_type(args[0], out):
+    if name in ("true_divide", "power") and _is_const(args[1], 1) and _same_type(args[0], out):
         return args[0]
     if name in ("broadcast_to", "reshape", "astype") and _same_type(args[0], out):
         return args[0]
     if name == "where" and _is_const(args[1], 0) and _is_const(args[2], 0):
         return _zeros_like_var(out)
+    return None
+
+
+def _negated(s):
+    """``x`` when statement ``s`` computes ``0 - x``, ``-1 * x`` or ``x * -1`` (of x's type)."""
+    name, args = s.prim.__name__, s.args
+    if name == "subtract" and _is_const(args[0], 0) and _same_type(args[1], s.out):
+        return args[1]
+    if name == "multiply":
+        for x, c in ((args[0], args[1]), (args[1], args[0])):
+            if _is_const(c, -1) and _same_type(x, s.out):
+                return x
     return None
 
 
@@ -169,11 +182,9 @@ def fold_constants(program):
 
     for s in program.statements:
         s = s.replaced(look)
-        if s.prim.__name__ == "subtract" and _is_const(s.args[0], 0) and type(s.args[1]) is Variable \
-                and s.args[1].shape == s.out.shape:
-            from wengert.ops.elementwise import negative
-
-            s = Statement(s.outs, negative.primitive, (s.args[1],), inplace=False)
+        negated = _negated(s)
+        if negated is not None:
+            s = Statement(s.outs, negative.primitive, (negated,))
         folded = _fold(s)
         if folded is None:
             kept.append(s)
