@@ -190,13 +190,29 @@ def _call(stmt, name, a, kw, mod, as_float):
         return f"np.concatenate(({', '.join(a)},){kw})"
     if name == "astype":
         return f"np.asarray({a[0]}).astype({a[1]})"
-    if name in ("sum", "prod", "max", "min", "reshape", "transpose") and type(stmt.args[0]) is Variable \
-            and stmt.args[0].kind in ("array", "scalar"):
+    x = stmt.args[0] if stmt.args else None
+    axes = stmt.args[1] if len(stmt.args) > 1 else stmt.kwargs.get("axes")
+    if name == "transpose" and type(x) is Variable and x.kind == "array" \
+            and (axes is None or tuple(axes) == tuple(range(len(x.shape) - 1, -1, -1))):
+        return f"{mod.operand(x, _ATOM, strict=False)}.T"
+    if name in ("sum", "prod", "max", "min") and type(x) is Variable and x.kind == "array" \
+            and not stmt.kwargs.get("keepdims") and _all_axes(stmt.kwargs.get("axis"), len(x.shape)):
+        return f"{mod.operand(x, _ATOM, strict=False)}.{name}()"
+    if name in ("sum", "prod", "max", "min", "reshape", "transpose") and type(x) is Variable \
+            and x.kind in ("array", "scalar"):
         kwargs = [f"{k}={mod.value(v)}" for k, v in stmt.kwargs.items()
                   if not (k == "keepdims" and v is False)]
         inner = ", ".join(a[1:] + kwargs)
         return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}.{name}({inner})"
     return f"np.{name}({', '.join(a)}{kw})"
+
+
+def _all_axes(axis, ndim):
+    """Whether a reduction over ``axis`` reduces every axis of an ``ndim``-d array."""
+    if axis is None:
+        return True
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    return sorted(int(a) % ndim for a in axes) == list(range(ndim)) if ndim else True
 
 
 def _is_known(prim):

@@ -62,16 +62,11 @@ def tie_select(g, x, y):
     "chooser_weights": '''
 def chooser_weights(out, x, axis, keepdims):
     """1/k on each of the k elements of x equal to its max (min) along axis, 0 elsewhere."""
-    x = np.asarray(x)
-    if not keepdims and axis is not None:
-        out = np.expand_dims(out, axis)
-    hit = x == out
     if axis is None:
-        w = hit.astype(x.dtype)
+        hit = x == out
         k = np.count_nonzero(hit)
-        if k != 1:
-            w /= k
-        return w
+        return hit.astype(x.dtype) if k == 1 else hit / np.asarray(k, x.dtype)
+    hit = x == (out if keepdims else np.expand_dims(out, axis))
     return hit / hit.sum(axis=axis, keepdims=True).astype(x.dtype)
 ''',
     "sum_repeats": '''
