@@ -156,7 +156,9 @@ def _rhs(stmt, mod, safe):
         ref = f"prim_{name}"
         mod.foreign[ref] = prim.fun
         return f"{ref}({', '.join(a)}{kw})", _ATOM
-    as_float = out.kind == "float" and not safe
+    # Python floats, and NumPy float64 scalars (math returns a float of the same value: NumPy's
+    # scalar path costs twenty times more), go through math.
+    as_float = not safe and (out.kind == "float" or (out.kind == "scalar" and out.dtype == np.float64))
     if name in OPERATORS and len(a) == 2 and not kw:
         op = OPERATORS[name]
         p = _PRECEDENCE[op]

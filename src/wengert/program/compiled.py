@@ -44,22 +44,29 @@ class _Traced(Exception):
     """An argument is a value traced by another transform."""
 
 
+def _flat_key(args):
+    """The cache key of arguments that are all arrays, floats and ints (the common case), or None."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append(a.shape)
+            key.append(a.dtype)
+        elif t is float:
+            key.append(float)
+        elif t is int:
+            key.append((int, a))
+        else:
+            return None
+    return tuple(key)
+
+
 def _signature(args):
     """The cache key of ``args``, and their leaves when they are not all plain leaves."""
+    key = _flat_key(args)
+    if key is not None:
+        return key, None
     try:
-        key = []
-        for a in args:
-            t = type(a)
-            if t is np.ndarray:
-                key.append((a.shape, a.dtype))
-            elif t is float:
-                key.append(float)
-            elif t is int:
-                key.append((int, a))
-            else:
-                break
-        else:
-            return tuple(key), None
         leaves, tree = tree_flatten(args)
         return (tree,) + tuple(_leaf_key(x) for x in leaves), leaves
     except _Traced:
@@ -67,25 +74,28 @@ def _signature(args):
 
 
 class _Entry:
-    """One traced signature: the program, its function, and how to call it."""
+    """One traced signature: the program, its function, and ``call``, the function taking every
+    leaf of the arguments (static ones ignored) and returning the result's structure."""
 
-    __slots__ = ("program", "function", "picks", "flat_out")
+    __slots__ = ("program", "function", "picks", "call")
 
     def __init__(self, program):
         self.program = program
         self.function = program.function
         self.picks = tuple(i for i, slot in enumerate(program.in_leaves) if type(slot) is Variable)
+        params = [f"a{i}" for i in range(len(program.in_leaves))]
+        inner = f"function({', '.join(params[i] for i in self.picks)})"
         tree = program.out_tree
-        self.flat_out = tree is _LEAF or (tree[0] is tuple and len(tree[2]) != 1
-                                          and all(c is _LEAF for c in tree[2]))
+        flat = tree is _LEAF or (tree[0] is tuple and len(tree[2]) != 1 and all(c is _LEAF for c in tree[2]))
+        if not flat:
+            inner = f"unflatten(tree, [{inner}])" if len(program.outputs) == 1 else \
+                f"unflatten(tree, {inner})"
+        namespace = {"function": self.function, "unflatten": tree_unflatten, "tree": tree}
+        exec(f"def call({', '.join(params)}):\n    return {inner}\n", namespace)  # noqa: S102
+        self.call = namespace["call"]
 
     def run(self, leaves):
-        out = self.function(*[leaves[i] for i in self.picks])
-        if self.flat_out:
-            return out
-        if len(self.program.outputs) == 1:
-            return tree_unflatten(self.program.out_tree, [out])
-        return tree_unflatten(self.program.out_tree, out)
+        return self.call(*leaves)
 
 
 class CompiledFunction:
@@ -121,11 +131,15 @@ class CompiledFunction:
         return optimize(program)
 
     def __call__(self, *args):
+        key = _flat_key(args)  # the common case first: on small arrays the overhead is the cost
+        if key is not None:
+            entry = self._cache.get(key)
+            if entry is not None:
+                self._hits += 1
+                return entry.call(*args)
         entry, leaves = self._entry(args)
         if entry is None:
             return self._uncompiled(*args)
-        if entry.flat_out:  # the common case, inline: calls on small arrays are dominated by overhead
-            return entry.function(*[leaves[i] for i in entry.picks])
         return entry.run(leaves)
 
     def _uncompiled(self, *args):
