@@ -11,7 +11,7 @@ in the namespace (such a source names them in a comment and is not self-containe
 
 import numpy as np
 
-from wengert.program.ir import Variable, dup, vars_in
+from wengert.program.ir import Statement, Variable, dup, vars_in
 from wengert.program.passes import use_counts
 from wengert.program.rendering import (
     HELPERS,
@@ -87,6 +87,7 @@ class _Module:
         self.helpers = set()
         self.foreign = {}  # name -> implementation
         self.inline = {}  # Variable -> (expression, precedence, depth): single-use float temporaries
+        self.negated = {}  # Variable -> Variable: the result of -x, read only by a sum
 
     def constant(self, value):
         key = id(value)
@@ -193,6 +194,9 @@ def _call(stmt, name, a, kw, mod, as_float):
     if name == "astype":
         return f"np.asarray({a[0]}).astype({a[1]})"
     x = stmt.args[0] if stmt.args else None
+    if name == "sum" and x in mod.negated:
+        inner = Statement(stmt.outs, stmt.prim, (mod.negated[x],) + stmt.args[1:], stmt.kwargs)
+        return f"-{_call(inner, name, [mod.value(v) for v in inner.args], kw, mod, as_float)}"
     axes = stmt.args[1] if len(stmt.args) > 1 else stmt.kwargs.get("axes")
     if name == "transpose" and type(x) is Variable and x.kind == "array" \
             and (axes is None or tuple(axes) == tuple(range(len(x.shape) - 1, -1, -1))):
@@ -241,6 +245,45 @@ def _has_array(idx):
     return any(isinstance(p, (np.ndarray, list)) for p in parts)
 
 
+def _fused_chooser_adds(program, counts):
+    """The second seed's point for max/min over all axes: ``buf += g * chooser_weights(out, x)``
+    (three statements, a dense array of weights nearly all 0) is written as one in-place update of
+    the maxima only, ``add_chosen(buf, g, out, x)``. Returns {statement: arguments, or None to skip}."""
+    producer = {st.outs[0]: st for st in program.statements}
+    fused = {}
+    for st in program.statements:
+        if not (st.inplace and st.prim.__name__ == "add") or type(st.args[1]) is not Variable:
+            continue
+        m = producer.get(st.args[1])
+        if m is None or m.prim.__name__ != "multiply" or counts.get(m.out) != 1:
+            continue
+        g, w = m.args if type(m.args[1]) is Variable and m.args[1] in producer else m.args[::-1]
+        c = producer.get(w) if type(w) is Variable else None
+        if (c is None or c.prim.__name__ != "chooser_weights" or counts.get(w) != 1 or c.kwargs
+                or c.args[2:] != (None, False) or np.shape(g) != () or type(g) is not Variable
+                or c.args[1].shape != st.args[0].shape):
+            continue
+        fused[c] = fused[m] = None
+        fused[st] = (st.args[0], g, c.args[0], c.args[1])
+    return fused
+
+
+def _negated_sums(program, counts):
+    """``sum(-x)`` as ``-sum(x)`` (exactly equal: one negation of the sum instead of one per element):
+    {negation statement: its argument} for negations read only by a sum."""
+    readers = {}
+    for st in program.statements:
+        for v in st.uses():
+            readers[v] = st
+    found = {}
+    for st in program.statements:
+        if st.prim.__name__ == "negative" and counts.get(st.out) == 1 and st.out.kind == "array":
+            r = readers.get(st.out)
+            if r is not None and r.prim.__name__ == "sum" and r.args[0] is st.out and not r.inplace:
+                found[st] = st.args[0]
+    return found
+
+
 _MAX_INLINE_DEPTH = 8
 """Python floats used once are written into their one use (``a * b + c``, as by hand), to this
 nesting depth: a name less to store and load per operation is a third of a scalar program's time."""
@@ -258,8 +301,17 @@ def _source(program, safe):
     outputs = {o for o in program.outputs if type(o) is Variable}
     body = [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
     counts = use_counts(program)
+    fused = _fused_chooser_adds(program, counts)
+    for s, x in _negated_sums(program, counts).items():
+        mod.negated[s.out] = x
+        fused[s] = None
     for s in program.statements:
         out = s.outs[0]
+        if s in fused:
+            if fused[s] is not None:
+                mod.helpers.add("add_chosen")
+                body.append(f"    add_chosen({', '.join(mod.value(v) for v in fused[s])})")
+            continue
         if (out.kind == "float" and len(s.outs) == 1 and not s.inplace and counts.get(out) == 1
                 and s.prim is not dup and out not in outputs):
             depth = mod.depth(s)

@@ -42,9 +42,21 @@ def _substituted(program, statements, alias):
                 break
         return v
 
-    stmts = [s.replaced(look) for s in statements]
+    stmts = [_rewritten(s, alias, look) for s in statements]
     outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
     return program.with_statements(stmts, outputs)
+
+
+def _rewritten(s, alias, look):
+    """``s`` with its arguments read through ``look`` -- ``s`` itself when none is in ``alias``
+    (most statements: rebuilding every one would make the passes several times slower)."""
+    if not alias:
+        return s
+    for a in s.args:
+        t = type(a)
+        if (t is Variable and a in alias) or t is tuple or t is list or t is dict:
+            return s.replaced(look)
+    return s.replaced(look) if s.kwargs else s
 
 
 def eliminate_dead_code(program):
@@ -87,7 +99,7 @@ def eliminate_common_subexpressions(program):
     result read from the earlier one."""
     seen, alias, kept = {}, {}, []
     for s in program.statements:
-        s = s.replaced(lambda v: alias.get(v, v))
+        s = _rewritten(s, alias, lambda v: alias.get(v, v))
         if s.prim is dup or len(s.outs) != 1:
             kept.append(s)
             continue
@@ -181,7 +193,7 @@ def fold_constants(program):
         return v
 
     for s in program.statements:
-        s = s.replaced(look)
+        s = _rewritten(s, alias, look)
         negated = _negated(s)
         if negated is not None:
             s = Statement(s.outs, negative.primitive, (negated,))
@@ -245,7 +257,7 @@ def accumulate_in_place(program):
         return alias.get(v, v)
 
     for s in program.statements:
-        s = s.replaced(look)
+        s = _rewritten(s, alias, look)
         out = s.outs[0]
         if s.prim.__name__ in _FRESH and out.kind == "array":
             owned.add(out)

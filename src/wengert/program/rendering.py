@@ -69,6 +69,15 @@ def chooser_weights(out, x, axis, keepdims):
     hit = x == (out if keepdims else np.expand_dims(out, axis))
     return hit / hit.sum(axis=axis, keepdims=True).astype(x.dtype)
 ''',
+    "add_chosen": '''
+def add_chosen(buf, g, out, x):
+    """buf += g * chooser_weights(out, x, None, False), in place: g shared by the maxima of x."""
+    where = np.flatnonzero(x == out)
+    if len(where) == 1:
+        buf.flat[where[0]] += g
+    else:
+        buf.flat[where] += g * (np.ones((), x.dtype) / len(where))
+''',
     "sum_repeats": '''
 def sum_repeats(g, repeats, axis, n):
     """The adjoint of np.repeat along axis: sum each run of repeated entries."""
