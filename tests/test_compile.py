@@ -105,3 +105,18 @@ def test_compile_is_not_the_builtin_inside_the_package():
 
     assert wg.compile is module.compile_function and "compile" not in vars(module)
     assert builtins.compile("1", "x", "eval") is not None
+
+
+def test_the_readme_example_source():
+    def f(x1, x2):
+        v1 = wnp.log(x1)
+        v2 = x1 * x2
+        v3 = wnp.sin(x2)
+        v4 = v1 + v2
+        return v4 - v3
+
+    source = wg.compile(f).value_and_grad((0, 1)).source(2.0, 5.0)
+    body = source.split("def f_value_and_grad(x1, x2):\n")[1].splitlines()
+    assert body == ["    v_1 = x1", "    v0 = x2", "    v5 = log(v_1) + v_1 * v0 - sin(v0)",
+                    "    v0_bar2 = -cos(v0) + v_1", "    v_1_bar2 = v0 + 1.0 / v_1",
+                    "    return (v5, v_1_bar2, v0_bar2)"]

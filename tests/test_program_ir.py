@@ -168,7 +168,7 @@ def test_in_place_mutation_of_a_traced_array_is_refused():
 
 
 def test_numpy_function_without_a_rule_is_named():
-    with pytest.raises(TypeError, match="numpy.cumsum"):
+    with pytest.raises(TypeError, match=r"numpy.cumsum.*wg.primitive.*test_program_ir.py, line \d+"):
         Program.from_trace(lambda x: np.cumsum(x), np.ones(3))
 
 

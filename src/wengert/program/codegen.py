@@ -332,7 +332,7 @@ def _source(program, safe):
     if mod.foreign:
         head.append("# supplied by wengert (primitives without a NumPy spelling): "
                     + ", ".join(sorted(mod.foreign)))
-    head.append("")
+    head += ["", ""] if mod.helpers else [""]
     if "tie_select" in mod.helpers:
         mod.helpers.add("masked")
     for name in sorted(mod.helpers):

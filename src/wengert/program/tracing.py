@@ -16,6 +16,7 @@ import numpy as np
 
 import wengert
 from wengert.box import ArrayBox
+from wengert.numpy._dispatch import UnsupportedNumpyFunction
 from wengert.ops import nondiff
 from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
@@ -54,6 +55,18 @@ def _where():
         return ""
     file, lineno, line = loc
     return f" at {file}, line {lineno}" + (f": `{line}`" if line else "")
+
+
+def _traceback_location(error):
+    """`` at FILE, line N`` for the innermost frame of ``error``'s traceback outside wengert and NumPy."""
+    found = ""
+    tb = error.__traceback__
+    while tb is not None:
+        path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)):
+            found = f" at {tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
 
 
 @register_box
@@ -281,7 +294,11 @@ def trace_program(fun, args):
         else:
             in_leaves.append(leaf)
             boxed.append(leaf)
-    out = fun(*tree_unflatten(in_tree, boxed))
+    try:
+        out = fun(*tree_unflatten(in_tree, boxed))
+    except UnsupportedNumpyFunction as e:
+        fname = getattr(fun, "__name__", "the function")
+        raise UnsupportedNumpyFunction(f"{e} (while tracing {fname}{_traceback_location(e)})") from e
     out_leaves, out_tree = tree_flatten(out)
     outputs = [map_vars(_symbol_to_var(o), lambda v: v) for o in out_leaves]
     for o in out_leaves:
