@@ -146,6 +146,13 @@ class Statement:
         return pretty_statement(self)
 
 
+def _same_static(a, b):
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
 class Program:
     """A straight-line program: ``inputs`` (Variables), ``statements``, ``outputs`` (Variables or
     constants). ``in_tree``/``in_leaves`` say how positional arguments (pytrees) map to inputs:
@@ -258,6 +265,9 @@ class Program:
                     raise ValueError(f"program {self.name}: input {slot.name} has shape {slot.shape}, "
                                      f"got {np.shape(leaf)}; trace it again for this shape")
                 values.append(leaf)
+            elif not _same_static(leaf, slot):
+                raise ValueError(f"program {self.name}: traced with the static argument {slot!r}, called "
+                                 f"with {leaf!r}; trace it again (wg.compile does so by itself)")
         return values
 
     def __call__(self, *args):
