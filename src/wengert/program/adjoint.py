@@ -96,6 +96,11 @@ def _check_wrt(program, var):
 
 def _backward(tr, seeds, wrt):
     """Reverse sweep: ``seeds`` [(output Variable, cotangent)], adjoints of ``wrt`` (Variables)."""
+    with np.errstate(all="ignore"):  # abstract evaluation on placeholders may divide by zero
+        return _backward_sweep(tr, seeds, wrt)
+
+
+def _backward_sweep(tr, seeds, wrt):
     active = tr.active(wrt)
     adj = {}
 
@@ -236,6 +241,26 @@ def jvp_program(program):
         t_inputs.append(var)
         if v.dtype.kind in "fc":
             tangents[v] = s
+    with np.errstate(all="ignore"):
+        _forward_sweep(tr, program, tangents)
+    outs = []
+    for o in program.outputs:
+        t = tangents.get(o) if type(o) is Variable else None
+        outs.append(tr.result(t) if t is not None else (_zeros(o) if type(o) is Variable else
+                                                         _zeros(Variable.like("c", o))))
+    t_tree = (tuple, None, tuple(_LEAF for _ in t_inputs))
+    result = Program(program.inputs + t_inputs, tr.builder.statements, list(program.outputs) + outs,
+                     name=f"{program.name}_jvp", input_names=program.input_names + [v.name for v in t_inputs],
+                     in_tree=(tuple, None, tuple(program.in_tree[2]) + (t_tree,)),
+                     in_leaves=program.in_leaves + t_inputs,
+                     out_tree=(tuple, None, (program.out_tree, program.out_tree)))
+    from wengert.program.passes import simplify
+
+    return simplify(result)
+
+
+def _forward_sweep(tr, program, tangents):
+    """Tangents of every statement's result, in program order, from the JVP rules."""
     for stmt in program.statements:
         prim = stmt.prim
         if prim.nondiff:
@@ -261,17 +286,3 @@ def jvp_program(program):
             total = d if total is None else ew.add(total, d)
         if total is not None:
             tangents[stmt.out] = tr.name(total, f"{stmt.out.name}_dot")
-    outs = []
-    for o in program.outputs:
-        t = tangents.get(o) if type(o) is Variable else None
-        outs.append(tr.result(t) if t is not None else (_zeros(o) if type(o) is Variable else
-                                                         _zeros(Variable.like("c", o))))
-    t_tree = (tuple, None, tuple(_LEAF for _ in t_inputs))
-    result = Program(program.inputs + t_inputs, tr.builder.statements, list(program.outputs) + outs,
-                     name=f"{program.name}_jvp", input_names=program.input_names + [v.name for v in t_inputs],
-                     in_tree=(tuple, None, tuple(program.in_tree[2]) + (t_tree,)),
-                     in_leaves=program.in_leaves + t_inputs,
-                     out_tree=(tuple, None, (program.out_tree, program.out_tree)))
-    from wengert.program.passes import simplify
-
-    return simplify(result)

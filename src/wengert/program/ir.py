@@ -116,7 +116,7 @@ class Statement:
     """``outs = prim(*args, **kwargs)``; ``inplace`` marks an accumulation that the code generator
     may write as ``a += b`` (set by ``passes.accumulate_in_place`` only)."""
 
-    __slots__ = ("outs", "prim", "args", "kwargs", "inplace")
+    __slots__ = ("outs", "prim", "args", "kwargs", "inplace", "_uses")
 
     def __init__(self, outs, prim, args, kwargs=None, inplace=False):
         self.outs = tuple(outs)
@@ -124,6 +124,7 @@ class Statement:
         self.args = tuple(args)
         self.kwargs = dict(kwargs or {})
         self.inplace = inplace
+        self._uses = None
 
     @property
     def out(self):
@@ -131,9 +132,12 @@ class Statement:
         return self.outs[0]
 
     def uses(self):
-        """The Variables this statement reads, with repeats."""
-        found = vars_in(self.args)
-        return vars_in(self.kwargs, found) if self.kwargs else found
+        """The Variables this statement reads, with repeats (a statement is never changed: passes
+        make new ones, so this is computed once)."""
+        if self._uses is None:
+            found = vars_in(self.args)
+            self._uses = tuple(vars_in(self.kwargs, found) if self.kwargs else found)
+        return self._uses
 
     def replaced(self, f, outs=None):
         """A copy with every argument Variable ``v`` replaced by ``f(v)``."""

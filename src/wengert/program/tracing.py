@@ -208,9 +208,8 @@ class ProgramBuilder(Trace):
 
     def apply(self, prim, args, kwargs):
         ex_args = _map_leaves(args, self._example)
-        ex_kwargs = _map_leaves(kwargs, self._example)
-        with np.errstate(all="ignore"):
-            example = prim.fun(*ex_args, **ex_kwargs)
+        ex_kwargs = _map_leaves(kwargs, self._example) if kwargs else kwargs
+        example = prim.fun(*ex_args, **ex_kwargs)  # callers hold np.errstate(all="ignore")
         if prim in _SHAPE_QUERIES:
             return example
         if prim.__name__ == "getitem" and _has_bool_symbol(args[1:]):
@@ -223,7 +222,7 @@ class ProgramBuilder(Trace):
                                f"traced program cannot hold{_where()}") from None
         to_var = _symbol_to_var
         self.statements.append(Statement((var,), prim, _map_leaves(args, to_var),
-                                         _map_leaves(kwargs, to_var)))
+                                         _map_leaves(kwargs, to_var) if kwargs else None))
         return Symbol(var, example, self)
 
 
@@ -231,10 +230,13 @@ def _symbol_to_var(x):
     return x.var if type(x) is Symbol else x
 
 
+_CONTAINERS = (tuple, list, dict)
+
+
 def _map_leaves(obj, f):
     t = type(obj)
     if t is tuple or t is list:
-        return t(_map_leaves(o, f) for o in obj)
+        return t([_map_leaves(o, f) if type(o) in _CONTAINERS else f(o) for o in obj])
     if t is dict:
         return {k: _map_leaves(v, f) for k, v in obj.items()}
     return f(obj)
@@ -295,7 +297,8 @@ def trace_program(fun, args):
             in_leaves.append(leaf)
             boxed.append(leaf)
     try:
-        out = fun(*tree_unflatten(in_tree, boxed))
+        with np.errstate(all="ignore"):  # abstract evaluation on placeholders may divide by zero
+            out = fun(*tree_unflatten(in_tree, boxed))
     except UnsupportedNumpyFunction as e:
         fname = getattr(fun, "__name__", "the function")
         raise UnsupportedNumpyFunction(f"{e} (while tracing {fname}{_traceback_location(e)})") from e
