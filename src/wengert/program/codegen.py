@@ -1,4 +1,4 @@
-"""Rendering a Program: the seed's notation (``print``), plain NumPy source, a compiled function, dot.
+"""Rendering a Program: the seed's notation (``print``), plain NumPy source, a compiled function.
 
 The source is one Python module: ``import`` lines, module-level constants (``c0 = np.zeros(...)``,
 made once when the module is executed, never written into), small helper functions for the few
@@ -25,7 +25,7 @@ from wengert.program.rendering import (
     source_value,
 )
 
-__all__ = ["pretty", "pretty_statement", "to_source", "compile_program", "to_dot"]
+__all__ = ["pretty", "pretty_statement", "to_source", "compile_program"]
 
 
 # -- the seed's notation -------------------------------------------------------------------------
@@ -56,7 +56,7 @@ def pretty_statement(stmt):
 
 
 def _signature(program, annotate):
-    names = _param_names(program)
+    names = param_names(program)
     parts = []
     for var, name in zip(program.inputs, names):
         parts.append(f"{name}: {var.describe()}" if annotate else name)
@@ -123,7 +123,7 @@ class _Module:
         return 1 + max((self.inline[v][2] for v in stmt.uses() if v in self.inline), default=0)
 
 
-def _param_names(program):
+def param_names(program):
     """The user's names for the inputs, made unique and kept clear of every other name used."""
     taken = {v.name for s in program.statements for v in s.outs} | {"np", "math"}
     taken |= set(MATH_UNARY.values()) | set(MATH_BINARY.values()) | set(HELPERS)
@@ -296,7 +296,7 @@ def to_source(program, safe=False):
 
 
 def _source(program, safe):
-    names = _param_names(program)
+    names = param_names(program)
     used = {v.name for s in program.statements for v in s.outs} | {v.name for v in program.inputs}
     mod = _Module(used | set(names))
     outputs = {o for o in program.outputs if type(o) is Variable}
@@ -381,43 +381,3 @@ def _compile(program, safe):
     fun = namespace[program.name]
     fun.uses_math = bool(mod.math)
     return fun
-
-
-# -- dot ----------------------------------------------------------------------------------------------
-
-def _dot_escape(text):
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("<", "\\<").replace(">", "\\>") \
-        .replace("{", "\\{").replace("}", "\\}").replace("|", "\\|")
-
-
-def to_dot(program):
-    """Graphviz dot of the dataflow graph, in the third seed's style: a record per statement
-    (``type | input | output``), ellipses for inputs and outputs."""
-    names = _param_names(program)
-    lines = [f'digraph "{program.name}" {{', '    graph [rankdir = "LR"];',
-             '    node [fontsize = "16" shape = "ellipse"];']
-    producer = {}
-    for var, name in zip(program.inputs, names):
-        label = _dot_escape(f"{var.name}: {var.describe()}")
-        if name != var.name:
-            label = f"{_dot_escape(name)}\\n{label}"
-        lines.append(f'    "{var.name}" [label = "{label}"];')
-        producer[var] = f'"{var.name}"'
-    for i, s in enumerate(program.statements):
-        ins = ", ".join(pretty_value(a) for a in s.args)
-        outs = ", ".join(o.name for o in s.outs)
-        label = (f"<f0> type: {_dot_escape(s.prim.__name__)} | <f1> input: {_dot_escape(ins)} | "
-                 f"<f2> output: {outs}")
-        lines.append(f'    "s{i}" [label = "{label}" shape = "record"];')
-        for v in dict.fromkeys(s.uses()):
-            if v in producer:
-                lines.append(f'    {producer[v]} -> "s{i}":f1;')
-        for o in s.outs:
-            producer[o] = f'"s{i}":f2'
-    for j, o in enumerate(program.outputs):
-        lines.append(f'    "out{j}" [label = "output {j}: {_dot_escape(pretty_value(o))}" style = "filled"];')
-        if type(o) is Variable and o in producer:
-            lines.append(f'    {producer[o]} -> "out{j}";')
-    lines.append("}")
-    return "\n".join(lines)
-

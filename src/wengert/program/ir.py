@@ -242,7 +242,7 @@ class Program:
 
     def to_dot(self):
         """The dataflow graph in Graphviz dot: inputs, one record per statement, outputs."""
-        from wengert.program.codegen import to_dot
+        from wengert.program.dot import to_dot
 
         return to_dot(self)
 
