@@ -201,3 +201,13 @@ def test_to_dot_draws_inputs_statements_and_outputs():
     assert '"s0" [label = "<f0> type: log | <f1> input: v_1 | <f2> output: v1" shape = "record"];' in dot
     assert '"v_1" -> "s0":f1;' in dot and '"s4":f2 -> "out0";' in dot
     assert dot.count('shape = "record"') == 5
+
+
+def test_a_rule_that_cannot_be_traced_names_its_primitive():
+    import math as m
+
+    scaled = wg.primitive(lambda x: 2.0 * x, name="scaled")
+    wg.defvjp(scaled, lambda g, out, x: m.copysign(2.0, float(g)) * abs(g))  # converts g to a float
+    assert wg.grad(lambda x: scaled(x))(3.0) == 2.0  # fine on the tape, where g is a number
+    with pytest.raises(TracingError, match=r"VJP rule of primitive 'scaled' for argument 0"):
+        Program.from_trace(lambda x: scaled(x), 3.0).vjp()  # a symbolic cotangent
