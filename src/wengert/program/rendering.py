@@ -72,7 +72,7 @@ def chooser_weights(out, x, axis, keepdims):
     "add_chosen": '''
 def add_chosen(buf, g, out, x):
     """buf += g * chooser_weights(out, x, None, False), in place: g shared by the maxima of x."""
-    where = np.flatnonzero(x == out)
+    where = (x == out).ravel().nonzero()[0]
     if len(where) == 1:
         buf.flat[where[0]] += g
     else:
