@@ -120,3 +120,15 @@ def test_the_readme_example_source():
     assert body == ["    v_1 = x1", "    v0 = x2", "    v5 = log(v_1) + v_1 * v0 - sin(v0)",
                     "    v0_bar2 = -cos(v0) + v_1", "    v_1_bar2 = v0 + 1.0 / v_1",
                     "    return (v5, v_1_bar2, v0_bar2)"]
+
+
+def test_large_captured_arrays_are_passed_not_written_out():
+    W = np.linspace(-1.0, 1.0, 2000).reshape(40, 50)
+
+    def f(x):
+        return wnp.sum(wnp.tanh(x @ W))
+
+    x = np.linspace(0.0, 1.0, 40)
+    compiled = wg.compile(f).grad()
+    assert "too large to write out" in compiled.source(x) and len(compiled.source(x)) < 5000
+    np.testing.assert_allclose(compiled(x), wg.grad(f)(x), rtol=1e-13)

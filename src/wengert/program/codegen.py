@@ -23,6 +23,7 @@ from wengert.program.rendering import (
     index_expr,
     pretty_value,
     source_value,
+    uniform,
 )
 
 __all__ = ["pretty", "pretty_statement", "to_source", "compile_program"]
@@ -285,6 +286,9 @@ def _negated_sums(program, counts):
     return found
 
 
+_MAX_LITERAL = 1000
+"""Constant arrays larger than this (and not uniform) are passed to the function, not written out."""
+
 _MAX_INLINE_DEPTH = 8
 """Python floats used once are written into their one use (``a * b + c``, as by hand), to this
 nesting depth: a name less to store and load per operation is a third of a scalar program's time."""
@@ -339,6 +343,11 @@ def _source(program, safe):
     for name in sorted(mod.helpers):
         head += [HELPERS[name].strip(), "", ""]
     for name, value in mod.constants:
+        if isinstance(value, np.ndarray) and value.size > _MAX_LITERAL and uniform(value) is None:
+            mod.foreign[name] = value
+            head.append(f"# {name}: a {value.dtype.name}{list(value.shape)} array captured by the function, "
+                        f"supplied by wengert (too large to write out)")
+            continue
         try:
             head.append(f"{name} = {source_value(value, None)}")
         except TypeError:

@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 __all__ = ["OPERATORS", "UNARY_OPERATORS", "MATH_UNARY", "MATH_BINARY", "HELPERS", "KNOWN_FAMILIES",
-           "pretty_value", "source_value", "index_expr"]
+           "pretty_value", "source_value", "index_expr", "uniform"]
 
 OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "power": "**",
              "matmul": "@", "equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
@@ -110,7 +110,7 @@ def _dtype_source(dt):
     return f"np.{dt.name}" if isinstance(getattr(np, dt.name, None), type) else f"np.dtype({dt.str!r})"
 
 
-def _uniform(a):
+def uniform(a):
     """The one value every element of ``a`` has, or None."""
     if a.size == 0 or a.dtype.kind not in "biufc":
         return None
@@ -136,7 +136,7 @@ def pretty_value(x):
     if t is float:
         return repr(x)
     if isinstance(x, np.ndarray):
-        u = _uniform(x)
+        u = uniform(x)
         shape = ",".join(str(n) for n in x.shape)
         if u is not None and x.ndim:
             kind = {0: "zeros", 1: "ones"}.get(u)
@@ -204,7 +204,7 @@ def source_value(x, hoist):
 
 def _array_source(a):
     dt = _dtype_source(a.dtype)
-    u = _uniform(a)
+    u = uniform(a)
     if u is not None and a.ndim:
         if u == 0:
             return f"np.zeros({a.shape!r}, dtype={dt})"
