@@ -43,6 +43,14 @@ def test_constant_folding_drops_ones_and_zeros():
     np.testing.assert_array_equal(q(np.arange(3.0)), p(np.arange(3.0)))
 
 
+def test_constant_folding_of_shape_only_constructors():
+    p = Program.from_trace(lambda x: x + np.ones_like(x) * 2.0 + np.zeros_like(x), np.arange(3.0))
+    assert "ones_like" in names(p)
+    q = P.simplify(p)
+    assert names(q) == ["add"] and isinstance(q.statements[0].args[1], np.ndarray)
+    np.testing.assert_array_equal(q(np.arange(3.0)), [2.0, 3.0, 4.0])
+
+
 def test_constant_folding_removes_the_seeds_ones_from_a_gradient():
     def f(x, y):
         return wnp.sum(x * y)
