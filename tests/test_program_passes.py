@@ -62,6 +62,7 @@ def test_constant_folding_removes_the_seeds_ones_from_a_gradient():
     grad = raw.grad(0)  # seed 1.0: broadcast ones times y is y itself
     assert grad.statements == [] and grad.outputs == [grad.inputs[1]]
     np.testing.assert_array_equal(grad(x, y), y)
+    assert grad(x, y) is not y  # a copy: the caller may write into the gradient
 
 
 def test_explicit_dup_makes_every_use_count_one():

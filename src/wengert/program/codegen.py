@@ -326,9 +326,12 @@ def _source(program, safe):
                 continue
         body.append(f"    {_statement_source(s, mod, safe)}")
     outs = []
+    inputs = set(program.inputs)
     for o in program.outputs:
         text = mod.value(o)
-        outs.append(f"{text}.copy()" if isinstance(o, np.ndarray) else text)
+        # constants and the caller's own arrays are returned as copies: the caller may write into results
+        shared = isinstance(o, np.ndarray) or (type(o) is Variable and o in inputs and o.kind == "array")
+        outs.append(f"{text}.copy()" if shared else text)
     body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})")
     if mod.math:
         head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
