@@ -3,7 +3,8 @@
 Reverse mode on a pruned tape (``grad``, ``vjp``, ``Tensor.backward``, ``Tape``), forward mode with
 dual numbers (``jvp``), and their compositions (``jacfwd``, ``jacrev``, ``hessian``, ``hvp``), all
 reading one rule table. ``import wengert.numpy as wnp`` for NumPy's names; plain NumPy calls on
-traced values dispatch there.
+traced values dispatch there. ``Program`` and ``compile`` derive derivative programs, as Python source,
+from the same rules.
 """
 
 from wengert.primitive import NoRuleError, Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
