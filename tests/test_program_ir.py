@@ -211,3 +211,24 @@ def test_a_rule_that_cannot_be_traced_names_its_primitive():
     assert wg.grad(lambda x: scaled(x))(3.0) == 2.0  # fine on the tape, where g is a number
     with pytest.raises(TracingError, match=r"VJP rule of primitive 'scaled' for argument 0"):
         Program.from_trace(lambda x: scaled(x), 3.0).vjp()  # a symbolic cotangent
+
+
+def test_pytree_outputs_static_arguments_and_their_vjp_and_jvp():
+    def f(x, n):
+        return {"a": x * n, "b": (wnp.sum(x), x[0])}
+
+    x = np.arange(3.0)
+    p = Program.from_trace(f, x, 2)
+    assert str(p).startswith("def f(x: float64[3]):")  # n = 2 is part of the trace, not an input
+    out = p(x, 2)
+    np.testing.assert_array_equal(out["a"], [0.0, 2.0, 4.0])
+    assert out["b"] == (3.0, 0.0)
+    with pytest.raises(ValueError, match="static argument 2, called with 3"):
+        p(x, 3)
+    cotangent = {"a": np.ones(3), "b": (1.0, 2.0)}
+    (_, (x_bar,)) = p.vjp()(x, 2, cotangent)
+    np.testing.assert_array_equal(x_bar, wg.vjp(lambda x: f(x, 2), x)[1](cotangent)[0])
+    _, tangent = p.jvp()(x, 2, (np.ones(3),))
+    want = wg.jvp(lambda x: f(x, 2), (x,), (np.ones(3),))[1]
+    np.testing.assert_array_equal(tangent["a"], want["a"])
+    assert tangent["b"] == want["b"]
