@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from benchmarks import indexing
+from benchmarks.compiled import COMPILED_NAMES, compiled_workloads
 from benchmarks.harness import (
     IMPLEMENTATIONS,
     environment,
@@ -26,9 +27,10 @@ def _select(names, parser):
     chosen = []
     for raw in names:
         key = raw.lower().replace("_", "-").replace(" ", "-")
-        matches = [n for n in WORKLOAD_NAMES if key in n]
+        matches = [n for n in WORKLOAD_NAMES + COMPILED_NAMES if key in n]
         if not matches:
-            parser.error(f"--only {raw!r}: no such workload; choose from {', '.join(WORKLOAD_NAMES)}")
+            parser.error(f"--only {raw!r}: no such workload; choose from "
+                         f"{', '.join(WORKLOAD_NAMES + COMPILED_NAMES)}")
         chosen += [m for m in matches if m not in chosen]
     return chosen
 
@@ -41,7 +43,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few rounds, for smoke-testing (not representative)")
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help=f"run only these workloads: {', '.join(WORKLOAD_NAMES)} (parts of names work)")
+                        help=f"run only these workloads: {', '.join(WORKLOAD_NAMES + COMPILED_NAMES)} "
+                             "(parts of names work)")
     parser.add_argument("--rounds", type=int, metavar="N", help="rounds per workload (default: per workload)")
     parser.add_argument("--impls", nargs="+", metavar="KEY", choices=list(IMPLEMENTATIONS),
                         help=f"run only these implementations: {', '.join(IMPLEMENTATIONS)}")
@@ -52,8 +55,9 @@ def main(argv=None):
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
-    selected = _select(args.only, parser) if args.only else list(WORKLOAD_NAMES)
-    workloads = [w for w in all_workloads(quick=args.quick) if w.name in selected]
+    selected = _select(args.only, parser) if args.only else list(WORKLOAD_NAMES + COMPILED_NAMES)
+    everything = all_workloads(quick=args.quick) + compiled_workloads(quick=args.quick)
+    workloads = [w for w in everything if w.name in selected]
     env = environment()
     started = time.perf_counter()
     loops = [w for w in workloads if w.name == indexing.NAME]  # its sizes are timed interleaved

@@ -31,6 +31,8 @@ IMPLEMENTATIONS = {
     "torch": "PyTorch eager",
     "jax": "JAX eager (no jit)",
     "autograd": "HIPS autograd",
+    "tape": "wengert tape",  # benchmarks/compiled.py: there "wengert" is the compiled function
+    "jit": "JAX jit",
 }
 
 

@@ -3,10 +3,13 @@
 Reverse mode on a pruned tape (``grad``, ``vjp``, ``Tensor.backward``, ``Tape``), forward mode with
 dual numbers (``jvp``), and their compositions (``jacfwd``, ``jacrev``, ``hessian``, ``hvp``), all
 reading one rule table. ``import wengert.numpy as wnp`` for NumPy's names; plain NumPy calls on
-traced values dispatch there.
+traced values dispatch there. ``Program`` and ``compile`` derive derivative programs, as Python source,
+from the same rules.
 """
 
 from wengert.primitive import NoRuleError, Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
+from wengert.program import Program
+from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
 from wengert.tape import Grad, Tape, Var
 from wengert.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from wengert.transforms import (
@@ -33,4 +36,5 @@ __all__ = [
     "Tape", "Var", "Grad",
     "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "Primitive", "NoRuleError",
     "tree_flatten", "tree_unflatten", "tree_map",
+    "Program", "compile",
 ]

@@ -71,7 +71,11 @@ class Primitive:
             except ValueError as e:
                 raise explained(self, args, e) from e
         if self.nondiff:
-            return top.constant(self.fun(*[unbox_all(a) for a in args], **unbox_all(kwargs)))
+            args, kwargs = [unbox_all(a) for a in args], unbox_all(kwargs)
+            for a in args:
+                if type(a) in BOX_TYPES:  # a symbol (unbox_all stops there): its program records the call
+                    return a._trace.apply(self, tuple(args), kwargs)
+            return top.constant(self.fun(*args, **kwargs))
         if len(args) == 1:
             return top.apply1(self, args[0], kwargs)
         return top.apply(self, args, kwargs)

@@ -25,6 +25,9 @@ import itertools
 BOX_TYPES = set()
 """Classes of traced values. ``type(v) in BOX_TYPES`` is the one test for "is this traced"."""
 
+SYMBOLIC_TYPES = set()
+"""Box classes with no value beneath them (the program tracer's symbols): ``unbox_all`` stops there."""
+
 _level_counter = itertools.count(1)
 
 
@@ -60,6 +63,8 @@ class Trace:
 def unbox_all(x):
     """Strip every level of boxing from ``x`` (also inside lists, tuples and dicts)."""
     while type(x) in BOX_TYPES:
+        if type(x) in SYMBOLIC_TYPES:
+            return x
         x = x.value
     t = type(x)
     if t is list or t is tuple:

@@ -1,0 +1,288 @@
+"""Adjoint and tangent programs, traced from the rule table (no derivative rule is written twice).
+
+Reverse mode (the second seed): the new program is the forward statements, then each statement's
+adjoint in reverse order. Each adjoint is obtained by calling the primitive's VJP rules, exactly
+as the tape's backward pass does (``rule(g, out, *args, **kwargs)``, then ``grad_post``), on
+symbols: what the rules compute is recorded as statements. A variable used several times gets
+one contribution per use, summed (``v_bar2 = v_bar + ...``); ``dup`` statements (from
+``passes.explicit_dup``) have ``+`` as their adjoint. Forward mode calls the JVP rules likewise.
+Adjoint programs are programs: their adjoints (second derivatives) come the same way.
+"""
+
+import numpy as np
+
+from wengert.ops import elementwise as ew
+from wengert.program.ir import Program, Variable, dup, map_vars, placeholder
+from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
+from wengert.tree import _LEAF
+
+__all__ = ["vjp_program", "grad_program", "jvp_program"]
+
+
+class _Tracer:
+    """A builder holding the forward statements of ``program``, with symbols for its variables."""
+
+    def __init__(self, program):
+        self.program = program
+        names = {v.name for v in program.inputs} | {o.name for s in program.statements for o in s.outs}
+        self.builder = ProgramBuilder(names=names)
+        self.builder.statements = list(program.statements)
+        self.n_forward = len(self.builder.statements)
+        self._symbols = {}
+
+    def sym(self, var):
+        s = self._symbols.get(var)
+        if s is None:
+            s = self._symbols[var] = Symbol(var, placeholder(var), self.builder)
+        return s
+
+    def new_input(self, name, like):
+        var = Variable(self.builder.fresh(name), like.shape, like.dtype, like.kind)
+        return var, self.sym(var)
+
+    def name(self, value, base):
+        """Give a variable this trace just created the name ``base`` (``base2``, ... if taken)."""
+        if type(value) is Symbol and value.var in self._unnamed():
+            self.builder.names.discard(value.var.name)
+            value.var.name = self.builder.fresh(base)
+            self._fresh.discard(value.var)
+        return value
+
+    def _unnamed(self):
+        """Variables of statements recorded since the forward ones, not yet given a name."""
+        stmts = self.builder.statements
+        if not hasattr(self, "_fresh"):
+            self._seen, self._fresh = self.n_forward, set()
+        for s in stmts[self._seen:]:
+            self._fresh.update(s.outs)
+        self._seen = len(stmts)
+        return self._fresh
+
+    def call_rule(self, kind, prim, i, rule, *args, **kwargs):
+        try:
+            return rule(*args, **kwargs)
+        except TracingError as e:
+            raise TracingError(f"the {kind} rule of primitive '{prim.__name__}' for argument {i} cannot "
+                               f"be traced to a program: {e}") from e
+
+    def active(self, wrt):
+        """Variables that depend on ``wrt`` through differentiable statements."""
+        active = set(wrt)
+        for s in self.program.statements:
+            if s.prim.nondiff:
+                continue
+            if any(u in active for u in s.uses()):
+                active.update(o for o in s.outs if o.dtype.kind in "fc")
+        return active
+
+    def result(self, value):
+        return value.var if type(value) is Symbol else value
+
+
+def _zeros(var):
+    if var.kind == "float":
+        return 0.0
+    if var.kind != "array":
+        return var.dtype.type(0)
+    return np.zeros(var.shape, var.dtype)
+
+
+def _check_wrt(program, var):
+    if type(var) is not Variable or var.dtype.kind not in "fc":
+        what = var.describe() if type(var) is Variable else type(var).__name__
+        raise TypeError(f"program {program.name}: cannot differentiate with respect to an input of type "
+                        f"{what}; derivatives are taken with respect to float (or complex) values only")
+
+
+def _backward(tr, seeds, wrt):
+    """Reverse sweep: ``seeds`` [(output Variable, cotangent)], adjoints of ``wrt`` (Variables)."""
+    with np.errstate(all="ignore"):  # abstract evaluation on placeholders may divide by zero
+        return _backward_sweep(tr, seeds, wrt)
+
+
+def _backward_sweep(tr, seeds, wrt):
+    active = tr.active(wrt)
+    adj = {}
+
+    def accumulate(var, c):
+        prev = adj.get(var)
+        adj[var] = tr.name(c if prev is None else ew.add(prev, c), f"{var.name}_bar")
+
+    for o, ct in seeds:
+        if type(o) is Variable and o in active:
+            accumulate(o, ct)
+    for stmt in reversed(tr.program.statements):
+        if stmt.prim is dup:
+            gs = [adj.pop(o) for o in stmt.outs if o in adj]
+            if gs and stmt.args[0] in active:
+                total = gs[0]
+                for g in gs[1:]:
+                    total = ew.add(total, g)
+                accumulate(stmt.args[0], total)
+            continue
+        g = adj.pop(stmt.out, None)
+        if g is None or stmt.prim.nondiff:
+            continue
+        prim = stmt.prim
+        args = map_vars(stmt.args, tr.sym)
+        kwargs = map_vars(stmt.kwargs, tr.sym)
+        out = tr.sym(stmt.out)
+        for i, a in enumerate(stmt.args):
+            if type(a) is not Variable or a not in active:
+                continue
+            rule = prim.vjp_rule(i)  # NoRuleError names the primitive and the argument
+            c = tr.call_rule("VJP", prim, i, rule, g, out, *args, **kwargs)
+            if prim.grad_post is not None and type(c) is not float:
+                c = prim.grad_post(c, args[i])
+            accumulate(a, c)
+    return [adj.get(v) for v in wrt]
+
+
+def vjp_program(program):
+    """``Program.vjp``: inputs, then one cotangent per output; returns ``(outputs, cotangents)``."""
+    tr = _Tracer(program)
+    cts, seeds = [], []
+    for k, o in enumerate(program.outputs):
+        like = o if type(o) is Variable else Variable.like("c", o)
+        var, s = tr.new_input(f"{o.name if type(o) is Variable else f'out{k}'}_bar", like)
+        cts.append(var)
+        seeds.append((o, s))
+    wrt = [v for v in program.inputs if v.dtype.kind in "fc"]
+    grads = _backward(tr, seeds, wrt)
+    by_input = dict(zip(wrt, grads))
+    outs = [tr.result(by_input[v]) if by_input.get(v) is not None else _zeros(v) for v in program.inputs]
+    in_children = program.in_tree[2]
+    result = Program(program.inputs + cts, tr.builder.statements, list(program.outputs) + outs,
+                     name=f"{program.name}_vjp", input_names=program.input_names + [v.name for v in cts],
+                     in_tree=(tuple, None, tuple(in_children) + (program.out_tree,)),
+                     in_leaves=program.in_leaves + cts,
+                     out_tree=(tuple, None, (program.out_tree,
+                                             (tuple, None, tuple(_LEAF for _ in program.inputs)))))
+    from wengert.program.passes import simplify
+
+    return simplify(result)
+
+
+def _arg_ranges(program):
+    """For each positional argument, the slice of ``in_leaves`` holding its leaves."""
+    ranges, start = [], 0
+    for child in program.in_tree[2]:
+        n = _count_leaves(child)
+        ranges.append(range(start, start + n))
+        start += n
+    return ranges
+
+
+def _count_leaves(treedef):
+    if treedef is _LEAF:
+        return 1
+    return sum(_count_leaves(c) for c in treedef[2])
+
+
+def _ones(var):
+    if var.kind == "float":
+        return 1.0
+    if var.kind != "array":
+        return var.dtype.type(1)
+    return np.ones(var.shape, var.dtype)
+
+
+def grad_program(program, argnums=0, with_value=False):
+    """``Program.grad`` (and ``value_and_grad``): the gradient of the one scalar output."""
+    outs = program.outputs
+    shape = None
+    if len(outs) == 1:
+        shape = outs[0].shape if type(outs[0]) is Variable else np.shape(outs[0])
+    if len(outs) != 1 or shape != ():
+        what = f"{len(outs)} outputs" if len(outs) != 1 else f"an output of shape {shape}"
+        raise TypeError(f"program {program.name}.grad(): the program must return one scalar, but it "
+                        f"returns {what}; reduce it (e.g. .sum()), or use .vjp()")
+    single = isinstance(argnums, (int, np.integer))
+    nums = (int(argnums),) if single else tuple(int(a) for a in argnums)
+    ranges = _arg_ranges(program)
+    for a in nums:
+        if not -len(ranges) <= a < len(ranges):
+            raise ValueError(f"program {program.name}.grad(argnums={argnums!r}): it takes "
+                             f"{len(ranges)} positional argument(s)")
+    nums = tuple(a % len(ranges) for a in nums)
+    tr = _Tracer(program)
+    out = program.outputs[0]
+    wrt = []
+    for a in nums:
+        for j in ranges[a]:
+            _check_wrt(program, program.in_leaves[j])
+            wrt.append(program.in_leaves[j])
+    seed = _ones(out) if type(out) is Variable else 1.0
+    grads = dict(zip(wrt, _backward(tr, [(out, seed)], wrt)))
+    outs, trees = [], []
+    for a in nums:
+        for j in ranges[a]:
+            v = program.in_leaves[j]
+            outs.append(tr.result(grads[v]) if grads.get(v) is not None else _zeros(v))
+        trees.append(program.in_tree[2][a])
+    out_tree = trees[0] if single else (tuple, None, tuple(trees))
+    if with_value:
+        outs = [out] + outs
+        out_tree = (tuple, None, (_LEAF, out_tree))
+    result = program.with_statements(tr.builder.statements, outs, out_tree=out_tree,
+                                     name=f"{program.name}_{'value_and_' if with_value else ''}grad")
+    from wengert.program.passes import simplify
+
+    return simplify(result)
+
+
+def jvp_program(program):
+    """``Program.jvp``: inputs, then one tangent per input; returns ``(outputs, output tangents)``."""
+    tr = _Tracer(program)
+    tangents = {}
+    t_inputs = []
+    for v in program.inputs:
+        var, s = tr.new_input(f"{v.name}_dot", v)
+        t_inputs.append(var)
+        if v.dtype.kind in "fc":
+            tangents[v] = s
+    with np.errstate(all="ignore"):
+        _forward_sweep(tr, program, tangents)
+    outs = []
+    for o in program.outputs:
+        t = tangents.get(o) if type(o) is Variable else None
+        outs.append(tr.result(t) if t is not None else (_zeros(o) if type(o) is Variable else
+                                                         _zeros(Variable.like("c", o))))
+    t_tree = (tuple, None, tuple(_LEAF for _ in t_inputs))
+    result = Program(program.inputs + t_inputs, tr.builder.statements, list(program.outputs) + outs,
+                     name=f"{program.name}_jvp", input_names=program.input_names + [v.name for v in t_inputs],
+                     in_tree=(tuple, None, tuple(program.in_tree[2]) + (t_tree,)),
+                     in_leaves=program.in_leaves + t_inputs,
+                     out_tree=(tuple, None, (program.out_tree, program.out_tree)))
+    from wengert.program.passes import simplify
+
+    return simplify(result)
+
+
+def _forward_sweep(tr, program, tangents):
+    """Tangents of every statement's result, in program order, from the JVP rules."""
+    for stmt in program.statements:
+        prim = stmt.prim
+        if prim.nondiff:
+            continue
+        if prim is dup:
+            if stmt.args[0] in tangents:
+                for o in stmt.outs:
+                    tangents[o] = tangents[stmt.args[0]]
+            continue
+        if stmt.out.dtype.kind not in "fc":
+            continue
+        args = map_vars(stmt.args, tr.sym)
+        kwargs = map_vars(stmt.kwargs, tr.sym)
+        out = tr.sym(stmt.out)
+        total = None
+        for i, a in enumerate(stmt.args):
+            if type(a) is not Variable or a not in tangents:
+                continue
+            rule = prim.jvp_rule(i)  # NoRuleError names the primitive and the argument
+            d = tr.call_rule("JVP", prim, i, rule, tangents[a], out, *args, **kwargs)
+            if prim.tangent_post is not None:
+                d = prim.tangent_post(d, out)
+            total = d if total is None else ew.add(total, d)
+        if total is not None:
+            tangents[stmt.out] = tr.name(total, f"{stmt.out.name}_dot")

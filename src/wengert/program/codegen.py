@@ -1,0 +1,395 @@
+"""Rendering a Program: the seed's notation (``print``), plain NumPy source, a compiled function.
+
+The source is one Python module: ``import`` lines, module-level constants (``c0 = np.zeros(...)``,
+made once when the module is executed, never written into), small helper functions for the few
+primitives NumPy has no one-call spelling for, and ``def name(inputs): ... return outputs``.
+Python floats are computed with ``math`` (far cheaper than NumPy's scalar path); where ``math``
+raises and NumPy would return nan or inf, the function runs again in a NumPy-only variant.
+Primitives from outside wengert's own families are called through their implementation, supplied
+in the namespace (such a source names them in a comment and is not self-contained).
+"""
+
+import numpy as np
+
+from wengert.program.ir import Statement, Variable, dup, vars_in
+from wengert.program.passes import use_counts
+from wengert.program.rendering import (
+    HELPERS,
+    KNOWN_FAMILIES,
+    MATH_BINARY,
+    MATH_UNARY,
+    OPERATORS,
+    UNARY_OPERATORS,
+    index_expr,
+    pretty_value,
+    source_value,
+    uniform,
+)
+
+__all__ = ["pretty", "pretty_statement", "to_source", "compile_program"]
+
+
+# -- the seed's notation -------------------------------------------------------------------------
+
+def pretty_statement(stmt):
+    """``v2 = v_1 * v0``: one statement in the seed's notation."""
+    name = stmt.prim.__name__
+    args = [pretty_value(a) for a in stmt.args]
+    outs = ", ".join(o.name for o in stmt.outs)
+    if len(stmt.outs) > 1:
+        outs = f"({outs})"
+    if stmt.inplace and name == "add":
+        return f"{stmt.args[0].name} += {args[1]}"
+    if stmt.inplace and name == "index_add":
+        return f"{stmt.args[0].name}[{index_expr(stmt.args[1], pretty_value)}] += {args[2]}"
+    if name == "dup":
+        return f"{outs} = dup({args[0]})"
+    if name in OPERATORS and len(args) == 2 and not stmt.kwargs:
+        rhs = f"{args[0]} {OPERATORS[name]} {args[1]}"
+    elif name in UNARY_OPERATORS and len(args) == 1:
+        rhs = f"{UNARY_OPERATORS[name]}{args[0]}"
+    elif name == "getitem":
+        rhs = f"{args[0]}[{index_expr(stmt.args[1], pretty_value)}]"
+    else:
+        parts = args + [f"{k}={pretty_value(v)}" for k, v in stmt.kwargs.items()]
+        rhs = f"{name}({', '.join(parts)})"
+    return f"{outs} = {rhs}"
+
+
+def _signature(program, annotate):
+    names = param_names(program)
+    parts = []
+    for var, name in zip(program.inputs, names):
+        parts.append(f"{name}: {var.describe()}" if annotate else name)
+    return names, ", ".join(parts)
+
+
+def pretty(program):
+    """The whole program: signature with shapes, input bindings, statements, return."""
+    names, sig = _signature(program, annotate=True)
+    lines = [f"def {program.name}({sig}):"]
+    lines += [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
+    lines += [f"    {pretty_statement(s)}" for s in program.statements]
+    outs = [pretty_value(o) for o in program.outputs]
+    lines.append(f"    return {', '.join(outs) if outs else 'None'}")
+    return "\n".join(lines)
+
+
+# -- NumPy source ----------------------------------------------------------------------------------
+
+class _Module:
+    """What a source needs besides its statements: imports, constants, helpers, foreign primitives."""
+
+    def __init__(self, reserved):
+        self.reserved = set(reserved)
+        self.math = set()
+        self.constants = []  # (name, value)
+        self._const_ids = {}
+        self.helpers = set()
+        self.foreign = {}  # name -> implementation
+        self.inline = {}  # Variable -> (expression, precedence, depth): single-use float temporaries
+        self.negated = {}  # Variable -> Variable: the result of -x, read only by a sum
+
+    def constant(self, value):
+        key = id(value)
+        if key not in self._const_ids:
+            name = f"c{len(self.constants)}"
+            while name in self.reserved:
+                name = "_" + name
+            self._const_ids[key] = name
+            self.constants.append((name, value))
+        return self._const_ids[key]
+
+    def value(self, x):
+        if type(x) is Variable:
+            inlined = self.inline.get(x)
+            return x.name if inlined is None else inlined[0]
+        return source_value(x, self.constant)
+
+    def precedence(self, x):
+        if type(x) is Variable:
+            inlined = self.inline.get(x)
+            return _ATOM if inlined is None else inlined[1]
+        if isinstance(x, (int, float, np.generic)) and not isinstance(x, bool) and x < 0:
+            return _UNARY
+        return _ATOM
+
+    def operand(self, x, parent, strict):
+        """``x`` as an operand of an operator of precedence ``parent``; ``strict``: equal precedence
+        needs parentheses too (right operands, so that evaluation order is kept exactly)."""
+        text, p = self.value(x), self.precedence(x)
+        return f"({text})" if p < parent or (strict and p == parent) else text
+
+    def depth(self, stmt):
+        return 1 + max((self.inline[v][2] for v in stmt.uses() if v in self.inline), default=0)
+
+
+def param_names(program):
+    """The user's names for the inputs, made unique and kept clear of every other name used."""
+    taken = {v.name for s in program.statements for v in s.outs} | {"np", "math"}
+    taken |= set(MATH_UNARY.values()) | set(MATH_BINARY.values()) | set(HELPERS)
+    own = {v.name for v in program.inputs}
+    names = []
+    for var, name in zip(program.inputs, program.input_names):
+        if not name.isidentifier() or name in names or (name in taken | own and name != var.name):
+            base = name if name.isidentifier() else "arg"
+            name = base + "_"
+            while name in taken | own or name in names:
+                name += "_"
+        names.append(name)
+    return names
+
+
+_PRECEDENCE = {"**": 7, "*": 5, "/": 5, "@": 5, "+": 4, "-": 4,
+               "==": 2, "!=": 2, "<": 2, "<=": 2, ">": 2, ">=": 2}
+_ATOM, _UNARY = 100, 6
+
+
+def _rhs(stmt, mod, safe):
+    """The right-hand side of ``stmt`` as source, and its operator precedence."""
+    prim = stmt.prim
+    name = prim.__name__
+    a = [mod.value(x) for x in stmt.args]
+    kw = "".join(f", {k}={mod.value(v)}" for k, v in stmt.kwargs.items())
+    out = stmt.outs[0]
+    if name == "dup":
+        return ", ".join([a[0]] * len(stmt.outs)), 0
+    if not _is_known(prim):
+        ref = f"prim_{name}"
+        mod.foreign[ref] = prim.fun
+        return f"{ref}({', '.join(a)}{kw})", _ATOM
+    # Python floats, and NumPy float64 scalars (math returns a float of the same value: NumPy's
+    # scalar path costs twenty times more), go through math.
+    as_float = not safe and (out.kind == "float" or (out.kind == "scalar" and out.dtype == np.float64))
+    if name in OPERATORS and len(a) == 2 and not kw:
+        op = OPERATORS[name]
+        p = _PRECEDENCE[op]
+        left = mod.operand(stmt.args[0], p, strict=op == "**" or p == 2)
+        right = mod.operand(stmt.args[1], p, strict=op != "**")
+        return f"{left} {op} {right}", p
+    if name in UNARY_OPERATORS:
+        return f"{UNARY_OPERATORS[name]}{mod.operand(stmt.args[0], _UNARY, strict=False)}", _UNARY
+    return _call(stmt, name, a, kw, mod, as_float), _ATOM
+
+
+def _call(stmt, name, a, kw, mod, as_float):
+    if as_float and name in MATH_UNARY:
+        fn = MATH_UNARY[name]
+        if fn != "abs":
+            mod.math.add(fn)
+        return f"{fn}({a[0]})"
+    if as_float and name in MATH_BINARY:
+        mod.math.add(MATH_BINARY[name])
+        return f"{MATH_BINARY[name]}({a[0]}, {a[1]})"
+    if name == "getitem":
+        return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}[{index_expr(stmt.args[1], mod.value)}]"
+    if name in HELPERS:
+        mod.helpers.add(name)
+        return f"{name}({', '.join(a)}{kw})"
+    if name == "where" and isinstance(stmt.args[2], (int, float)) and stmt.args[2] == 0 \
+            and type(stmt.args[1]) is Variable and stmt.args[1].kind == "array":
+        mod.helpers.add("masked")
+        return f"masked({a[1]}, {a[0]})"
+    if name == "concatenate":
+        return f"np.concatenate(({', '.join(a)},){kw})"
+    if name == "astype":
+        return f"np.asarray({a[0]}).astype({a[1]})"
+    x = stmt.args[0] if stmt.args else None
+    if name == "sum" and x in mod.negated:
+        inner = Statement(stmt.outs, stmt.prim, (mod.negated[x],) + stmt.args[1:], stmt.kwargs)
+        return f"-{_call(inner, name, [mod.value(v) for v in inner.args], kw, mod, as_float)}"
+    axes = stmt.args[1] if len(stmt.args) > 1 else stmt.kwargs.get("axes")
+    if name == "transpose" and type(x) is Variable and x.kind == "array" \
+            and (axes is None or tuple(axes) == tuple(range(len(x.shape) - 1, -1, -1))):
+        return f"{mod.operand(x, _ATOM, strict=False)}.T"
+    if name in ("sum", "prod", "max", "min") and type(x) is Variable and x.kind == "array" \
+            and not stmt.kwargs.get("keepdims") and _all_axes(stmt.kwargs.get("axis"), len(x.shape)):
+        ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[name]
+        return f"np.{ufunc}.reduce({mod.value(x)}, None)"  # half the cost of x.sum() on small arrays
+    if name in ("sum", "prod", "max", "min", "reshape", "transpose") and type(x) is Variable \
+            and x.kind in ("array", "scalar"):
+        kwargs = [f"{k}={mod.value(v)}" for k, v in stmt.kwargs.items()
+                  if not (k == "keepdims" and v is False)]
+        inner = ", ".join(a[1:] + kwargs)
+        return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}.{name}({inner})"
+    return f"np.{name}({', '.join(a)}{kw})"
+
+
+def _all_axes(axis, ndim):
+    """Whether a reduction over ``axis`` reduces every axis of an ``ndim``-d array."""
+    if axis is None:
+        return True
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    return sorted(int(a) % ndim for a in axes) == list(range(ndim)) if ndim else True
+
+
+def _is_known(prim):
+    """Whether ``prim`` is one of wengert's own (spelled in NumPy) or a NumPy function itself."""
+    module = getattr(prim.fun, "__module__", None) or ""
+    if module in KNOWN_FAMILIES and module.startswith("wengert."):
+        return True
+    return getattr(np, prim.__name__, None) is prim.fun or prim.__name__ in UNARY_OPERATORS
+
+
+def _statement_source(stmt, mod, safe):
+    if stmt.inplace and stmt.prim.__name__ == "add":
+        return f"{stmt.args[0].name} += {mod.value(stmt.args[1])}"
+    if stmt.inplace and stmt.prim.__name__ == "index_add":
+        buf, idx, e = stmt.args
+        if vars_in(idx) or _has_array(idx):
+            return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"
+        return f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"
+    return f"{', '.join(o.name for o in stmt.outs)} = {_rhs(stmt, mod, safe)[0]}"
+
+
+def _has_array(idx):
+    parts = idx if type(idx) is tuple else (idx,)
+    return any(isinstance(p, (np.ndarray, list)) for p in parts)
+
+
+def _fused_chooser_adds(program, counts):
+    """The second seed's point for max/min over all axes: ``buf += g * chooser_weights(out, x)``
+    (three statements, a dense array of weights nearly all 0) is written as one in-place update of
+    the maxima only, ``add_chosen(buf, g, out, x)``. Returns {statement: arguments, or None to skip}."""
+    producer = {st.outs[0]: st for st in program.statements}
+    fused = {}
+    for st in program.statements:
+        if not (st.inplace and st.prim.__name__ == "add") or type(st.args[1]) is not Variable:
+            continue
+        m = producer.get(st.args[1])
+        if m is None or m.prim.__name__ != "multiply" or counts.get(m.out) != 1:
+            continue
+        g, w = m.args if type(m.args[1]) is Variable and m.args[1] in producer else m.args[::-1]
+        c = producer.get(w) if type(w) is Variable else None
+        if (c is None or c.prim.__name__ != "chooser_weights" or counts.get(w) != 1 or c.kwargs
+                or c.args[2:] != (None, False) or np.shape(g) != () or type(g) is not Variable
+                or c.args[1].shape != st.args[0].shape):
+            continue
+        fused[c] = fused[m] = None
+        fused[st] = (st.args[0], g, c.args[0], c.args[1])
+    return fused
+
+
+def _negated_sums(program, counts):
+    """``sum(-x)`` as ``-sum(x)`` (exactly equal: one negation of the sum instead of one per element):
+    {negation statement: its argument} for negations read only by a sum."""
+    readers = {}
+    for st in program.statements:
+        for v in st.uses():
+            readers[v] = st
+    found = {}
+    for st in program.statements:
+        if st.prim.__name__ == "negative" and counts.get(st.out) == 1 and st.out.kind == "array":
+            r = readers.get(st.out)
+            if r is not None and r.prim.__name__ == "sum" and r.args[0] is st.out and not r.inplace:
+                found[st] = st.args[0]
+    return found
+
+
+_MAX_LITERAL = 1000
+"""Constant arrays larger than this (and not uniform) are passed to the function, not written out."""
+
+_MAX_INLINE_DEPTH = 8
+"""Python floats used once are written into their one use (``a * b + c``, as by hand), to this
+nesting depth: a name less to store and load per operation is a third of a scalar program's time."""
+
+
+def to_source(program, safe=False):
+    """The program as a Python module defining one function ``program.name`` (see module docs)."""
+    return _source(program, safe)[0]
+
+
+def _source(program, safe):
+    names = param_names(program)
+    used = {v.name for s in program.statements for v in s.outs} | {v.name for v in program.inputs}
+    mod = _Module(used | set(names))
+    outputs = {o for o in program.outputs if type(o) is Variable}
+    body = [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
+    counts = use_counts(program)
+    fused = _fused_chooser_adds(program, counts)
+    for s, x in _negated_sums(program, counts).items():
+        mod.negated[s.out] = x
+        fused[s] = None
+    for s in program.statements:
+        out = s.outs[0]
+        if s in fused:
+            if fused[s] is not None:
+                mod.helpers.add("add_chosen")
+                body.append(f"    add_chosen({', '.join(mod.value(v) for v in fused[s])})")
+            continue
+        if (out.kind == "float" and len(s.outs) == 1 and not s.inplace and counts.get(out) == 1
+                and s.prim is not dup and out not in outputs):
+            depth = mod.depth(s)
+            if depth <= _MAX_INLINE_DEPTH:
+                text, p = _rhs(s, mod, safe)
+                mod.inline[out] = (text, p, depth)
+                continue
+        body.append(f"    {_statement_source(s, mod, safe)}")
+    outs = []
+    inputs = set(program.inputs)
+    for o in program.outputs:
+        text = mod.value(o)
+        # constants and the caller's own arrays are returned as copies: the caller may write into results
+        shared = isinstance(o, np.ndarray) or (type(o) is Variable and o in inputs and o.kind == "array")
+        outs.append(f"{text}.copy()" if shared else text)
+    body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})")
+    if mod.math:
+        head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
+    else:
+        head = ["import numpy as np"]
+    if mod.foreign:
+        head.append("# supplied by wengert (primitives without a NumPy spelling): "
+                    + ", ".join(sorted(mod.foreign)))
+    head += ["", ""] if mod.helpers else [""]
+    if "tie_select" in mod.helpers:
+        mod.helpers.add("masked")
+    for name in sorted(mod.helpers):
+        head += [HELPERS[name].strip(), "", ""]
+    for name, value in mod.constants:
+        if isinstance(value, np.ndarray) and value.size > _MAX_LITERAL and uniform(value) is None:
+            mod.foreign[name] = value
+            head.append(f"# {name}: a {value.dtype.name}{list(value.shape)} array captured by the function, "
+                        f"supplied by wengert (too large to write out)")
+            continue
+        try:
+            head.append(f"{name} = {source_value(value, None)}")
+        except TypeError:
+            mod.foreign[name] = value
+            head.append(f"# {name}: a constant supplied by wengert ({type(value).__name__})")
+    if mod.constants:
+        head.append("")
+    text = "\n".join(head) + f"\n\ndef {program.name}({', '.join(names)}):\n" + "\n".join(body) + "\n"
+    return text, mod
+
+
+def compile_program(program):
+    """The program as a Python function of its flat inputs, made by ``exec`` of its source."""
+    fast = _compile(program, safe=False)
+    if not fast.uses_math:
+        return fast
+
+    def run(*args):
+        try:
+            return fast(*args)
+        except (ValueError, OverflowError):  # math's domain errors: NumPy gives nan/inf instead
+            return _compile_safe(program)(*args)
+
+    run.__name__ = program.name
+    return run
+
+
+def _compile_safe(program):
+    if not hasattr(program, "_safe_function"):
+        program._safe_function = _compile(program, safe=True)
+    return program._safe_function
+
+
+def _compile(program, safe):
+    text, mod = _source(program, safe)
+    namespace = {"__name__": f"wengert_program_{program.name}"}
+    namespace.update(mod.foreign)
+    code = compile(text, f"<wengert program {program.name}>", "exec")
+    exec(code, namespace)  # noqa: S102 - the point: run the generated source
+    fun = namespace[program.name]
+    fun.uses_math = bool(mod.math)
+    return fun

@@ -1,0 +1,190 @@
+"""``wg.compile``: trace once per input signature, generate Python, cache it, run it.
+
+A signature is the arguments' pytree structure, each array's shape and dtype, "float" for Python
+floats, and the value of every other argument (ints, strings, None: the trace specialises on
+them, as ``jax.jit``'s static arguments). A new signature traces again (counted by
+``cache_info()``). Arguments that are already traced by another transform (``wg.grad`` of a
+compiled function) make it run ``fun`` itself, so the tape records it as usual.
+"""
+
+import functools
+from collections import namedtuple
+
+import numpy as np
+
+from wengert.program.ir import Program, Variable
+from wengert.program.passes import accumulate_in_place, elide_broadcasts, optimize
+from wengert.trace import BOX_TYPES
+from wengert.tree import _LEAF, tree_flatten, tree_unflatten
+
+__all__ = ["compile_function", "CompiledFunction", "CacheInfo"]
+
+CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "currsize"])
+"""Like ``functools.lru_cache``'s: calls served from the cache, traces, programs held."""
+
+
+def _leaf_key(x):
+    t = type(x)
+    if t is np.ndarray:
+        return (x.shape, x.dtype)
+    if t is float:
+        return float
+    if isinstance(x, np.generic):
+        return (t, ())
+    if t in BOX_TYPES:
+        raise _Traced
+    try:
+        hash(x)
+    except TypeError:
+        return ("unhashable", repr(x))
+    return (t, x)
+
+
+class _Traced(Exception):
+    """An argument is a value traced by another transform."""
+
+
+def _flat_key(args):
+    """The cache key of arguments that are all arrays, floats and ints (the common case), or None."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append(a.shape)
+            key.append(a.dtype)
+        elif t is float:
+            key.append(float)
+        elif t is int:
+            key.append((int, a))
+        else:
+            return None
+    return tuple(key)
+
+
+def _signature(args):
+    """The cache key of ``args``, and their leaves when they are not all plain leaves."""
+    key = _flat_key(args)
+    if key is not None:
+        return key, None
+    try:
+        leaves, tree = tree_flatten(args)
+        return (tree,) + tuple(_leaf_key(x) for x in leaves), leaves
+    except _Traced:
+        return None, None
+
+
+class _Entry:
+    """One traced signature: the program, its function, and ``call``, the function taking every
+    leaf of the arguments (static ones ignored) and returning the result's structure."""
+
+    __slots__ = ("program", "function", "picks", "call")
+
+    def __init__(self, program):
+        self.program = program
+        self.function = program.function
+        self.picks = tuple(i for i, slot in enumerate(program.in_leaves) if type(slot) is Variable)
+        params = [f"a{i}" for i in range(len(program.in_leaves))]
+        inner = f"function({', '.join(params[i] for i in self.picks)})"
+        tree = program.out_tree
+        flat = tree is _LEAF or (tree[0] is tuple and len(tree[2]) != 1 and all(c is _LEAF for c in tree[2]))
+        if not flat:
+            inner = f"unflatten(tree, [{inner}])" if len(program.outputs) == 1 else \
+                f"unflatten(tree, {inner})"
+        namespace = {"function": self.function, "unflatten": tree_unflatten, "tree": tree}
+        exec(f"def call({', '.join(params)}):\n    return {inner}\n", namespace)  # noqa: S102
+        self.call = namespace["call"]
+
+    def run(self, leaves):
+        return self.call(*leaves)
+
+
+class CompiledFunction:
+    """``fun`` (or a derivative of it), compiled per input signature; see the module docs."""
+
+    def __init__(self, fun, transform=None, argnums=0):
+        self.fun = fun
+        self.transform = transform
+        self.argnums = argnums
+        self._cache = {}
+        self._hits = 0
+        self._misses = 0
+        functools.update_wrapper(self, fun)
+
+    def _entry(self, args):
+        key, leaves = _signature(args)
+        if key is None:
+            return None, None
+        entry = self._cache.get(key)
+        if entry is None:
+            self._misses += 1
+            entry = self._cache[key] = _Entry(self._build(args))
+        else:
+            self._hits += 1
+        return entry, (leaves if leaves is not None else args)
+
+    def _build(self, args):
+        program = Program.from_trace(self.fun, *args)
+        if self.transform == "grad":
+            return accumulate_in_place(elide_broadcasts(program.grad(self.argnums)))  # simplified
+        if self.transform == "value_and_grad":
+            return accumulate_in_place(elide_broadcasts(program.value_and_grad(self.argnums)))
+        return optimize(program)
+
+    def __call__(self, *args):
+        key = _flat_key(args)  # the common case first: on small arrays the overhead is the cost
+        if key is not None:
+            entry = self._cache.get(key)
+            if entry is not None:
+                self._hits += 1
+                return entry.call(*args)
+        entry, leaves = self._entry(args)
+        if entry is None:
+            return self._uncompiled(*args)
+        return entry.run(leaves)
+
+    def _uncompiled(self, *args):
+        """Called with values traced by another transform: run ``fun`` itself under it."""
+        from wengert import transforms
+
+        if self.transform == "grad":
+            return transforms.grad(self.fun, self.argnums)(*args)
+        if self.transform == "value_and_grad":
+            return transforms.value_and_grad(self.fun, self.argnums)(*args)
+        return self.fun(*args)
+
+    def program(self, *args):
+        """The optimized Program that runs for arguments like ``args`` (traced if not cached)."""
+        entry, _ = self._entry(args)
+        if entry is None:
+            raise TypeError("compiled function: the arguments are traced values; call it with arrays")
+        return entry.program
+
+    def source(self, *args):
+        """The generated Python source that runs for arguments like ``args``."""
+        return self.program(*args).source
+
+    def grad(self, argnums=0):
+        """The compiled gradient (``jax.jit(jax.grad(fun))``)."""
+        return CompiledFunction(self.fun, "grad", argnums)
+
+    def value_and_grad(self, argnums=0):
+        """The compiled ``(value, gradient)`` (``jax.jit(jax.value_and_grad(fun))``)."""
+        return CompiledFunction(self.fun, "value_and_grad", argnums)
+
+    def cache_info(self):
+        """Hits, misses (one trace each) and the number of cached signatures."""
+        return CacheInfo(self._hits, self._misses, len(self._cache))
+
+    def __repr__(self):
+        what = f"{self.transform}({self.argnums}) of " if self.transform else ""
+        return f"<wengert compiled {what}{getattr(self.fun, '__name__', self.fun)}>"
+
+
+def compile_function(fun):
+    """Compile ``fun``: trace it once per input signature to a Program, generate Python, cache it
+    (``jax.jit``; ``torch.compile``). ``.grad(argnums)`` and ``.value_and_grad(argnums)`` are
+    compiled too."""
+    if isinstance(fun, CompiledFunction):
+        return fun
+    return CompiledFunction(fun)
+

@@ -1,0 +1,355 @@
+"""Passes: each a small function from Program to Program (the input program is left unchanged).
+
+- ``eliminate_dead_code``: keep only what the outputs need (the third seed's BigNet/SmallNet).
+- ``eliminate_common_subexpressions``: one statement per distinct (primitive, arguments).
+- ``fold_constants``: evaluate statements on constants; drop ``x * 1``, ``x + 0``, and the zeros
+  that linear operations carry (as JAX's symbolic zeros do, ``0 * x`` is taken as 0 even where x
+  is inf or nan): the seeds' ones and zeros of an adjoint program disappear.
+- ``explicit_dup``: every variable used once, through ``dup`` (the second seed).
+- ``elide_broadcasts``: no ``broadcast_to`` copy where the operation using it broadcasts anyway.
+- ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` becomes
+  ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else.
+"""
+
+import numpy as np
+
+from wengert.ops.elementwise import negative
+from wengert.ops.indexing import index_add
+from wengert.program.ir import Statement, Variable, dup, map_vars
+
+__all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
+           "explicit_dup", "accumulate_in_place", "elide_broadcasts", "simplify", "optimize"]
+
+
+def use_counts(program):
+    """How many times each Variable is read (by statements and as an output)."""
+    counts = {}
+    for s in program.statements:
+        for v in s.uses():
+            counts[v] = counts.get(v, 0) + 1
+    for o in program.outputs:
+        if type(o) is Variable:
+            counts[o] = counts.get(o, 0) + 1
+    return counts
+
+
+def _substituted(program, statements, alias):
+    """The program with ``statements``, every Variable ``v`` read as ``alias.get(v, v)``."""
+    def look(v):
+        while v in alias:
+            v = alias[v]
+            if type(v) is not Variable:
+                break
+        return v
+
+    stmts = [_rewritten(s, alias, look) for s in statements]
+    outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
+    return program.with_statements(stmts, outputs)
+
+
+def _rewritten(s, alias, look):
+    """``s`` with its arguments read through ``look`` -- ``s`` itself when none is in ``alias``
+    (most statements: rebuilding every one would make the passes several times slower)."""
+    if not alias:
+        return s
+    for a in s.args:
+        t = type(a)
+        if (t is Variable and a in alias) or t is tuple or t is list or t is dict:
+            return s.replaced(look)
+    return s.replaced(look) if s.kwargs else s
+
+
+def eliminate_dead_code(program):
+    """Only the statements the outputs depend on, in their order."""
+    live = {o for o in program.outputs if type(o) is Variable}
+    kept = []
+    for s in reversed(program.statements):
+        if any(o in live for o in s.outs):
+            kept.append(s)
+            live.update(s.uses())
+    kept.reverse()
+    return program.with_statements(kept)
+
+
+def _key(x):
+    t = type(x)
+    if t is Variable:
+        return ("var", id(x))
+    if t is float:
+        return ("float", repr(x))
+    if t is tuple or t is list:
+        return (t.__name__,) + tuple(_key(v) for v in x)
+    if t is dict:
+        return ("dict",) + tuple((k, _key(v)) for k, v in x.items())
+    if t is slice:
+        return ("slice", _key(x.start), _key(x.stop), _key(x.step))
+    if isinstance(x, np.ndarray):
+        if x.size <= 4096:
+            return ("array", x.shape, x.dtype.str, x.tobytes())
+        return ("id", id(x))
+    try:
+        hash(x)
+    except TypeError:
+        return ("id", id(x))
+    return (type(x).__name__, x)
+
+
+def eliminate_common_subexpressions(program):
+    """A statement repeating an earlier one (same primitive, same arguments) is dropped and its
+    result read from the earlier one."""
+    seen, alias, kept = {}, {}, []
+    for s in program.statements:
+        s = _rewritten(s, alias, lambda v: alias.get(v, v))
+        if s.prim is dup or len(s.outs) != 1:
+            kept.append(s)
+            continue
+        key = (id(s.prim), _key(s.args), _key(s.kwargs))
+        if key in seen:
+            alias[s.out] = seen[key]
+        else:
+            seen[key] = s.out
+            kept.append(s)
+    return _substituted(program, kept, alias)
+
+
+def _is_const(x, value):
+    if type(x) is Variable or isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (int, float, np.number)):
+        return x == value
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iufc" and x.size:
+        return bool((x == value).all())
+    return False
+
+
+def _zeros_like_var(var):
+    if var.kind == "float":
+        return 0.0
+    if var.kind != "array":
+        return var.dtype.type(0)
+    return np.zeros(var.shape, var.dtype)
+
+
+# Primitives linear in the arguments listed: a zero there makes the result zero.
+_LINEAR = {"multiply": (0, 1), "matmul": (0, 1), "tensordot": (0, 1), "true_divide": (0,),
+           "negative": (0,), "positive": (0,), "untake": (0,), "tie_select": (0,), "sum": (0,),
+           "broadcast_to": (0,), "reshape": (0,), "transpose": (0,), "getitem": (0,),
+           "sum_repeats": (0,), "astype": (0,), "repeat": (0,)}
+
+
+def _same_type(a, out):
+    """Whether Variable ``a`` may stand for ``out`` (same shape and dtype; floats stay floats)."""
+    return (type(a) is Variable and a.shape == out.shape and a.dtype == out.dtype
+            and (a.kind == out.kind or "float" not in (a.kind, out.kind)))
+
+
+def _fold(s):
+    """What statement ``s`` simplifies to (a Variable or a constant), or None."""
+    name, args, out = s.prim.__name__, s.args, s.outs[0]
+    if s.prim is dup:
+        return None
+    if not s.uses():
+        with np.errstate(all="ignore"):
+            value = s.prim.fun(*args, **s.kwargs)
+        return value if not isinstance(value, tuple) else None
+    if name in _LINEAR and any(i < len(args) and _is_const(args[i], 0) for i in _LINEAR[name]):
+        return _zeros_like_var(out)
+    if name == "multiply":
+        for x, c in ((args[0], args[1]), (args[1], args[0])):
+            if _is_const(c, 1) and _same_type(x, out):
+                return x
+    if name in ("add", "subtract") and _is_const(args[1], 0) and _same_type(args[0], out):
+        return args[0]
+    if name == "add" and _is_const(args[0], 0) and _same_type(args[1], out):
+        return args[1]
+    if name in ("true_divide", "power") and _is_const(args[1], 1) and _same_type(args[0], out):
+        return args[0]
+    if name in ("broadcast_to", "reshape", "astype") and _same_type(args[0], out):
+        return args[0]
+    if name == "where" and _is_const(args[1], 0) and _is_const(args[2], 0):
+        return _zeros_like_var(out)
+    if name in ("zeros_like", "ones_like") and out.kind == "array":  # only the shape is read
+        return np.zeros(out.shape, out.dtype) if name == "zeros_like" else np.ones(out.shape, out.dtype)
+    return None
+
+
+def _negated(s):
+    """``x`` when statement ``s`` computes ``0 - x``, ``-1 * x`` or ``x * -1`` (of x's type)."""
+    name, args = s.prim.__name__, s.args
+    if name == "subtract" and _is_const(args[0], 0) and _same_type(args[1], s.out):
+        return args[1]
+    if name == "multiply":
+        for x, c in ((args[0], args[1]), (args[1], args[0])):
+            if _is_const(c, -1) and _same_type(x, s.out):
+                return x
+    return None
+
+
+def fold_constants(program):
+    """Replace statements that simplify (see module docs) by their value or their argument."""
+    alias, kept = {}, []
+
+    def look(v):
+        while type(v) is Variable and v in alias:
+            v = alias[v]
+        return v
+
+    for s in program.statements:
+        s = _rewritten(s, alias, look)
+        negated = _negated(s)
+        if negated is not None:
+            s = Statement(s.outs, negative.primitive, (negated,))
+        folded = _fold(s)
+        if folded is None:
+            kept.append(s)
+        else:
+            alias[s.out] = folded
+    stmts = kept
+    outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
+    return program.with_statements(stmts, outputs)
+
+
+def explicit_dup(program):
+    """Insert ``(v_1, v_2, ...) = dup(v)`` after the definition of every variable read more than
+    once, and give each read its own copy: afterwards every variable is used exactly once."""
+    counts = use_counts(program)
+    copies = {}
+
+    def dup_after(v):
+        n = counts.get(v, 0)
+        if n <= 1:
+            return []
+        outs = [Variable(f"{v.name}_{k + 1}", v.shape, v.dtype, v.kind) for k in range(n)]
+        copies[v] = iter(outs)
+        return [Statement(outs, dup, (v, n))]
+
+    def take(v):
+        it = copies.get(v)
+        return next(it) if it is not None else v
+
+    stmts = []
+    for v in program.inputs:
+        stmts += dup_after(v)
+    for s in program.statements:
+        stmts.append(s.replaced(take))
+        for o in s.outs:
+            stmts += dup_after(o)
+    outputs = [take(o) if type(o) is Variable else o for o in program.outputs]
+    return program.with_statements(stmts, outputs)
+
+
+_FRESH = frozenset((
+    "add", "subtract", "multiply", "true_divide", "power", "negative", "positive", "maximum",
+    "minimum", "arctan2", "hypot", "absolute", "sign", "sqrt", "cbrt", "exp", "exp2", "log", "log2",
+    "log10", "log1p", "expm1", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
+    "tanh", "arcsinh", "arccosh", "arctanh", "square", "reciprocal", "floor", "ceil", "rint", "trunc",
+    "where", "clip", "tie_select", "matmul", "tensordot", "untake", "index_add", "sum", "prod", "max",
+    "min", "concatenate", "astype", "sum_repeats", "repeat", "chooser_weights"))
+"""Primitives whose array result is always a new buffer (never a view of an argument)."""
+
+
+def accumulate_in_place(program):
+    """Mark accumulations into owned, once-used buffers as in place (see module docs)."""
+    counts = use_counts(program)
+    producer = {o: s for s in program.statements for o in s.outs}
+    owned = set()
+    alias, stmts, dropped = {}, [], set()
+
+    def look(v):
+        return alias.get(v, v)
+
+    for s in program.statements:
+        s = _rewritten(s, alias, look)
+        out = s.outs[0]
+        if s.prim.__name__ in _FRESH and out.kind == "array":
+            owned.add(out)
+        if s.prim.__name__ == "add" and not s.kwargs:
+            done = _in_place_add(s, counts, owned, producer, dropped, look)
+            if done is not None:
+                counts[done.out] = counts.get(out, 0)
+                alias[out] = done.out
+                owned.add(done.out)
+                s = done
+        stmts.append(s)
+    stmts = [s for s in stmts if s.out not in dropped]
+    outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
+    return program.with_statements(stmts, outputs)
+
+
+def _buffer_ok(a, out, counts, owned):
+    """Arrays only: for immutable scalars ``a += b`` would only rebind a name."""
+    if type(a) is not Variable or counts.get(a, 0) != 1 or a.shape != out.shape or a.dtype != out.dtype:
+        return False
+    return a in owned and out.kind == "array"
+
+
+def _in_place_add(s, counts, owned, producer, dropped, look):
+    out = s.out
+    for a, b in ((s.args[0], s.args[1]), (s.args[1], s.args[0])):
+        if not _buffer_ok(a, out, counts, owned):
+            continue
+        renamed = Variable(a.name, out.shape, out.dtype, out.kind)
+        u = producer.get(b) if type(b) is Variable else None
+        if (u is not None and u.prim.__name__ == "untake" and counts.get(b, 0) == 1
+                and type(u.args[0]) is Variable
+                and np.can_cast(u.args[0].dtype, a.dtype, "same_kind")):
+            dropped.add(b)
+            e, idx = map_vars(u.args[0], look), map_vars(u.args[1], look)
+            return Statement((renamed,), index_add, (a, idx, e), inplace=True)
+        return Statement((renamed,), s.prim, (a, b), inplace=True)
+    return None
+
+
+_BROADCASTING = frozenset(("add", "subtract", "multiply", "true_divide", "power", "maximum", "minimum",
+                           "arctan2", "hypot", "where", "tie_select"))
+
+
+def _shape(x):
+    return x.shape if type(x) is Variable else np.shape(x)
+
+
+def elide_broadcasts(program):
+    """Drop ``broadcast_to(x, s)`` when every use is a broadcasting elementwise primitive that
+    reaches shape ``s`` anyway: NumPy broadcasts inside the operation, without the copy."""
+    users = {}
+    for s in program.statements:
+        for v in s.uses():
+            users.setdefault(v, []).append(s)
+    outputs = {o for o in program.outputs if type(o) is Variable}
+    alias = {}
+    for s in program.statements:
+        if s.prim.__name__ != "broadcast_to" or s.out in outputs or type(s.args[0]) is not Variable:
+            continue
+        x, b = s.args[0], s.out
+        ok = True
+        for u in users.get(b, []):
+            if u.prim.__name__ not in _BROADCASTING or u.kwargs:
+                ok = False
+                break
+            shapes = [x.shape if a is b else _shape(a) for a in u.args]
+            try:
+                ok = np.broadcast_shapes(*shapes) == u.out.shape
+            except ValueError:
+                ok = False
+            if not ok:
+                break
+        if ok:
+            alias[b] = x
+    if not alias:
+        return program
+    return eliminate_dead_code(_substituted(program, program.statements, alias))
+
+
+def simplify(program):
+    """Constant folding, common subexpressions and dead code, to a fixed point."""
+    for _ in range(4):
+        n = len(program.statements)
+        program = eliminate_dead_code(eliminate_common_subexpressions(fold_constants(program)))
+        if len(program.statements) == n:
+            break
+    return program
+
+
+def optimize(program):
+    """``simplify``, broadcasts elided, then in-place accumulation: what ``wg.compile`` runs."""
+    return accumulate_in_place(elide_broadcasts(simplify(program)))

@@ -1,0 +1,317 @@
+"""Lazy tracing (DyNet's lazy evaluation): run a function on symbols and record its statements.
+
+A :class:`Symbol` is a traced value with no data: primitives called on it are recorded by its
+:class:`ProgramBuilder` as statements instead of being computed. Shapes and dtypes come from
+*abstract evaluation by example*: each primitive's implementation is run once on placeholder
+arrays (ones, or zeros for integers) of the arguments' shapes and dtypes, never on the user's data.
+Python control flow on shapes and constants works; on a symbol's value it cannot (the value is not
+known yet), and raises :class:`TracingError` naming the user's line and the remedies.
+"""
+
+import linecache
+import os
+import sys
+
+import numpy as np
+
+import wengert
+from wengert.box import ArrayBox
+from wengert.numpy._dispatch import UnsupportedNumpyFunction
+from wengert.ops import nondiff
+from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
+from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
+from wengert.tree import tree_flatten, tree_unflatten
+
+__all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(wengert.__file__))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+_SHAPE_QUERIES = frozenset((nondiff.shape, nondiff.ndim, nondiff.size))
+_REMEDY = ("Use wengert.numpy.where for elementwise choices; trace data-dependent control flow "
+           "with the source front end (wg.Program.from_source), or differentiate with the tape "
+           "(wg.grad), which follows Python control flow as it runs.")
+
+
+class TracingError(TypeError):
+    """A construct that a symbolic trace cannot record (data-dependent control flow, conversion
+    of a traced value to a Python number or a NumPy array, in-place mutation)."""
+
+
+def user_location():
+    """``(filename, lineno, line)`` of the innermost frame outside wengert and NumPy, or None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)):
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            return frame.f_code.co_filename, frame.f_lineno, line
+        frame = frame.f_back
+    return None
+
+
+def _where():
+    loc = user_location()
+    if loc is None:
+        return ""
+    file, lineno, line = loc
+    return f" at {file}, line {lineno}" + (f": `{line}`" if line else "")
+
+
+def _traceback_location(error):
+    """`` at FILE, line N`` for the innermost frame of ``error``'s traceback outside wengert and NumPy."""
+    found = ""
+    tb = error.__traceback__
+    while tb is not None:
+        path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)):
+            found = f" at {tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
+@register_box
+class Symbol(ArrayBox):
+    """A traced value without data: a Variable of the program being recorded, and a placeholder
+    of its shape and dtype for abstract evaluation."""
+
+    __slots__ = ("var", "example", "_trace")
+
+    def __init__(self, var, example, trace):
+        self.var = var
+        self.example = example
+        self._trace = trace
+
+    @property
+    def shape(self):
+        return self.var.shape
+
+    @property
+    def dtype(self):
+        return self.var.dtype
+
+    def __len__(self):
+        if not self.var.shape:
+            raise TypeError("len() of a 0-d traced value")
+        return self.var.shape[0]
+
+    def __repr__(self):
+        return f"<symbol {self.var.name}: {self.var.describe()}>"
+
+    def _refuse(self, what, instead=_REMEDY):
+        raise TracingError(
+            f"{what} of the traced value {self.var.name} ({self.var.describe()}){_where()}: its value is "
+            f"not known while a program is traced (wg.Program.from_trace, wg.compile). {instead}")
+
+    def __bool__(self):
+        self._refuse("Python control flow (if, while, and/or, bool()) on the value")
+
+    def __float__(self):
+        self._refuse("float()")
+
+    def __int__(self):
+        self._refuse("int()")
+
+    def __index__(self):
+        self._refuse("Using as a Python index")
+
+    def __complex__(self):
+        self._refuse("complex()")
+
+    def __array__(self, dtype=None, copy=None):
+        self._refuse("Converting to a NumPy array (np.asarray, or a NumPy function without a rule)",
+                     "Use wengert.numpy functions, or differentiate with the tape (wg.grad).")
+
+    def __setitem__(self, idx, value):
+        self._refuse("In-place assignment (x[i] = ...)",
+                     "Build the array without mutation (wnp.where, wnp.concatenate, x + delta), or "
+                     "differentiate with the tape (wg.grad).")
+
+    # Boolean masks combine in rules (clip's ``(a >= lo) & (a <= hi)``): logical, not bitwise.
+    def __and__(self, other):
+        return nondiff.logical_and(self, other)
+
+    def __rand__(self, other):
+        return nondiff.logical_and(other, self)
+
+    def __or__(self, other):
+        return nondiff.logical_or(self, other)
+
+    def __ror__(self, other):
+        return nondiff.logical_or(other, self)
+
+    def __xor__(self, other):
+        return nondiff.logical_xor(self, other)
+
+    def __invert__(self):
+        return nondiff.logical_not(self)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.shape:
+            return self.var.shape
+        if func is np.ndim:
+            return len(self.var.shape)
+        if func is np.size:
+            return int(np.prod(self.var.shape))
+        if func is np.result_type:
+            return np.result_type(*[a.example if type(a) is Symbol else a for a in args])
+        return ArrayBox.__array_function__(self, func, types, args, kwargs)
+
+
+SYMBOLIC_TYPES.add(Symbol)
+
+
+class ProgramBuilder(Trace):
+    """Records statements. ``names`` holds every name given out, so generated names never clash."""
+
+    __slots__ = ("statements", "names", "counter", "versions")
+
+    def __init__(self, first=1, names=()):
+        super().__init__()
+        self.statements = []
+        self.names = set(names)
+        self.counter = first
+        self.versions = {}  # base name -> next version number to try
+
+    def fresh(self, base=None):
+        """A new variable name: the next ``vN``, or ``base`` (``base2``, ``base3``, ... if taken)."""
+        if base is None:
+            while var_name(self.counter) in self.names:
+                self.counter += 1
+            name = var_name(self.counter)
+            self.counter += 1
+        else:
+            name, k = base, self.versions.get(base, 2)
+            while name in self.names:
+                name, k = f"{base}{k}", k + 1
+            self.versions[base] = k
+        self.names.add(name)
+        return name
+
+    def symbol(self, var, example=None):
+        """A symbol of this trace for ``var``."""
+        self.names.add(var.name)
+        return Symbol(var, placeholder(var) if example is None else example, self)
+
+    def constant(self, value):
+        return value
+
+    def _example(self, x):
+        if type(x) is Symbol:
+            if x._trace is not self:
+                raise TracingError(f"a symbol of another program ({x.var.name}) reached this trace")
+            return x.example
+        if type(x) in BOX_TYPES:
+            raise TracingError(
+                f"a value traced by another differentiation ({type(x).__name__}) reached a function "
+                f"being traced to a program{_where()}; pass it as an argument instead of capturing it")
+        return x
+
+    def apply(self, prim, args, kwargs):
+        ex_args = _map_leaves(args, self._example)
+        ex_kwargs = _map_leaves(kwargs, self._example) if kwargs else kwargs
+        example = prim.fun(*ex_args, **ex_kwargs)  # callers hold np.errstate(all="ignore")
+        if prim in _SHAPE_QUERIES:
+            return example
+        if prim.__name__ == "getitem" and _has_bool_symbol(args[1:]):
+            raise TracingError(f"Indexing with a traced boolean mask{_where()}: the result's shape "
+                               f"depends on the data. Use wnp.where(mask, x, 0) instead.")
+        try:
+            var = Variable.like(self.fresh(), example)
+        except TypeError:
+            raise TracingError(f"primitive '{prim.__name__}' returns {type(example).__name__}, which a "
+                               f"traced program cannot hold{_where()}") from None
+        to_var = _symbol_to_var
+        self.statements.append(Statement((var,), prim, _map_leaves(args, to_var),
+                                         _map_leaves(kwargs, to_var) if kwargs else None))
+        return Symbol(var, example, self)
+
+
+def _symbol_to_var(x):
+    return x.var if type(x) is Symbol else x
+
+
+_CONTAINERS = (tuple, list, dict)
+
+
+def _map_leaves(obj, f):
+    t = type(obj)
+    if t is tuple or t is list:
+        return t([_map_leaves(o, f) if type(o) in _CONTAINERS else f(o) for o in obj])
+    if t is dict:
+        return {k: _map_leaves(v, f) for k, v in obj.items()}
+    return f(obj)
+
+
+def _has_bool_symbol(obj):
+    found = []
+    _map_leaves(obj, lambda x: found.append(x) if type(x) is Symbol and x.var.dtype.kind == "b" else x)
+    return bool(found)
+
+
+def is_input_leaf(x):
+    """Whether a leaf of the arguments becomes a program input (arrays and floats) rather than a
+    static value the trace specialises on (ints, strings, None, ...)."""
+    return isinstance(x, (np.ndarray, np.generic, float, complex)) and not isinstance(x, bool)
+
+
+def _param_names(fun, nargs):
+    import inspect
+
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(nargs):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
+            names.append(params[i].name)
+        elif params and params[-1].kind == params[-1].VAR_POSITIONAL:
+            names.append(f"{params[-1].name}_{i}")
+        else:
+            names.append(f"arg{i}")
+    return names
+
+
+def trace_program(fun, args):
+    """``Program.from_trace``: the statements ``fun(*args)`` performs, recorded on symbols."""
+    args = tuple(args)
+    leaves, in_tree = tree_flatten(args)
+    arg_names = _param_names(fun, len(args))
+    leaf_names = []
+    for name, a in zip(arg_names, args):
+        n = len(tree_flatten(a)[0])
+        leaf_names += [name] if n == 1 else [f"{name}_{j}" for j in range(n)]
+    n_inputs = sum(1 for x in leaves if is_input_leaf(x))
+    builder = ProgramBuilder()
+    inputs, input_names, in_leaves, boxed = [], [], [], []
+    k = 1 - n_inputs
+    for leaf, name in zip(leaves, leaf_names):
+        if is_input_leaf(leaf):
+            var = Variable.like(var_name(k), leaf)
+            k += 1
+            inputs.append(var)
+            input_names.append(name)
+            in_leaves.append(var)
+            boxed.append(builder.symbol(var))
+        else:
+            in_leaves.append(leaf)
+            boxed.append(leaf)
+    try:
+        with np.errstate(all="ignore"):  # abstract evaluation on placeholders may divide by zero
+            out = fun(*tree_unflatten(in_tree, boxed))
+    except UnsupportedNumpyFunction as e:
+        fname = getattr(fun, "__name__", "the function")
+        raise UnsupportedNumpyFunction(f"{e} (while tracing {fname}{_traceback_location(e)})") from e
+    out_leaves, out_tree = tree_flatten(out)
+    outputs = [map_vars(_symbol_to_var(o), lambda v: v) for o in out_leaves]
+    for o in out_leaves:
+        if type(o) in BOX_TYPES and type(o) is not Symbol:
+            raise TracingError(f"{getattr(fun, '__name__', fun)} returned a {type(o).__name__} traced by "
+                               f"another differentiation; a traced program's outputs are its own values")
+    return Program(inputs, builder.statements, outputs, name=_identifier(getattr(fun, "__name__", "f")),
+                   input_names=input_names, in_tree=in_tree, in_leaves=in_leaves, out_tree=out_tree)
+
+
+def _identifier(name):
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "f"
+    return name if not name[0].isdigit() and name != "_lambda_" else "f"

@@ -1,0 +1,149 @@
+"""Each pass on its own: what it removes or rewrites, and that the program computes the same."""
+
+import numpy as np
+
+import wengert.numpy as wnp
+from wengert.program import Program
+from wengert.program import passes as P
+
+
+def names(program):
+    return [s.prim.__name__ for s in program.statements]
+
+
+def test_dead_code_keeps_only_what_the_loss_needs_bignet_smallnet():
+    def step(data, W_big, W_small):
+        result = wnp.tanh(data @ W_big) @ W_big.T  # BigNet(data): traced, but nothing needs it
+        loss = wnp.sum(wnp.tanh(data @ W_small) ** 2)  # SmallNet(data)
+        del result
+        return loss
+
+    args = (np.ones((4, 3)), np.ones((3, 3)), np.full((3, 2), 0.1))
+    p = Program.from_trace(step, *args)
+    assert len(p.statements) == 8
+    pruned = P.eliminate_dead_code(p)
+    assert names(pruned) == ["matmul", "tanh", "power", "sum"]
+    w_big = p.inputs[1]
+    assert all(w_big not in s.uses() for s in pruned.statements)
+    assert pruned(*args) == p(*args)
+
+
+def test_common_subexpressions_are_computed_once():
+    p = Program.from_trace(lambda x: wnp.sin(x) * wnp.sin(x) + wnp.exp(2.0 * x) * wnp.exp(2.0 * x), 0.3)
+    assert names(p).count("sin") == 2 and names(p).count("exp") == 2
+    q = P.eliminate_common_subexpressions(p)
+    assert names(q).count("sin") == 1 and names(q).count("exp") == 1 and names(q).count("multiply") == 3
+    assert q(0.3) == p(0.3)
+
+
+def test_constant_folding_drops_ones_and_zeros():
+    p = Program.from_trace(lambda x: x * 1.0 + 0.0 * wnp.exp(x) - 0.0, np.arange(3.0))
+    q = P.eliminate_dead_code(P.fold_constants(p))
+    assert q.statements == [] and q.outputs == [q.inputs[0]]
+    np.testing.assert_array_equal(q(np.arange(3.0)), p(np.arange(3.0)))
+
+
+def test_constant_folding_of_shape_only_constructors():
+    p = Program.from_trace(lambda x: x + np.ones_like(x) * 2.0 + np.zeros_like(x), np.arange(3.0))
+    assert "ones_like" in names(p)
+    q = P.simplify(p)
+    assert names(q) == ["add"] and isinstance(q.statements[0].args[1], np.ndarray)
+    np.testing.assert_array_equal(q(np.arange(3.0)), [2.0, 3.0, 4.0])
+
+
+def test_constant_folding_removes_the_seeds_ones_from_a_gradient():
+    def f(x, y):
+        return wnp.sum(x * y)
+
+    x, y = np.arange(3.0), np.array([2.0, -1.0, 0.5])
+    raw = Program.from_trace(f, x, y)
+    vjp = raw.vjp()  # a symbolic seed: the adjoint statements stay
+    assert "multiply" in names(vjp)
+    grad = raw.grad(0)  # seed 1.0: broadcast ones times y is y itself
+    assert grad.statements == [] and grad.outputs == [grad.inputs[1]]
+    np.testing.assert_array_equal(grad(x, y), y)
+    assert grad(x, y) is not y  # a copy: the caller may write into the gradient
+
+
+def test_explicit_dup_makes_every_use_count_one():
+    def f(x):
+        return x * x + wnp.sin(x) * x
+
+    p = Program.from_trace(f, 0.7)
+    assert P.use_counts(p)[p.inputs[0]] == 4
+    d = P.explicit_dup(p)
+    assert set(P.use_counts(d).values()) == {1}
+    assert names(d)[0] == "dup" and len(d.statements[0].outs) == 4
+    assert d(0.7) == p(0.7)
+    assert d.grad()(0.7) == p.grad()(0.7)
+
+
+def test_in_place_accumulation_of_indexed_adjoints():
+    def f(x):
+        return x[0] * x[1] + x[2] ** 2 + x[1:4].sum()
+
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    g = P.simplify(Program.from_trace(f, x).grad())
+    assert names(g).count("untake") == 3 and "index_add" not in names(g)  # x[1:4]'s is a constant
+    h = P.accumulate_in_place(g)
+    assert names(h).count("untake") == 1 and names(h).count("index_add") == 2
+    text = str(h)
+    assert "] += " in text and "untake" in text
+    assert "] += " in h.source
+    kept = x.copy()
+    np.testing.assert_array_equal(h(x), [2.0, 2.0, 7.0, 1.0, 0.0])
+    np.testing.assert_array_equal(x, kept)
+
+
+def test_in_place_accumulation_of_dense_adjoints_only_into_owned_buffers():
+    def f(W, x):
+        return wnp.sum(wnp.tanh(W @ x) + W @ x)
+
+    W, x = np.arange(6.0).reshape(2, 3) / 6, np.ones(3)
+    g = P.simplify(Program.from_trace(f, W, x).grad((0, 1)))
+    h = P.accumulate_in_place(g)
+    assert " += " in str(h)
+    assert any(s.inplace for s in h.statements)
+    W0, x0 = W.copy(), x.copy()
+    for a, b in zip(h(W, x), g(W, x)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(W, W0)
+    np.testing.assert_array_equal(x, x0)
+
+
+def test_no_in_place_into_inputs_or_buffers_read_twice():
+    p = Program.from_trace(lambda x, y: (x + y) * (x + y + 1.0) + x, np.ones(2), np.ones(2))
+    q = P.accumulate_in_place(p)
+    first_add = q.statements[0]
+    assert not first_add.inplace  # x and y are the caller's arrays
+    # "+ 1.0" and the final "+ x" accumulate into buffers the program made and reads once
+    assert [s.prim.__name__ for s in q.statements if s.inplace] == ["add", "add"]
+    assert str(q).splitlines()[-2:] == ["    v4 += v_1", "    return v4"]
+    np.testing.assert_array_equal(q(np.ones(2), np.ones(2)), p(np.ones(2), np.ones(2)))
+
+
+def test_elide_broadcasts():
+    def f(x):
+        return wnp.sum(wnp.exp(x)) * 2.0
+
+    g = Program.from_trace(f, np.ones((3, 2))).vjp()
+    assert "broadcast_to" in names(g)
+    h = P.elide_broadcasts(g)
+    assert "broadcast_to" not in names(h)
+    for a, b in zip(h(np.ones((3, 2)), 1.5)[1], g(np.ones((3, 2)), 1.5)[1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_optimize_keeps_values():
+    def f(W, b, x):
+        h = wnp.maximum(x @ W + b, 0.0)
+        return wnp.mean(h * h) + wnp.sum(h[0])
+
+    args = (np.linspace(-1, 1, 12).reshape(3, 4), np.linspace(0, 1, 4), np.linspace(-2, 2, 6).reshape(2, 3))
+    g = Program.from_trace(f, *args).value_and_grad((0, 1, 2))
+    o = P.optimize(g)
+    value, grads = o(*args)
+    want_value, want_grads = g(*args)
+    assert value == want_value
+    for a, b in zip(grads, want_grads):
+        np.testing.assert_array_equal(a, b)
