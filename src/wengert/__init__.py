@@ -6,6 +6,7 @@ reading one rule table. ``import wengert.numpy as wnp`` for NumPy's names; plain
 traced values dispatch there.
 """
 
+from wengert._checkpoint import checkpoint, iterate
 from wengert.primitive import NoRuleError, Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 from wengert.tape import Grad, Tape, Var
 from wengert.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
@@ -33,4 +34,5 @@ __all__ = [
     "Tape", "Var", "Grad",
     "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "Primitive", "NoRuleError",
     "tree_flatten", "tree_unflatten", "tree_map",
+    "checkpoint", "iterate",
 ]
