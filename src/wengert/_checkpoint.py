@@ -205,6 +205,7 @@ class _Chain:
             seeds = [(o, c) for o, c in zip(outs, cts)
                      if c is not None and type(o) in BOX_TYPES and o._trace is trace]
             adj = backward_pass(seeds, tape=trace.entries)[0] if seeds else {}
+            trace.entries.clear()  # nodes and trace form a cycle, and the collector may be paused
             ct_in = [_fix(adj.get(x), x.value) if f else None for x, f in zip(inputs, self.in_float)]
             ct_slots = {s: _fix(adj.get(leaf), leaf.value) for s, leaf in slot_leaves.items()}
             return ct_in, ct_slots

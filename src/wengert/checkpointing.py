@@ -243,24 +243,25 @@ def ctz(n):
     n = _check_n(n, "ctz")
     if n == 0:
         return Schedule([], 0, "ctz")
+    new, A = _new, Action  # up to n log n actions: built inline
     actions = [_snapshot(0, 0)]
     for i in range(n - 1):
-        actions += [_advance(i, 1), ctz_forward(i + 1)]
+        actions += (new(A, ("advance", i, 1, -1)), ctz_forward(i + 1))
     stack = _prefixes(n - 1)
     actions.append(_reverse(n - 1))
     for p in range(n - 2, -1, -1):
         while stack[-1] > p:
             stack.pop()
         q = stack[-1]  # a prefix of p: p = q + the bits of p below q's lowest set bit
-        actions.append(_restore(q, len(stack) - 1))
+        actions.append(new(A, ("restore", q, 0, len(stack) - 1)))
         rest = p - q
         while rest:  # advance through p's prefixes above q, keeping each
             bit = 1 << (rest.bit_length() - 1)
-            actions += [_advance(q, bit), _snapshot(q + bit, len(stack))]
+            actions += (new(A, ("advance", q, bit, -1)), new(A, ("snapshot", q + bit, 0, len(stack))))
             q += bit
             rest -= bit
             stack.append(q)
-        actions.append(_reverse(p))
+        actions.append(new(A, ("reverse", p, 1, -1)))
     return Schedule(actions, n, "ctz")
 
 
