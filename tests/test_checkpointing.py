@@ -338,7 +338,8 @@ def test_a_step_changing_the_state_is_named(policy):
 
     for step, what in [(grow, r"step 0 changed state leaf 0 from shape \(5,\) float64 to \(6,\)"),
                        (to_pair, r"step 0 returned a state of structure \(\*, \*\), but the state is \*"),
-                       (to_float32, r"leaf 0 from shape \(5,\) float64 to \(5,\) float32")]:
+                       (to_float32, r"step 0 changed state leaf 0 from shape \(5,\) float64 to \(5,\) "
+                                    r"float32")]:
         with pytest.raises(ValueError, match=rf"wg.iterate\({step.__name__}\): " + what):
             wg.grad(lambda x: wnp.sum(wg.iterate(step, x, 3, checkpoint=policy)))(X0)
 
