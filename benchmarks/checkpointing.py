@@ -37,8 +37,9 @@ QUICK = {"size": 2_000, "n": 64, "snapshots": 6, "segments": 8, "rounds": 1}
 
 
 def matches(name):
-    """Whether an ``--only`` argument selects this benchmark."""
-    return name.lower() in "checkpointing" or name.lower().startswith("checkpoint")
+    """Whether an ``--only`` argument selects this benchmark ("checkpoint", "checkpointing", "check")."""
+    key = name.lower()
+    return key.startswith("check") and ("checkpointing".startswith(key) or key.startswith("checkpoint"))
 
 
 def initial_state(size):
