@@ -199,6 +199,9 @@ def _rss_in_subprocess(key, cfg, quick):
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH", "")] if p)
+    # A fixed threshold: glibc otherwise raises it as blocks are freed, and then keeps freed arrays in
+    # its heap, so the resident size would show what was ever allocated rather than what was alive.
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True)
         value = json.loads(out.stdout.strip().splitlines()[-1])
@@ -325,7 +328,8 @@ def _format(cfg, rows, targets, quick):
              "",
              f"Median of {cfg['rounds']} interleaved round(s); one thread. tracemalloc sees NumPy's "
              f"buffers only (not PyTorch's or XLA's allocators); the RSS column is the peak resident "
-             f"memory above the level before the call, in a fresh process (Linux VmHWM).",
+             f"memory above the level before the call, in a fresh process (Linux VmHWM, with "
+             f"MALLOC_MMAP_THRESHOLD_=65536 so that freed arrays leave the resident set).",
              "",
              "| " + " | ".join(head) + " |",
              "|" + "|".join("---" for _ in head) + "|"]
