@@ -115,6 +115,7 @@ class _Chain:
         self.in_float = [is_inexact(v) for v in self.in_plain]
         self.slot_boxes, self.slot_plain, self.slot_float, self.slot_ids = [], [], [], {}
         self.sequences = []  # evaluation j -> the slots it met, in order of first sight
+        self.interned = {}
         self.schedule = None
         self.n = 1
         self.forward_state = None  # (vals, slots, current, back) kept by the forward sweep
@@ -159,8 +160,9 @@ class _Chain:
             if type(o) in BOX_TYPES:
                 o = o.value if o._trace is trace else resolve(o)
             values.append(o)
-        if seq is None:
-            self.sequences.append(tuple(order))
+        if seq is None:  # one shared tuple per distinct sequence: a long loop stores pointers only
+            seq = tuple(order)
+            self.sequences.append(self.interned.setdefault(seq, seq))
         elif len(order) != len(seq):
             raise self._nondeterministic(j)
         return values, out_def
@@ -337,6 +339,8 @@ class _Chain:
         cache = getattr(self, "_cache", None)
         if cache is None or cache[0] is not g or cache[1] is not out:
             cache = self._cache = (g, out, self._reverse(g, vals))
+        if argnum == len(vals) - 1:
+            self._cache = None  # the backward pass asks for the arguments in order
         return cache[2][argnum]
 
     def _reverse(self, g, vals):
