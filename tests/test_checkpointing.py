@@ -355,3 +355,37 @@ def test_a_nondeterministic_closure_is_refused():
     y = wnp.sum(wg.checkpoint(fickle)(wg.tensor(X0, requires_grad=True)))
     with pytest.raises(RuntimeError, match=r"wg.checkpoint\(fickle\): recomputing the function used"):
         y.backward()
+
+
+def test_iterate_records_one_node_whatever_n():
+    for policy in ("binomial", "ctz"):
+        tape = wg.Tape()
+        x = tape.var(X0)
+        y = wnp.sum(wg.iterate(lambda v: wnp.sin(v) * 1.1, x, 50, checkpoint=policy))
+        assert len(tape) == 2  # the loop and the sum: none of the 100 operations of its steps
+        plain = wg.Tape()
+        xp = plain.var(X0)
+        yp = wnp.sum(wg.iterate(lambda v: wnp.sin(v) * 1.1, xp, 50))
+        assert len(plain) == 101
+        close(y.grad().wrt(x), yp.grad().wrt(xp))
+
+
+def test_vjp_function_called_twice_recomputes_from_the_inputs():
+    schedule = binomial(12, 3)
+    out, back = wg.vjp(lambda v: wg.iterate(wnp.sin, v, 12, checkpoint="binomial", snapshots=3), X0)
+    ref = wg.vjp(lambda v: wg.iterate(wnp.sin, v, 12), X0)[1](np.ones(5))
+    with Stats() as stats:
+        first = back(np.ones(5))
+        second = back(np.ones(5))
+    close(first[0], ref[0])
+    close(second[0], ref[0])
+    # the first call continues the forward sweep's schedule; the second runs all of it again
+    assert stats.evaluations == schedule.evaluations - schedule.forward_advances - 1 + schedule.evaluations
+
+
+def test_checkpoint_returning_a_closed_over_value():
+    def f(x, w):
+        return wnp.sum(wg.checkpoint(lambda v: (v * 2.0, w))(x)[1] * x)
+
+    close(wg.grad(f, argnums=(0, 1))(X0, W[0])[1], X0)
+    close(wg.grad(f, argnums=(0, 1))(X0, W[0])[0], W[0])

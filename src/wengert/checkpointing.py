@@ -10,10 +10,10 @@ taking x_p to x_(p+1):
 - ``reverse p``: evaluate step p from the current state x_p while recording it, and carry the
   cotangent of x_(p+1) back to x_p. Snapshots of x_p and later states are dropped: never needed again.
 
-The first ``reverse`` is that of the last step, right after the forward sweep: that evaluation also
-gives x_n, so a forward sweep followed by the reverse sweep evaluates every step once more, at most,
-than the schedule's advances. ``wg.iterate`` executes these schedules; :class:`Stats` counts what it
-did. ``print(ctz(16))`` draws a schedule as in the first seed's last section.
+The first ``reverse`` is that of the last step, right after the forward sweep: its recorded evaluation
+is also the one that gives x_n. A schedule thus evaluates ``advances + n`` steps in all, forward sweep
+included. ``wg.iterate`` executes these schedules; :class:`Stats` counts what it did.
+``print(ctz(16))`` draws a schedule as in the first seed's last section.
 """
 
 import math
