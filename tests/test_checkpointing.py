@@ -389,3 +389,16 @@ def test_checkpoint_returning_a_closed_over_value():
 
     close(wg.grad(f, argnums=(0, 1))(X0, W[0])[1], X0)
     close(wg.grad(f, argnums=(0, 1))(X0, W[0])[0], W[0])
+
+
+@pytest.mark.parametrize("policy", ["binomial", "ctz"])
+def test_a_gradient_inside_the_step(policy):
+    def energy(x, w):
+        return wnp.sum(wnp.sin(x) * w * x)
+
+    def loss(x0, w, pol):
+        step = lambda x: x - 0.1 * wg.grad(energy)(x, w)  # gradient descent, differentiated
+        return wnp.sum(wg.iterate(step, x0, 6, checkpoint=pol) ** 2)
+
+    for g, r in zip(wg.grad(loss, (0, 1))(X0, 0.8, policy), wg.grad(loss, (0, 1))(X0, 0.8, "all")):
+        close(g, r)

@@ -237,6 +237,18 @@ def ctz_forward(i):
     return _snapshot(i, bin(i).count("1"))
 
 
+_FORWARD = [_snapshot(0, 0)]  # CTZ's forward sweep, as long as asked so far
+_FORWARD_LOCK = threading.Lock()
+
+
+def _ctz_forward_sweep(n):
+    """The forward sweep of ``ctz(n)``: the first 2n - 1 actions of any longer one (it is online)."""
+    with _FORWARD_LOCK:
+        for i in range(len(_FORWARD) // 2, n - 1):
+            _FORWARD.extend((_advance(i, 1), ctz_forward(i + 1)))
+        return _FORWARD[:2 * n - 1]
+
+
 def ctz(n):
     """The first seed's CTZ schedule for ``n`` steps: online (the forward sweep does not need n),
     at most floor(log2 n) + 2 snapshots, each step recomputed O(log n) times."""
@@ -244,9 +256,7 @@ def ctz(n):
     if n == 0:
         return Schedule([], 0, "ctz")
     new, A = _new, Action  # up to n log n actions: built inline
-    actions = [_snapshot(0, 0)]
-    for i in range(n - 1):
-        actions += (new(A, ("advance", i, 1, -1)), ctz_forward(i + 1))
+    actions = _ctz_forward_sweep(n)
     stack = _prefixes(n - 1)
     actions.append(_reverse(n - 1))
     for p in range(n - 2, -1, -1):
