@@ -49,7 +49,10 @@ def iterate(step, x0, n=None, *, until=None, checkpoint="all", snapshots=None):
     loop); ``"binomial"`` keeps ``snapshots`` states (default ceil(log2 n)) and recomputes the rest
     on Griewank's optimal schedule; ``"ctz"`` keeps at most floor(log2 n) + 2 states without knowing
     n in advance: the only policy that accepts ``until``. See :mod:`wengert.checkpointing`.
-    The state may be a pytree; each step must keep its structure, shapes and dtypes.
+    The state may be a pytree; each step must keep its structure, shapes and dtypes. ``until`` is
+    asked before every step, x0 included: ``while not until(x): x = step(x)``, on plain values.
+    Like ``jax.checkpoint``, the checkpointed policies run ``step`` again in the backward pass, so
+    it must perform the same operations each time.
     """
     name = name_of(step)
     where = f"wg.iterate({name})"

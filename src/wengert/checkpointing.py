@@ -371,6 +371,10 @@ class Stats:
         with wengert.checkpointing.Stats() as stats:
             wg.grad(loss)(x0)
         stats.evaluations, stats.peak_snapshots
+
+    ``wg.iterate(..., checkpoint="all")`` takes no snapshots: its tape keeps every intermediate.
+    ``wg.checkpoint`` counts its function's evaluations, and one snapshot (its inputs) while it
+    recomputes.
     """
 
     def __init__(self):
