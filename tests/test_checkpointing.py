@@ -402,3 +402,14 @@ def test_a_gradient_inside_the_step(policy):
 
     for g, r in zip(wg.grad(loss, (0, 1))(X0, 0.8, policy), wg.grad(loss, (0, 1))(X0, 0.8, "all")):
         close(g, r)
+
+
+@pytest.mark.parametrize("policy", ["binomial", "ctz"])
+def test_against_finite_differences_to_second_order(policy):
+    from wengert.testing import check_grads
+
+    def f(x, w):
+        step = wg.checkpoint(lambda v: wnp.tanh(w @ v) + 0.5 * v)
+        return wg.iterate(step, x, 5, checkpoint=policy)
+
+    check_grads(f, X0, W, modes=("fwd", "rev"), order=2)
