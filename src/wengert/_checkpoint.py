@@ -100,18 +100,22 @@ def _online_forward(chain, until, n, source):
     if n == 0 or until(tree_unflatten(chain.in_def, current)):
         chain.n = 0
         return slots, current, current, None
-    chain._snap(slots, 0, 0, current)
+    chain.snap(slots, 0, 0, current)
     p = 0
-    while True:
-        values, out_def, back = chain.record(p, current, source)
-        chain.check_state(p, values, out_def)
-        p += 1
-        if (n is not None and p >= n) or until(tree_unflatten(chain.in_def, values)):
-            chain.n = p
-            return slots, current, values, back
-        a = sched.ctz_forward(p)
-        current = values
-        chain._snap(slots, a.slot, p, current)
+    try:
+        while True:
+            values, out_def, back = chain.record(p, current, source)
+            chain.check_state(p, values, out_def)
+            p += 1
+            if (n is not None and p >= n) or until(tree_unflatten(chain.in_def, values)):
+                chain.n = p
+                return slots, current, values, back
+            a = sched.ctz_forward(p)
+            current = values
+            chain.snap(slots, a.slot, p, current)
+    except BaseException:
+        chain.drop(slots, 0)
+        raise
 
 
 def _iterate_all(step, x, n, name):

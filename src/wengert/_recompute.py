@@ -119,10 +119,11 @@ class Chain:
         self.forward_state = None  # (vals, slots, current, back) kept by the forward sweep
         self.precomputed = None  # (vals, packed output) for the node's first, primal, call
         self.held = 0  # snapshots this chain holds (reported to Stats)
+        self.watchers = sched._watching()
 
     def __del__(self):
         if self.held:
-            sched._note_snapshots(-self.held)
+            sched._note_snapshots(-self.held, self.watchers)
 
     # -- running the function ---------------------------------------------------------------------
     def evaluate(self, j, leaves, slot_value):
@@ -228,13 +229,13 @@ class Chain:
                     f"an x0 of that shape and dtype).")
 
     # -- snapshots --------------------------------------------------------------------------------
-    def _snap(self, slots, slot, position, state):
+    def snap(self, slots, slot, position, state):
         before = len(slots)
         del slots[slot:]
         slots.append((position, state))
         self._held(len(slots) - before)
 
-    def _drop(self, slots, position):
+    def drop(self, slots, position):
         before = len(slots)
         while slots and slots[-1][0] >= position:
             slots.pop()
@@ -243,25 +244,29 @@ class Chain:
     def _held(self, delta):
         if delta:
             self.held += delta
-            sched._note_snapshots(delta)
+            sched._note_snapshots(delta, self.watchers)
 
     def sweep_forward(self, leaves, source):
         """The schedule's forward sweep from x_0 = ``leaves``, then step n-1 recorded.
         Returns ``(slots, x_(n-1), x_n values, back)``."""
         slots = []
         current = leaves
-        for a in self.schedule[:self.schedule.first_reverse()]:
-            if a.kind == "advance":
-                for j in range(a.position, a.position + a.steps):
-                    current = self.advance(j, current, source)
-            elif a.kind == "snapshot":
-                self._snap(slots, a.slot, a.position, current)
-            else:  # restore: not part of a forward sweep, but harmless
-                current = slots[a.slot][1]
-        discovering = self.n - 1 >= len(self.sequences)
-        values, out_def, back = self.record(self.n - 1, current, source)
-        if discovering and self.kind == "iterate":
-            self.check_state(self.n - 1, values, out_def)
+        try:
+            for a in self.schedule[:self.schedule.first_reverse()]:
+                if a.kind == "advance":
+                    for j in range(a.position, a.position + a.steps):
+                        current = self.advance(j, current, source)
+                elif a.kind == "snapshot":
+                    self.snap(slots, a.slot, a.position, current)
+                else:  # restore: not part of a forward sweep, but harmless
+                    current = slots[a.slot][1]
+            discovering = self.n - 1 >= len(self.sequences)
+            values, out_def, back = self.record(self.n - 1, current, source)
+            if discovering and self.kind == "iterate":
+                self.check_state(self.n - 1, values, out_def)
+        except BaseException:
+            self.drop(slots, 0)
+            raise
         return slots, current, values, back
 
     def advance(self, j, leaves, source):
@@ -310,7 +315,7 @@ class Chain:
 
     def _release(self):
         if self.forward_state is not None:
-            self._drop(self.forward_state[1], 0)
+            self.drop(self.forward_state[1], 0)
             self.forward_state = None
 
     def _impl(self, *vals):
@@ -353,7 +358,7 @@ class Chain:
             _, slots, current, back = state
         else:
             if state is not None:
-                self._drop(state[1], 0)
+                self.drop(state[1], 0)
             slots, current, _, back = self.sweep_forward(self._leaves_from(vals), source)
         acc = {}
         try:
@@ -362,7 +367,7 @@ class Chain:
                     for j in range(a.position, a.position + a.steps):
                         current = self.advance(j, current, source)
                 elif a.kind == "snapshot":
-                    self._snap(slots, a.slot, a.position, current)
+                    self.snap(slots, a.slot, a.position, current)
                 elif a.kind == "restore":
                     current = slots[a.slot][1]
                 else:
@@ -372,9 +377,9 @@ class Chain:
                     back = None
                     for s, c in ct_slots.items():
                         acc[s] = _add(acc.get(s), c)
-                    self._drop(slots, a.position)
+                    self.drop(slots, a.position)
         finally:
-            self._drop(slots, 0)
+            self.drop(slots, 0)
         grads = [ct[i] if ct[i] is not None else _zero(vals[k]) for k, i in enumerate(self.x_args)]
         for s in self.slot_args:
             c = acc.get(s)

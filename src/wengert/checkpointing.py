@@ -360,7 +360,6 @@ def _active():
     stack = getattr(_local, "stack", None)
     if stack is None:
         stack = _local.stack = []
-        _local.held = 0
     return stack
 
 
@@ -372,14 +371,15 @@ class Stats:
             wg.grad(loss)(x0)
         stats.evaluations, stats.peak_snapshots
 
-    ``wg.iterate(..., checkpoint="all")`` takes no snapshots: its tape keeps every intermediate.
-    ``wg.checkpoint`` counts its function's evaluations, and one snapshot (its inputs) while it
-    recomputes.
+    Snapshots count for the loops started inside the context. ``wg.iterate(..., checkpoint="all")``
+    takes no snapshots: its tape keeps every intermediate. ``wg.checkpoint`` counts its function's
+    evaluations, and one snapshot (its inputs) while it recomputes.
     """
 
     def __init__(self):
         self.evaluations = 0
         self.peak_snapshots = 0
+        self._held = 0
 
     def __enter__(self):
         _active().append(self)
@@ -397,10 +397,14 @@ def _note_evaluation():
         stats.evaluations += 1
 
 
-def _note_snapshots(delta):
-    """``delta`` snapshots taken (positive) or released (negative)."""
-    stack = _active()
-    _local.held += delta
-    for stats in stack:
-        if _local.held > stats.peak_snapshots:
-            stats.peak_snapshots = _local.held
+def _watching():
+    """The Stats a loop starting now reports its snapshots to."""
+    return tuple(_active())
+
+
+def _note_snapshots(delta, watchers):
+    """``delta`` snapshots taken (positive) or released (negative) by a loop ``watchers`` watch."""
+    for stats in watchers:
+        stats._held += delta
+        if stats._held > stats.peak_snapshots:
+            stats.peak_snapshots = stats._held
