@@ -297,20 +297,21 @@ class Chain:
     def make_node(self, args, out_values, out_def):
         """Record the node on every trace among ``args``; return the output pytree."""
         self.out_def = out_def
-        self.out_plain = [unbox_all(v) for v in out_values]
-        self.out_float = [is_inexact(v) for v in self.out_plain]
-        floats = [v for v, f in zip(self.out_plain, self.out_float) if f]
+        plain = [unbox_all(v) for v in out_values]
+        self.out_float = [is_inexact(v) for v in plain]
+        floats = [v for v, f in zip(plain, self.out_float) if f]
         if not floats or not any(type(a) in BOX_TYPES for a in args):
             self._release()
             return tree_unflatten(out_def, out_values)
+        self.out_like = [_like(v) for v in floats]  # shapes and dtypes, without holding the values
         self.precomputed = ([unbox_all(a) for a in args], _pack(floats))
         prim = Primitive(self._impl, name=f"{self.kind}({self.name})")
         defvjp_argnum(prim, self._vjp)
         defjvp_argnum(prim, self._jvp)
         out = prim(*args)
         self.precomputed = None
-        parts = iter(_unpack(out, floats))
-        leaves = [next(parts) if f else v for v, f in zip(self.out_plain, self.out_float)]
+        parts = iter(_unpack(out, self.out_like))
+        leaves = [next(parts) if f else v for v, f in zip(plain, self.out_float)]
         return tree_unflatten(out_def, leaves)
 
     def _release(self):
@@ -348,8 +349,7 @@ class Chain:
 
     def _reverse(self, g, vals):
         """All the node's argument cotangents: the schedule's reverse sweep."""
-        floats = [v for v, f in zip(self.out_plain, self.out_float) if f]
-        parts = iter(_unpack_cotangent(g, floats))
+        parts = iter(_unpack_cotangent(g, self.out_like))
         ct = [next(parts) if f else None for f in self.out_float]
         source = self._source(vals)
         state = self.forward_state
@@ -385,6 +385,11 @@ class Chain:
             c = acc.get(s)
             grads.append(c if c is not None else _zero(vals[self.arg_of_slot[s]]))
         return grads
+
+
+def _like(v):
+    """A stand-in for ``v`` with its type, shape and dtype, holding no data."""
+    return v if type(v) is float else np.broadcast_to(np.zeros((), np.result_type(v)), np.shape(v))
 
 
 def _pack(values):
