@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import checkpointing as checkpoint_bench
 from benchmarks import indexing
 from benchmarks.compiled import COMPILED_NAMES, compiled_workloads
 from benchmarks.harness import (
@@ -55,7 +56,11 @@ def main(argv=None):
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
-    selected = _select(args.only, parser) if args.only else list(WORKLOAD_NAMES + COMPILED_NAMES)
+    others = [o for o in args.only or [] if not checkpoint_bench.matches(o)]  # "--only checkpoint"
+    checkpoint_too = args.only is None or len(others) < len(args.only)
+    if args.only and not others:
+        return checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=args.markdown)
+    selected = _select(others, parser) if args.only else list(WORKLOAD_NAMES + COMPILED_NAMES)
     everything = all_workloads(quick=args.quick) + compiled_workloads(quick=args.quick)
     workloads = [w for w in everything if w.name in selected]
     env = environment()
@@ -77,6 +82,8 @@ def main(argv=None):
     write_markdown(path, format_markdown(results, env, quick=args.quick) + indexing.summary_markdown(results))
     print(f"\nTotal {elapsed:.0f} s. Markdown written to {path}")
     failed = sum(len(r.failures) for r in results)
+    if checkpoint_too:
+        failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds)
     if failed:
         print(f"{failed} implementation(s) FAILED the gradient cross-check", file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@ traced values dispatch there. ``Program`` and ``compile`` derive derivative prog
 from the same rules.
 """
 
+from wengert._checkpoint import checkpoint, iterate
 from wengert.primitive import NoRuleError, Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 from wengert.program import Program
 from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
@@ -36,5 +37,5 @@ __all__ = [
     "Tape", "Var", "Grad",
     "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "Primitive", "NoRuleError",
     "tree_flatten", "tree_unflatten", "tree_map",
-    "Program", "compile",
+    "Program", "compile", "checkpoint", "iterate",
 ]
