@@ -39,3 +39,14 @@ __all__ = [
     "tree_flatten", "tree_unflatten", "tree_map",
     "Program", "compile", "checkpoint", "iterate",
 ]
+
+_SUBMODULES = ("numpy", "scipy", "nn", "optim", "viz", "checkpointing", "testing")
+
+
+def __getattr__(name):
+    """``wg.nn``, ``wg.optim``, ... imported on first use, as ``torch.nn`` is after ``import torch``."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'wengert' has no attribute {name!r}")
