@@ -9,6 +9,9 @@ Primitives from outside wengert's own families are called through their implemen
 in the namespace (such a source names them in a comment and is not self-contained).
 """
 
+import importlib
+import re
+
 import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, vars_in
@@ -87,6 +90,7 @@ class _Module:
         self._const_ids = {}
         self.helpers = set()
         self.foreign = {}  # name -> implementation
+        self.imports = {}  # name -> the import line that defines it (primitives without a NumPy spelling)
         self.inline = {}  # Variable -> (expression, precedence, depth): single-use float temporaries
         self.negated = {}  # Variable -> Variable: the result of -x, read only by a sum
 
@@ -155,9 +159,7 @@ def _rhs(stmt, mod, safe):
     if name == "dup":
         return ", ".join([a[0]] * len(stmt.outs)), 0
     if not _is_known(prim):
-        ref = f"prim_{name}"
-        mod.foreign[ref] = prim.fun
-        return f"{ref}({', '.join(a)}{kw})", _ATOM
+        return f"{_foreign(prim, mod)}({', '.join(a)}{kw})", _ATOM
     # Python floats, and NumPy float64 scalars (math returns a float of the same value: NumPy's
     # scalar path costs twenty times more), go through math.
     as_float = not safe and (out.kind == "float" or (out.kind == "scalar" and out.dtype == np.float64))
@@ -212,7 +214,57 @@ def _call(stmt, name, a, kw, mod, as_float):
                   if not (k == "keepdims" and v is False)]
         inner = ", ".join(a[1:] + kwargs)
         return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}.{name}({inner})"
+    if getattr(np, name, None) is None:  # one of wengert's own without a NumPy spelling (index_update)
+        return f"{_foreign(stmt.prim, mod)}({', '.join(a)}{kw})"
     return f"np.{name}({', '.join(a)}{kw})"
+
+
+def _foreign(prim, mod):
+    """The source's name for ``prim``'s implementation, a primitive with no NumPy spelling: imported
+    in the source from the wengert module that defines it (``prim_linalg_det = linalg.det.fun``,
+    which may import SciPy), or, for a primitive defined outside wengert's modules, supplied by
+    wengert when it compiles the source (named in a comment)."""
+    ref = "prim_" + re.sub(r"\W", "_", prim.__name__)
+    while ref in mod.reserved:
+        ref = "_" + ref
+    if ref not in mod.foreign:
+        mod.foreign[ref] = prim.fun
+        where = _importable(prim)
+        if where is not None:
+            mod.imports[ref] = where
+    return ref
+
+
+_LOCATIONS = {}
+
+
+def _importable(prim):
+    """``(module, attribute path to the implementation)`` of a primitive defined in a module of
+    ``wengert.ops`` (or importable by the implementation's own name), or None."""
+    if prim in _LOCATIONS:
+        return _LOCATIONS[prim]
+    from wengert.ops import families
+
+    found = None
+    for module in families():
+        for attr, value in vars(module).items():
+            if value is prim:
+                found = (module.__name__, f"{attr}.fun")
+            elif found is None and getattr(value, "primitive", None) is prim:
+                found = (module.__name__, f"{attr}.primitive.fun")
+        if found:
+            break
+    if found is None:
+        fun = prim.fun
+        module, qual = getattr(fun, "__module__", None), getattr(fun, "__qualname__", "")
+        if module and "." in module and qual.isidentifier():
+            try:
+                if getattr(importlib.import_module(module), qual) is fun:
+                    found = (module, qual)
+            except ImportError:
+                pass
+    _LOCATIONS[prim] = found
+    return found
 
 
 def _all_axes(axis, ndim):
@@ -337,9 +389,16 @@ def _source(program, safe):
         head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
     else:
         head = ["import numpy as np"]
-    if mod.foreign:
-        head.append("# supplied by wengert (primitives without a NumPy spelling): "
-                    + ", ".join(sorted(mod.foreign)))
+    modules = sorted({m for m, _ in mod.imports.values()})
+    for m in modules:
+        package, leaf = m.rsplit(".", 1)
+        head.append(f"from {package} import {leaf} as _{leaf}_module")
+    for ref in sorted(mod.imports):
+        m, path = mod.imports[ref]
+        head.append(f"{ref} = _{m.rsplit('.', 1)[1]}_module.{path}")
+    supplied = sorted(set(mod.foreign) - set(mod.imports))
+    if supplied:
+        head.append("# supplied by wengert (primitives without a NumPy spelling): " + ", ".join(supplied))
     head += ["", ""] if mod.helpers else [""]
     if "tie_select" in mod.helpers:
         mod.helpers.add("masked")
