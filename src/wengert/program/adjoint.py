@@ -12,7 +12,7 @@ Adjoint programs are programs: their adjoints (second derivatives) come the same
 import numpy as np
 
 from wengert.ops import elementwise as ew
-from wengert.program.ir import Program, Variable, dup, map_vars, placeholder
+from wengert.program.ir import Program, Variable, dup, map_vars
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.tree import _LEAF
 
@@ -25,7 +25,7 @@ class _Tracer:
     def __init__(self, program):
         self.program = program
         names = {v.name for v in program.inputs} | {o.name for s in program.statements for o in s.outs}
-        self.builder = ProgramBuilder(names=names)
+        self.builder = ProgramBuilder(names=names, examples=program.examples)
         self.builder.statements = list(program.statements)
         self.n_forward = len(self.builder.statements)
         self._symbols = {}
@@ -33,7 +33,7 @@ class _Tracer:
     def sym(self, var):
         s = self._symbols.get(var)
         if s is None:
-            s = self._symbols[var] = Symbol(var, placeholder(var), self.builder)
+            s = self._symbols[var] = self.builder.symbol(var)  # the traced example, or a placeholder
         return s
 
     def new_input(self, name, like):
@@ -157,7 +157,8 @@ def vjp_program(program):
                      in_tree=(tuple, None, tuple(in_children) + (program.out_tree,)),
                      in_leaves=program.in_leaves + cts,
                      out_tree=(tuple, None, (program.out_tree,
-                                             (tuple, None, tuple(_LEAF for _ in program.inputs)))))
+                                             (tuple, None, tuple(_LEAF for _ in program.inputs)))),
+                     examples=tr.builder.examples)
     from wengert.program.passes import simplify
 
     return simplify(result)
@@ -225,7 +226,7 @@ def grad_program(program, argnums=0, with_value=False):
         outs = [out] + outs
         out_tree = (tuple, None, (_LEAF, out_tree))
     result = program.with_statements(tr.builder.statements, outs, out_tree=out_tree,
-                                     name=f"{program.name}_{'value_and_' if with_value else ''}grad")
+                                     examples=tr.builder.examples, name=f"{program.name}_{'value_and_' if with_value else ''}grad")
     from wengert.program.passes import simplify
 
     return simplify(result)
@@ -253,7 +254,8 @@ def jvp_program(program):
                      name=f"{program.name}_jvp", input_names=program.input_names + [v.name for v in t_inputs],
                      in_tree=(tuple, None, tuple(program.in_tree[2]) + (t_tree,)),
                      in_leaves=program.in_leaves + t_inputs,
-                     out_tree=(tuple, None, (program.out_tree, program.out_tree)))
+                     out_tree=(tuple, None, (program.out_tree, program.out_tree)),
+                     examples=tr.builder.examples)
     from wengert.program.passes import simplify
 
     return simplify(result)
