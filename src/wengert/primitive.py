@@ -13,7 +13,7 @@ place of a rule means the argument is not differentiable; asking for a derivativ
 and then the plain implementation: this is the path rules themselves take in a first-order pass.
 """
 
-from wengert.trace import BOX_TYPES, unbox_all
+from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 
 __all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
            "defvjp_accumulate", "NoRuleError"]
@@ -66,6 +66,11 @@ class Primitive:
                 if top is None or t.level > top.level:
                     top = t
         if top is None:
+            for a in args:  # a program's symbol inside an index tuple (x[i, j] with traced i): record it
+                if (type(a) is tuple or type(a) is list) and SYMBOLIC_TYPES:
+                    for x in a:
+                        if type(x) in SYMBOLIC_TYPES:
+                            return x._trace.apply(self, args, kwargs)
             try:
                 return self.fun(*args, **kwargs)
             except ValueError as e:

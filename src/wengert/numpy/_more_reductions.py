@@ -161,7 +161,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 def _nan_filled(a, value):
     """``a`` with NaN replaced by ``value`` (those entries get derivative zero)."""
     mask = np.isnan(unbox_all(a))
-    if not np.any(mask):
+    if not is_symbolic(mask) and not np.any(mask):  # traced: the where form, for any data
         return a
     return _E.where(mask, value, a)
 
