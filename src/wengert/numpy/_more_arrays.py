@@ -113,7 +113,7 @@ def select(condlist, choicelist, default=0):
         raise ValueError("list of cases must be same length as list of conditions")
     if len(condlist) == 0:
         raise ValueError("select with an empty condition list is not possible")
-    conds = [np.asarray(unbox_all(c)) for c in condlist]
+    conds = [c if is_symbolic(c) else np.asarray(c) for c in map(unbox_all, condlist)]
     for i, c in enumerate(conds):
         if c.dtype.kind != "b":
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")

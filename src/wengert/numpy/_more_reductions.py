@@ -185,6 +185,8 @@ def _nan_count(a, axis, keepdims):
 
 def _all_nan_to_nan(result, a, axis, keepdims):
     empty = _nan_count(a, axis, keepdims) == 0
+    if is_symbolic(empty):  # traced: the where form, for any data (no warning: the data is not known)
+        return _E.where(empty, np.nan, result)
     if np.any(empty):
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
         return _E.where(empty, np.nan, result)
