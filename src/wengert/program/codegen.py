@@ -208,8 +208,9 @@ def _call(stmt, name, a, kw, mod, as_float):
             and not stmt.kwargs.get("keepdims") and _all_axes(stmt.kwargs.get("axis"), len(x.shape)):
         ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[name]
         return f"np.{ufunc}.reduce({mod.value(x)}, None)"  # half the cost of x.sum() on small arrays
+    # methods of arrays only: a float64 scalar may be a Python float at run time (computed by math)
     if name in ("sum", "prod", "max", "min", "reshape", "transpose") and type(x) is Variable \
-            and x.kind in ("array", "scalar"):
+            and x.kind == "array":
         kwargs = [f"{k}={mod.value(v)}" for k, v in stmt.kwargs.items()
                   if not (k == "keepdims" and v is False)]
         inner = ", ".join(a[1:] + kwargs)
