@@ -66,11 +66,9 @@ class Primitive:
                 if top is None or t.level > top.level:
                     top = t
         if top is None:
-            for a in args:  # a program's symbol inside an index tuple (x[i, j] with traced i): record it
-                if (type(a) is tuple or type(a) is list) and SYMBOLIC_TYPES:
-                    for x in a:
-                        if type(x) in SYMBOLIC_TYPES:
-                            return x._trace.apply(self, args, kwargs)
+            sym = _nested_symbol(args)
+            if sym is not None:
+                return sym._trace.apply(self, args, kwargs)
             try:
                 return self.fun(*args, **kwargs)
             except ValueError as e:
@@ -301,6 +299,9 @@ def binary_function(prim, float_op=None):
         elif type(y) in BOX_TYPES:
             t = y._trace
         else:
+            sym = _nested_symbol((y,)) if type(y) is tuple else None
+            if sym is not None:
+                return sym._trace.apply(prim, (x, y), {})
             try:
                 return fun(x, y)
             except ValueError as e:
@@ -308,6 +309,18 @@ def binary_function(prim, float_op=None):
         return t.apply2(prim, x, y)
 
     return _named(call, prim)
+
+
+def _nested_symbol(args):
+    """A program tracer's symbol inside a tuple or list argument (an index ``x[i, j]`` with a traced
+    ``i``, on an untraced ``x``), or None: the call is then recorded by the symbol's program."""
+    if SYMBOLIC_TYPES:
+        for a in args:
+            if type(a) is tuple or type(a) is list:
+                for x in a:
+                    if type(x) in SYMBOLIC_TYPES:
+                        return x
+    return None
 
 
 def _named(call, prim):
