@@ -21,7 +21,8 @@ import numpy as np
 import wengert
 from wengert.box import ArrayBox
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
-from wengert.ops import nondiff
+from wengert.ops import elementwise, nondiff
+from wengert.ops import shape as shape_ops
 from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.tree import tree_flatten, tree_unflatten
@@ -126,9 +127,23 @@ class Symbol(ArrayBox):
                      "Use wengert.numpy functions, or differentiate with the tape (wg.grad).")
 
     def __setitem__(self, idx, value):
-        self._refuse("In-place assignment (x[i] = ...)",
-                     "Build the array without mutation (wnp.where, wnp.concatenate, x + delta), or "
-                     "differentiate with the tape (wg.grad).")
+        """``x[idx] = value``: the symbol now stands for ``index_update(x, idx, value)`` (as the tape's
+        boxes, see ``wengert.mutation``); a traced boolean mask is refused (data-dependent)."""
+        if _has_bool_symbol(idx):
+            if type(idx) is Symbol and idx.var.shape == self.var.shape and np.ndim(value) == 0:
+                new = elementwise.where(idx, value, self)  # x[mask] = scalar: the same as a where
+                if new.var.dtype != self.var.dtype:
+                    new = shape_ops.astype(new, self.var.dtype)
+                self.var, self.example = new.var, new.example
+                return
+            self._refuse("Assignment through a traced boolean mask (x[mask] = ...) of other than a "
+                         "scalar to a mask of x's shape", "Use x = wnp.where(mask, value, x) instead.")
+        ArrayBox.__setitem__(self, idx, value)
+
+    def __radd__(self, other):  # sum(...)'s start value 0 (ArrayBox's reads the box's value)
+        if type(other) is int and self.var.kind == "float":
+            other = float(other)
+        return elementwise.add(other, self)
 
     # Boolean masks combine in rules (clip's ``(a >= lo) & (a <= hi)``): logical, not bitwise.
     def __and__(self, other):
