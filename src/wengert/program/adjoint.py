@@ -225,8 +225,9 @@ def grad_program(program, argnums=0, with_value=False):
     if with_value:
         outs = [out] + outs
         out_tree = (tuple, None, (_LEAF, out_tree))
+    name = f"{program.name}_{'value_and_' if with_value else ''}grad"
     result = program.with_statements(tr.builder.statements, outs, out_tree=out_tree,
-                                     examples=tr.builder.examples, name=f"{program.name}_{'value_and_' if with_value else ''}grad")
+                                     examples=tr.builder.examples, name=name)
     from wengert.program.passes import simplify
 
     return simplify(result)
