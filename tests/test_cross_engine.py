@@ -234,3 +234,24 @@ def test_python_sum_of_indexed_elements():
     f = lambda v: sum(v[i] * v[i] for i in range(5))  # noqa: E731
     v = np.arange(5.0)
     close(wg.compile(f).grad()(v), 2 * v, "sum of squares gradient")
+
+
+def test_a_full_factor_under_tracing_is_a_clear_error():
+    a = np.random.default_rng(2).standard_normal((4, 3))
+    f = lambda a: wnp.sum(wnp.linalg.qr(a, mode="complete").Q[:, :3] ** 3)  # noqa: E731
+    assert np.all(np.isfinite(wg.grad(f)(a)))  # the tape checks the data, and can
+    with pytest.raises(TracingError, match=r"linalg.qr_q.*qr: the extra columns.*mode='reduced'"):
+        wg.compile(f).grad()(a)
+
+
+def test_assignment_under_tracing_matches_the_tape():
+    def f(x):
+        y = x * 1.0
+        y[1] = 3.0 * x[0]
+        y[np.array([0, 2])] = y[np.array([2, 0])] ** 2
+        y *= x
+        return wnp.sum(y * y)
+
+    x = np.array([1.0, 2.0, 3.0])
+    close(wg.compile(f)(x), f(x.copy()), "value")
+    close(wg.compile(f).grad()(x), wg.grad(f)(x.copy()), "gradient")

@@ -389,6 +389,14 @@ def _reduced_cotangent(g, k, axis, what):
     if s[axis] == k:
         return g
     index = (Ellipsis, slice(None), slice(k, None)) if axis == -1 else (Ellipsis, slice(k, None), slice(None))
+    if is_symbolic(g):
+        from wengert.program.tracing import TracingError
+
+        raise TracingError(
+            f"{what}: the extra {'columns' if axis == -1 else 'rows'} of a full factor have no derivative, "
+            f"and a traced program cannot check that its result does not depend on them (the check is on "
+            f"data); use the reduced factorisation (full_matrices=False / mode='reduced'), or differentiate "
+            f"with the tape (wg.grad)")
     if np.any(np.asarray(unbox_all(g))[index] != 0):
         raise NotImplementedError(
             f"{what}: the extra {'columns' if axis == -1 else 'rows'} of a full factor (beyond the "
