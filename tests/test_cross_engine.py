@@ -220,6 +220,9 @@ def test_inverse_of_a_matrix_that_ones_would_make_singular():
     # independent: d sum(inv(A)) / dA = -inv(A).T @ ones @ inv(A).T
     inv = np.linalg.inv(a)
     close(wg.compile(f).grad()(a), -inv.T @ np.ones((4, 4)) @ inv.T, "inv gradient by hand")
+    cached = wg.compile(f).program(a)  # keeps only its inputs' examples: the rest is computed again
+    assert set(cached.examples) == set(cached.inputs)
+    close(cached.grad()(a), -inv.T @ np.ones((4, 4)) @ inv.T, "gradient of the cached program")
 
 
 def test_fft_in_generated_source_is_imported():

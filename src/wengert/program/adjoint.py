@@ -12,7 +12,7 @@ Adjoint programs are programs: their adjoints (second derivatives) come the same
 import numpy as np
 
 from wengert.ops import elementwise as ew
-from wengert.program.ir import Program, Variable, dup, map_vars
+from wengert.program.ir import Program, Variable, dup, map_vars, placeholder
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.tree import _LEAF
 
@@ -25,7 +25,7 @@ class _Tracer:
     def __init__(self, program):
         self.program = program
         names = {v.name for v in program.inputs} | {o.name for s in program.statements for o in s.outs}
-        self.builder = ProgramBuilder(names=names, examples=program.examples)
+        self.builder = ProgramBuilder(names=names, examples=_complete_examples(program))
         self.builder.statements = list(program.statements)
         self.n_forward = len(self.builder.statements)
         self._symbols = {}
@@ -77,6 +77,31 @@ class _Tracer:
 
     def result(self, value):
         return value.var if type(value) is Symbol else value
+
+
+def _complete_examples(program):
+    """An example value for every variable of ``program``: those it keeps (``Program.examples``),
+    and the forward statements' results computed again from them where it kept only its inputs'
+    (``wg.compile`` does). A statement that cannot be evaluated gets placeholders."""
+    examples = dict(program.examples)
+    if not examples or all(o in examples for s in program.statements for o in s.outs):
+        return examples
+
+    def value(v):
+        ex = examples.get(v)
+        return placeholder(v) if ex is None else ex
+
+    with np.errstate(all="ignore"):
+        for s in program.statements:
+            if all(o in examples for o in s.outs):
+                continue
+            try:
+                out = s.prim.fun(*map_vars(s.args, value), **map_vars(s.kwargs, value))
+            except Exception:  # noqa: BLE001 - any failure: placeholders, as for values never seen
+                continue
+            for o, v in zip(s.outs, out if len(s.outs) > 1 else (out,)):
+                examples[o] = v
+    return examples
 
 
 def _zeros(var):

@@ -130,7 +130,8 @@ class CompiledFunction:
             built = accumulate_in_place(elide_broadcasts(program.value_and_grad(self.argnums)))
         else:
             built = optimize(program)
-        built.examples = {}  # the trace's values: not kept alive by the cache
+        inputs = set(built.inputs)  # the cache keeps the inputs' examples, not every intermediate
+        built.examples = {v: x for v, x in built.examples.items() if v in inputs}
         return built
 
     def __call__(self, *args):

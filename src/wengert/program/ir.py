@@ -181,7 +181,8 @@ class Program:
         self.examples = examples if examples is not None else {}
         """Variable -> the value it had when traced (abstract evaluation's examples, see
         ``tracing``): derivative programs evaluate their rules on them. Empty is valid (then
-        placeholders are used); ``wg.compile`` drops them once its program is built."""
+        placeholders are used); ``wg.compile`` keeps only its inputs' (the rest is computed again
+        from them when a derivative program is derived)."""
         self._function = None
 
     # -- construction ----------------------------------------------------------------------------
