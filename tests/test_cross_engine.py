@@ -253,7 +253,10 @@ def test_assignment_under_tracing_matches_the_tape():
         y[1] = 3.0 * x[0]
         y[np.array([0, 2])] = y[np.array([2, 0])] ** 2
         y *= x
-        return wnp.sum(y * y)
+        y = y.at[np.array([0, 0])].add(x[2])  # functional updates, and np.add.at in place
+        np.add.at(y, np.array([1, 1]), x[0])
+        a, b, c = y  # iteration: the int-index fast path
+        return wnp.sum(y * y) + a * b * c
 
     x = np.array([1.0, 2.0, 3.0])
     close(wg.compile(f)(x), f(x.copy()), "value")
