@@ -5,8 +5,11 @@ made once when the module is executed, never written into), small helper functio
 primitives NumPy has no one-call spelling for, and ``def name(inputs): ... return outputs``.
 Python floats are computed with ``math`` (far cheaper than NumPy's scalar path); where ``math``
 raises and NumPy would return nan or inf, the function runs again in a NumPy-only variant.
-Primitives from outside wengert's own families are called through their implementation, supplied
-in the namespace (such a source names them in a comment and is not self-contained).
+Primitives NumPy cannot spell (``linalg.*``, ``fft.*``, SciPy's special functions, ``index_update``)
+are called through their implementation, which the source imports from the wengert module that
+defines it (``prim_linalg_det = _wengert_ops_linalg.det.fun``); only a primitive defined outside
+wengert's modules, or a constant no source can spell (a Python function), is supplied in the
+namespace instead: such a source names it in a comment and is not self-contained.
 """
 
 import importlib
@@ -226,8 +229,8 @@ def _foreign(prim, mod):
     which may import SciPy), or, for a primitive defined outside wengert's modules, supplied by
     wengert when it compiles the source (named in a comment)."""
     ref = "prim_" + re.sub(r"\W", "_", prim.__name__)
-    while ref in mod.reserved:
-        ref = "_" + ref
+    while ref in mod.reserved or (ref in mod.foreign and mod.foreign[ref] is not prim.fun):
+        ref = "_" + ref  # another name, or another primitive of the same spelling
     if ref not in mod.foreign:
         mod.foreign[ref] = prim.fun
         where = _importable(prim)
@@ -390,13 +393,12 @@ def _source(program, safe):
         head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
     else:
         head = ["import numpy as np"]
-    modules = sorted({m for m, _ in mod.imports.values()})
-    for m in modules:
+    for m in sorted({m for m, _ in mod.imports.values()}):
         package, leaf = m.rsplit(".", 1)
-        head.append(f"from {package} import {leaf} as _{leaf}_module")
+        head.append(f"from {package} import {leaf} as _{m.replace('.', '_')}")
     for ref in sorted(mod.imports):
         m, path = mod.imports[ref]
-        head.append(f"{ref} = _{m.rsplit('.', 1)[1]}_module.{path}")
+        head.append(f"{ref} = _{m.replace('.', '_')}.{path}")
     supplied = sorted(set(mod.foreign) - set(mod.imports))
     if supplied:
         head.append("# supplied by wengert (primitives without a NumPy spelling): " + ", ".join(supplied))
