@@ -158,12 +158,26 @@ def test_data_dependent_if_names_the_line_and_the_remedies():
     assert "Program.from_source" in message and "wg.grad" in message
 
 
-def test_in_place_mutation_of_a_traced_array_is_refused():
+def test_assignment_on_a_traced_array_is_a_functional_update():
     def f(x):
-        x[0] = 1.0
+        y = x * 2.0
+        y[0] = wnp.sin(x[1])  # index_update, as on the tape
+        y += x  # augmented assignment rebinds the symbol
+        y[y > 3.0] = 0.0  # a traced mask with a scalar: a where
+        return wnp.sum(y * y)
+
+    x = np.array([0.3, 1.2, 2.0])
+    p = Program.from_trace(f, x)
+    assert p(x) == pytest.approx(f(x.copy()), rel=1e-15)
+    np.testing.assert_allclose(p.grad()(x), wg.grad(f)(x.copy()), rtol=1e-14)
+
+
+def test_assignment_through_a_traced_mask_of_an_array_is_refused():
+    def f(x):
+        x[x > 0] = x[x > 0] * 2.0
         return x
 
-    with pytest.raises(TracingError, match=r"In-place assignment.*x\[0\] = 1.0.*wg.grad"):
+    with pytest.raises(TracingError, match=r"traced boolean mask.*x\[x > 0\] = .*wnp.where"):
         Program.from_trace(f, np.ones(3))
 
 

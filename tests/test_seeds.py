@@ -35,6 +35,8 @@ def test_seed1_reverse_mode():
     z, (gx, gy) = wg.value_and_grad(seed1, argnums=(0, 1))(0.5, 4.2)
     assert (z, gx, gy) == (Z, DZDX, DZDY)
     assert type(gx) is float and type(gy) is float
+    cz, (cx, cy) = wg.compile(seed1).value_and_grad(argnums=(0, 1))(0.5, 4.2)  # the compiled program
+    assert (cz, cx, cy) == pytest.approx((Z, DZDX, DZDY), rel=1e-15)
 
 
 def test_seed1_forward_mode_program_b():
@@ -87,6 +89,11 @@ def test_seed2_all_engines_agree():
     g = seed2(a, b).grad()
     assert rev == pytest.approx(fwd, abs=1e-15)
     assert (g.wrt(a), g.wrt(b)) == pytest.approx(rev, abs=1e-15)
+    # the program transformer: the compiled adjoint program, and the tangent program seeded both ways
+    assert wg.compile(seed2).grad((0, 1))(2.0, 5.0) == pytest.approx(rev, abs=1e-15)
+    tangent_program = wg.Program.from_trace(seed2, 2.0, 5.0).jvp()
+    program_fwd = tuple(tangent_program(2.0, 5.0, seed)[1] for seed in ((1.0, 0.0), (0.0, 1.0)))
+    assert program_fwd == pytest.approx(rev, abs=1e-15)
 
 
 # -- third seed: the example network (x (20,1), W1 (20,20), W2 (10,20), softmax CE) --------------
@@ -123,6 +130,10 @@ def test_seed3_network_against_handwritten_backward():
     assert loss == pytest.approx(-np.log(p[label, 0]), rel=1e-13)
     np.testing.assert_allclose(gW1, dW1, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(gW2, dW2, rtol=1e-12, atol=1e-14)
+    closs, (cW1, cW2) = wg.compile(network_loss).value_and_grad((0, 1))(W1, W2, x, label)
+    assert closs == pytest.approx(-np.log(p[label, 0]), rel=1e-13)
+    np.testing.assert_allclose(cW1, dW1, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(cW2, dW2, rtol=1e-12, atol=1e-14)
 
 
 def test_seed3_network_with_tensors_and_backward():

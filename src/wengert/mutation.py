@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from wengert.trace import BOX_TYPES, unbox_all
+from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 
 __all__ = ["assign", "add_at", "augmented_assign", "rebind", "resolve_tape", "resolve_parents",
            "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
@@ -103,6 +103,15 @@ def rebind(box, result, what):
     """Make ``box`` hold ``new`` (from :func:`_recorded`), keeping its old version for the graph."""
     new, fresh = result
     from wengert.forward import Dual
+
+    if type(box) in SYMBOLIC_TYPES:  # a program's symbol: it now stands for the update's variable
+        if type(new) is type(box) and new._trace is box._trace:
+            box.var, box.example = new.var, new.example
+            return
+        from wengert.program.tracing import TracingError
+
+        raise TracingError(f"{what} on the traced value {box.var.name} with a value traced by another "
+                           f"differentiation ({type(new).__name__}): pass that value as an argument instead")
 
     if type(box) is Dual:
         if type(new) is Dual and new._trace is box._trace:

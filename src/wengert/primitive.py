@@ -13,7 +13,7 @@ place of a rule means the argument is not differentiable; asking for a derivativ
 and then the plain implementation: this is the path rules themselves take in a first-order pass.
 """
 
-from wengert.trace import BOX_TYPES, unbox_all
+from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 
 __all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
            "defvjp_accumulate", "NoRuleError"]
@@ -66,6 +66,9 @@ class Primitive:
                 if top is None or t.level > top.level:
                     top = t
         if top is None:
+            sym = _nested_symbol(args)
+            if sym is not None:
+                return sym._trace.apply(self, args, kwargs)
             try:
                 return self.fun(*args, **kwargs)
             except ValueError as e:
@@ -296,6 +299,9 @@ def binary_function(prim, float_op=None):
         elif type(y) in BOX_TYPES:
             t = y._trace
         else:
+            sym = _nested_symbol((y,)) if type(y) is tuple else None
+            if sym is not None:
+                return sym._trace.apply(prim, (x, y), {})
             try:
                 return fun(x, y)
             except ValueError as e:
@@ -303,6 +309,18 @@ def binary_function(prim, float_op=None):
         return t.apply2(prim, x, y)
 
     return _named(call, prim)
+
+
+def _nested_symbol(args):
+    """A program tracer's symbol inside a tuple or list argument (an index ``x[i, j]`` with a traced
+    ``i``, on an untraced ``x``), or None: the call is then recorded by the symbol's program."""
+    if SYMBOLIC_TYPES:
+        for a in args:
+            if type(a) is tuple or type(a) is list:
+                for x in a:
+                    if type(x) in SYMBOLIC_TYPES:
+                        return x
+    return None
 
 
 def _named(call, prim):

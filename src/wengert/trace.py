@@ -74,6 +74,21 @@ def unbox_all(x):
     return x
 
 
+def is_symbolic(x):
+    """Whether ``x`` (or a list/tuple/dict of values) holds a program tracer's symbol, whose data is
+    not known while it is traced: a check on the values (repeated eigenvalues, weights summing to
+    zero) cannot run then, and a data-dependent branch must take its general, ``where`` form."""
+    x = unbox_all(x)
+    t = type(x)
+    if t in SYMBOLIC_TYPES:
+        return True
+    if t is list or t is tuple:
+        return any(is_symbolic(v) for v in x)
+    if t is dict:
+        return any(is_symbolic(v) for v in x.values())
+    return False
+
+
 def contains_box(x):
     """Whether ``x`` is, or (inside lists/tuples/dicts) contains, a traced value."""
     t = type(x)

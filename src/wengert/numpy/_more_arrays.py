@@ -16,7 +16,7 @@ from wengert.ops import broadcasting, elementwise, indexing, reductions
 from wengert.ops import complex as complex_parts
 from wengert.ops import shape as shape_ops
 from wengert.primitive import nondiff_primitive
-from wengert.trace import contains_box, unbox_all
+from wengert.trace import contains_box, is_symbolic, unbox_all
 
 _shape = broadcasting.shape_of
 _E = elementwise
@@ -46,7 +46,8 @@ def _zero_for(x):
 
 def take_along_axis(arr, indices, axis=-1):
     """numpy.take_along_axis (``getitem`` with broadcast index arrays)."""
-    idx = np.asarray(unbox_all(indices))
+    idx = unbox_all(indices)
+    idx = idx if is_symbolic(idx) else np.asarray(idx)  # a traced argsort's indices stay symbolic
     if idx.dtype.kind not in "iu":
         raise IndexError("`indices` must be an integer array")
     if axis is None:
@@ -112,7 +113,7 @@ def select(condlist, choicelist, default=0):
         raise ValueError("list of cases must be same length as list of conditions")
     if len(condlist) == 0:
         raise ValueError("select with an empty condition list is not possible")
-    conds = [np.asarray(unbox_all(c)) for c in condlist]
+    conds = [c if is_symbolic(c) else np.asarray(c) for c in map(unbox_all, condlist)]
     for i, c in enumerate(conds):
         if c.dtype.kind != "b":
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")

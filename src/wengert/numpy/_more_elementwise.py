@@ -14,7 +14,7 @@ from wengert.ops import complex as complex_parts
 from wengert.ops import elementwise, more_elementwise
 from wengert.ops import shape as shape_ops
 from wengert.primitive import nondiff_primitive
-from wengert.trace import unbox_all
+from wengert.trace import is_symbolic, unbox_all
 
 _E = elementwise
 
@@ -115,7 +115,8 @@ def float_power(x1, x2):
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """numpy.nan_to_num: replaced entries get derivative zero."""
-    v = np.asarray(unbox_all(x))
+    v = unbox_all(x)
+    v = v if is_symbolic(v) else np.asarray(v)  # a program's symbol: the masks below are recorded
     if v.dtype.kind not in "fc":
         return x
     if v.dtype.kind == "c":

@@ -16,7 +16,7 @@ from wengert.ops import broadcasting, cumulative, indexing, reductions
 from wengert.ops import complex as complex_parts
 from wengert.ops import shape as shape_ops
 from wengert.primitive import nondiff_primitive
-from wengert.trace import BOX_TYPES, contains_box, unbox_all
+from wengert.trace import BOX_TYPES, contains_box, is_symbolic, unbox_all
 
 
 def _to_inexact(a):
@@ -161,7 +161,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 def _nan_filled(a, value):
     """``a`` with NaN replaced by ``value`` (those entries get derivative zero)."""
     mask = np.isnan(unbox_all(a))
-    if not np.any(mask):
+    if not is_symbolic(mask) and not np.any(mask):  # traced: the where form, for any data
         return a
     return _E.where(mask, value, a)
 
@@ -185,6 +185,8 @@ def _nan_count(a, axis, keepdims):
 
 def _all_nan_to_nan(result, a, axis, keepdims):
     empty = _nan_count(a, axis, keepdims) == 0
+    if is_symbolic(empty):  # traced: the where form, for any data (no warning: the data is not known)
+        return _E.where(empty, np.nan, result)
     if np.any(empty):
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
         return _E.where(empty, np.nan, result)
@@ -251,7 +253,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
                 raise ValueError("Length of weights not compatible with specified axis.")
             w = F.reshape(w, tuple(sw[0] if i == ax else 1 for i in range(len(sa))))
         scl = F.sum(F.broadcast_to(w, sa) if _shape(w) != sa else w, axis=axis, keepdims=keepdims)
-        if np.any(unbox_all(scl) == 0.0):
+        if not is_symbolic(scl) and np.any(unbox_all(scl) == 0.0):  # traced: inf/nan, as a division
             raise ZeroDivisionError("Weights sum to zero, can't be normalized")
         avg = F.sum(a * w, axis=axis, keepdims=keepdims) / scl
     if returned:

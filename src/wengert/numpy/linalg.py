@@ -17,7 +17,7 @@ from wengert.numpy import _functions as F
 from wengert.ops import broadcasting, cplx, elementwise, indexing, products, shape
 from wengert.ops import linalg as ops
 from wengert.ops.cplx import adjoint, is_complex, mT
-from wengert.trace import BOX_TYPES, unbox_all
+from wengert.trace import BOX_TYPES, is_symbolic, unbox_all
 
 DIFFERENTIABLE = [
     "inv", "solve", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "eig", "eigvals", "svd",
@@ -245,7 +245,11 @@ def _vector_norm(x, order, axis, keepdims):
     if order == -np.inf:
         return F.min(_abs(x), axis=axis, keepdims=keepdims)
     if order == 0:  # a count: piecewise constant, so no derivative
-        raw = np.asarray(unbox_all(x))
+        raw = unbox_all(x)
+        if is_symbolic(raw):  # a traced program counts at run time
+            real = np.zeros((), broadcasting.dtype_of(raw)).real.dtype
+            return F.sum(shape.astype(raw != 0, real), axis=axis, keepdims=keepdims)
+        raw = np.asarray(raw)
         return (raw != 0).astype(raw.real.dtype).sum(axis=axis, keepdims=keepdims)
     if order == 1:
         return F.sum(_abs(x), axis=axis, keepdims=keepdims)
@@ -355,6 +359,12 @@ def matrix_power(a, n):
 def lstsq(a, b, rcond=None):
     """numpy.linalg.lstsq (composed: x = pinv(a) b; rank and residuals as NumPy gives them)."""
     a, b = _array(a), _array(b)
+    if is_symbolic((a, b)):
+        from wengert.program.tracing import TracingError
+
+        raise TracingError("wengert.numpy.linalg.lstsq cannot be traced to a program (wg.compile, "
+                           "wg.Program.from_trace): its rank, and the shape of its residuals, depend on "
+                           "the data. Use wnp.linalg.pinv(a) @ b, or differentiate with the tape (wg.grad).")
     plain = np.linalg.lstsq(unbox_all(a), unbox_all(b), rcond=rcond)  # NumPy's checks, rank
     if type(a) not in BOX_TYPES and type(b) not in BOX_TYPES:
         return plain

@@ -24,7 +24,7 @@ import scipy.integrate
 import wengert.numpy as wnp
 from wengert.ops import broadcasting, indexing
 from wengert.primitive import Primitive, defjvp_argnum, defvjp_argnum
-from wengert.trace import unbox_all
+from wengert.trace import is_symbolic, unbox_all
 
 __all__ = ["odeint"]
 
@@ -101,8 +101,11 @@ def _odeint_jvp(argnum, tangent, out, func, y0, t, *args, **options):
 def _differentiable(x):
     """Whether an ``args`` entry is a float (or complex) array or number: the others (integers,
     strings, functions) are passed to ``func`` unchanged and get no cotangent."""
+    x = unbox_all(x)
+    if is_symbolic(x):  # a program's symbol: its dtype is known, its values are not
+        return x.dtype.kind in "fc"
     try:
-        return np.asarray(unbox_all(x)).dtype.kind in "fc"
+        return np.asarray(x).dtype.kind in "fc"
     except (TypeError, ValueError):
         return False
 

@@ -27,7 +27,7 @@ import numpy as np
 from wengert.ops import broadcasting, indexing, products, reductions, shape
 from wengert.ops.cplx import adjoint, conj, is_complex, mT, real, real_like, transposed
 from wengert.primitive import Primitive, defjvp, defvjp
-from wengert.trace import unbox_all
+from wengert.trace import is_symbolic, unbox_all
 
 __all__ = ["inv", "solve", "det", "slogdet_sign", "slogdet_logabs", "cholesky", "eigh_values",
            "eigh_vectors", "eigvals", "eig_vectors", "svd_values", "svd_u", "svd_vh", "qr_q", "qr_r",
@@ -131,8 +131,11 @@ def _right_solve(z, r):
 def _gaps(w, what, gap_of):
     """``1 / (w_j - w_i)`` off the diagonal, 0 on it; raise if two values coincide."""
     d = _row(w) - _col(w) if gap_of is None else gap_of(w)
+    n = np.shape(d)[-1]
+    if is_symbolic((w, d)):  # a traced program cannot check its data: repeated values give inf there
+        eye = _eye(n)
+        return (1.0 - eye) / (d + eye)
     raw = np.asarray(unbox_all(d))
-    n = raw.shape[-1]
     off = ~np.eye(n, dtype=bool)
     scale = max(np.max(np.abs(unbox_all(w)), initial=0.0), np.max(np.abs(raw), initial=0.0), 1e-300)
     if n > 1 and np.min(np.abs(raw[..., off])) <= 1e3 * np.finfo(float).eps * scale:
@@ -367,6 +370,8 @@ def _svd_parts(a, what):
     """Reduced U, s, Vh of ``a``, and the gap matrix F; raise where the vectors have no derivative."""
     u, s, vh = _reduced_svd(a)
     f = _gaps(s, what, _svd_gaps)
+    if is_symbolic(s):  # a traced program cannot check its data (a zero singular value gives inf)
+        return u, s, vh, f
     raw = np.asarray(unbox_all(s))
     if np.min(raw, initial=np.inf) <= 1e3 * np.finfo(float).eps * max(np.max(raw, initial=0.0), 1e-300):
         raise UndefinedDerivativeError(
@@ -384,6 +389,14 @@ def _reduced_cotangent(g, k, axis, what):
     if s[axis] == k:
         return g
     index = (Ellipsis, slice(None), slice(k, None)) if axis == -1 else (Ellipsis, slice(k, None), slice(None))
+    if is_symbolic(g):
+        from wengert.program.tracing import TracingError
+
+        raise TracingError(
+            f"{what}: the extra {'columns' if axis == -1 else 'rows'} of a full factor have no derivative, "
+            f"and a traced program cannot check that its result does not depend on them (the check is on "
+            f"data); use the reduced factorisation (full_matrices=False / mode='reduced'), or differentiate "
+            f"with the tape (wg.grad)")
     if np.any(np.asarray(unbox_all(g))[index] != 0):
         raise NotImplementedError(
             f"{what}: the extra {'columns' if axis == -1 else 'rows'} of a full factor (beyond the "
@@ -394,7 +407,10 @@ def _reduced_cotangent(g, k, axis, what):
 
 
 def _check_leading(out, reduced, axis, what):
-    """A full factor's first columns (rows) must be the reduced factor's: the rules use the latter."""
+    """A full factor's first columns (rows) must be the reduced factor's: the rules use the latter
+    (a LAPACK consistency check, on data: skipped while a program is traced)."""
+    if is_symbolic((out, reduced)):
+        return
     full, part = np.asarray(unbox_all(out)), np.asarray(unbox_all(reduced))
     k = part.shape[axis]
     lead = full[..., :k] if axis == -1 else full[..., :k, :]

@@ -18,7 +18,7 @@ from wengert.ops.elementwise import (
     where,
 )
 from wengert.primitive import Primitive, defjvp, defvjp
-from wengert.trace import unbox_all
+from wengert.trace import is_symbolic, unbox_all
 
 __all__ = ["logaddexp", "logaddexp2", "sinc", "round_"]
 
@@ -38,12 +38,13 @@ def _sinc_d(out, x):
     -pi^2 x / 3 + pi^4 x^3 / 30 - pi^6 x^5 / 840 (exact to rounding, and differentiable again).
     """
     small = abs(unbox_all(x)) < 0.01
-    if not np.any(small):
+    traced = is_symbolic(small)  # a traced program takes the general form (its data is not known)
+    if not traced and not np.any(small):
         return (cos(math.pi * x) - out) / x
     p2 = math.pi ** 2
     x2 = x * x
     series = x * (-p2 / 3.0 + x2 * (p2 * p2 / 30.0 - x2 * (p2 * p2 * p2 / 840.0)))
-    if np.all(small):
+    if not traced and np.all(small):
         return series
     return where(small, series, (cos(math.pi * x) - out) / where(small, 1.0, x))
 

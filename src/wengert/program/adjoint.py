@@ -25,7 +25,7 @@ class _Tracer:
     def __init__(self, program):
         self.program = program
         names = {v.name for v in program.inputs} | {o.name for s in program.statements for o in s.outs}
-        self.builder = ProgramBuilder(names=names)
+        self.builder = ProgramBuilder(names=names, examples=_complete_examples(program))
         self.builder.statements = list(program.statements)
         self.n_forward = len(self.builder.statements)
         self._symbols = {}
@@ -33,7 +33,7 @@ class _Tracer:
     def sym(self, var):
         s = self._symbols.get(var)
         if s is None:
-            s = self._symbols[var] = Symbol(var, placeholder(var), self.builder)
+            s = self._symbols[var] = self.builder.symbol(var)  # the traced example, or a placeholder
         return s
 
     def new_input(self, name, like):
@@ -77,6 +77,31 @@ class _Tracer:
 
     def result(self, value):
         return value.var if type(value) is Symbol else value
+
+
+def _complete_examples(program):
+    """An example value for every variable of ``program``: those it keeps (``Program.examples``),
+    and the forward statements' results computed again from them where it kept only its inputs'
+    (``wg.compile`` does). A statement that cannot be evaluated gets placeholders."""
+    examples = dict(program.examples)
+    if not examples or all(o in examples for s in program.statements for o in s.outs):
+        return examples
+
+    def value(v):
+        ex = examples.get(v)
+        return placeholder(v) if ex is None else ex
+
+    with np.errstate(all="ignore"):
+        for s in program.statements:
+            if all(o in examples for o in s.outs):
+                continue
+            try:
+                out = s.prim.fun(*map_vars(s.args, value), **map_vars(s.kwargs, value))
+            except Exception:  # noqa: BLE001 - any failure: placeholders, as for values never seen
+                continue
+            for o, v in zip(s.outs, out if len(s.outs) > 1 else (out,)):
+                examples[o] = v
+    return examples
 
 
 def _zeros(var):
@@ -157,7 +182,8 @@ def vjp_program(program):
                      in_tree=(tuple, None, tuple(in_children) + (program.out_tree,)),
                      in_leaves=program.in_leaves + cts,
                      out_tree=(tuple, None, (program.out_tree,
-                                             (tuple, None, tuple(_LEAF for _ in program.inputs)))))
+                                             (tuple, None, tuple(_LEAF for _ in program.inputs)))),
+                     examples=tr.builder.examples)
     from wengert.program.passes import simplify
 
     return simplify(result)
@@ -224,8 +250,9 @@ def grad_program(program, argnums=0, with_value=False):
     if with_value:
         outs = [out] + outs
         out_tree = (tuple, None, (_LEAF, out_tree))
+    name = f"{program.name}_{'value_and_' if with_value else ''}grad"
     result = program.with_statements(tr.builder.statements, outs, out_tree=out_tree,
-                                     name=f"{program.name}_{'value_and_' if with_value else ''}grad")
+                                     examples=tr.builder.examples, name=name)
     from wengert.program.passes import simplify
 
     return simplify(result)
@@ -253,7 +280,8 @@ def jvp_program(program):
                      name=f"{program.name}_jvp", input_names=program.input_names + [v.name for v in t_inputs],
                      in_tree=(tuple, None, tuple(program.in_tree[2]) + (t_tree,)),
                      in_leaves=program.in_leaves + t_inputs,
-                     out_tree=(tuple, None, (program.out_tree, program.out_tree)))
+                     out_tree=(tuple, None, (program.out_tree, program.out_tree)),
+                     examples=tr.builder.examples)
     from wengert.program.passes import simplify
 
     return simplify(result)

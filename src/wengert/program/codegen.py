@@ -5,9 +5,15 @@ made once when the module is executed, never written into), small helper functio
 primitives NumPy has no one-call spelling for, and ``def name(inputs): ... return outputs``.
 Python floats are computed with ``math`` (far cheaper than NumPy's scalar path); where ``math``
 raises and NumPy would return nan or inf, the function runs again in a NumPy-only variant.
-Primitives from outside wengert's own families are called through their implementation, supplied
-in the namespace (such a source names them in a comment and is not self-contained).
+Primitives NumPy cannot spell (``linalg.*``, ``fft.*``, SciPy's special functions, ``index_update``)
+are called through their implementation, which the source imports from the wengert module that
+defines it (``prim_linalg_det = _wengert_ops_linalg.det.fun``); only a primitive defined outside
+wengert's modules, or a constant no source can spell (a Python function), is supplied in the
+namespace instead: such a source names it in a comment and is not self-contained.
 """
+
+import importlib
+import re
 
 import numpy as np
 
@@ -87,6 +93,7 @@ class _Module:
         self._const_ids = {}
         self.helpers = set()
         self.foreign = {}  # name -> implementation
+        self.imports = {}  # name -> the import line that defines it (primitives without a NumPy spelling)
         self.inline = {}  # Variable -> (expression, precedence, depth): single-use float temporaries
         self.negated = {}  # Variable -> Variable: the result of -x, read only by a sum
 
@@ -155,9 +162,7 @@ def _rhs(stmt, mod, safe):
     if name == "dup":
         return ", ".join([a[0]] * len(stmt.outs)), 0
     if not _is_known(prim):
-        ref = f"prim_{name}"
-        mod.foreign[ref] = prim.fun
-        return f"{ref}({', '.join(a)}{kw})", _ATOM
+        return f"{_foreign(prim, mod)}({', '.join(a)}{kw})", _ATOM
     # Python floats, and NumPy float64 scalars (math returns a float of the same value: NumPy's
     # scalar path costs twenty times more), go through math.
     as_float = not safe and (out.kind == "float" or (out.kind == "scalar" and out.dtype == np.float64))
@@ -206,13 +211,64 @@ def _call(stmt, name, a, kw, mod, as_float):
             and not stmt.kwargs.get("keepdims") and _all_axes(stmt.kwargs.get("axis"), len(x.shape)):
         ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[name]
         return f"np.{ufunc}.reduce({mod.value(x)}, None)"  # half the cost of x.sum() on small arrays
+    # methods of arrays only: a float64 scalar may be a Python float at run time (computed by math)
     if name in ("sum", "prod", "max", "min", "reshape", "transpose") and type(x) is Variable \
-            and x.kind in ("array", "scalar"):
+            and x.kind == "array":
         kwargs = [f"{k}={mod.value(v)}" for k, v in stmt.kwargs.items()
                   if not (k == "keepdims" and v is False)]
         inner = ", ".join(a[1:] + kwargs)
         return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}.{name}({inner})"
+    if getattr(np, name, None) is None:  # one of wengert's own without a NumPy spelling (index_update)
+        return f"{_foreign(stmt.prim, mod)}({', '.join(a)}{kw})"
     return f"np.{name}({', '.join(a)}{kw})"
+
+
+def _foreign(prim, mod):
+    """The source's name for ``prim``'s implementation, a primitive with no NumPy spelling: imported
+    in the source from the wengert module that defines it (``prim_linalg_det = linalg.det.fun``,
+    which may import SciPy), or, for a primitive defined outside wengert's modules, supplied by
+    wengert when it compiles the source (named in a comment)."""
+    ref = "prim_" + re.sub(r"\W", "_", prim.__name__)
+    while ref in mod.reserved or (ref in mod.foreign and mod.foreign[ref] is not prim.fun):
+        ref = "_" + ref  # another name, or another primitive of the same spelling
+    if ref not in mod.foreign:
+        mod.foreign[ref] = prim.fun
+        where = _importable(prim)
+        if where is not None:
+            mod.imports[ref] = where
+    return ref
+
+
+_LOCATIONS = {}
+
+
+def _importable(prim):
+    """``(module, attribute path to the implementation)`` of a primitive defined in a module of
+    ``wengert.ops`` (or importable by the implementation's own name), or None."""
+    if prim in _LOCATIONS:
+        return _LOCATIONS[prim]
+    from wengert.ops import families
+
+    found = None
+    for module in families():
+        for attr, value in vars(module).items():
+            if value is prim:
+                found = (module.__name__, f"{attr}.fun")
+            elif found is None and getattr(value, "primitive", None) is prim:
+                found = (module.__name__, f"{attr}.primitive.fun")
+        if found:
+            break
+    if found is None:
+        fun = prim.fun
+        module, qual = getattr(fun, "__module__", None), getattr(fun, "__qualname__", "")
+        if module and "." in module and qual.isidentifier():
+            try:
+                if getattr(importlib.import_module(module), qual) is fun:
+                    found = (module, qual)
+            except ImportError:
+                pass
+    _LOCATIONS[prim] = found
+    return found
 
 
 def _all_axes(axis, ndim):
@@ -337,9 +393,15 @@ def _source(program, safe):
         head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
     else:
         head = ["import numpy as np"]
-    if mod.foreign:
-        head.append("# supplied by wengert (primitives without a NumPy spelling): "
-                    + ", ".join(sorted(mod.foreign)))
+    for m in sorted({m for m, _ in mod.imports.values()}):
+        package, leaf = m.rsplit(".", 1)
+        head.append(f"from {package} import {leaf} as _{m.replace('.', '_')}")
+    for ref in sorted(mod.imports):
+        m, path = mod.imports[ref]
+        head.append(f"{ref} = _{m.replace('.', '_')}.{path}")
+    supplied = sorted(set(mod.foreign) - set(mod.imports))
+    if supplied:
+        head.append("# supplied by wengert (primitives without a NumPy spelling): " + ", ".join(supplied))
     head += ["", ""] if mod.helpers else [""]
     if "tie_select" in mod.helpers:
         mod.helpers.add("masked")

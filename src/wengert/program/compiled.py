@@ -125,10 +125,14 @@ class CompiledFunction:
     def _build(self, args):
         program = Program.from_trace(self.fun, *args)
         if self.transform == "grad":
-            return accumulate_in_place(elide_broadcasts(program.grad(self.argnums)))  # simplified
-        if self.transform == "value_and_grad":
-            return accumulate_in_place(elide_broadcasts(program.value_and_grad(self.argnums)))
-        return optimize(program)
+            built = accumulate_in_place(elide_broadcasts(program.grad(self.argnums)))  # simplified
+        elif self.transform == "value_and_grad":
+            built = accumulate_in_place(elide_broadcasts(program.value_and_grad(self.argnums)))
+        else:
+            built = optimize(program)
+        inputs = set(built.inputs)  # the cache keeps the inputs' examples, not every intermediate
+        built.examples = {v: x for v, x in built.examples.items() if v in inputs}
+        return built
 
     def __call__(self, *args):
         key = _flat_key(args)  # the common case first: on small arrays the overhead is the cost

@@ -164,7 +164,7 @@ class Program:
     the outputs are returned. ``input_names`` are the user's names, one per input."""
 
     def __init__(self, inputs, statements, outputs, *, name="f", input_names=None, in_tree=None,
-                 in_leaves=None, out_tree=None):
+                 in_leaves=None, out_tree=None, examples=None):
         self.inputs = list(inputs)
         self.statements = list(statements)
         self.outputs = list(outputs)
@@ -178,6 +178,11 @@ class Program:
             out_tree = tree_flatten(self.outputs[0] if len(self.outputs) == 1 else
                                     tuple(range(len(self.outputs))))[1]
         self.out_tree = out_tree
+        self.examples = examples if examples is not None else {}
+        """Variable -> the value it had when traced (abstract evaluation's examples, see
+        ``tracing``): derivative programs evaluate their rules on them. Empty is valid (then
+        placeholders are used); ``wg.compile`` keeps only its inputs' (the rest is computed again
+        from them when a derivative program is derived)."""
         self._function = None
 
     # -- construction ----------------------------------------------------------------------------
@@ -191,7 +196,8 @@ class Program:
     def with_statements(self, statements, outputs=None, **changes):
         """A copy with other statements (and outputs); everything else kept."""
         fields = dict(inputs=self.inputs, name=self.name, input_names=self.input_names,
-                      in_tree=self.in_tree, in_leaves=self.in_leaves, out_tree=self.out_tree)
+                      in_tree=self.in_tree, in_leaves=self.in_leaves, out_tree=self.out_tree,
+                      examples=self.examples)
         fields.update(changes)
         inputs = fields.pop("inputs")
         return Program(inputs, statements, self.outputs if outputs is None else outputs, **fields)

@@ -172,6 +172,8 @@ def source_value(x, hoist):
         return _float_literal(x)
     if t in (int, bool, str, type(None)):
         return repr(x)
+    if t is complex:
+        return f"complex({_float_literal(x.real)}, {_float_literal(x.imag)})"
     if isinstance(x, np.ndarray):
         if hoist is not None:
             return hoist(x)

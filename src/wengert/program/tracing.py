@@ -2,8 +2,12 @@
 
 A :class:`Symbol` is a traced value with no data: primitives called on it are recorded by its
 :class:`ProgramBuilder` as statements instead of being computed. Shapes and dtypes come from
-*abstract evaluation by example*: each primitive's implementation is run once on placeholder
-arrays (ones, or zeros for integers) of the arguments' shapes and dtypes, never on the user's data.
+*abstract evaluation by example*: each primitive's implementation is run once on an example of
+each argument. The examples of a trace's inputs are the arguments it is traced with (the values
+``fun`` is known to accept: a placeholder of ones would make ``inv`` singular, ``cholesky`` fail
+and ``arccos``'s derivative divide by zero); variables without one (cotangents, tangents) get a
+placeholder (ones, or zeros for integers). The examples only give shapes and dtypes: the program
+never depends on them, and Python control flow on a symbol's value is refused all the same.
 Python control flow on shapes and constants works; on a symbol's value it cannot (the value is not
 known yet), and raises :class:`TracingError` naming the user's line and the remedies.
 """
@@ -17,7 +21,8 @@ import numpy as np
 import wengert
 from wengert.box import ArrayBox
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
-from wengert.ops import nondiff
+from wengert.ops import elementwise, nondiff
+from wengert.ops import shape as shape_ops
 from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.tree import tree_flatten, tree_unflatten
@@ -122,9 +127,23 @@ class Symbol(ArrayBox):
                      "Use wengert.numpy functions, or differentiate with the tape (wg.grad).")
 
     def __setitem__(self, idx, value):
-        self._refuse("In-place assignment (x[i] = ...)",
-                     "Build the array without mutation (wnp.where, wnp.concatenate, x + delta), or "
-                     "differentiate with the tape (wg.grad).")
+        """``x[idx] = value``: the symbol now stands for ``index_update(x, idx, value)`` (as the tape's
+        boxes, see ``wengert.mutation``); a traced boolean mask is refused (data-dependent)."""
+        if _has_bool_symbol(idx):
+            if type(idx) is Symbol and idx.var.shape == self.var.shape and np.ndim(value) == 0:
+                new = elementwise.where(idx, value, self)  # x[mask] = scalar: the same as a where
+                if new.var.dtype != self.var.dtype:
+                    new = shape_ops.astype(new, self.var.dtype)
+                self.var, self.example = new.var, new.example
+                return
+            self._refuse("Assignment through a traced boolean mask (x[mask] = ...) of other than a "
+                         "scalar to a mask of x's shape", "Use x = wnp.where(mask, value, x) instead.")
+        ArrayBox.__setitem__(self, idx, value)
+
+    def __radd__(self, other):  # sum(...)'s start value 0 (ArrayBox's reads the box's value)
+        if type(other) is int and self.var.kind == "float":
+            other = float(other)
+        return elementwise.add(other, self)
 
     # Boolean masks combine in rules (clip's ``(a >= lo) & (a <= hi)``): logical, not bitwise.
     def __and__(self, other):
@@ -163,11 +182,12 @@ SYMBOLIC_TYPES.add(Symbol)
 class ProgramBuilder(Trace):
     """Records statements. ``names`` holds every name given out, so generated names never clash."""
 
-    __slots__ = ("statements", "names", "counter", "versions")
+    __slots__ = ("statements", "names", "counter", "versions", "examples")
 
-    def __init__(self, first=1, names=()):
+    def __init__(self, first=1, names=(), examples=None):
         super().__init__()
         self.statements = []
+        self.examples = dict(examples or {})  # Variable -> the example value its symbol computed on
         self.names = set(names)
         self.counter = first
         self.versions = {}  # base name -> next version number to try
@@ -190,7 +210,12 @@ class ProgramBuilder(Trace):
     def symbol(self, var, example=None):
         """A symbol of this trace for ``var``."""
         self.names.add(var.name)
-        return Symbol(var, placeholder(var) if example is None else example, self)
+        if example is None:
+            example = self.examples.get(var)
+        if example is None:
+            example = placeholder(var)
+        self.examples[var] = example
+        return Symbol(var, example, self)
 
     def constant(self, value):
         return value
@@ -221,6 +246,7 @@ class ProgramBuilder(Trace):
             raise TracingError(f"primitive '{prim.__name__}' returns {type(example).__name__}, which a "
                                f"traced program cannot hold{_where()}") from None
         to_var = _symbol_to_var
+        self.examples[var] = example
         self.statements.append(Statement((var,), prim, _map_leaves(args, to_var),
                                          _map_leaves(kwargs, to_var) if kwargs else None))
         return Symbol(var, example, self)
@@ -292,7 +318,7 @@ def trace_program(fun, args):
             inputs.append(var)
             input_names.append(name)
             in_leaves.append(var)
-            boxed.append(builder.symbol(var))
+            boxed.append(builder.symbol(var, leaf))  # the argument itself is the input's example
         else:
             in_leaves.append(leaf)
             boxed.append(leaf)
@@ -309,7 +335,8 @@ def trace_program(fun, args):
             raise TracingError(f"{getattr(fun, '__name__', fun)} returned a {type(o).__name__} traced by "
                                f"another differentiation; a traced program's outputs are its own values")
     return Program(inputs, builder.statements, outputs, name=_identifier(getattr(fun, "__name__", "f")),
-                   input_names=input_names, in_tree=in_tree, in_leaves=in_leaves, out_tree=out_tree)
+                   input_names=input_names, in_tree=in_tree, in_leaves=in_leaves, out_tree=out_tree,
+                   examples=builder.examples)
 
 
 def _identifier(name):

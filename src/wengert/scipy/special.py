@@ -51,7 +51,7 @@ from wengert.ops.special import (
     y1,
     yn,
 )
-from wengert.trace import unbox_all
+from wengert.trace import is_symbolic, unbox_all
 
 __all__ = [
     "erf", "erfc", "erfinv", "erfcinv", "gamma", "gammaln", "digamma", "psi", "polygamma",
@@ -77,9 +77,14 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         a, b = wnp.broadcast_to(a, full), wnp.broadcast_to(b, full)
     if isinstance(axis, list):
         axis = tuple(axis)
-    av = np.asarray(unbox_all(a), dtype=float)
-    shift = np.max(av, axis=axis, keepdims=True) if av.size else np.zeros((1,) * av.ndim)
-    shift = np.where(np.isfinite(shift), shift, 0.0)
+    av = unbox_all(a)
+    if is_symbolic(av):  # traced: the shift is computed by the program (its derivative cancels exactly)
+        shift = wnp.max(av, axis=axis, keepdims=True) if np.size(av) else np.zeros((1,) * np.ndim(av))
+        shift = wnp.where(wnp.isfinite(shift), shift, 0.0)
+    else:
+        av = np.asarray(av, dtype=float)
+        shift = np.max(av, axis=axis, keepdims=True) if av.size else np.zeros((1,) * av.ndim)
+        shift = np.where(np.isfinite(shift), shift, 0.0)
     terms = exp(a - shift)
     if b is not None:
         terms = terms * b
@@ -89,7 +94,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         s = absolute(s)
     with np.errstate(divide="ignore"):  # log(0) = -inf, as in SciPy
         out = log(s) + shift
-    target = _reduced_shape(av.shape, axis, keepdims)
+    target = _reduced_shape(np.shape(av), axis, keepdims)
     if shape_of(out) != target:
         out = wnp.reshape(out, target)
     if return_sign:
@@ -114,7 +119,7 @@ def multigammaln(a, d):
     Raises SciPy's ValueError when some ``a <= (d-1)/2``.
     """
     d = int(d)
-    if np.any(np.asarray(unbox_all(a)) <= 0.5 * (d - 1)):
+    if not is_symbolic(a) and np.any(np.asarray(unbox_all(a)) <= 0.5 * (d - 1)):  # traced: no check
         raise ValueError(f"condition a ({float(np.min(unbox_all(a))):f}) > 0.5 * (d-1) "
                          f"({0.5 * (d - 1):f}) not met")
     shifted = wnp.expand_dims(a, -1) - 0.5 * np.arange(d)

@@ -23,7 +23,7 @@ import wengert.numpy as wnp
 from wengert.ops import broadcasting, indexing, scipy_linalg
 from wengert.ops import special as sp
 from wengert.ops.elementwise import exp, log, log1p, where
-from wengert.trace import contains_box, unbox_all
+from wengert.trace import contains_box, is_symbolic, unbox_all
 
 __all__ = ["norm", "t", "gamma", "beta", "chi2", "poisson", "dirichlet", "multivariate_normal"]
 
@@ -31,7 +31,9 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def _value(x):
-    return np.asarray(unbox_all(x), dtype=float)
+    """The values of ``x``, for support masks; a program tracer's symbol stays one (the masks are
+    then recorded statements)."""
+    return unbox_all(x) if is_symbolic(x) else np.asarray(unbox_all(x), dtype=float)
 
 
 def _standardize(x, loc, scale):
@@ -249,10 +251,12 @@ class _Dirichlet(_Distribution):
                              f"entry fewer than, parameter vector 'a', but alpha.shape = {k} "
                              f"and x.shape = {xs}.")
         xv = _value(x)
-        if np.any(xv < 0) or np.any(xv > 1):
+        if is_symbolic(xv):  # a traced program cannot check its data
+            pass
+        elif np.any(xv < 0) or np.any(xv > 1):
             raise ValueError("Each entry in 'x' must be greater than or equal to zero and "
                              "less than or equal to one.")
-        if np.any(np.abs(xv.sum(axis=0) - 1.0) > 10e-10):
+        if not is_symbolic(xv) and np.any(np.abs(xv.sum(axis=0) - 1.0) > 10e-10):
             raise ValueError("The input vector 'x' must lie within the normal simplex. but "
                              f"np.sum(x, 0) = {xv.sum(axis=0)}.")
         a = wnp.reshape(alpha, k + (1,) * (len(xs) - 1))
