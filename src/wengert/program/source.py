@@ -30,7 +30,7 @@ import numpy as np
 
 import wengert
 import wengert.numpy as wnp
-from wengert.ops import nondiff
+from wengert.ops import indexing, nondiff
 from wengert.program.control import If, Loop, SourceProgram, TransformError
 from wengert.program.ir import Variable
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError, is_input_leaf
@@ -91,9 +91,10 @@ class _Parsed:
             raise TransformError(f"the source of {getattr(fun, '__name__', fun)!r} is not available ({e}); "
                                  f"{_TAPE}") from None
         tree = ast.parse(textwrap.dedent("".join(lines)))
+        ast.increment_lineno(tree, start - 1)
         defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         self.filename = filename
-        self.offset = start - 1
+        self.offset = 0
         self.name = fun.__name__
         if not defs or isinstance(defs[0], ast.AsyncFunctionDef) or fun.__name__ == "<lambda>":
             raise TransformError(f"{self.where(1)}: {fun.__name__} is not a def-statement function (a lambda "
@@ -223,6 +224,9 @@ def _assigned(stmts):
         for node in ast.walk(s):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names:
                 names.append(node.id)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                    and isinstance(node.value, ast.Name) and node.value.id not in names:
+                names.append(node.value.id)
     return names
 
 
@@ -380,18 +384,15 @@ class _Interpreter:
             for tg, v in zip(target.elts, values):
                 self.assign(tg, v, mark, node)
         elif t is ast.Subscript and isinstance(target.value, ast.Name):
-            self.subscript_update(target, lambda old, idx: old.at[idx].set(value), node)
+            self.subscript_update(target, lambda old, idx: indexing.index_update(old, idx, value), node)
         else:
             raise self.error(node, f"assignment to a {t.__name__}")
 
     def subscript_update(self, target, update, node):
         name = target.value.id
         old = self.env.get(name)
-        if type(old) is not Symbol:
-            if isinstance(old, np.ndarray):
-                old = wnp.asarray(old)
-            else:
-                raise self.error(node, f"item assignment into {name} ({type(old).__name__})")
+        if type(old) is not Symbol and not isinstance(old, np.ndarray):
+            raise self.error(node, f"item assignment into {name} ({type(old).__name__})")
         idx = self.eval(target.slice)
         mark = self.mark()
         new = update(old, idx)
@@ -413,9 +414,10 @@ class _Interpreter:
                 self.env[target.id] = self.name_result(op(cur, value), target.id, mark)
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             if isinstance(s.op, ast.Add):
-                self.subscript_update(target, lambda old, idx: old.at[idx].add(value), s)
+                self.subscript_update(target, lambda old, idx: indexing.index_add(old, idx, value), s)
             else:
-                self.subscript_update(target, lambda old, idx: old.at[idx].set(op(old[idx], value)), s)
+                self.subscript_update(target, lambda old, idx: indexing.index_update(old, idx, op(old[idx], value)),
+                                      s)
         else:
             raise self.error(s, f"augmented assignment to a {type(target).__name__}")
 
@@ -572,6 +574,44 @@ class _Interpreter:
                           brk=brk_value, lineno=s.lineno))
 
 
+class _Builder(ProgramBuilder):
+    """A ProgramBuilder that records a primitive applied to the same arguments once per block
+    (``v[i] * v[i]`` reads ``v[i]`` once): common subexpressions, as the source is read."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self, names=()):
+        super().__init__(names=names)
+        self._seen = {}
+
+    def apply(self, prim, args, kwargs):
+        key = _cse_key((prim, args, tuple(sorted(kwargs.items())) if kwargs else ()))
+        if key is not None:
+            hit = self._seen.get(key)
+            if hit is not None and hit[0] is self.statements:
+                return hit[1]
+        out = super().apply(prim, args, kwargs)
+        if key is not None and type(out) is Symbol:
+            self._seen[key] = (self.statements, out)
+        return out
+
+
+def _cse_key(x):
+    t = type(x)
+    if t is Symbol:
+        return ("v", id(x.var))
+    if t in (int, float, bool, str, type(None)) or isinstance(x, wengert.Primitive):
+        return (t.__name__, x)
+    if t is tuple or t is list:
+        parts = tuple(_cse_key(p) for p in x)
+        return None if any(p is None for p in parts) else (t.__name__, parts)
+    if t is slice:
+        return _cse_key((x.start, x.stop, x.step))
+    if isinstance(x, np.dtype) or x is Ellipsis:
+        return ("c", str(x))
+    return None
+
+
 def _clean(name):
     return {_RET: "result", _JUMP: "jump", _BRK: "stop"}.get(name, name)
 
@@ -614,7 +654,7 @@ def from_source(fun, *example_args):
         example_args = tuple(1.0 for _ in params)
     if len(example_args) != len(params):
         raise TypeError(f"{fun.__name__} takes {len(params)} arguments, got {len(example_args)} examples")
-    builder = ProgramBuilder(names={"np", "math", "stack", "range", "len"} - set(params))
+    builder = _Builder(names={"np", "math", "stack", "range", "len"} - set(params))
     interp = _Interpreter(fun, builder)
     inputs, slots = [], []
     for name, a in zip(params, example_args):

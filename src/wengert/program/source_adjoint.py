@@ -47,7 +47,8 @@ class _Reverser:
         self.b = ProgramBuilder(names=names)
         self.acc = {}  # Variable -> accumulator Variable (a buffer the reverse pass owns)
         self._syms = {}
-        self.table = []  # (forward node, reverse nodes) for the top-level block
+        self.table = []  # (forward node, reverse nodes, contributions) for the top-level block
+        self.contribs = []  # (argument Variable, cotangent) of the statement being reversed
 
     def sym(self, var):
         s = self._syms.get(var)
@@ -106,7 +107,8 @@ class _Reverser:
             else:  # pragma: no cover - forward blocks hold statements, ifs and loops only
                 raise TypeError(f"unexpected node {t.__name__} in a forward block")
             if top:
-                self.table.append((node, self.b.statements[start:]))
+                self.table.append((node, self.b.statements[start:], self.contribs))
+            self.contribs = []
         fwd.reverse()
         return fwd
 
@@ -134,6 +136,7 @@ class _Reverser:
                 raise TracingError(f"the VJP rule of primitive '{prim.__name__}' for argument {i} cannot be "
                                    f"traced to a program: {e}") from e
             self.accumulate(adj, a, c, mark)
+            self.contribs.append((a, c))
 
     def _open(self, free):
         """Accumulators for the outer variables ``free`` a compound node reads."""
@@ -270,7 +273,7 @@ class GradProgram:
     """A derivative program built from source: ``inputs``, ``forward`` (the augmented forward pass),
     ``reverse``, ``outputs``; ``.source`` is its Python source, calling it runs it."""
 
-    def __init__(self, name, inputs, nodes, outputs, out_tree, stack, table=None, params=None):
+    def __init__(self, name, inputs, nodes, outputs, out_tree, stack, table=None, params=None, primal=None):
         self.name = name
         self.inputs = list(inputs)
         self.nodes = list(nodes)
@@ -279,6 +282,7 @@ class GradProgram:
         self.stack = stack
         self.table = table or []
         self.params = params
+        self.primal = primal  # the function's output (a Variable or constant), for the table
         self._function = None
 
     @property
@@ -352,7 +356,7 @@ def grad_source(program, argnums=0, with_value=False):
     nodes = fwd + rev
     table = list(reversed(r.table))
     return GradProgram(f"{program.name}_grad", program.inputs, nodes, outputs, tree, _has_push(nodes),
-                       table=table, params=program.params)
+                       table=table, params=program.params, primal=out)
 
 
 # -- forward mode ------------------------------------------------------------------------------------

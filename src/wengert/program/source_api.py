@@ -54,24 +54,28 @@ class _SourceDerivative:
         self._last = prog
         return prog
 
+    def _latest(self):
+        if self._last is None:
+            try:
+                self.program()
+            except (TypeError, ValueError, IndexError) as e:
+                raise TypeError(f"{self.__name__}: no program yet, and none for Python floats ({e}); call it "
+                                f"first, or build one with .program(*example_args)") from None
+        return self._last
+
     @property
     def source(self):
         """The derivative program's Python source (last signature called; floats before any call)."""
-        if self._last is None:
-            self.program()
-        return self._last.source
+        return self._latest().source
 
     def table(self):
         """The second seed's two-column view of the last program (floats before any call)."""
-        if self._last is None:
-            self.program()
-        return adjoint_table(self._last)
+        return adjoint_table(self._latest())
 
 
 class _Grad(_SourceDerivative):
     def __call__(self, *args):
         prog = self.program(*args)
-        flat = [a for a, p in zip(args, prog.params) if type(p) is not type(a) or p is not a]
         flat = [a for a in args if is_input_leaf(a)]
         return prog(*flat)
 
@@ -112,11 +116,17 @@ def adjoint_table(program):
     the derivative program is the left column top-down, then the right column bottom-up."""
     _text, mod = block_source(program.name, program.inputs, program.nodes, program.outputs, stack=program.stack)
     rows = []
-    for v in program.inputs:
-        rows.append(([f"{v.name} (input)"], [f"{v.name}_bar: gradient output" if any(
-            o is not None and getattr(o, "name", "") == f"{v.name}_bar" for o in program.outputs) else ""]))
-    for fwd, rev in program.table:
-        rev_lines = _lines([n for n in rev], mod)
+    grads = program.outputs[-len(program.inputs):] if program.outputs else []
+    for v, g in zip(program.inputs, grads):
+        rows.append(([f"{v.name} = input"], [f"return {getattr(g, 'name', g)} as the gradient of {v.name}"]))
+    for fwd, rev, contribs in program.table:
+        made = {o for n in rev if type(n) is Statement for o in n.outs}
+        rev_lines = _lines([n for n in rev], mod) if rev else []
+        for a, c in contribs:
+            cvar = getattr(c, "var", None)
+            if cvar is not None and cvar not in made:
+                rev_lines.append(f"{a.name}_bar += {cvar.name}")
+        rev_lines = rev_lines or [""]
         if type(fwd) is Statement:
             left = _lines([fwd], mod)
         else:
@@ -124,8 +134,7 @@ def adjoint_table(program):
         rows.append((left, rev_lines))
     seeds = [n for n in program.nodes if type(n) not in (Statement, If, Loop, Push, Pop)]
     if seeds:
-        rows.append((["return " + ", ".join(str(getattr(o, "name", o)) for o in program.outputs[:1])],
-                     _lines(seeds[:1], mod)))
+        rows.append(([f"return {getattr(program.primal, 'name', program.primal)}"], _lines(seeds[:1], mod)))
     width = max([len(line) for left, _ in rows for line in left] + [len("forward (read top-down)")]) + 4
     out = [f"{'forward (read top-down)':<{width}}reverse (read bottom-up)", "-" * (width + 28)]
     for left, right in rows:
