@@ -219,7 +219,8 @@ def f_ifexp(x):
 BAD = [
     (f_try, "try/except"), (f_with, "with statement"), (f_generator, "generator (yield)"),
     (f_genexp, "generator expression"), (f_global, "global statement"), (make_nonlocal(), "nonlocal"),
-    (f_return_in_loop, "return inside a loop"), (f_exec, "exec()"), (make_mutable_closure(), "mutable variable"),
+    (f_return_in_loop, "return inside a loop"), (f_exec, "exec()"),
+    (make_mutable_closure(), "mutable variable"),
     (f_ifexp, "a if c else b"),
 ]
 

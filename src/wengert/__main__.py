@@ -44,7 +44,7 @@ def demo(args):
 
 
 def adjoint(args):
-    """Print the derivative program of FILE.py:FUNCTION built from its source (see ``wengert.program.source``)."""
+    """Print the derivative program of FILE.py:FUNCTION, built from its source."""
     from wengert.program.source_cli import run
 
     return run(args)
@@ -86,9 +86,11 @@ def main(argv=None):
     d.set_defaults(run=demo)
     s = sub.add_parser("seed", help="the first seed's tape example, in reverse and forward mode")
     s.set_defaults(run=seed)
-    a = sub.add_parser("adjoint", help="print the derivative program of FILE.py:FUNCTION, built from its source")
+    a = sub.add_parser("adjoint", help="print the derivative program of FILE.py:FUNCTION, built from "
+                                       "its source")
     a.add_argument("target", metavar="FILE.py:FUNCTION")
-    a.add_argument("--table", action="store_true", help="each forward statement beside its reverse counterpart")
+    a.add_argument("--table", action="store_true", help="each forward statement beside its reverse "
+                                                        "counterpart")
     a.add_argument("--args", default=None, help="example arguments, a Python expression with np (floats)")
     a.add_argument("--argnums", default="0", help="the arguments to differentiate, e.g. 0 or 0,1 (0)")
     a.add_argument("--jvp", action="store_true", help="print the forward-mode (tangent) program instead")

@@ -349,7 +349,8 @@ def block_source(name, params, nodes, outputs, safe=False, stack=False):
         except TypeError:
             mod.foreign[cname] = value
             head.append(f"# {cname}: a constant supplied by wengert ({type(value).__name__})")
-    text = "\n".join(head) + f"\n\ndef {name}({', '.join(p.name for p in params)}):\n" + "\n".join(body) + "\n"
+    signature = f"def {name}({', '.join(p.name for p in params)}):"
+    text = "\n".join(head) + f"\n\n{signature}\n" + "\n".join(body) + "\n"
     return text, mod
 
 

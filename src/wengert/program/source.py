@@ -106,7 +106,8 @@ class _Parsed:
         return f"{self.filename}, line {lineno + self.offset}"
 
     def error(self, node, what):
-        return TransformError(f"{what} at {self.where(getattr(node, 'lineno', 1))} (in {self.name}) is outside "
+        return TransformError(f"{what} at {self.where(getattr(node, 'lineno', 1))} (in {self.name}) is "
+                              f"outside "
                               f"the Python subset that wengert's source transformation supports. {_TAPE}")
 
     def _check(self):
@@ -204,7 +205,8 @@ def _closure(fun, parsed):
         try:
             value = cell.cell_contents
         except ValueError:
-            raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} captures {name!r}, which "
+            raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} captures "
+                                 f"{name!r}, which "
                                  f"is not assigned yet. {_TAPE}") from None
         if isinstance(value, (list, dict, set, bytearray, np.ndarray)) or (
                 not isinstance(value, (int, float, complex, str, bool, tuple, type(None), np.generic,
@@ -274,11 +276,14 @@ class _Interpreter:
                 return eval(code[0], self.fun.__globals__, _Scope(self))  # noqa: S307 - the user's own code
         except TracingError as e:
             raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e} Inside an expression, "
-                                 f"Python control flow (a if c else b, and/or, chained comparisons) on traced "
+                                 f"Python control flow (a if c else b, and/or, chained comparisons) on "
+                                 f"traced "
                                  f"values is outside the subset; write an if statement. {_TAPE}") from None
         except NameError as e:
-            raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e}; a variable assigned in only "
-                                 f"one branch of an if, or first assigned inside a loop, cannot be used after "
+            raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e}; a variable "
+                                 f"assigned in only "
+                                 f"one branch of an if, or first assigned inside a loop, cannot be used "
+                                 f"after "
                                  f"it: assign it before. {_TAPE}") from None
 
     def stmts(self):
@@ -416,8 +421,10 @@ class _Interpreter:
             if isinstance(s.op, ast.Add):
                 self.subscript_update(target, lambda old, idx: indexing.index_add(old, idx, value), s)
             else:
-                self.subscript_update(target, lambda old, idx: indexing.index_update(old, idx, op(old[idx], value)),
-                                      s)
+                def update(old, idx):
+                    return indexing.index_update(old, idx, op(old[idx], value))
+
+                self.subscript_update(target, update, s)
         else:
             raise self.error(s, f"augmented assignment to a {type(target).__name__}")
 
@@ -455,7 +462,8 @@ class _Interpreter:
                                            f"{type(v).__name__} in its arms")
             like = a if _is_float(a) or not _is_float(b) else b
             if not np.shape(_ex(a)) == np.shape(_ex(b)):
-                raise TransformError(f"at {self.where(node)}: the arms of this if give {_clean(name)} different "
+                raise TransformError(f"at {self.where(node)}: the arms of this if give {_clean(name)} "
+                                     f"different "
                                      f"shapes ({np.shape(_ex(a))} and {np.shape(_ex(b))}); the source "
                                      f"transformation needs one shape per variable. {_TAPE}")
             var = self.new_var(_clean(name), like)
@@ -551,7 +559,8 @@ class _Interpreter:
                 if not _numeric(o):
                     raise self.error(s, f"a loop making {n} a {type(o).__name__}")
                 if np.shape(ex) != h.shape:
-                    raise TransformError(f"at {self.where(s)}: the loop changes the shape of {n} from {h.shape} "
+                    raise TransformError(f"at {self.where(s)}: the loop changes the shape of {n} from "
+                                         f"{h.shape} "
                                          f"to {np.shape(ex)}; initialise it with its final shape (e.g. "
                                          f"np.zeros({np.shape(ex)})). {_TAPE}")
                 if np.result_type(ex) != h.dtype and not (type(ex) is float and h.dtype == np.float64):
@@ -560,18 +569,20 @@ class _Interpreter:
             if not retry:
                 break
         else:
-            raise TransformError(f"at {self.where(s)}: the loop-carried variables' types do not settle. {_TAPE}")
+            raise TransformError(f"at {self.where(s)}: the loop-carried variables' types do not settle. "
+                                 f"{_TAPE}")
         self.builder.statements = outer
-        outs = [Variable(self.builder.fresh(_clean(n)), h.shape, h.dtype, h.kind) for n, h in zip(names, headers)]
+        outs = [Variable(self.builder.fresh(_clean(n)), h.shape, h.dtype, h.kind)
+                for n, h in zip(names, headers)]
         env = dict(env0)
         for n, o in zip(names, outs):
             env[n] = self.sym(o)
         self.env = env
         brk_value = None if brk is False else (True if brk is True else brk.var)
         cond_value = cond.var if type(cond) is Symbol else cond
-        outer.append(Loop(kind, body, headers, [_unsym(env0[n]) for n in names], [_unsym(o) for o in body_outs],
-                          outs, index=index, bounds=bounds, cond_block=cond_block, cond=cond_value,
-                          brk=brk_value, lineno=s.lineno))
+        outer.append(Loop(kind, body, headers, [_unsym(env0[n]) for n in names],
+                          [_unsym(o) for o in body_outs], outs, index=index, bounds=bounds,
+                          cond_block=cond_block, cond=cond_value, brk=brk_value, lineno=s.lineno))
 
 
 class _Builder(ProgramBuilder):
@@ -660,7 +671,8 @@ def from_source(fun, *example_args):
     for name, a in zip(params, example_args):
         if isinstance(a, (list, tuple, dict)):
             raise TypeError(f"{fun.__name__}: argument {name} is a {type(a).__name__}; the source "
-                            f"transformation takes arrays, numbers and static values (use wg.grad for pytrees)")
+                            f"transformation takes arrays, numbers and static values (use wg.grad for "
+                            f"pytrees)")
         if is_input_leaf(a):
             var = Variable.like(builder.fresh(name), a)
             inputs.append(var)

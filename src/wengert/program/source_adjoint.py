@@ -20,7 +20,17 @@ the adjoint of ``x`` is ``x_bar``; forward mode gives ``x_dot``.
 import numpy as np
 
 from wengert.ops import elementwise as ew
-from wengert.program.control import Assign, If, Zeros, Loop, Pop, Push, SourceProgram, all_names, defined, reads
+from wengert.program.control import (
+    Assign,
+    If,
+    Loop,
+    Pop,
+    Push,
+    Zeros,
+    all_names,
+    defined,
+    reads,
+)
 from wengert.program.ir import Statement, Variable, map_vars, placeholder
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.tree import _LEAF, tree_flatten
@@ -184,7 +194,7 @@ class _Reverser:
             adj.pop(o, None)
         new = If(node.cond, arms[0][0], arms[1][0], node.outs, node.then_vals, node.else_vals, node.lineno)
         if self.in_loop:
-            for k, (fwd, rev, local, _a) in enumerate(arms):
+            for k, (_fwd, rev, local, _a) in enumerate(arms):
                 need = _unique(v for v in reads(rev) if v in local)
                 if need:
                     rev.insert(0, Pop(need))
@@ -223,7 +233,7 @@ class _Reverser:
         fwd_body = self.block(node.body, adj_b)
         self.in_loop = was
         ends = []
-        for h, C in carry:
+        for h, _C in carry:
             g = adj_b.get(h)
             ends.append(g.var if type(g) is Symbol else (g if g is not None else _zeros(h)))
         if carry:
@@ -234,7 +244,7 @@ class _Reverser:
             rev.insert(0, Pop(need))
         self.b.statements = outer
         self.emit(Loop("repeat", rev, count=count, lineno=node.lineno))
-        for (h, C), init in zip(carry, [i for h, i in zip(node.headers, node.inits) if _is_float(h)]):
+        for (_h, C), init in zip(carry, [i for h, i in zip(node.headers, node.inits) if _is_float(h)]):
             if _is_float(init):
                 self.accumulate(adj, init, self.sym(C))
         self._close(opened, adj)
@@ -333,7 +343,8 @@ def grad_source(program, argnums=0, with_value=False):
         slot = program.params[a] if -len(program.params) <= a < len(program.params) else None
         if not _is_float(slot):
             raise TypeError(f"source_grad({program.name}, argnums={argnums!r}): argument {a} is "
-                            f"{'missing' if slot is None else repr(slot)}; derivatives are taken with respect "
+                            f"{'missing' if slot is None else repr(slot)}; derivatives are taken with "
+                            f"respect "
                             f"to float arrays and floats")
         wrt.append(slot)
     r = _Reverser(program)
@@ -458,8 +469,8 @@ class _Tangents:
         self.block(node.body, tan_b)
         body = self.b.statements
         self.b.statements = outer
-        body_outs = list(node.body_outs) + [self._value(bo, tan_b) for h, bo in zip(node.headers, node.body_outs)
-                                            if _is_float(h)]
+        body_outs = list(node.body_outs) + [self._value(bo, tan_b)
+                                            for h, bo in zip(node.headers, node.body_outs) if _is_float(h)]
         for o, od in pairs:
             tan[o] = self.sym(od)
         return node.copy(headers=heads, inits=inits, outs=outs, body=body, body_outs=body_outs)

@@ -114,7 +114,8 @@ def _lines(nodes, mod):
 def adjoint_table(program):
     """Each forward statement beside its reverse-mode counterpart (the second seed's two columns):
     the derivative program is the left column top-down, then the right column bottom-up."""
-    _text, mod = block_source(program.name, program.inputs, program.nodes, program.outputs, stack=program.stack)
+    _text, mod = block_source(program.name, program.inputs, program.nodes, program.outputs,
+                              stack=program.stack)
     rows = []
     grads = program.outputs[-len(program.inputs):] if program.outputs else []
     for v, g in zip(program.inputs, grads):
