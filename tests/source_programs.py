@@ -293,6 +293,37 @@ def two_accumulators(v):
     return a * b
 
 
+def triangular_loops(v):
+    s = 0.0
+    for i in range(len(v)):
+        for j in range(i):
+            s = s + v[i] * v[j]
+    return s
+
+
+def while_in_for_with_and(v, x):
+    t = 0.0
+    for i in range(len(v)):
+        y = v[i]
+        k = 0
+        while y < x and k < 3:
+            y = y * 2.0 + 0.5
+            k += 1
+        if k > 1 or not y > 0.0:
+            t = t + y * x
+        else:
+            t = t - np.cos(y)
+    return t
+
+
+def break_at_once(v):
+    s = 1.0
+    for x in v:
+        s = s * x
+        break
+    return s
+
+
 PROGRAMS = [
     (seed_example, (2.0, 5.0), (0, 1)),
     (straight_math, (0.7, 1.3), (0, 1)),
@@ -334,4 +365,7 @@ PROGRAMS = [
     (loop_mean, (V8,), 0),
     (early_continue_nested, (M34,), 0),
     (two_accumulators, (V5,), 0),
+    (triangular_loops, (V8,), 0),
+    (while_in_for_with_and, (V8, 1.2), (0, 1)),
+    (break_at_once, (V5,), 0),
 ]

@@ -286,6 +286,37 @@ class _Interpreter:
                                  f"after "
                                  f"it: assign it before. {_TAPE}") from None
 
+    def test(self, expr):
+        """The condition of an ``if`` or ``while``: ``and``/``or``/``not`` and chained comparisons on
+        traced values become logical_and/or/not (both sides are evaluated: conditions have no effects)."""
+        t = type(expr)
+        if t is ast.BoolOp:
+            is_and = isinstance(expr.op, ast.And)
+            result = None
+            for part in expr.values:
+                v = self.test(part)
+                if type(v) is not Symbol:
+                    if bool(v) != is_and:  # static short circuit: False for and, True for or
+                        return bool(v)
+                    continue
+                if v.var.dtype.kind != "b":
+                    v = v != 0
+                result = v if result is None else (nondiff.logical_and(result, v) if is_and
+                                                   else nondiff.logical_or(result, v))
+            return is_and if result is None else result
+        if t is ast.UnaryOp and isinstance(expr.op, ast.Not):
+            v = self.test(expr.operand)
+            if type(v) is not Symbol:
+                return not v
+            return nondiff.logical_not(v if v.var.dtype.kind == "b" else v != 0)
+        if t is ast.Compare and len(expr.ops) > 1:
+            parts, left = [], expr.left
+            for op, right in zip(expr.ops, expr.comparators):
+                parts.append(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), expr))
+                left = right
+            return self.test(ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), expr))
+        return self.eval(expr)
+
     def stmts(self):
         return self.builder.statements
 
@@ -353,7 +384,7 @@ class _Interpreter:
         elif t is ast.Return:
             self.env[_RET] = None if s.value is None else self.eval(s.value)
         elif t is ast.If:
-            test = self.eval(s.test)
+            test = self.test(s.test)
             if type(test) is Symbol:
                 if test.var.dtype.kind != "b":
                     test = test != 0
@@ -528,7 +559,7 @@ class _Interpreter:
             cond_block, cond = [], None
             self.builder.statements = []
             if kind == "while":
-                cond = self.eval(test)
+                cond = self.test(test)
                 cond_block = self.builder.statements
                 if type(cond) is Symbol and cond.var.dtype.kind != "b":
                     cond = cond != 0

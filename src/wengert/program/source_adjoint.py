@@ -188,7 +188,7 @@ class _Reverser:
                 if g is not None and _is_float(v):
                     self.accumulate(adj_a, v, g)
             fwd = self.block(body, adj_a)
-            arms.append((fwd, rev, set(defined(body)), adj_a))
+            arms.append((fwd, rev, set(defined(fwd)), adj_a))
         self.b.statements = outer
         for o in node.outs:
             adj.pop(o, None)
@@ -238,7 +238,7 @@ class _Reverser:
             ends.append(g.var if type(g) is Symbol else (g if g is not None else _zeros(h)))
         if carry:
             self.emit(Assign([C for _, C in carry], ends))
-        local = set(defined(node.body)) | set(node.headers) | ({node.index} if node.index else set())
+        local = set(defined(fwd_body)) | set(node.headers) | ({node.index} if node.index else set())
         need = _unique(v for v in reads(rev) if v in local)
         if need:
             rev.insert(0, Pop(need))
