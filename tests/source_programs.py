@@ -324,6 +324,14 @@ def break_at_once(v):
     return s
 
 
+def same_call_in_both_arms(x):
+    if x > 0.0:
+        y = np.sin(x) * 2.0
+    else:
+        y = np.sin(x) * 3.0
+    return y + np.sin(x)
+
+
 PROGRAMS = [
     (seed_example, (2.0, 5.0), (0, 1)),
     (straight_math, (0.7, 1.3), (0, 1)),
@@ -368,4 +376,6 @@ PROGRAMS = [
     (triangular_loops, (V8,), 0),
     (while_in_for_with_and, (V8, 1.2), (0, 1)),
     (break_at_once, (V5,), 0),
+    (same_call_in_both_arms, (0.5,), 0),
+    (same_call_in_both_arms, (-0.5,), 0),
 ]

@@ -468,6 +468,7 @@ class _Interpreter:
             self.env = dict(env0)
             if reset_jump and stmts is body:
                 self.env[_JUMP] = False
+            self.builder.statements = outer  # leave the other arm: arms share nothing
             self.builder.statements = []
             self.block(stmts)
             arms.append((self.builder.statements, self.env))
@@ -557,6 +558,7 @@ class _Interpreter:
                 self.env[n] = self.sym(h)
             index = None
             cond_block, cond = [], None
+            self.builder.statements = outer  # leave an earlier attempt's body
             self.builder.statements = []
             if kind == "while":
                 cond = self.test(test)
@@ -569,6 +571,7 @@ class _Interpreter:
                         self.env = env0
                         return
                     cond = True
+                self.builder.statements = outer  # leave the condition's block: the body is not inside it
                 self.builder.statements = []
             else:
                 index = Variable(self.builder.fresh("i" if over is not None else target), (), np.int64, "int")
@@ -617,20 +620,36 @@ class _Interpreter:
 
 
 class _Builder(ProgramBuilder):
-    """A ProgramBuilder that records a primitive applied to the same arguments once per block
-    (``v[i] * v[i]`` reads ``v[i]`` once): common subexpressions, as the source is read."""
+    """A ProgramBuilder that records a primitive applied to the same arguments once (``v[i] * v[i]``
+    reads ``v[i]`` once): common subexpressions, as the source is read. A statement is reused in its
+    own block and in the blocks nested in it (SSA: it dominates them), never from a sibling arm.
+    ``statements`` is the block being recorded; setting it to a new list enters a nested block,
+    setting it back to an enclosing one leaves the blocks in between."""
 
-    __slots__ = ("_seen",)
+    __slots__ = ("_seen", "_blocks")
 
     def __init__(self, names=()):
+        self._blocks = []
         super().__init__(names=names)
         self._seen = {}
+
+    @property
+    def statements(self):
+        return self._blocks[-1]
+
+    @statements.setter
+    def statements(self, block):
+        for k, b in enumerate(self._blocks):
+            if b is block:
+                del self._blocks[k + 1:]
+                return
+        self._blocks.append(block)
 
     def apply(self, prim, args, kwargs):
         key = _cse_key((prim, args, tuple(sorted(kwargs.items())) if kwargs else ()))
         if key is not None:
             hit = self._seen.get(key)
-            if hit is not None and hit[0] is self.statements:
+            if hit is not None and any(hit[0] is b for b in self._blocks):
                 return hit[1]
         out = super().apply(prim, args, kwargs)
         if key is not None and type(out) is Symbol:

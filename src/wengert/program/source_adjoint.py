@@ -163,8 +163,8 @@ class _Reverser:
         for u in opened:
             A = self.acc.pop(u)
             prev = adj.get(u)
-            adj[u] = self.sym(A) if prev is None else self.name(ew.add(prev, self.sym(A)), f"{u.name}_bar",
-                                                                 len(self.b.statements))
+            mark = len(self.b.statements)
+            adj[u] = self.sym(A) if prev is None else self.name(ew.add(prev, self.sym(A)), f"{u.name}_bar", mark)
 
     def _free(self, node_reads, node_defs):
         seen, out = set(node_defs), []
