@@ -332,6 +332,21 @@ def same_call_in_both_arms(x):
     return y + np.sin(x)
 
 
+def early_return(x):
+    if x > 1.0:
+        return x * x
+    y = np.sin(x)
+    if y < 0.0:
+        return -y * x
+    return y + x
+
+
+def early_return_array(v):
+    if v.sum() > 0.0:
+        return (v * v).sum()
+    return np.exp(v).sum()
+
+
 PROGRAMS = [
     (seed_example, (2.0, 5.0), (0, 1)),
     (straight_math, (0.7, 1.3), (0, 1)),
@@ -378,4 +393,9 @@ PROGRAMS = [
     (break_at_once, (V5,), 0),
     (same_call_in_both_arms, (0.5,), 0),
     (same_call_in_both_arms, (-0.5,), 0),
+    (early_return, (2.0,), 0),
+    (early_return, (0.5,), 0),
+    (early_return, (-0.5,), 0),
+    (early_return_array, (V5,), 0),
+    (early_return_array, (-np.abs(V5),), 0),
 ]

@@ -128,10 +128,6 @@ class _Parsed:
                     for inner in ast.walk(node):
                         if isinstance(inner, ast.Return):
                             raise self.error(inner, "return inside a loop")
-        for k, stmt in enumerate(fn.body):
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Return) and not (k == len(fn.body) - 1 and node is stmt):
-                    raise self.error(node, "return other than as the function's last statement")
 
 
 _PARSED = {}
@@ -346,6 +342,7 @@ class _Interpreter:
     # -- the function ----------------------------------------------------------------------------
     def run_function(self):
         self.env.setdefault(_RET, None)
+        self.env.setdefault(_JUMP, False)
         body = self.parsed.node.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]
@@ -383,6 +380,7 @@ class _Interpreter:
             self.augassign(s)
         elif t is ast.Return:
             self.env[_RET] = None if s.value is None else self.eval(s.value)
+            self.env[_JUMP] = True  # what follows runs only where this return did not
         elif t is ast.If:
             test = self.test(s.test)
             if type(test) is Symbol:
@@ -486,8 +484,11 @@ class _Interpreter:
             if type(a) is not Symbol and type(b) is not Symbol and _static_equal(a, b):
                 env[name] = a
                 continue
-            if name == _RET:
-                raise self.error(node, "return inside an if (assign the result, return once at the end)")
+            if name == _RET:  # a return in one arm: the other's result is a placeholder until it returns
+                if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+                    raise self.error(node, "returning a tuple from inside an if")
+                a = _zero_like(b) if a is None else a
+                b = _zero_like(a) if b is None else b
             for v in (a, b):
                 if not _numeric(v):
                     raise self.error(node, f"an if on a traced value assigning {name} a "
@@ -671,6 +672,13 @@ def _cse_key(x):
     if isinstance(x, np.dtype) or x is Ellipsis:
         return ("c", str(x))
     return None
+
+
+def _zero_like(v):
+    ex = _ex(v)
+    if type(ex) is float:
+        return 0.0
+    return np.zeros(np.shape(ex), np.result_type(ex))
 
 
 def _clean(name):
