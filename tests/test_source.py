@@ -293,3 +293,43 @@ def test_cli_prints_the_derivative_program_and_the_table(tmp_path):
     assert "for i in range(4):" in loop.stdout and "v_bar[i] +=" in loop.stdout
     bad = _cli(f"{path}:nope")
     assert bad.returncode != 0 and "nope" in bad.stderr
+
+
+def test_readme_shows_the_program_that_is_generated(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## From source, with control flow")[1]
+    shown = section.split("def f_grad(v):\n", 1)[1].split("```", 1)[0]
+    example = section.split("```python\n", 1)[1].split("\ndf = ", 1)[0]
+    path = tmp_path / "readme_example.py"
+    path.write_text("import numpy as np\n\n\n" + example + "\n")
+    spec = importlib.util.spec_from_file_location("readme_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    d = wg.source_grad(module.f)
+    got = d(np.array([1.0, -2.0, 3.0]))
+    np.testing.assert_allclose(got, [2.0, -math.cos(-2.0), 6.0])
+    assert d.source.split("def f_grad(v):\n", 1)[1] == shown
+
+
+def test_loop_over_a_list_is_unrolled():
+    def over_list(x, y):
+        s = 0.0
+        for w in [x, y, x * y]:
+            s = s + np.sin(w)
+        return s
+
+    d = wg.source_grad(over_list, (0, 1))
+    np.testing.assert_allclose(d(0.3, 0.8), wg.grad(over_list, (0, 1))(0.3, 0.8))
+
+
+def test_variable_from_one_arm_used_later_names_the_line():
+    def one_arm(x):
+        if x > 0.0:
+            y = x * 2.0
+        return y
+
+    with pytest.raises(wg.TransformError, match=r"line \d+.*one branch"):
+        wg.source_grad(one_arm)(1.0)

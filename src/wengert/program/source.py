@@ -107,8 +107,8 @@ class _Parsed:
 
     def error(self, node, what):
         return TransformError(f"{what} at {self.where(getattr(node, 'lineno', 1))} (in {self.name}) is "
-                              f"outside "
-                              f"the Python subset that wengert's source transformation supports. {_TAPE}")
+                              f"outside the Python subset that wengert's source transformation "
+                              f"supports. {_TAPE}")
 
     def _check(self):
         fn = self.node
@@ -202,8 +202,7 @@ def _closure(fun, parsed):
             value = cell.cell_contents
         except ValueError:
             raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} captures "
-                                 f"{name!r}, which "
-                                 f"is not assigned yet. {_TAPE}") from None
+                                 f"{name!r}, which is not assigned yet. {_TAPE}") from None
         if isinstance(value, (list, dict, set, bytearray, np.ndarray)) or (
                 not isinstance(value, (int, float, complex, str, bool, tuple, type(None), np.generic,
                                        types.FunctionType, types.ModuleType, types.BuiltinFunctionType,
@@ -273,14 +272,13 @@ class _Interpreter:
         except TracingError as e:
             raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e} Inside an expression, "
                                  f"Python control flow (a if c else b, and/or, chained comparisons) on "
-                                 f"traced "
-                                 f"values is outside the subset; write an if statement. {_TAPE}") from None
+                                 f"traced values is outside the subset; write an if statement. "
+                                 f"{_TAPE}") from None
         except NameError as e:
             raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e}; a variable "
-                                 f"assigned in only "
-                                 f"one branch of an if, or first assigned inside a loop, cannot be used "
-                                 f"after "
-                                 f"it: assign it before. {_TAPE}") from None
+                                 f"assigned in only one branch of an if, or first assigned inside a "
+                                 f"loop, cannot be used "
+                                 f"after it: assign it before. {_TAPE}") from None
 
     def test(self, expr):
         """The condition of an ``if`` or ``while``: ``and``/``or``/``not`` and chained comparisons on
@@ -496,8 +494,8 @@ class _Interpreter:
             like = a if _is_float(a) or not _is_float(b) else b
             if not np.shape(_ex(a)) == np.shape(_ex(b)):
                 raise TransformError(f"at {self.where(node)}: the arms of this if give {_clean(name)} "
-                                     f"different "
-                                     f"shapes ({np.shape(_ex(a))} and {np.shape(_ex(b))}); the source "
+                                     f"different shapes ({np.shape(_ex(a))} and {np.shape(_ex(b))}); "
+                                     f"the source "
                                      f"transformation needs one shape per variable. {_TAPE}")
             var = self.new_var(_clean(name), like)
             outs.append(var)
@@ -595,8 +593,8 @@ class _Interpreter:
                     raise self.error(s, f"a loop making {n} a {type(o).__name__}")
                 if np.shape(ex) != h.shape:
                     raise TransformError(f"at {self.where(s)}: the loop changes the shape of {n} from "
-                                         f"{h.shape} "
-                                         f"to {np.shape(ex)}; initialise it with its final shape (e.g. "
+                                         f"{h.shape} to {np.shape(ex)}; initialise it with its final "
+                                         f"shape (e.g. "
                                          f"np.zeros({np.shape(ex)})). {_TAPE}")
                 if np.result_type(ex) != h.dtype and not (type(ex) is float and h.dtype == np.float64):
                     likes[n] = o if np.result_type(ex).kind in "fc" or h.dtype.kind not in "fc" else likes[n]

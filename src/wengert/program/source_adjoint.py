@@ -164,7 +164,10 @@ class _Reverser:
             A = self.acc.pop(u)
             prev = adj.get(u)
             mark = len(self.b.statements)
-            adj[u] = self.sym(A) if prev is None else self.name(ew.add(prev, self.sym(A)), f"{u.name}_bar", mark)
+            if prev is None:
+                adj[u] = self.sym(A)
+            else:
+                adj[u] = self.name(ew.add(prev, self.sym(A)), f"{u.name}_bar", mark)
 
     def _free(self, node_reads, node_defs):
         seen, out = set(node_defs), []
@@ -344,8 +347,7 @@ def grad_source(program, argnums=0, with_value=False):
         if not _is_float(slot):
             raise TypeError(f"source_grad({program.name}, argnums={argnums!r}): argument {a} is "
                             f"{'missing' if slot is None else repr(slot)}; derivatives are taken with "
-                            f"respect "
-                            f"to float arrays and floats")
+                            f"respect to float arrays and floats")
         wrt.append(slot)
     r = _Reverser(program)
     out = program.outputs[0]
