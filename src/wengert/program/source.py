@@ -644,6 +644,11 @@ class _Builder(ProgramBuilder):
                 return
         self._blocks.append(block)
 
+    def forget(self, var):
+        """Reuse no statement whose result is ``var`` (it was rewritten)."""
+        for key in [k for k, (_b, s) in self._seen.items() if s.var is var]:
+            del self._seen[key]
+
     def apply(self, prim, args, kwargs):
         key = _cse_key((prim, args, tuple(sorted(kwargs.items())) if kwargs else ()))
         if key is not None:

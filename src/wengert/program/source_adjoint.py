@@ -32,7 +32,8 @@ from wengert.program.control import (
     reads,
 )
 from wengert.program.ir import Statement, Variable, map_vars, placeholder
-from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
+from wengert.program.source import _Builder
+from wengert.program.tracing import Symbol, TracingError
 from wengert.tree import _LEAF, tree_flatten
 
 __all__ = ["grad_source", "jvp_source", "GradProgram"]
@@ -54,7 +55,7 @@ class _Reverser:
     def __init__(self, program):
         self.program = program
         names = all_names(program.body) | {v.name for v in program.inputs} | {"np", "math", "stack"}
-        self.b = ProgramBuilder(names=names)
+        self.b = _Builder(names=names)
         self.acc = {}  # Variable -> accumulator Variable (a buffer the reverse pass owns)
         self._syms = {}
         self.table = []  # (forward node, reverse nodes, contributions) for the top-level block
@@ -90,6 +91,7 @@ class _Reverser:
                 from wengert.ops.indexing import index_add
 
                 self.b.statements[-1] = Statement((A,), index_add, (A, idx, g), inplace=True)
+                self.b.forget(cvar)  # its statement is gone: never reuse it
             else:
                 add = ew.add.primitive
                 value = cvar if cvar is not None else c
@@ -184,6 +186,7 @@ class _Reverser:
         outer = self.b.statements
         arms = []
         for body, vals in ((node.then, node.then_vals), (node.orelse, node.else_vals)):
+            self.b.statements = outer  # leave the other arm's block
             rev = self.b.statements = []
             adj_a = {}
             for o, v in zip(node.outs, vals):
@@ -377,7 +380,7 @@ def grad_source(program, argnums=0, with_value=False):
 class _Tangents:
     def __init__(self, program):
         names = all_names(program.body) | {v.name for v in program.inputs} | {"np", "math", "stack"}
-        self.b = ProgramBuilder(names=names)
+        self.b = _Builder(names=names)
         self._syms = {}
 
     def sym(self, var):
@@ -439,6 +442,7 @@ class _Tangents:
         outer = self.b.statements
         arms = []
         for body, vals in ((node.then, node.then_vals), (node.orelse, node.else_vals)):
+            self.b.statements = outer  # leave the other arm's block
             self.b.statements = []
             tan_a = dict(tan)
             self.block(body, tan_a)
