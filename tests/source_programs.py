@@ -347,6 +347,23 @@ def early_return_array(v):
     return np.exp(v).sum()
 
 
+def prefix_sums(v):
+    out = v * 0.0
+    out[0] = v[0]
+    for i in range(1, len(v)):
+        out[i] = out[i - 1] + v[i]
+    return (out * out).sum()
+
+
+def update_and_read(v):
+    out = v * 1.0
+    s = 0.0
+    for i in range(len(v)):
+        out[i] = out[i] * 2.0
+        s = s + (out * out).sum()
+    return s
+
+
 PROGRAMS = [
     (seed_example, (2.0, 5.0), (0, 1)),
     (straight_math, (0.7, 1.3), (0, 1)),
@@ -398,4 +415,6 @@ PROGRAMS = [
     (early_return, (-0.5,), 0),
     (early_return_array, (V5,), 0),
     (early_return_array, (-np.abs(V5),), 0),
+    (prefix_sums, (V8,), 0),
+    (update_and_read, (V5,), 0),
 ]

@@ -4,6 +4,7 @@ differences, the generated source run on its own, and the constructs outside the
 
 import inspect
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -333,3 +334,36 @@ def test_variable_from_one_arm_used_later_names_the_line():
 
     with pytest.raises(wg.TransformError, match=r"line \d+.*one branch"):
         wg.source_grad(one_arm)(1.0)
+
+
+def _loop_body(text):
+    """The indented lines after a loop's header."""
+    lines = text.split("\n")[1:]
+    depth = len(lines[0]) - len(lines[0].lstrip())
+    body = []
+    for line in lines:
+        if len(line) - len(line.lstrip()) < depth:
+            break
+        body.append(line)
+    return "\n".join(body)
+
+
+def test_functional_updates_in_loops_are_written_in_place():
+    d = wg.source_grad(sp.prefix_sums)
+    np.testing.assert_allclose(d(sp.V8), wg.grad(sp.prefix_sums)(sp.V8), rtol=1e-12)
+    text = d.source.split("def prefix_sums_grad")[1]
+    loops = [_loop_body(part) for part in text.split("for ")[1:]]
+    assert re.search(r"out\d*\[i\] = ", loops[0]) and ".copy()" not in loops[0]  # out[i] = out[i-1] + v[i]
+    assert re.search(r"out\d*_bar\d*\[i\] = 0.0", loops[1]) and ".copy()" not in loops[1]  # zeroed in place
+    assert re.search(r"out\d*_bar\d*\[v\d+\] \+= ", loops[1])  # the read out[i - 1]'s adjoint, in place
+    assert len(re.findall(r"np\.array\(out\d*, copy", text)) == 1  # one copy per loop
+    assert len(re.findall(r"np\.array\(out\d*_bar\d*, copy", text)) == 1
+    v = np.arange(4.0)
+    p = wg.Program.from_source(sp.prefix_sums, v)
+    assert p(v) == pytest.approx(sp.prefix_sums(v)) and re.search(r"out\d*\[i\] = ", p.source)
+    assert p(v) == pytest.approx(sp.prefix_sums(v))  # the caller's arrays and constants stay as they were
+
+
+def test_updated_array_read_whole_in_the_loop_is_copied():
+    text = wg.source_grad(sp.update_and_read).program(sp.V5).source.split("def update_and_read_grad")[1]
+    assert ".copy()" in _loop_body(text.split("for ")[1])

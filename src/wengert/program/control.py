@@ -76,7 +76,7 @@ class Loop:
     iteration pushes on the stack for the reverse pass."""
 
     __slots__ = ("kind", "index", "bounds", "cond_block", "cond", "headers", "inits", "body",
-                 "body_outs", "outs", "brk", "count", "push", "lineno")
+                 "body_outs", "outs", "brk", "count", "push", "lineno", "fresh")
 
     def __init__(self, kind, body, headers=(), inits=(), body_outs=(), outs=(), *, index=None, bounds=(),
                  cond_block=(), cond=None, brk=None, count=None, lineno=None):
@@ -94,12 +94,14 @@ class Loop:
         self.count = count
         self.push = []
         self.lineno = lineno
+        self.fresh = []  # carried arrays updated in place: copied once, before the loop
 
     def copy(self, **changes):
         new = Loop(self.kind, self.body, self.headers, self.inits, self.body_outs, self.outs,
                    index=self.index, bounds=self.bounds, cond_block=self.cond_block, cond=self.cond,
                    brk=self.brk, count=self.count, lineno=self.lineno)
         new.push = list(self.push)
+        new.fresh = list(self.fresh)
         for k, v in changes.items():
             setattr(new, k, v)
         return new
@@ -215,7 +217,15 @@ def _statement(stmt, mod, safe):
         mod.helpers.add("index_add")
     if name == "index_add" and stmt.inplace and _scalar_index(stmt.args[1]):
         buf, idx, e = stmt.args
-        return [f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"]
+        lines = [f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"]
+        return lines + ([f"{stmt.out.name} = {buf.name}"] if stmt.out is not buf else [])
+    if name == "index_update" and stmt.inplace:
+        buf, idx, e = stmt.args
+        lines = [f"{buf.name}[{index_expr(idx, mod.value)}] = {mod.value(e)}"]
+        return lines + ([f"{stmt.out.name} = {buf.name}"] if stmt.out is not buf else [])
+    if name == "index_add" and stmt.inplace and stmt.out is not stmt.args[0]:
+        buf, idx, e = stmt.args
+        return [f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})", f"{stmt.out.name} = {buf.name}"]
     return [_statement_source(stmt, mod, safe)]
 
 
@@ -274,6 +284,8 @@ def _loop(n, mod, indent, safe):
     lines = []
     if n.headers:
         lines.append(f"{pad}{_targets(n.headers)} = {_values(n.inits, mod)}")
+    for h in n.fresh:  # the loop writes into it: its own copy, once
+        lines.append(f"{pad}{h.name} = np.array({h.name}, copy=True)")
     if n.count is not None and n.kind != "repeat":
         lines.append(f"{pad}{n.count.name} = 0")
     if n.kind == "for":
@@ -399,7 +411,9 @@ class SourceProgram:
     @property
     def source(self):
         """The program as Python source (loops stay loops)."""
-        return block_source(self.name, self.inputs, self.body, self.outputs)[0]
+        from wengert.program.source_inplace import update_in_place
+
+        return block_source(self.name, self.inputs, update_in_place(self.body), self.outputs)[0]
 
     def __str__(self):
         return self.source
@@ -427,7 +441,9 @@ class SourceProgram:
         from wengert.tree import tree_unflatten
 
         if self._function is None:
-            self._function = compile_block(self.name, self.inputs, self.body, self.outputs)
+            from wengert.program.source_inplace import update_in_place
+
+            self._function = compile_block(self.name, self.inputs, update_in_place(self.body), self.outputs)
         out = self._function(*self.flat_inputs(args))
         return tree_unflatten(self.out_tree, [out] if len(self.outputs) == 1 else list(out))
 

@@ -134,7 +134,10 @@ class _Reverser:
         args = map_vars(stmt.args, self.sym)
         kwargs = map_vars(stmt.kwargs, self.sym)
         out = self.sym(stmt.out)
-        for i, a in enumerate(stmt.args):
+        order = list(enumerate(stmt.args))
+        if prim.__name__ in ("index_update", "index_add"):
+            order.reverse()  # read g[idx] (the value's adjoint) before g is zeroed at idx, maybe in place
+        for i, a in order:
             if not _is_float(a):
                 continue
             rule = prim.vjp_rule(i)
@@ -369,7 +372,9 @@ def grad_source(program, argnums=0, with_value=False):
     tree = _LEAF if single else (tuple, None, tuple(_LEAF for _ in nums))
     if with_value:
         tree = (tuple, None, (_LEAF, tree))
-    nodes = fwd + rev
+    from wengert.program.source_inplace import update_in_place
+
+    nodes = update_in_place(fwd + rev)
     table = list(reversed(r.table))
     return GradProgram(f"{program.name}_grad", program.inputs, nodes, outputs, tree, _has_push(nodes),
                        table=table, params=program.params, primal=out)
