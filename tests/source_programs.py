@@ -364,6 +364,37 @@ def update_and_read(v):
     return s
 
 
+def fib_like(x):
+    a, b = x, 1.0
+    for _ in range(5):
+        a, b = b, a * b + 0.1
+    return a + b
+
+def while_cont_break(x):
+    k = 0
+    s = 0.0
+    while k < 10:
+        k += 1
+        if k % 2 == 0:
+            continue
+        s = s + np.sin(x * k)
+        if s > 1.5:
+            break
+    return s
+
+def loop_over_rows(m):
+    s = 0.0
+    for row in m:
+        s = s + np.tanh(row).sum() * row[0]
+    return s
+
+def matrix_update(m):
+    out = m * 1.0
+    for i in range(m.shape[0]):
+        out[i, :] = out[i, :] * 2.0 + 1.0
+    return (out * m).sum()
+
+
 PROGRAMS = [
     (seed_example, (2.0, 5.0), (0, 1)),
     (straight_math, (0.7, 1.3), (0, 1)),
@@ -417,4 +448,9 @@ PROGRAMS = [
     (early_return_array, (-np.abs(V5),), 0),
     (prefix_sums, (V8,), 0),
     (update_and_read, (V5,), 0),
+    (fib_like, (0.7,), 0),
+    (while_cont_break, (0.3,), 0),
+    (while_cont_break, (0.9,), 0),
+    (loop_over_rows, (M34,), 0),
+    (matrix_update, (M34,), 0),
 ]
