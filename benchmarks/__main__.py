@@ -9,6 +9,7 @@ from pathlib import Path
 
 from benchmarks import checkpointing as checkpoint_bench
 from benchmarks import indexing
+from benchmarks import source as source_loops
 from benchmarks.compiled import COMPILED_NAMES, compiled_workloads
 from benchmarks.harness import (
     IMPLEMENTATIONS,
@@ -66,8 +67,11 @@ def main(argv=None):
     env = environment()
     started = time.perf_counter()
     loops = [w for w in workloads if w.name == indexing.NAME]  # its sizes are timed interleaved
-    results = [run_workload(w, impls=args.impls, rounds=args.rounds) for w in workloads if w not in loops]
+    sloops = [w for w in workloads if w.name == source_loops.NAME]  # likewise
+    results = [run_workload(w, impls=args.impls, rounds=args.rounds) for w in workloads
+               if w not in loops and w not in sloops]
     results += indexing.run_interleaved(loops, args.impls, args.rounds)
+    results += indexing.run_interleaved(sloops, args.impls, args.rounds)
     elapsed = time.perf_counter() - started
 
     env["total time"] = f"{elapsed:.0f} s"
@@ -78,8 +82,10 @@ def main(argv=None):
     print()
     print(format_text(results, quick=args.quick))
     print(indexing.summary(results))
+    print(source_loops.summary(results))
     path = args.markdown or RESULTS / ("latest-quick.md" if args.quick else "latest.md")
-    write_markdown(path, format_markdown(results, env, quick=args.quick) + indexing.summary_markdown(results))
+    write_markdown(path, format_markdown(results, env, quick=args.quick) + indexing.summary_markdown(results)
+                   + source_loops.summary_markdown(results))
     print(f"\nTotal {elapsed:.0f} s. Markdown written to {path}")
     failed = sum(len(r.failures) for r in results)
     if checkpoint_too:

@@ -16,7 +16,8 @@ __all__ = ["scalar_chain", "tiny_network", "mlp", "all_workloads", "WORKLOAD_NAM
 
 WORKLOAD_NAMES = ("scalar-chain", "tiny-network", "mlp-float32", "mlp-float64",
                   "nn-epoch-demo", "nn-epoch-784",  # these two: benchmarks/nn_workloads.py
-                  indexing.NAME)
+                  indexing.NAME,
+                  "source-loop")  # benchmarks/source.py
 
 
 def _as_float(v):
@@ -313,12 +314,13 @@ def mlp(dtype=np.float64, sizes=(784, 512, 512, 10), batch=128, rounds=31, seed=
 
 def all_workloads(quick=False):
     """The issue's four workloads (``quick``: small sizes and few rounds, for smoke-testing)."""
+    from benchmarks import source as source_loops
     from benchmarks.nn_workloads import nn_workloads  # it imports this module
 
     if quick:
         small = dict(sizes=(64, 32, 32, 10), batch=16, rounds=3)
         return [scalar_chain(steps=500, jax_steps=50, rounds=3), tiny_network(rounds=3),
                 mlp(np.float32, **small), mlp(np.float64, **small)] + nn_workloads(quick=True) \
-            + indexing.workloads(quick=True)
+            + indexing.workloads(quick=True) + source_loops.workloads(quick=True)
     return ([scalar_chain(), tiny_network(), mlp(np.float32), mlp(np.float64)] + nn_workloads()
-            + indexing.workloads())
+            + indexing.workloads() + source_loops.workloads())

@@ -11,6 +11,8 @@ from wengert._checkpoint import checkpoint, iterate
 from wengert.primitive import NoRuleError, Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 from wengert.program import Program
 from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
+from wengert.program.control import TransformError
+from wengert.program.source_api import source_grad, source_jvp
 from wengert.tape import Grad, Tape, Var
 from wengert.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from wengert.transforms import (
@@ -38,6 +40,7 @@ __all__ = [
     "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "Primitive", "NoRuleError",
     "tree_flatten", "tree_unflatten", "tree_map",
     "Program", "compile", "checkpoint", "iterate",
+    "source_grad", "source_jvp", "TransformError",
 ]
 
 _SUBMODULES = ("numpy", "scipy", "nn", "optim", "viz", "checkpointing", "testing")

@@ -1,5 +1,6 @@
 """Command line: ``python -m wengert demo`` (an MLP learns the digits), ``python -m wengert seed``
-(the first seed's tape example)."""
+(the first seed's tape example), ``python -m wengert adjoint FILE.py:FUNCTION`` (a derivative program
+built from source)."""
 
 import argparse
 import sys
@@ -42,6 +43,13 @@ def demo(args):
     return _demo.run(args)
 
 
+def adjoint(args):
+    """Print the derivative program of FILE.py:FUNCTION, built from its source."""
+    from wengert.program.source_cli import run
+
+    return run(args)
+
+
 def _positive(kind):
     def check(text):
         try:
@@ -78,6 +86,15 @@ def main(argv=None):
     d.set_defaults(run=demo)
     s = sub.add_parser("seed", help="the first seed's tape example, in reverse and forward mode")
     s.set_defaults(run=seed)
+    a = sub.add_parser("adjoint", help="print the derivative program of FILE.py:FUNCTION, built from "
+                                       "its source")
+    a.add_argument("target", metavar="FILE.py:FUNCTION")
+    a.add_argument("--table", action="store_true", help="each forward statement beside its reverse "
+                                                        "counterpart")
+    a.add_argument("--args", default=None, help="example arguments, a Python expression with np (floats)")
+    a.add_argument("--argnums", default="0", help="the arguments to differentiate, e.g. 0 or 0,1 (0)")
+    a.add_argument("--jvp", action="store_true", help="print the forward-mode (tangent) program instead")
+    a.set_defaults(run=adjoint)
     args = parser.parse_args(argv)
     return args.run(args)
 

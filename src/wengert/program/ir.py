@@ -193,6 +193,14 @@ class Program:
 
         return trace_program(fun, example_args)
 
+    @classmethod
+    def from_source(cls, fun, *example_args):
+        """``fun``'s Python source as a program with structured control flow (``if``, loops), for
+        arguments like ``example_args`` (Python floats if none): see ``wengert.program.source``."""
+        from wengert.program.source import from_source
+
+        return from_source(fun, *example_args)
+
     def with_statements(self, statements, outputs=None, **changes):
         """A copy with other statements (and outputs); everything else kept."""
         fields = dict(inputs=self.inputs, name=self.name, input_names=self.input_names,

@@ -1,0 +1,157 @@
+"""``wg.source_grad`` and ``wg.source_jvp``: derivatives built from a function's source, and the
+second seed's two-column view (each forward statement beside its reverse-mode counterpart).
+
+The derivative program is specialised, like ``wg.compile``, to the shapes and dtypes of the array
+arguments and the values of the static ones (ints, ...): it is built on the first call with a new
+signature and cached. ``.source`` shows the program of the last signature called (before any
+call, the one for Python floats in every parameter).
+"""
+
+import numpy as np
+
+from wengert.program.control import If, Loop, Pop, Push, block_source, render_block
+from wengert.program.ir import Statement
+from wengert.program.source import from_source
+from wengert.program.source_adjoint import grad_source, jvp_source
+from wengert.program.tracing import is_input_leaf
+
+__all__ = ["source_grad", "source_jvp", "adjoint_table"]
+
+
+def _key(args):
+    key = []
+    for a in args:
+        if is_input_leaf(a):
+            key.append(("in", np.shape(a), np.result_type(a).str, type(a) is float))
+        else:
+            try:
+                hash(a)
+            except TypeError:
+                raise TypeError(f"source_grad: argument {a!r} is neither an array or number nor a hashable "
+                                f"static value") from None
+            key.append(("static", type(a).__name__, a))
+    return tuple(key)
+
+
+class _SourceDerivative:
+    """A derivative function built from source; ``.source`` is its readable program."""
+
+    def __init__(self, fun, build, kind):
+        self.fun = fun
+        self._build = build
+        self._cache = {}
+        self._last = None
+        self.kind = kind
+        self.__name__ = f"{getattr(fun, '__name__', 'f')}_{kind}"
+        self.__doc__ = f"The {kind} of {getattr(fun, '__name__', 'f')}, built from its source."
+
+    def program(self, *args):
+        """The derivative program for arguments like ``args``."""
+        key = _key(args)
+        prog = self._cache.get(key)
+        if prog is None:
+            prog = self._cache[key] = self._build(from_source(self.fun, *args))
+        self._last = prog
+        return prog
+
+    def _latest(self):
+        if self._last is None:
+            try:
+                self.program()
+            except (TypeError, ValueError, IndexError) as e:
+                raise TypeError(f"{self.__name__}: no program yet, and none for Python floats ({e}); call it "
+                                f"first, or build one with .program(*example_args)") from None
+        return self._last
+
+    @property
+    def source(self):
+        """The derivative program's Python source (last signature called; floats before any call)."""
+        return self._latest().source
+
+    def table(self):
+        """The second seed's two-column view of the last program (floats before any call)."""
+        return adjoint_table(self._latest())
+
+
+class _Grad(_SourceDerivative):
+    def __call__(self, *args):
+        prog = self.program(*args)
+        flat = [a for a in args if is_input_leaf(a)]
+        return prog(*flat)
+
+
+class _Jvp(_SourceDerivative):
+    def __call__(self, primals, tangents):
+        primals, tangents = tuple(primals), tuple(tangents)
+        if len(primals) != len(tangents):
+            raise ValueError(f"source_jvp: {len(primals)} primals but {len(tangents)} tangents")
+        prog = self.program(*primals)
+        flat = [a for a in primals if is_input_leaf(a)]
+        flat_t = [t for a, t in zip(primals, tangents) if is_input_leaf(a)]
+        return prog(*(flat + flat_t))
+
+
+def source_grad(fun, argnums=0):
+    """The gradient of ``fun`` (one scalar output) as a program derived from its source: loops stay
+    loops, names follow the user's (``x_bar``); ``.source`` is the program, ``.table()`` the seed's
+    two-column view. Unsupported constructs raise ``wg.TransformError`` (use ``wg.grad`` for them)."""
+    return _Grad(fun, lambda p: grad_source(p, argnums), "grad")
+
+
+def source_jvp(fun):
+    """Forward mode from source: ``source_jvp(f)(primals, tangents)`` returns ``(f(*primals), the
+    directional derivative)``, as ``wg.jvp``; ``.source`` is the program (names ``x_dot``)."""
+    return _Jvp(fun, jvp_source, "jvp")
+
+
+# -- the seed's table -----------------------------------------------------------------------------------
+
+def _lines(nodes, mod):
+    lines = render_block(nodes, mod, 0)
+    return lines or [""]
+
+
+def adjoint_table(program):
+    """Each forward statement beside its reverse-mode counterpart (the second seed's two columns):
+    the derivative program is the left column top-down, then the right column bottom-up."""
+    _text, mod = block_source(program.name, program.inputs, program.nodes, program.outputs,
+                              stack=program.stack)
+    rows = []
+    grads = program.outputs[-len(program.inputs):] if program.outputs else []
+    for v, g in zip(program.inputs, grads):
+        rows.append(([f"{v.name} = input"], [f"return {getattr(g, 'name', g)} as the gradient of {v.name}"]))
+    for fwd, rev, contribs in program.table:
+        made = {o for n in rev if type(n) is Statement for o in n.outs}
+        rev_lines = _lines([n for n in rev], mod) if rev else []
+        for a, c in contribs:
+            cvar = getattr(c, "var", None)
+            if cvar is not None and cvar not in made:
+                rev_lines.append(f"{a.name}_bar += {cvar.name}")
+        rev_lines = rev_lines or [""]
+        if type(fwd) is Statement:
+            left = _lines([fwd], mod)
+        else:
+            left = _lines([_plain(fwd)], mod)
+        rows.append((left, rev_lines))
+    seeds = [n for n in program.nodes if type(n) not in (Statement, If, Loop, Push, Pop)]
+    if seeds:
+        rows.append(([f"return {getattr(program.primal, 'name', program.primal)}"], _lines(seeds[:1], mod)))
+    width = max([len(line) for left, _ in rows for line in left] + [len("forward (read top-down)")]) + 4
+    out = [f"{'forward (read top-down)':<{width}}reverse (read bottom-up)", "-" * (width + 28)]
+    for left, right in rows:
+        n = max(len(left), len(right))
+        left = left + [""] * (n - len(left))
+        right = right + [""] * (n - len(right))
+        out += [f"{a:<{width}}{b}".rstrip() for a, b in zip(left, right)]
+    return "\n".join(out)
+
+
+def _plain(node):
+    """A forward node without the reverse pass's pushes and counter."""
+    if type(node) is Loop:
+        return node.copy(count=None, push=[], body=[_plain(n) for n in node.body])
+    if type(node) is If:
+        new = If(node.cond, [_plain(n) for n in node.then], [_plain(n) for n in node.orelse], node.outs,
+                 node.then_vals, node.else_vals, node.lineno)
+        return new
+    return node
