@@ -251,3 +251,28 @@ def test_repeated_indices_set_keeps_last_and_multiply_is_refused():
     np.testing.assert_allclose(g, [0.0, 7.0, 5.0])  # NumPy keeps the last write to x[0]
     with pytest.raises(ValueError, match="more than once"):
         wg.grad(lambda x: wnp.sum(x.at[np.array([0, 0])].multiply(2.0)))(np.ones(3))
+
+
+def test_augmented_assignment_on_a_traced_python_float_rebinds_the_name_only():
+    """``s += x`` on a float is ``s = s + x`` (floats are immutable): an alias keeps the old value,
+    and no version is logged (a loop of n such updates must not cost O(n) per step)."""
+    seen = {}
+
+    def f(x):
+        s = x * 1.0
+        alias = s
+        s += x
+        s *= 3.0
+        seen["mutations"] = getattr(s._trace, "mutations", None)
+        return s + 10.0 * alias
+
+    g = wg.grad(f)(2.0)
+    assert g == pytest.approx(3.0 * 2 + 10.0)
+    assert not seen["mutations"]
+
+
+def test_mutation_versions_are_found_in_stamp_order():
+    from wengert.mutation import _version
+
+    versions = [(3, "a"), (7, "b"), (12, "c")]
+    assert [_version(versions, k) for k in (0, 3, 6, 7, 11, 12, 20)] == ["a", "b", "b", "c", "c", None, None]

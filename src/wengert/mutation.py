@@ -21,6 +21,7 @@ and a later backward pass that still needs the array's old contents raises an er
 operation (PyTorch's version counters), instead of returning a wrong gradient.
 """
 
+import bisect
 import weakref
 
 import numpy as np
@@ -52,6 +53,9 @@ def add_at(box, idx, v):
 def augmented_assign(box, fun, other, symbol):
     """``box op= other`` (``symbol`` like "+="), NumPy's rules: the result keeps box's shape and dtype."""
     from wengert.ops import shape as shape_ops
+
+    if type(unbox_all(box)) is float:  # a Python float is immutable: ``s += x`` is ``s = s + x``
+        return fun(box, other)
 
     def compute():
         new = fun(box, other)
@@ -197,11 +201,13 @@ def _refuse_nesting(box, new, what):
 
 
 def _version(versions, stamp):
-    """The version of a mutated box that was current at ``stamp``."""
-    for k, old in versions:
-        if k > stamp:
-            return old
-    return None
+    """The version of a mutated box that was current at ``stamp`` (versions are in stamp order)."""
+    i = bisect.bisect_right(versions, stamp, key=_stamp)
+    return versions[i][1] if i < len(versions) else None
+
+
+def _stamp(version):
+    return version[0]
 
 
 def _current(log, q, stamp):
