@@ -20,7 +20,7 @@ import math
 import threading
 from typing import NamedTuple
 
-__all__ = ["Action", "Schedule", "binomial", "ctz", "Stats"]
+__all__ = ["Action", "Schedule", "binomial", "ctz", "ctz_reverse_sweep", "Stats"]
 
 
 class Action(NamedTuple):
@@ -255,24 +255,36 @@ def ctz(n):
     n = _check_n(n, "ctz")
     if n == 0:
         return Schedule([], 0, "ctz")
-    new, A = _new, Action  # up to n log n actions: built inline
     actions = _ctz_forward_sweep(n)
-    stack = _prefixes(n - 1)
-    actions.append(_reverse(n - 1))
+    actions += [_new(Action, a) for a in ctz_reverse_sweep(n)]
+    return Schedule(actions, n, "ctz")
+
+
+def ctz_reverse_sweep(n):
+    """The actions of ``ctz(n)`` after its forward sweep, as ``(kind, position, steps, slot)`` tuples,
+    computed as they are needed. Self-contained (no imports): the source transformation copies this
+    function into derivative programs whose loops' trip counts are known only at run time."""
+    stack = [0]  # the positions held after the forward sweep: n-1's prefixes, slot by slot
+    p = n - 1
+    while p > 0:
+        stack.insert(1, p)
+        p &= p - 1
+    if n > 0:
+        yield ("reverse", n - 1, 1, -1)
     for p in range(n - 2, -1, -1):
         while stack[-1] > p:
             stack.pop()
         q = stack[-1]  # a prefix of p: p = q + the bits of p below q's lowest set bit
-        actions.append(new(A, ("restore", q, 0, len(stack) - 1)))
+        yield ("restore", q, 0, len(stack) - 1)
         rest = p - q
         while rest:  # advance through p's prefixes above q, keeping each
             bit = 1 << (rest.bit_length() - 1)
-            actions += (new(A, ("advance", q, bit, -1)), new(A, ("snapshot", q + bit, 0, len(stack))))
+            yield ("advance", q, bit, -1)
             q += bit
+            yield ("snapshot", q, 0, len(stack))
             rest -= bit
             stack.append(q)
-        actions.append(new(A, ("reverse", p, 1, -1)))
-    return Schedule(actions, n, "ctz")
+        yield ("reverse", p, 1, -1)
 
 
 # -- drawing ---------------------------------------------------------------------------------------

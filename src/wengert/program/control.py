@@ -76,7 +76,7 @@ class Loop:
     iteration pushes on the stack for the reverse pass."""
 
     __slots__ = ("kind", "index", "bounds", "cond_block", "cond", "headers", "inits", "body",
-                 "body_outs", "outs", "brk", "count", "push", "lineno", "fresh")
+                 "body_outs", "outs", "brk", "count", "push", "lineno", "fresh", "where")
 
     def __init__(self, kind, body, headers=(), inits=(), body_outs=(), outs=(), *, index=None, bounds=(),
                  cond_block=(), cond=None, brk=None, count=None, lineno=None):
@@ -95,6 +95,7 @@ class Loop:
         self.push = []
         self.lineno = lineno
         self.fresh = []  # carried arrays updated in place: copied once, before the loop
+        self.where = None  # "file, line N" of the loop in the user's source, for error messages
 
     def copy(self, **changes):
         new = Loop(self.kind, self.body, self.headers, self.inits, self.body_outs, self.outs,
@@ -102,6 +103,7 @@ class Loop:
                    brk=self.brk, count=self.count, lineno=self.lineno)
         new.push = list(self.push)
         new.fresh = list(self.fresh)
+        new.where = self.where
         for k, v in changes.items():
             setattr(new, k, v)
         return new
@@ -148,6 +150,8 @@ def reads(nodes, found=None):
             found.extend(n.push)
         elif t is Push:
             found.extend(n.vars)
+        elif hasattr(n, "node_reads"):  # checkpointed loops (source_checkpoint.py)
+            n.node_reads(found)
     return found
 
 
@@ -168,6 +172,8 @@ def defined(nodes):
                 out.append(n.count)
         elif t is Pop:
             out.extend(n.vars)
+        elif hasattr(n, "node_defined"):
+            out.extend(n.node_defined())
     return out
 
 
@@ -185,6 +191,8 @@ def all_names(nodes, found=None):
                 found.add(n.index.name)
             all_names(n.cond_block, found)
             all_names(n.body, found)
+        elif hasattr(n, "node_names"):
+            n.node_names(found)
     return found
 
 
@@ -273,6 +281,8 @@ def render_block(nodes, mod, indent, safe=False):
                 lines += orelse
         elif t is Loop:
             lines += _loop(n, mod, indent, safe)
+        elif hasattr(n, "render"):  # checkpointed loops (source_checkpoint.py)
+            lines += n.render(mod, indent, safe)
         else:  # pragma: no cover - every node type is listed above
             raise TypeError(f"unknown node {t.__name__}")
     return lines

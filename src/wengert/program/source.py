@@ -613,9 +613,11 @@ class _Interpreter:
         self.env = env
         brk_value = None if brk is False else (True if brk is True else brk.var)
         cond_value = cond.var if type(cond) is Symbol else cond
-        outer.append(Loop(kind, body, headers, [_unsym(env0[n]) for n in names],
-                          [_unsym(o) for o in body_outs], outs, index=index, bounds=bounds,
-                          cond_block=cond_block, cond=cond_value, brk=brk_value, lineno=s.lineno))
+        loop = Loop(kind, body, headers, [_unsym(env0[n]) for n in names],
+                    [_unsym(o) for o in body_outs], outs, index=index, bounds=bounds,
+                    cond_block=cond_block, cond=cond_value, brk=brk_value, lineno=s.lineno)
+        loop.where = self.where(s)
+        outer.append(loop)
 
 
 class _Builder(ProgramBuilder):

@@ -52,8 +52,10 @@ def _zeros(var):
 
 
 class _Reverser:
-    def __init__(self, program):
+    def __init__(self, program, checkpoint="all", snapshots=None):
         self.program = program
+        self.checkpoint = checkpoint  # "all" (a stack of every iteration's values), "binomial", "ctz"
+        self.snapshots = snapshots
         names = all_names(program.body) | {v.name for v in program.inputs} | {"np", "math", "stack"}
         self.b = _Builder(names=names)
         self.acc = {}  # Variable -> accumulator Variable (a buffer the reverse pass owns)
@@ -249,14 +251,25 @@ class _Reverser:
             self.emit(Assign([C for _, C in carry], ends))
         local = set(defined(fwd_body)) | set(node.headers) | ({node.index} if node.index else set())
         need = _unique(v for v in reads(rev) if v in local)
-        if need:
-            rev.insert(0, Pop(need))
         self.b.statements = outer
-        self.emit(Loop("repeat", rev, count=count, lineno=node.lineno))
+        checkpointed = None
+        if self.checkpoint != "all":
+            from wengert.program.source_checkpoint import checkpoint_loop
+
+            checkpointed, sweep = checkpoint_loop(node, fwd_body, rev, count, self.b.fresh, self.checkpoint,
+                                                  self.snapshots, f"source_grad({self.program.name}, "
+                                                  f"checkpoint={self.checkpoint!r})")
+            self.emit(sweep)
+        else:
+            if need:
+                rev.insert(0, Pop(need))
+            self.emit(Loop("repeat", rev, count=count, lineno=node.lineno))
         for (_h, C), init in zip(carry, [i for h, i in zip(node.headers, node.inits) if _is_float(h)]):
             if _is_float(init):
                 self.accumulate(adj, init, self.sym(C))
         self._close(opened, adj)
+        if checkpointed is not None:
+            return checkpointed
         new = node.copy(body=fwd_body, count=count)
         new.push = need
         return new
@@ -337,11 +350,15 @@ def _has_push(nodes):
             return True
         if type(n) is Loop and (n.push or _has_push(n.body)):
             return True
+        if hasattr(n, "inner_blocks") and _has_push(n.inner_blocks()):  # a checkpointed loop's sweep
+            return True
     return False
 
 
-def grad_source(program, argnums=0, with_value=False):
-    """The gradient program of a scalar-output :class:`SourceProgram`, for the arguments ``argnums``."""
+def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshots=None):
+    """The gradient program of a scalar-output :class:`SourceProgram`, for the arguments ``argnums``;
+    loops keep every iteration's values (``checkpoint="all"``) or follow a checkpointing schedule
+    (``"binomial"``, ``"ctz"``: see ``source_checkpoint.py``)."""
     if len(program.outputs) != 1 or np.shape(placeholder(program.outputs[0]) if type(program.outputs[0]) is
                                              Variable else program.outputs[0]) != ():
         raise TypeError(f"source_grad({program.name}): the function must return one scalar")
@@ -355,7 +372,7 @@ def grad_source(program, argnums=0, with_value=False):
                             f"{'missing' if slot is None else repr(slot)}; derivatives are taken with "
                             f"respect to float arrays and floats")
         wrt.append(slot)
-    r = _Reverser(program)
+    r = _Reverser(program, checkpoint, snapshots)
     out = program.outputs[0]
     rev = r.b.statements = []
     adj = {}

@@ -91,11 +91,20 @@ class _Jvp(_SourceDerivative):
         return prog(*(flat + flat_t))
 
 
-def source_grad(fun, argnums=0):
+def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     """The gradient of ``fun`` (one scalar output) as a program derived from its source: loops stay
     loops, names follow the user's (``x_bar``); ``.source`` is the program, ``.table()`` the seed's
-    two-column view. Unsupported constructs raise ``wg.TransformError`` (use ``wg.grad`` for them)."""
-    return _Grad(fun, lambda p: grad_source(p, argnums), "grad")
+    two-column view. Unsupported constructs raise ``wg.TransformError`` (use ``wg.grad`` for them).
+
+    ``checkpoint``: how every loop's reverse pass gets the values of its iterations. ``"all"`` (the
+    default) keeps them on a stack (memory grows with the trip count); ``"binomial"`` (revolve,
+    ``snapshots`` states, default ceil(log2 n); ``for`` loops over a range known when the program is
+    generated) and ``"ctz"`` (online: also ``while`` loops and ``break``) keep a few loop states and
+    recompute iterations from them, following ``wengert.checkpointing``'s schedules."""
+    from wengert.program.source_checkpoint import check_policy
+
+    check_policy(checkpoint, snapshots, f"source_grad({getattr(fun, '__name__', fun)})")
+    return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad")
 
 
 def source_jvp(fun):
@@ -133,7 +142,8 @@ def adjoint_table(program):
         else:
             left = _lines([_plain(fwd)], mod)
         rows.append((left, rev_lines))
-    seeds = [n for n in program.nodes if type(n) not in (Statement, If, Loop, Push, Pop)]
+    seeds = [n for n in program.nodes if type(n) not in (Statement, If, Loop, Push, Pop)
+             and not hasattr(n, "render")]  # checkpointed loops' nodes
     if seeds:
         rows.append(([f"return {getattr(program.primal, 'name', program.primal)}"], _lines(seeds[:1], mod)))
     width = max([len(line) for left, _ in rows for line in left] + [len("forward (read top-down)")]) + 4
