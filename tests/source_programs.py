@@ -454,3 +454,26 @@ PROGRAMS = [
     (loop_over_rows, (M34,), 0),
     (matrix_update, (M34,), 0),
 ]
+
+
+# -- for checkpointed loops (tests/test_source_checkpoint.py) ------------------------------------------
+
+def sine_map(x, n):
+    for i in range(n):
+        x = 0.9 * np.sin(x) + 0.1 * x
+    return np.sum(x * x)
+
+
+def while_array_exit(v):
+    k = 0
+    while np.sum(v * v) < 60.0:
+        v = v * 1.3 + 0.1 * np.sin(v)
+        k += 1
+    return np.sum(v) * k
+
+
+def stepped_range(v):
+    s = 0.0
+    for i in range(1, len(v), 2):
+        s = s * 0.5 + v[i] * v[i - 1]
+    return s

@@ -94,6 +94,9 @@ def main(argv=None):
     a.add_argument("--args", default=None, help="example arguments, a Python expression with np (floats)")
     a.add_argument("--argnums", default="0", help="the arguments to differentiate, e.g. 0 or 0,1 (0)")
     a.add_argument("--jvp", action="store_true", help="print the forward-mode (tangent) program instead")
+    a.add_argument("--checkpoint", default="all", choices=("all", "binomial", "ctz"),
+                   help="how loops' reverse passes get their iterations' values (all: a stack)")
+    a.add_argument("--snapshots", type=_positive(int), default=None, help="binomial: states kept per loop")
     a.set_defaults(run=adjoint)
     args = parser.parse_args(argv)
     return args.run(args)

@@ -264,26 +264,26 @@ def ctz_reverse_sweep(n):
     """The actions of ``ctz(n)`` after its forward sweep, as ``(kind, position, steps, slot)`` tuples,
     computed as they are needed. Self-contained (no imports): the source transformation copies this
     function into derivative programs whose loops' trip counts are known only at run time."""
-    stack = [0]  # the positions held after the forward sweep: n-1's prefixes, slot by slot
+    held = [0]  # the positions held after the forward sweep: n-1's prefixes, slot by slot
     p = n - 1
     while p > 0:
-        stack.insert(1, p)
+        held.insert(1, p)
         p &= p - 1
     if n > 0:
         yield ("reverse", n - 1, 1, -1)
     for p in range(n - 2, -1, -1):
-        while stack[-1] > p:
-            stack.pop()
-        q = stack[-1]  # a prefix of p: p = q + the bits of p below q's lowest set bit
-        yield ("restore", q, 0, len(stack) - 1)
+        while held[-1] > p:
+            held.pop()
+        q = held[-1]  # a prefix of p: p = q + the bits of p below q's lowest set bit
+        yield ("restore", q, 0, len(held) - 1)
         rest = p - q
         while rest:  # advance through p's prefixes above q, keeping each
             bit = 1 << (rest.bit_length() - 1)
             yield ("advance", q, bit, -1)
             q += bit
-            yield ("snapshot", q, 0, len(stack))
+            yield ("snapshot", q, 0, len(held))
             rest -= bit
-            stack.append(q)
+            held.append(q)
         yield ("reverse", p, 1, -1)
 
 

@@ -197,7 +197,7 @@ class Sweep:
             lines.append(f"{pad}if {self.count.name}:")
             lines.append(f"{p1}{state} = {snaps}[-1]  # the last iteration's state: the sweep starts there")
         else:
-            text = ", ".join(repr(a) for a in self.schedule)
+            text = "".join(repr(a) + ", " for a in self.schedule).rstrip()
             body = textwrap.wrap(text, 100, break_on_hyphens=False, break_long_words=False)
             lines.append(f"{pad}{sched} = (  # {self.label} after its forward sweep: (action, position, "
                          f"steps, slot)")
@@ -230,7 +230,7 @@ class Sweep:
         lines.append(f"{p1}elif {action} == 'restore':")
         lines.append(f"{p2}{state if loop.headers else '_'} = {snaps}[{slot}]")
         lines.append(f"{p1}else:  # reverse step {p}: run it again, then its adjoint")
-        if idx is not None:
+        if idx is not None and idx.name != "_":
             lines.append(f"{p2}{idx.name} = {self._index(mod, p)}")
         inner = render_block(loop.cond_block, mod, indent + 2, safe)
         inner += render_block(self.record, mod, indent + 2, safe)

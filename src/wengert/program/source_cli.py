@@ -1,4 +1,5 @@
-"""``python -m wengert adjoint FILE.py:FUNCTION [--table] [--args EXPR] [--argnums 0,1] [--jvp]``:
+"""``python -m wengert adjoint FILE.py:FUNCTION [--table] [--args EXPR] [--argnums 0,1] [--jvp]
+[--checkpoint all|binomial|ctz] [--snapshots S]``:
 the derivative program built from a function's source, or the second seed's two-column view."""
 
 import importlib.util
@@ -44,7 +45,9 @@ def run(args):
     nums = tuple(int(a) for a in args.argnums.split(",") if a.strip())
     argnums = nums[0] if len(nums) == 1 else nums
     try:
-        d = wg.source_jvp(fun) if args.jvp else wg.source_grad(fun, argnums)
+        policy = {"checkpoint": getattr(args, "checkpoint", "all"),
+                  "snapshots": getattr(args, "snapshots", None)}
+        d = wg.source_jvp(fun) if args.jvp else wg.source_grad(fun, argnums, **policy)
         d.program(*example)
         print(d.table() if args.table and not args.jvp else d.source, end="")
         if args.table and not args.jvp:
