@@ -6,7 +6,14 @@ loop pops them and adds into ``v_bar[i]`` in place, so its cost is linear in n. 
 (1,000 to 100,000), all named ``source-loop``, times shown per element, against the hand-written
 loops and the tape (``wg.grad`` of the same function, up to n = 10,000); :func:`summary` adds the
 log-log slope of the time per call against n.
+
+:func:`checkpoint_comparison` (printed by :func:`summary`, or ``python -m benchmarks.source``) compares
+the peak memory (``tracemalloc``) and time of ``source_grad(..., checkpoint="all")`` with
+``"binomial"`` and ``"ctz"`` on a long loop over a sizeable carried state.
 """
+
+import time
+import tracemalloc
 
 import numpy as np
 
@@ -14,7 +21,8 @@ import wengert as wg
 from benchmarks import indexing
 from benchmarks.harness import IMPLEMENTATIONS, Impl, Workload
 
-__all__ = ["NAME", "SIZES", "loop_sum", "source_loop", "workloads", "summary", "summary_markdown"]
+__all__ = ["NAME", "SIZES", "loop_sum", "source_loop", "workloads", "summary", "summary_markdown", "sine_map",
+           "checkpoint_comparison"]
 
 NAME = "source-loop"
 SIZES = (1000, 10000, 100000)
@@ -60,6 +68,41 @@ def source_loop(n, rounds=None, seed=0):
     )
 
 
+def sine_map(x, n):
+    """A long loop over a carried array: n steps of x = 0.9 sin(x) + 0.1 x."""
+    for _ in range(n):
+        x = 0.9 * np.sin(x) + 0.1 * x
+    return np.sum(x)
+
+
+def checkpoint_comparison(n=1000, size=10000, repeats=3):
+    """Peak memory (MiB, tracemalloc) and best time (s) of the gradient of :func:`sine_map` per
+    checkpointing policy, as text lines; the gradients must agree."""
+    x = np.random.default_rng(1).standard_normal(size)
+    rows, ref = [], None
+    for policy in ("all", "binomial", "ctz"):
+        d = wg.source_grad(sine_map, checkpoint=policy)
+        g = d(x, n)  # built (and the schedule computed) outside the measurements
+        if ref is None:
+            ref = g
+        elif not np.allclose(g, ref, rtol=1e-12, atol=0):
+            raise AssertionError(f"checkpoint={policy!r}: gradient differs from 'all'")
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            d(x, n)
+            times.append(time.perf_counter() - t0)
+        tracemalloc.start()
+        d(x, n)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        rows.append((policy, peak / 2 ** 20, min(times)))
+    lines = [f"== source_grad checkpointing: {n:,} steps of x = 0.9*sin(x) + 0.1*x, x of {size:,} float64 "
+             f"({size * 8 / 2 ** 20:.3g} MiB)", f"{'checkpoint':<10}  {'peak MiB':>9}  {'time s':>7}"]
+    lines += [f"{p:<10}  {m:>9.1f}  {t:>7.3f}" for p, m, t in rows]
+    return "\n".join(lines)
+
+
 def workloads(quick=False):
     """One workload per size (``quick``: tiny sizes, for smoke-testing)."""
     sizes = (20, 40) if quick else SIZES
@@ -96,6 +139,8 @@ def summary(results):
         s = slopes["wengert"]
         lines.append(f"  [{'MET' if s <= TARGET_SLOPE else 'NOT MET'}] source_grad slope <= {TARGET_SLOPE} "
                      f"(linear cost; measured {s:.2f})")
+    quick = max(sizes) < 1000
+    lines += ["", checkpoint_comparison(50, 100, 1) if quick else checkpoint_comparison()]
     return "\n".join(lines)
 
 
@@ -103,3 +148,7 @@ def summary_markdown(results):
     """:func:`summary` as a Markdown section ("" when not run)."""
     text = summary(results)
     return f"## Source loop: slopes\n\n```\n{text}\n```\n" if text else ""
+
+
+if __name__ == "__main__":
+    print(checkpoint_comparison())
