@@ -457,11 +457,13 @@ class SourceProgram:
         out = self._function(*self.flat_inputs(args))
         return tree_unflatten(self.out_tree, [out] if len(self.outputs) == 1 else list(out))
 
-    def grad(self, argnums=0):
-        """The gradient program (reverse mode, loops kept as loops)."""
+    def grad(self, argnums=0, checkpoint="all", snapshots=None):
+        """The gradient program (reverse mode, loops kept as loops; ``checkpoint``: see ``source_grad``)."""
         from wengert.program.source_adjoint import grad_source
+        from wengert.program.source_checkpoint import check_policy
 
-        return grad_source(self, argnums)
+        check_policy(checkpoint, snapshots, f"Program.grad({self.name})")
+        return grad_source(self, argnums, checkpoint=checkpoint, snapshots=snapshots)
 
     def jvp(self):
         """The forward-mode program: inputs, then one tangent per input."""

@@ -230,7 +230,7 @@ class Sweep:
         lines.append(f"{p1}elif {action} == 'restore':")
         lines.append(f"{p2}{state if loop.headers else '_'} = {snaps}[{slot}]")
         lines.append(f"{p1}else:  # reverse step {p}: run it again, then its adjoint")
-        if idx is not None and idx.name != "_":
+        if idx is not None and idx.name != "_" and idx in reads(loop.cond_block + self.record + self.rev):
             lines.append(f"{p2}{idx.name} = {self._index(mod, p)}")
         inner = render_block(loop.cond_block, mod, indent + 2, safe)
         inner += render_block(self.record, mod, indent + 2, safe)
