@@ -25,7 +25,8 @@ RUN_TIME = {sp.break_loop, sp.while_data_exit, sp.while_counter, sp.while_break,
 LOOPS = [entry for entry in sp.PROGRAMS if "for " in inspect.getsource(entry[0])
          or "while " in inspect.getsource(entry[0])]
 LOOPS += [(sp.sine_map, (V6, 9), 0), (sp.sine_map, (V6, 1), 0), (sp.while_array_exit, (np.abs(V6),), 0),
-          (sp.stepped_range, (R.normal(size=9),), 0)]
+          (sp.stepped_range, (R.normal(size=9),), 0),
+          (sp.sine_map, (V6, 0), 0), (sp.while_data_exit, (11.0,), 0)]  # loops that never run
 
 
 def _grads(g, argnums):
@@ -129,6 +130,11 @@ def test_step_evaluations_and_states_kept_are_the_schedules(policy, snapshots):
     assert counter.peak == sched.peak_snapshots + (0 if last_is_snapshot else 1)
     if policy == "ctz" or snapshots is not None:
         assert counter.peak <= (snapshots or int(np.log2(n)) + 2) + 1
+
+
+def test_more_snapshots_than_steps():
+    got = wg.source_grad(sp.sine_map, checkpoint="binomial", snapshots=50)(V6, 5)
+    np.testing.assert_allclose(got, wg.source_grad(sp.sine_map)(V6, 5), rtol=1e-12, atol=1e-12)
 
 
 def test_store_all_keeps_one_entry_per_iteration():
