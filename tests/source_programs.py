@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+import wengert as wg
 import wengert.numpy as wnp
 
 R = np.random.default_rng(5)
@@ -477,3 +478,32 @@ def stepped_range(v):
     for i in range(1, len(v), 2):
         s = s * 0.5 + v[i] * v[i - 1]
     return s
+
+
+def marked_outer(x, v):
+    for t in wg.checkpointed(range(20), "binomial", snapshots=3):
+        s = 0.0
+        for j in range(len(v)):
+            s = s + v[j] * x[j]
+        x = 0.9 * np.sin(x) + 0.1 * s
+    return np.sum(x * x)
+
+
+def marked_over_array(v):
+    s = 1.0
+    for a in wg.checkpointed(v, checkpoint="ctz"):
+        s = np.sin(s) + a * s
+    return s
+
+
+def marked_inside_stored(x, v):
+    for t in range(5):
+        for j in wg.checkpointed(range(3), "ctz"):
+            x = x * v[j]
+    return np.sum(x)
+
+
+def marked_bad_snapshots(x):
+    for t in wg.checkpointed(range(5), "binomial", snapshots=0):
+        x = np.sin(x)
+    return x

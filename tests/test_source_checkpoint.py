@@ -193,3 +193,45 @@ def test_table_and_cli_with_checkpointing(tmp_path):
         status = main(["adjoint", f"{path}:f", "--checkpoint", "binomial", "--snapshots", "2"])
     assert status in (0, None)
     assert "binomial(6, 2)" in out.getvalue()
+
+
+# -- the per-loop marker: for i in wg.checkpointed(range(n), policy, snapshots) ------------------------
+
+@pytest.mark.parametrize("fun,args,argnums", [(sp.marked_outer, (np.linspace(0.1, 0.5, 4), V6[:4]), (0, 1)),
+                                              (sp.marked_over_array, (V6,), 0)])
+def test_marked_loop_gradient(fun, args, argnums):
+    d = wg.source_grad(fun, argnums)
+    expected = _grads(wg.grad(fun, argnums)(*args), argnums)  # the tape ignores the marker
+    for e, g in zip(expected, _grads(d(*args), argnums)):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+    assert re.search(r"for action\d*, p\d*, k\d*, slot\d* in", d.source)
+    f = _standalone(d.source, f"{fun.__name__}_grad")
+    for e, g in zip(expected, _grads(f(*args), argnums)):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+
+
+def test_marked_outer_loop_keeps_its_inner_loop_on_the_stack():
+    src = wg.source_grad(sp.marked_outer).program(np.ones(4), np.ones(4)).source
+    assert "binomial(20, 3)" in src
+    assert src.count("for action") == 1 and "stack.pop()" in src  # the inner loop stores its iterations
+
+
+def test_marker_is_the_iterable_when_run():
+    r = range(4)
+    assert wg.checkpointed(r, "ctz") is r
+    with pytest.raises(ValueError, match="checkpoint must be one of"):
+        wg.checkpointed(r, "sometimes")
+
+
+def test_marked_loop_inside_a_storing_loop_is_refused():
+    line = _line_of(sp.marked_inside_stored, "wg.checkpointed")
+    with pytest.raises(wg.TransformError, match=rf"line {line} is checkpointed but the loop around it keeps"):
+        wg.source_grad(sp.marked_inside_stored)(np.ones(2), np.ones(3))
+    got = wg.source_grad(sp.marked_inside_stored, checkpoint="ctz")(np.ones(2), V6[:3])  # both checkpointed
+    np.testing.assert_allclose(got, wg.grad(sp.marked_inside_stored)(np.ones(2), V6[:3]), rtol=1e-12)
+
+
+def test_marker_with_bad_snapshots_names_the_line():
+    line = _line_of(sp.marked_bad_snapshots, "wg.checkpointed")
+    with pytest.raises(wg.TransformError, match=rf"source_programs\.py, line {line}: .*snapshots must be at "):
+        wg.source_grad(sp.marked_bad_snapshots)(0.5)

@@ -13,6 +13,7 @@ from wengert.program import Program
 from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
 from wengert.program.control import TransformError
 from wengert.program.source_api import source_grad, source_jvp
+from wengert.program.source_checkpoint import checkpointed
 from wengert.tape import Grad, Tape, Var
 from wengert.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from wengert.transforms import (
@@ -41,6 +42,7 @@ __all__ = [
     "tree_flatten", "tree_unflatten", "tree_map",
     "Program", "compile", "checkpoint", "iterate",
     "source_grad", "source_jvp", "TransformError",
+    "checkpointed",
 ]
 
 _SUBMODULES = ("numpy", "scipy", "nn", "optim", "viz", "checkpointing", "testing")

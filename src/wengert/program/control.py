@@ -76,7 +76,8 @@ class Loop:
     iteration pushes on the stack for the reverse pass."""
 
     __slots__ = ("kind", "index", "bounds", "cond_block", "cond", "headers", "inits", "body",
-                 "body_outs", "outs", "brk", "count", "push", "lineno", "fresh", "where")
+                 "body_outs", "outs", "brk", "count", "push", "lineno", "fresh", "where",
+                 "checkpoint")
 
     def __init__(self, kind, body, headers=(), inits=(), body_outs=(), outs=(), *, index=None, bounds=(),
                  cond_block=(), cond=None, brk=None, count=None, lineno=None):
@@ -96,6 +97,7 @@ class Loop:
         self.lineno = lineno
         self.fresh = []  # carried arrays updated in place: copied once, before the loop
         self.where = None  # "file, line N" of the loop in the user's source, for error messages
+        self.checkpoint = None  # (policy, snapshots) from wg.checkpointed(...) around its range
 
     def copy(self, **changes):
         new = Loop(self.kind, self.body, self.headers, self.inits, self.body_outs, self.outs,
@@ -104,6 +106,7 @@ class Loop:
         new.push = list(self.push)
         new.fresh = list(self.fresh)
         new.where = self.where
+        new.checkpoint = self.checkpoint
         for k, v in changes.items():
             setattr(new, k, v)
         return new

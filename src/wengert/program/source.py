@@ -509,6 +509,9 @@ class _Interpreter:
     # -- loops -----------------------------------------------------------------------------------
     def for_loop(self, s):
         it = s.iter
+        policy = self.checkpoint_marker(it)
+        if policy is not None:
+            it = it.args[0]
         if isinstance(s.target, ast.Name):
             target = s.target.id
         else:
@@ -521,28 +524,52 @@ class _Interpreter:
             if len(bounds) == 2:
                 bounds.append(1)
             bounds = [_unsym(b) for b in bounds]
-            self.loop(s, "for", bounds=bounds, target=target)
+            self.loop(s, "for", bounds=bounds, target=target, policy=policy)
             return
         seq = self.eval(it)
         if type(seq) is Symbol:
             if not seq.var.shape:
                 raise self.error(s, "iterating over a 0-d array")
-            self.loop(s, "for", bounds=[0, seq.var.shape[0], 1], target=target, over=seq)
+            self.loop(s, "for", bounds=[0, seq.var.shape[0], 1], target=target, over=seq, policy=policy)
         elif isinstance(seq, (list, tuple)):
+            if policy is not None:
+                raise self.error(s, "wg.checkpointed around a list (the loop is unrolled)")
             if _has_jump(s.body):
                 raise self.error(s, "break/continue in a loop over a list (it is unrolled)")
             for item in seq:
                 self.env[target] = item
                 self.block(s.body)
         elif isinstance(seq, np.ndarray):
-            self.loop(s, "for", bounds=[0, len(seq), 1], target=target, over=seq)
+            self.loop(s, "for", bounds=[0, len(seq), 1], target=target, over=seq, policy=policy)
         else:
             raise self.error(s, f"a for loop over a {type(seq).__name__}")
+
+    def checkpoint_marker(self, it):
+        """``(policy, snapshots)`` when ``it`` is ``wg.checkpointed(iterable, ...)``, else None."""
+        if not (isinstance(it, ast.Call) and it.args and not isinstance(it.args[0], ast.Starred)):
+            return None
+        from wengert.program.source_checkpoint import checkpointed
+
+        try:
+            func = self.eval(it.func)
+        except Exception:  # noqa: BLE001 - not the marker; the loop reports its own errors
+            return None
+        if func is not checkpointed:
+            return None
+        args = [self.eval(a) for a in it.args[1:]]
+        kwargs = {k.arg: self.eval(k.value) for k in it.keywords}
+        try:
+            checkpointed(None, *args, **kwargs)  # the same checks as when run
+        except (TypeError, ValueError) as e:
+            raise TransformError(f"{self.where(it)}: {e}") from None
+        policy = args[0] if args else kwargs.get("checkpoint", "binomial")
+        snapshots = args[1] if len(args) > 1 else kwargs.get("snapshots")
+        return policy, snapshots
 
     def while_loop(self, s):
         self.loop(s, "while", test=s.test)
 
-    def loop(self, s, kind, bounds=(), target=None, over=None, test=None):
+    def loop(self, s, kind, bounds=(), target=None, over=None, test=None, policy=None):
         names = [n for n in _assigned(s.body) if n in self.env and n != target]
         outer = self.builder.statements
         env0 = dict(self.env)
@@ -617,6 +644,7 @@ class _Interpreter:
                     [_unsym(o) for o in body_outs], outs, index=index, bounds=bounds,
                     cond_block=cond_block, cond=cond_value, brk=brk_value, lineno=s.lineno)
         loop.where = self.where(s)
+        loop.checkpoint = policy
         outer.append(loop)
 
 

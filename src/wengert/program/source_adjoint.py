@@ -219,7 +219,18 @@ class _Reverser:
 
     in_loop = False
 
+    storing = False  # inside a loop that stores its iterations on the stack
+
     def loop(self, node, adj):
+        policy, snapshots = node.checkpoint or (self.checkpoint, self.snapshots)
+        who = (f"wg.checkpointed(..., {policy!r}) in {self.program.name}" if node.checkpoint else
+               f"source_grad({self.program.name}, checkpoint={policy!r})")
+        if policy != "all" and self.storing:
+            from wengert.program.control import TransformError
+
+            raise TransformError(f"{who}: the loop at {node.where} is checkpointed but the loop around it "
+                                 f"keeps every iteration; checkpoint the outer loop too (wg.checkpointed "
+                                 f"around its range, or source_grad's checkpoint=)")
         inner_defs = _all_defined([node]) | set(node.headers) | ({node.index} if node.index else set())
         body_reads = reads(node.body) + [v for v in node.body_outs if type(v) is Variable]
         free = self._free(body_reads, inner_defs)
@@ -239,10 +250,11 @@ class _Reverser:
         for h, bo in zip(node.headers, node.body_outs):
             if h in by_header and _is_float(bo):
                 self.accumulate(adj_b, bo, self.sym(by_header[h]))
-        was = self.in_loop
+        was, was_storing = self.in_loop, self.storing
         self.in_loop = True
+        self.storing = policy == "all"
         fwd_body = self.block(node.body, adj_b)
-        self.in_loop = was
+        self.in_loop, self.storing = was, was_storing
         ends = []
         for h, _C in carry:
             g = adj_b.get(h)
@@ -253,12 +265,11 @@ class _Reverser:
         need = _unique(v for v in reads(rev) if v in local)
         self.b.statements = outer
         checkpointed = None
-        if self.checkpoint != "all":
+        if policy != "all":
             from wengert.program.source_checkpoint import checkpoint_loop
 
-            checkpointed, sweep = checkpoint_loop(node, fwd_body, rev, count, self.b.fresh, self.checkpoint,
-                                                  self.snapshots, f"source_grad({self.program.name}, "
-                                                  f"checkpoint={self.checkpoint!r})")
+            checkpointed, sweep = checkpoint_loop(node, fwd_body, rev, count, self.b.fresh, policy, snapshots,
+                                                  who)
             self.emit(sweep)
         else:
             if need:

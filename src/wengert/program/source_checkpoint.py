@@ -29,7 +29,7 @@ from wengert.checkpointing import binomial, ctz_reverse_sweep
 from wengert.program.control import If, Loop, TransformError, _targets, _values, all_names, defined, reads
 from wengert.program.ir import Statement, Variable
 
-__all__ = ["POLICIES", "check_policy", "Checkpointed", "Sweep", "checkpoint_loop", "plain"]
+__all__ = ["POLICIES", "check_policy", "checkpointed", "Checkpointed", "Sweep", "checkpoint_loop", "plain"]
 
 POLICIES = ("all", "binomial", "ctz")
 
@@ -55,6 +55,18 @@ def check_policy(checkpoint, snapshots, who):
                          f"number of snapshots; 'all' takes none)")
     if isinstance(snapshots, bool) or not isinstance(snapshots, int) and not hasattr(snapshots, "__index__"):
         raise TypeError(f"{who}: snapshots must be an integer, got {snapshots!r}")
+
+
+def checkpointed(iterable, checkpoint="binomial", snapshots=None):
+    """Marks one ``for`` loop for ``wg.source_grad``: ``for i in wg.checkpointed(range(n), "binomial",
+    snapshots=10):`` reverses that loop following the schedule (``"binomial"`` or ``"ctz"``; ``"all"``:
+    a stack, whatever ``source_grad``'s ``checkpoint=`` says). Run as Python, or on the tape, it is
+    ``iterable`` itself."""
+    check_policy(checkpoint, snapshots, "wg.checkpointed")
+    if snapshots is not None and int(snapshots) < 1:
+        raise ValueError(f"wg.checkpointed: snapshots must be at least 1 (the initial state is one), "
+                         f"got {snapshots}")
+    return iterable
 
 
 def plain(nodes):
