@@ -233,5 +233,5 @@ def test_marked_loop_inside_a_storing_loop_is_refused():
 
 def test_marker_with_bad_snapshots_names_the_line():
     line = _line_of(sp.marked_bad_snapshots, "wg.checkpointed")
-    with pytest.raises(wg.TransformError, match=rf"source_programs\.py, line {line}: .*snapshots must be at "):
+    with pytest.raises(wg.TransformError, match=rf"source_programs\.py, line {line}: .*snapshots must be "):
         wg.source_grad(sp.marked_bad_snapshots)(0.5)
