@@ -548,6 +548,11 @@ class _Interpreter:
         """``(policy, snapshots)`` when ``it`` is ``wg.checkpointed(iterable, ...)``, else None."""
         if not (isinstance(it, ast.Call) and it.args and not isinstance(it.args[0], ast.Starred)):
             return None
+        name = it.func
+        while isinstance(name, ast.Attribute):
+            name = name.value
+        if not isinstance(name, ast.Name):  # a call returning the function: not evaluated twice
+            return None
         from wengert.program.source_checkpoint import checkpointed
 
         try:
