@@ -374,3 +374,14 @@ def test_functional_updates_in_loops_are_written_in_place():
 def test_updated_array_read_whole_in_the_loop_is_copied():
     text = wg.source_grad(sp.update_and_read).program(sp.V5).source.split("def update_and_read_grad")[1]
     assert ".copy()" in _loop_body(text.split("for ")[1])
+
+
+def test_a_for_loop_that_never_runs_leaves_its_variables_alone():
+    def f(v, w):
+        s = w * 2.0
+        for i in range(len(v)):
+            s = s + v[i] * v[i]
+        return s
+
+    g = wg.source_grad(f, argnums=(0, 1))(np.zeros(0), 1.5)
+    assert g[0].shape == (0,) and g[1] == 2.0
