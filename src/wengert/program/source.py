@@ -575,7 +575,8 @@ class _Interpreter:
         self.loop(s, "while", test=s.test)
 
     def loop(self, s, kind, bounds=(), target=None, over=None, test=None, policy=None):
-        if kind == "for" and all(isinstance(b, (int, np.integer)) for b in bounds) and len(range(*bounds)) == 0:
+        static = all(isinstance(b, (int, np.integer)) for b in bounds)
+        if kind == "for" and static and len(range(*bounds)) == 0:
             return  # never runs (e.g. over an empty array): nothing to record, as for a false while test
         names = [n for n in _assigned(s.body) if n in self.env and n != target]
         outer = self.builder.statements
