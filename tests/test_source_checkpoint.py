@@ -46,7 +46,10 @@ def test_checkpointed_gradients_equal_store_all(fun, args, argnums, policy, snap
     got = _grads(d(*args), argnums)
     for e, g in zip(expected, got):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
-    assert re.search(r"for action\d*, p\d*, k\d*, slot\d* in", d.source)  # the reverse follows a schedule
+    if fun is sp.sine_map and args[1] == 0:  # range(0) is known when reading: no loop is generated
+        assert "for action" not in d.source
+    else:
+        assert re.search(r"for action\d*, p\d*, k\d*, slot\d* in", d.source)  # the reverse follows a schedule
 
 
 def _standalone(src, name):
