@@ -355,7 +355,7 @@ def to_source(program, safe=False):
     return _source(program, safe)[0]
 
 
-def _source(program, safe):
+def _source(program, safe, fallback=None):
     names = param_names(program)
     used = {v.name for s in program.statements for v in s.outs} | {v.name for v in program.inputs}
     mod = _Module(used | set(names))
@@ -420,24 +420,22 @@ def _source(program, safe):
             head.append(f"# {name}: a constant supplied by wengert ({type(value).__name__})")
     if mod.constants:
         head.append("")
+    if fallback and mod.math:  # math's domain errors: run the NumPy-only variant, which gives nan/inf
+        rerun = ["    except (ValueError, OverflowError):", f"        return {fallback}({', '.join(names)})"]
+        body = ["    try:"] + ["    " + line for line in body] + rerun
     text = "\n".join(head) + f"\n\ndef {program.name}({', '.join(names)}):\n" + "\n".join(body) + "\n"
     return text, mod
 
 
 def compile_program(program):
-    """The program as a Python function of its flat inputs, made by ``exec`` of its source."""
-    fast = _compile(program, safe=False)
-    if not fast.uses_math:
-        return fast
+    """The program as a Python function of its flat inputs, made by ``exec`` of its source. Where the
+    source uses ``math``, the function's body runs inside ``try``, and a ValueError or OverflowError
+    (math's domain errors, where NumPy gives nan or inf) runs the NumPy-only variant instead (made
+    on first need): no wrapper call per run."""
+    def fallback(*args):
+        return _compile_safe(program)(*args)
 
-    def run(*args):
-        try:
-            return fast(*args)
-        except (ValueError, OverflowError):  # math's domain errors: NumPy gives nan/inf instead
-            return _compile_safe(program)(*args)
-
-    run.__name__ = program.name
-    return run
+    return _compile(program, safe=False, fallback=fallback)
 
 
 def _compile_safe(program):
@@ -446,9 +444,17 @@ def _compile_safe(program):
     return program._safe_function
 
 
-def _compile(program, safe):
-    text, mod = _source(program, safe)
+def _compile(program, safe, fallback=None):
+    ref = None
+    if fallback is not None:
+        ref = "_numpy_variant"
+        reserved = {v.name for s in program.statements for v in s.outs} | set(param_names(program))
+        while ref in reserved:
+            ref = "_" + ref
+    text, mod = _source(program, safe, ref)
     namespace = {"__name__": f"wengert_program_{program.name}"}
+    if ref is not None:
+        namespace[ref] = fallback
     namespace.update(mod.foreign)
     code = compile(text, f"<wengert program {program.name}>", "exec")
     exec(code, namespace)  # noqa: S102 - the point: run the generated source

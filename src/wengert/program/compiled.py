@@ -77,7 +77,7 @@ class _Entry:
     """One traced signature: the program, its function, and ``call``, the function taking every
     leaf of the arguments (static ones ignored) and returning the result's structure."""
 
-    __slots__ = ("program", "function", "picks", "call")
+    __slots__ = ("program", "function", "picks", "call", "inner", "params", "dispatch")
 
     def __init__(self, program):
         self.program = program
@@ -93,9 +93,40 @@ class _Entry:
         namespace = {"function": self.function, "unflatten": tree_unflatten, "tree": tree}
         exec(f"def call({', '.join(params)}):\n    return {inner}\n", namespace)  # noqa: S102
         self.call = namespace["call"]
+        self.inner, self.params = inner, params
+        self.dispatch = None
 
     def run(self, leaves):
         return self.call(*leaves)
+
+    def dispatcher(self, args, slow, hits):
+        """For a flat key (``_flat_key``): one generated function that checks that ``args`` have this
+        entry's signature (shapes, dtypes, floats, int values) and runs the program, or else calls
+        ``slow(*args)``: the per-call overhead of a cached call is this one check, without building
+        and hashing a key (on small arrays the overhead is a large part of the time)."""
+        n = len(args)
+        checks, namespace = [], {"function": self.function, "unflatten": tree_unflatten,
+                                 "tree": self.program.out_tree, "slow": slow, "hits": hits,
+                                 "ndarray": np.ndarray}
+        for i, a in enumerate(args):
+            t = type(a)
+            if t is np.ndarray:
+                namespace[f"s{i}"], namespace[f"d{i}"] = a.shape, a.dtype
+                checks.append(f"type(a{i}) is ndarray and a{i}.shape == s{i} and a{i}.dtype is d{i}")
+            elif t is float:
+                checks.append(f"type(a{i}) is float")
+            else:  # int (a static argument: the value is part of the signature)
+                checks.append(f"type(a{i}) is int and a{i} == {int(a)}")
+        names = ", ".join(self.params)
+        text = (f"def dispatch(*args):\n"
+                f"    if len(args) == {n}:\n"
+                f"        {names}{',' if n == 1 else ''} = args\n"
+                f"        if {' and '.join(checks) if checks else 'True'}:\n"
+                f"            hits[0] += 1\n"
+                f"            return {self.inner}\n"
+                f"    return slow(*args)\n")
+        exec(text, namespace)  # noqa: S102
+        return namespace["dispatch"]
 
 
 class CompiledFunction:
@@ -107,7 +138,9 @@ class CompiledFunction:
         self.argnums = argnums
         self._cache = {}
         self._hits = 0
+        self._fast_hits = [0]  # counted by the entries' dispatchers
         self._misses = 0
+        self._dispatch = self._slow
         functools.update_wrapper(self, fun)
 
     def _entry(self, args):
@@ -135,12 +168,21 @@ class CompiledFunction:
         return built
 
     def __call__(self, *args):
+        return self._dispatch(*args)  # the last signature's dispatcher (``_Entry.dispatcher``)
+
+    def _slow(self, *args):
         key = _flat_key(args)  # the common case first: on small arrays the overhead is the cost
         if key is not None:
             entry = self._cache.get(key)
-            if entry is not None:
+            if entry is None:
+                self._misses += 1
+                entry = self._cache[key] = _Entry(self._build(args))
+            else:
                 self._hits += 1
-                return entry.call(*args)
+            if entry.dispatch is None:
+                entry.dispatch = entry.dispatcher(args, self._slow, self._fast_hits)
+            self._dispatch = entry.dispatch  # the next call with this signature goes straight there
+            return entry.call(*args)
         entry, leaves = self._entry(args)
         if entry is None:
             return self._uncompiled(*args)
@@ -177,7 +219,7 @@ class CompiledFunction:
 
     def cache_info(self):
         """Hits, misses (one trace each) and the number of cached signatures."""
-        return CacheInfo(self._hits, self._misses, len(self._cache))
+        return CacheInfo(self._hits + self._fast_hits[0], self._misses, len(self._cache))
 
     def __repr__(self):
         what = f"{self.transform}({self.argnums}) of " if self.transform else ""
