@@ -6,6 +6,8 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
+from wengert.program import Program
+from wengert.program import passes as P
 
 
 def test_dispatcher_checks_shape_dtype_and_static_values():
@@ -43,3 +45,43 @@ def test_math_fallback_runs_inside_the_function():
     with np.errstate(invalid="ignore"):
         assert np.isnan(f(-1.0))
     assert f(np.e) == pytest.approx(2.0)
+
+
+def names(program):
+    return [s.prim.__name__ for s in program.statements]
+
+
+def test_factor_sums_pulls_scalars_out_of_a_sum():
+    # sum(-(c * exp(x))) with c = 1 / sum(exp(x)): the product and negation become scalar operations,
+    # and the sum of exp(x) is read from the one computed already
+    def f(x):
+        e = wnp.exp(x)
+        c = 1.0 / wnp.sum(e)
+        return wnp.sum(-(c * e)) + c
+
+    x = np.array([0.5, -1.0, 2.0, 0.25])
+    p = Program.from_trace(f, x)
+    assert names(p).count("sum") == 2 and names(p).count("negative") == 1
+    q = P.factor_sums(p)
+    assert names(q).count("sum") == 1 and len(q.statements) == len(p.statements) - 1
+    assert all(s.out.kind != "array" for s in q.statements if s.prim.__name__ in ("multiply", "negative"))
+    e = np.exp(x)
+    want = -1.0 + 1.0 / e.sum()  # independent: sum(-(e / s)) = -1
+    assert q(x) == pytest.approx(want, rel=1e-14) and p(x) == pytest.approx(want, rel=1e-14)
+
+
+def test_factor_sums_where_the_product_is_used_only_there():
+    p = Program.from_trace(lambda x, c: wnp.sum(c * wnp.sin(x), axis=(0, 1)),
+                           np.ones((2, 3)), np.float64(3.0))
+    q = P.factor_sums(p)
+    assert names(q) == ["sin", "sum", "multiply"] and q.statements[-1].out.kind != "array"
+    x = np.arange(6.0).reshape(2, 3)
+    assert q(x, np.float64(3.0)) == pytest.approx(3.0 * np.sin(x).sum(), rel=1e-14)
+
+
+def test_factor_sums_leaves_other_sums_alone():
+    for fun in (lambda x, c: wnp.sum(c * x, axis=0),  # not over all axes
+                lambda x, c: wnp.sum(x * x),  # no scalar factor
+                lambda x, c: wnp.sum(c * x) + wnp.sum(c * x * 2.0) + wnp.sum(-(c * x)) * 0.0 + (c * x)[0, 0]):
+        p = P.eliminate_common_subexpressions(Program.from_trace(fun, np.ones((2, 3)), np.float64(3.0)))
+        assert P.factor_sums(p) is p

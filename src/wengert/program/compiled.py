@@ -13,7 +13,7 @@ from collections import namedtuple
 import numpy as np
 
 from wengert.program.ir import Program, Variable
-from wengert.program.passes import accumulate_in_place, elide_broadcasts, optimize
+from wengert.program.passes import lower, optimize
 from wengert.trace import BOX_TYPES
 from wengert.tree import _LEAF, tree_flatten, tree_unflatten
 
@@ -158,9 +158,9 @@ class CompiledFunction:
     def _build(self, args):
         program = Program.from_trace(self.fun, *args)
         if self.transform == "grad":
-            built = accumulate_in_place(elide_broadcasts(program.grad(self.argnums)))  # simplified
+            built = lower(program.grad(self.argnums))  # simplified already
         elif self.transform == "value_and_grad":
-            built = accumulate_in_place(elide_broadcasts(program.value_and_grad(self.argnums)))
+            built = lower(program.value_and_grad(self.argnums))
         else:
             built = optimize(program)
         inputs = set(built.inputs)  # the cache keeps the inputs' examples, not every intermediate

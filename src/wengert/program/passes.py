@@ -18,7 +18,8 @@ from wengert.ops.indexing import index_add
 from wengert.program.ir import Statement, Variable, dup, map_vars
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
-           "explicit_dup", "accumulate_in_place", "elide_broadcasts", "simplify", "optimize"]
+           "explicit_dup", "accumulate_in_place", "elide_broadcasts", "factor_sums", "simplify", "lower",
+           "optimize"]
 
 
 def use_counts(program):
@@ -340,16 +341,116 @@ def elide_broadcasts(program):
     return eliminate_dead_code(_substituted(program, program.statements, alias))
 
 
+def _full_sum(s):
+    """The summed Variable when ``s`` sums all of an array's axes to a 0-d result, else None."""
+    if s.prim.__name__ != "sum" or s.inplace or type(s.args[0]) is not Variable:
+        return None
+    x = s.args[0]
+    kw = dict(s.kwargs)
+    if len(s.args) > 1:
+        kw["axis"] = s.args[1]
+    if len(s.args) > 2 or set(kw) - {"axis", "keepdims"} or kw.get("keepdims", False) is not False:
+        return None
+    if x.kind != "array" or s.out.shape != () or not _all_axes(kw.get("axis"), len(x.shape)):
+        return None
+    return x
+
+
+def _all_axes(axis, ndim):
+    if axis is None:
+        return True
+    try:
+        axes = (int(axis),) if np.ndim(axis) == 0 else tuple(int(a) for a in axis)
+    except TypeError:
+        return False
+    return sorted(a % ndim for a in axes) == list(range(ndim)) if ndim else True
+
+
+def _scalar_factor(s, y):
+    """For ``s`` computing ``-y`` or ``c * y`` / ``y * c`` (``c`` 0-d, of y's dtype, y an array of the
+    result's shape): ``(None, y)`` or ``(c, y)``; else None."""
+    name = s.prim.__name__
+    if s.kwargs or len(s.outs) != 1 or s.out.dtype.kind not in "fc":
+        return None
+    if name == "negative" and len(s.args) == 1:
+        return None, s.args[0]
+    if name != "multiply" or len(s.args) != 2:
+        return None
+    for c, x in ((s.args[0], s.args[1]), (s.args[1], s.args[0])):
+        if type(x) is not Variable or x.kind != "array" or x.shape != s.out.shape or x.dtype != s.out.dtype:
+            continue
+        if type(c) is Variable:
+            ok = c.shape == () and c.dtype == x.dtype and c.kind != "array"
+        else:
+            ok = isinstance(c, (float, np.floating, np.complexfloating)) and np.result_type(c) == x.dtype
+        if ok:
+            return c, x
+    return None
+
+
+def factor_sums(program):
+    """``sum(c * x)`` becomes ``c * sum(x)`` and ``sum(-x)`` becomes ``-sum(x)`` (``c`` a 0-d value, the
+    sum over all axes): scalar operations instead of array ones. Done where every array in between
+    is used only there (they then disappear), or where ``sum(x)`` is computed already (it is then
+    read, not computed again: the cotangent ``-sum(p / s)`` of a softmax's shift becomes
+    ``-(1/s) * s``). Equal up to rounding (the sum of the products against the product of the sum)."""
+    counts = use_counts(program)
+    producer = {o: s for s in program.statements for o in s.outs}
+    sums = {}  # array Variable -> the Variable holding its full sum (computed earlier)
+    stmts, changed = [], False
+    for s in program.statements:
+        x = _full_sum(s)
+        if x is None:
+            stmts.append(s)
+            continue
+        chain, y, single = [], x, True
+        while y in producer:
+            found = _scalar_factor(producer[y], y)
+            if found is None:
+                break
+            single = single and counts.get(y, 0) == 1
+            chain.append((found[0], producer[y].prim))
+            y = found[1]
+        if not chain or (y not in sums and not single) or y.dtype != s.out.dtype:
+            if not chain:
+                sums.setdefault(x, s.out)
+            stmts.append(s)
+            continue
+        changed = True
+        if y in sums:
+            cur = sums[y]
+        else:
+            cur = Variable(f"{s.out.name}_s", (), s.out.dtype, s.out.kind)
+            stmts.append(Statement((cur,), s.prim, (y,), {"axis": None}))
+            sums[y] = cur
+        for k, (c, prim) in enumerate(reversed(chain)):
+            last = k == len(chain) - 1
+            out = s.out if last else Variable(f"{s.out.name}_f{k}", (), s.out.dtype, s.out.kind)
+            stmts.append(Statement((out,), prim, (cur,) if c is None else (c, cur)))
+            cur = out
+    if not changed:
+        return program
+    return eliminate_dead_code(program.with_statements(stmts))
+
+
 def simplify(program):
     """Constant folding, common subexpressions and dead code, to a fixed point."""
     for _ in range(4):
         n = len(program.statements)
         program = eliminate_dead_code(eliminate_common_subexpressions(fold_constants(program)))
-        if len(program.statements) == n:
+        factored = factor_sums(program)
+        if factored is program and len(program.statements) == n:
             break
+        program = factored
     return program
 
 
+def lower(program):
+    """The passes after ``simplify`` (derivative programs come simplified): broadcasts elided, sums
+    factored again (an elided broadcast may expose a scalar factor), in-place accumulation."""
+    return accumulate_in_place(factor_sums(elide_broadcasts(program)))
+
+
 def optimize(program):
-    """``simplify``, broadcasts elided, then in-place accumulation: what ``wg.compile`` runs."""
-    return accumulate_in_place(elide_broadcasts(simplify(program)))
+    """``simplify`` then ``lower``: what ``wg.compile`` runs."""
+    return lower(simplify(program))
