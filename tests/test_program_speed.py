@@ -85,3 +85,30 @@ def test_factor_sums_leaves_other_sums_alone():
                 lambda x, c: wnp.sum(c * x) + wnp.sum(c * x * 2.0) + wnp.sum(-(c * x)) * 0.0 + (c * x)[0, 0]):
         p = P.eliminate_common_subexpressions(Program.from_trace(fun, np.ones((2, 3)), np.float64(3.0)))
         assert P.factor_sums(p) is p
+
+
+def test_add_chosen_skips_a_zero_cotangent_and_shares_ties():
+    from wengert.program.rendering import HELPERS
+
+    namespace = {"np": np}
+    exec(HELPERS["add_chosen"], namespace)  # noqa: S102
+    add_chosen = namespace["add_chosen"]
+    x = np.array([[1.0, 3.0], [3.0, -2.0]])
+    buf = np.array([[0.5, -0.0], [1.0, 2.0]])
+    add_chosen(buf, 0.0, 3.0, x)
+    assert buf.tolist() == [[0.5, 0.0], [1.0, 2.0]] and np.signbit(buf[0, 1])  # untouched
+    add_chosen(buf, 4.0, 3.0, x)
+    assert buf.tolist() == [[0.5, 2.0], [3.0, 2.0]]  # two maxima share it
+    add_chosen(buf, np.float64(1.0), -2.0, x)
+    assert buf.tolist() == [[0.5, 2.0], [3.0, 3.0]]
+    f = wg.compile(lambda x, y: wnp.sum(x * x) + y * wnp.max(x)).grad(0)
+    np.testing.assert_array_equal(f(x, 0.0), 2.0 * x)
+    np.testing.assert_array_equal(f(x, 2.0), 2.0 * x + [[0.0, 1.0], [1.0, 0.0]])
+    def logsumexp(x):
+        m = wnp.max(x)
+        return m + wnp.log(wnp.sum(wnp.exp(x - m)))
+
+    g = wg.compile(logsumexp).grad(0)
+    assert "add_chosen(" in g.source(x)  # the shift's cotangent 1 - sum(softmax): 0 or a rounding error
+    for z in (x, np.array([[0.1, 0.7], [0.7, -3.0]]), np.linspace(-1.0, 2.0, 7).reshape(7, 1)):
+        np.testing.assert_allclose(g(z), np.exp(z) / np.exp(z).sum(), rtol=1e-14, atol=1e-16)
