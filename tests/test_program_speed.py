@@ -112,3 +112,25 @@ def test_add_chosen_skips_a_zero_cotangent_and_shares_ties():
     assert "add_chosen(" in g.source(x)  # the shift's cotangent 1 - sum(softmax): 0 or a rounding error
     for z in (x, np.array([[0.1, 0.7], [0.7, -3.0]]), np.linspace(-1.0, 2.0, 7).reshape(7, 1)):
         np.testing.assert_allclose(g(z), np.exp(z) / np.exp(z).sum(), rtol=1e-14, atol=1e-16)
+
+
+def test_results_of_every_structure_come_back_through_the_dispatcher():
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", ["a", "b"])
+    x = np.array([1.0, 2.0])
+    cases = [
+        (lambda x: (x * 2.0,), lambda r: r[0].tolist() == [2.0, 4.0] and type(r) is tuple and len(r) == 1),
+        (lambda x: [x + 1.0, (x[0], None)], lambda r: r[0].tolist() == [2.0, 3.0] and r[1] == (1.0, None)),
+        (lambda x: {"s": wnp.sum(x), 3: [x[1]]}, lambda r: r == {"s": 3.0, 3: [2.0]} and list(r) == ["s", 3]),
+        (lambda x: {(1, 2): x[0]}, lambda r: r == {(1, 2): 1.0}),  # a key no literal spells here
+        (lambda x: Pair(x[0], {"b": x[1]}), lambda r: type(r) is Pair and r == (1.0, {"b": 2.0})),
+        (lambda x: ((x[0],),), lambda r: r == ((1.0,),)),
+    ]
+    for fun, ok in cases:
+        f = wg.compile(fun)
+        assert ok(f(x)) and ok(f(x)) and f.cache_info() == (1, 1, 1)
+    vg = wg.compile(lambda d: wnp.sum(d["w"] ** 2)).value_and_grad()
+    for _ in range(2):
+        value, grad = vg({"w": x})
+        assert value == 5.0 and list(grad) == ["w"] and grad["w"].tolist() == [2.0, 4.0]

@@ -8,6 +8,7 @@ compiled function) make it run ``fun`` itself, so the tape records it as usual.
 """
 
 import functools
+import operator
 from collections import namedtuple
 
 import numpy as np
@@ -77,7 +78,7 @@ class _Entry:
     """One traced signature: the program, its function, and ``call``, the function taking every
     leaf of the arguments (static ones ignored) and returning the result's structure."""
 
-    __slots__ = ("program", "function", "picks", "call", "inner", "params", "dispatch")
+    __slots__ = ("program", "function", "picks", "call", "body", "params", "namespace", "dispatch")
 
     def __init__(self, program):
         self.program = program
@@ -86,14 +87,22 @@ class _Entry:
         params = [f"a{i}" for i in range(len(program.in_leaves))]
         inner = f"function({', '.join(params[i] for i in self.picks)})"
         tree = program.out_tree
-        flat = tree is _LEAF or (tree[0] is tuple and len(tree[2]) != 1 and all(c is _LEAF for c in tree[2]))
-        if not flat:
-            inner = f"unflatten(tree, [{inner}])" if len(program.outputs) == 1 else \
-                f"unflatten(tree, {inner})"
         namespace = {"function": self.function, "unflatten": tree_unflatten, "tree": tree}
-        exec(f"def call({', '.join(params)}):\n    return {inner}\n", namespace)  # noqa: S102
+        flat = tree is _LEAF or (tree[0] is tuple and len(tree[2]) != 1 and all(c is _LEAF for c in tree[2]))
+        n = len(program.outputs)
+        outs = [f"o{k}" for k in range(n)]
+        built = None if flat or not n else _builder(tree, iter(outs), namespace)
+        if flat:
+            body = [f"return {inner}"]
+        elif built is None:
+            body = [f"return unflatten(tree, [{inner}])" if n == 1 else f"return unflatten(tree, {inner})"]
+        else:  # the result's structure spelled out: no tree_unflatten per call
+            body = [f"{', '.join(outs)}{',' if n == 1 else ''} = {inner}" if n > 1 else f"o0 = {inner}",
+                    f"return {built}"]
+        self.body, self.params, self.namespace = body, params, namespace
+        text = f"def call({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
+        exec(text, namespace)  # noqa: S102
         self.call = namespace["call"]
-        self.inner, self.params = inner, params
         self.dispatch = None
 
     def run(self, leaves):
@@ -105,9 +114,7 @@ class _Entry:
         ``slow(*args)``: the per-call overhead of a cached call is this one check, without building
         and hashing a key (on small arrays the overhead is a large part of the time)."""
         n = len(args)
-        checks, namespace = [], {"function": self.function, "unflatten": tree_unflatten,
-                                 "tree": self.program.out_tree, "slow": slow, "hits": hits,
-                                 "ndarray": np.ndarray}
+        checks, namespace = [], dict(self.namespace, slow=slow, hits=hits, ndarray=np.ndarray)
         for i, a in enumerate(args):
             t = type(a)
             if t is np.ndarray:
@@ -117,16 +124,38 @@ class _Entry:
                 checks.append(f"type(a{i}) is float")
             else:  # int (a static argument: the value is part of the signature)
                 checks.append(f"type(a{i}) is int and a{i} == {int(a)}")
-        names = ", ".join(self.params)
-        text = (f"def dispatch(*args):\n"
-                f"    if len(args) == {n}:\n"
-                f"        {names}{',' if n == 1 else ''} = args\n"
-                f"        if {' and '.join(checks) if checks else 'True'}:\n"
-                f"            hits[0] += 1\n"
-                f"            return {self.inner}\n"
-                f"    return slow(*args)\n")
+        lines = ["def dispatch(*args):", f"    if len(args) == {n}:"]
+        if n:
+            lines.append(f"        {', '.join(self.params)}{',' if n == 1 else ''} = args")
+        lines += [f"        if {' and '.join(checks) if checks else 'True'}:", "            hits[0] += 1"]
+        lines += [f"            {line}" for line in self.body] + ["    return slow(*args)"]
+        text = "\n".join(lines) + "\n"
         exec(text, namespace)  # noqa: S102
         return namespace["dispatch"]
+
+
+def _builder(tree, names, namespace):
+    """Source of an expression building the pytree ``tree`` from the leaf expressions ``names`` (in
+    order), or None where it cannot be spelled (dict keys other than strings and ints)."""
+    if tree is _LEAF:
+        return next(names)
+    t, keys, children = tree
+    if t is None:
+        return "None"
+    parts = [_builder(c, names, namespace) for c in children]
+    if any(p is None for p in parts):
+        return None
+    if t is tuple:
+        return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    if t is list:
+        return f"[{', '.join(parts)}]"
+    if t is dict:
+        if not all(type(k) in (str, int) for k in keys):
+            return None
+        return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(keys, parts)) + "}"
+    name = f"T{len(namespace)}"  # a namedtuple type
+    namespace[name] = t
+    return f"{name}({', '.join(parts)})"
 
 
 class CompiledFunction:
@@ -167,8 +196,9 @@ class CompiledFunction:
         built.examples = {v: x for v, x in built.examples.items() if v in inputs}
         return built
 
-    def __call__(self, *args):
-        return self._dispatch(*args)  # the last signature's dispatcher (``_Entry.dispatcher``)
+    # ``f(*args)`` calls ``f._dispatch(*args)``, the last signature's dispatcher (``_Entry.dispatcher``),
+    # found by a C-level getter: no Python frame of our own between the caller and the dispatcher.
+    __call__ = property(operator.attrgetter("_dispatch"))
 
     def _slow(self, *args):
         key = _flat_key(args)  # the common case first: on small arrays the overhead is the cost
