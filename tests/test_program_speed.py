@@ -134,3 +134,37 @@ def test_results_of_every_structure_come_back_through_the_dispatcher():
     for _ in range(2):
         value, grad = vg({"w": x})
         assert value == 5.0 and list(grad) == ["w"] and grad["w"].tolist() == [2.0, 4.0]
+
+
+def test_rewrite_algebra_negations():
+    def f(a, b):
+        return -(-a) + (-b) * 1.0 + (-(a * b) + b) - (-a)
+
+    a, b = np.array([1.5, -2.0, 0.25]), np.array([0.5, 3.0, -1.0])
+    p = P.fold_constants(Program.from_trace(f, a, b))
+    q = P.rewrite_algebra(p)
+    assert names(p).count("negative") == 5 and "negative" not in names(q)
+    assert len(q.statements) == len(p.statements) - 5
+    want = a - b + (b - a * b) + a  # by hand
+    np.testing.assert_allclose(q(a, b), want, rtol=1e-15)
+    np.testing.assert_allclose(p(a, b), want, rtol=1e-15)
+
+
+def test_rewrite_algebra_transposes_and_reciprocals():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    p = Program.from_trace(lambda x: wnp.transpose(x.T, (2, 1, 0)) + 1.0, x)
+    q = P.rewrite_algebra(p)
+    assert names(q) == ["add"] and q.statements[0].args[0] is q.inputs[0]
+    np.testing.assert_array_equal(q(x), x + 1.0)
+    p = Program.from_trace(lambda x: wnp.transpose(wnp.transpose(x, (1, 0, 2)), (0, 2, 1)) * 2.0, x)
+    q = P.rewrite_algebra(p)
+    assert names(q) == ["transpose", "multiply"] and q.statements[0].args[1] == (1, 2, 0)
+    np.testing.assert_array_equal(q(x), 2.0 * np.transpose(x, (1, 2, 0)))
+    s = np.float64(3.0)
+    p = Program.from_trace(lambda x, s: (1.0 / s) * x + (1.0 / wnp.sum(x)) * x[0], x, s)
+    q = P.rewrite_algebra(p)
+    assert names(p).count("true_divide") == 2 and names(q).count("true_divide") == 2
+    assert "multiply" not in names(q) and len(q.statements) == len(p.statements) - 2
+    np.testing.assert_allclose(q(x, s), x / 3.0 + x[0] / x.sum(), rtol=1e-15)
+    r = Program.from_trace(lambda x, s: (1.0 / s) * x + 1.0 / s, x, s)  # 1 / s used twice: kept
+    assert P.rewrite_algebra(P.eliminate_common_subexpressions(r)).statements[1].prim.__name__ == "multiply"

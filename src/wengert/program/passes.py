@@ -13,13 +13,13 @@
 
 import numpy as np
 
-from wengert.ops.elementwise import negative
+from wengert.ops.elementwise import add, negative, subtract, true_divide
 from wengert.ops.indexing import index_add
 from wengert.program.ir import Statement, Variable, dup, map_vars
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
-           "explicit_dup", "accumulate_in_place", "elide_broadcasts", "factor_sums", "simplify", "lower",
-           "optimize"]
+           "explicit_dup", "accumulate_in_place", "elide_broadcasts", "factor_sums", "rewrite_algebra",
+           "simplify", "lower", "optimize"]
 
 
 def use_counts(program):
@@ -433,12 +433,93 @@ def factor_sums(program):
     return eliminate_dead_code(program.with_statements(stmts))
 
 
+def _axes(s):
+    """The permutation a ``transpose`` statement applies (None reverses), or None if unknown."""
+    axes = s.args[1] if len(s.args) > 1 else s.kwargs.get("axes")
+    if set(s.kwargs) - {"axes"} or type(s.args[0]) is not Variable:
+        return None
+    n = len(s.args[0].shape)
+    if axes is None:
+        return tuple(range(n - 1, -1, -1))
+    try:
+        return tuple(int(a) % n for a in axes)
+    except TypeError:
+        return None
+
+
+def rewrite_algebra(program):
+    """Identities that save an operation, exact in floating point but for the last one:
+    ``-(-x)`` is ``x``; ``a + (-b)`` and ``(-b) + a`` are ``a - b``; ``a - (-b)`` is ``a + b``;
+    a transpose of a transpose is one transpose (none if they cancel); and ``(1 / s) * x`` is
+    ``x / s`` where ``1 / s`` is used only there (one rounding instead of two)."""
+    counts = use_counts(program)
+    producer = {}
+    alias, stmts, changed = {}, [], False
+
+    def look(v):
+        while type(v) is Variable and v in alias:
+            v = alias[v]
+        return v
+
+    def made_by(x, name):
+        s = producer.get(x) if type(x) is Variable else None
+        return s if s is not None and s.prim.__name__ == name and not s.kwargs and not s.inplace else None
+
+    for s in program.statements:
+        s = _rewritten(s, alias, look)
+        name, args, out = s.prim.__name__, s.args, s.outs[0]
+        new = None
+        if len(s.outs) == 1 and not s.inplace and not s.kwargs:
+            if name == "negative" and made_by(args[0], "negative") and _same_type(
+                    made_by(args[0], "negative").args[0], out):
+                alias[out] = made_by(args[0], "negative").args[0]
+                changed = True
+                continue
+            if name == "add":
+                for a, b in ((args[0], args[1]), (args[1], args[0])):
+                    n = made_by(b, "negative")
+                    if n is not None:
+                        new = Statement((out,), subtract.primitive, (a, n.args[0]))
+                        break
+            elif name == "subtract" and made_by(args[1], "negative"):
+                new = Statement((out,), add.primitive, (args[0], made_by(args[1], "negative").args[0]))
+            elif name == "multiply":
+                for r, x in ((args[0], args[1]), (args[1], args[0])):
+                    d = made_by(r, "true_divide")
+                    if d is not None and _is_const(d.args[0], 1) and counts.get(r, 0) == 1 and \
+                            np.result_type(*(a.dtype if type(a) is Variable else a for a in
+                                             (x, d.args[1]))) == out.dtype:
+                        new = Statement((out,), true_divide.primitive, (x, d.args[1]))
+                        break
+        if name == "transpose" and len(s.outs) == 1:
+            inner = producer.get(args[0]) if type(args[0]) is Variable else None
+            if inner is not None and inner.prim.__name__ == "transpose" and not inner.inplace:
+                p1, p2 = _axes(inner), _axes(s)
+                if p1 is not None and p2 is not None:
+                    composed = tuple(p1[j] for j in p2)
+                    x = inner.args[0]
+                    if composed == tuple(range(len(composed))) and _same_type(x, out):
+                        alias[out] = x
+                        changed = True
+                        continue
+                    new = Statement((out,), s.prim, (x, composed))
+        if new is not None:
+            s, changed = new, True
+        for o in s.outs:
+            producer[o] = s
+        stmts.append(s)
+    if not changed:
+        return program
+    outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
+    return eliminate_dead_code(program.with_statements(stmts, outputs))
+
+
 def simplify(program):
     """Constant folding, common subexpressions and dead code, to a fixed point."""
     for _ in range(4):
         n = len(program.statements)
         program = eliminate_dead_code(eliminate_common_subexpressions(fold_constants(program)))
-        factored = factor_sums(program)
+        factored = factor_sums(rewrite_algebra(program))
         if factored is program and len(program.statements) == n:
             break
         program = factored
@@ -448,7 +529,7 @@ def simplify(program):
 def lower(program):
     """The passes after ``simplify`` (derivative programs come simplified): broadcasts elided, sums
     factored again (an elided broadcast may expose a scalar factor), in-place accumulation."""
-    return accumulate_in_place(factor_sums(elide_broadcasts(program)))
+    return accumulate_in_place(rewrite_algebra(factor_sums(elide_broadcasts(program))))
 
 
 def optimize(program):
