@@ -394,6 +394,8 @@ def factor_sums(program):
     is used only there (they then disappear), or where ``sum(x)`` is computed already (it is then
     read, not computed again: the cotangent ``-sum(p / s)`` of a softmax's shift becomes
     ``-(1/s) * s``). Equal up to rounding (the sum of the products against the product of the sum)."""
+    if not any(s.prim.__name__ == "sum" for s in program.statements):
+        return program
     counts = use_counts(program)
     producer = {o: s for s in program.statements for o in s.outs}
     sums = {}  # array Variable -> the Variable holding its full sum (computed earlier)
@@ -452,7 +454,10 @@ def rewrite_algebra(program):
     ``-(-x)`` is ``x``; ``a + (-b)`` and ``(-b) + a`` are ``a - b``; ``a - (-b)`` is ``a + b``;
     a transpose of a transpose is one transpose (none if they cancel); and ``(1 / s) * x`` is
     ``x / s`` where ``1 / s`` is used only there (one rounding instead of two)."""
-    counts = use_counts(program)
+    present = {s.prim.__name__ for s in program.statements}
+    if not present & {"negative", "transpose", "true_divide"}:  # what every rewrite starts from
+        return program
+    counts = use_counts(program) if "true_divide" in present else {}
     producer = {}
     alias, stmts, changed = {}, [], False
 
