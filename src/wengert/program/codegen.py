@@ -96,6 +96,19 @@ class _Module:
         self.imports = {}  # name -> the import line that defines it (primitives without a NumPy spelling)
         self.inline = {}  # Variable -> (expression, precedence, depth): single-use float temporaries
         self.negated = {}  # Variable -> Variable: the result of -x, read only by a sum
+        self.bound = {}  # "exp", "add.reduce" -> the module-level name bound to np.exp, np.add.reduce
+
+    def np_attr(self, path):
+        """A module-level name for ``np.<path>``, bound once when the module runs: no attribute
+        look-up per call (``np.add.reduce`` is two, and makes a bound method each time)."""
+        name = self.bound.get(path)
+        if name is None:
+            name = "np_" + path.replace(".", "_")
+            while name in self.reserved:
+                name = "_" + name
+            self.reserved.add(name)
+            self.bound[path] = name
+        return name
 
     def constant(self, value):
         key = id(value)
@@ -210,7 +223,7 @@ def _call(stmt, name, a, kw, mod, as_float):
     if name in ("sum", "prod", "max", "min") and type(x) is Variable and x.kind == "array" \
             and not stmt.kwargs.get("keepdims") and _all_axes(stmt.kwargs.get("axis"), len(x.shape)):
         ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[name]
-        return f"np.{ufunc}.reduce({mod.value(x)}, None)"  # half the cost of x.sum() on small arrays
+        return f"{mod.np_attr(ufunc + '.reduce')}({mod.value(x)}, None)"  # half x.sum()'s cost, small arrays
     # methods of arrays only: a float64 scalar may be a Python float at run time (computed by math)
     if name in ("sum", "prod", "max", "min", "reshape", "transpose") and type(x) is Variable \
             and x.kind == "array":
@@ -220,7 +233,7 @@ def _call(stmt, name, a, kw, mod, as_float):
         return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}.{name}({inner})"
     if getattr(np, name, None) is None:  # one of wengert's own without a NumPy spelling (index_update)
         return f"{_foreign(stmt.prim, mod)}({', '.join(a)}{kw})"
-    return f"np.{name}({', '.join(a)}{kw})"
+    return f"{mod.np_attr(name)}({', '.join(a)}{kw})"
 
 
 def _foreign(prim, mod):
@@ -393,6 +406,9 @@ def _source(program, safe, fallback=None):
         head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
     else:
         head = ["import numpy as np"]
+    if mod.bound:
+        paths = sorted(mod.bound)
+        head.append(f"{', '.join(mod.bound[p] for p in paths)} = {', '.join('np.' + p for p in paths)}")
     for m in sorted({m for m, _ in mod.imports.values()}):
         package, leaf = m.rsplit(".", 1)
         head.append(f"from {package} import {leaf} as _{m.replace('.', '_')}")
