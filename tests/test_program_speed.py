@@ -168,3 +168,29 @@ def test_rewrite_algebra_transposes_and_reciprocals():
     np.testing.assert_allclose(q(x, s), x / 3.0 + x[0] / x.sum(), rtol=1e-15)
     r = Program.from_trace(lambda x, s: (1.0 / s) * x + 1.0 / s, x, s)  # 1 / s used twice: kept
     assert P.rewrite_algebra(P.eliminate_common_subexpressions(r)).statements[1].prim.__name__ == "multiply"
+
+
+def test_factor_products_uses_distributivity():
+    def f(g, y, z, w):
+        return (g * 0.5 * wnp.cos(z) + g * y) - (w * z - y * w) + g * y * 2.0
+
+    args = (0.75, -1.5, 0.3, 2.0)
+    p = Program.from_trace(f, *args)
+    q = P.factor_products(p)
+    assert names(p).count("multiply") == 7 and names(q).count("multiply") == 5
+    assert len(q.statements) == len(p.statements) - 2
+    g, y, z, w = args
+    assert q(*args) == pytest.approx(g * (0.5 * np.cos(z) + y) - w * (z - y) + 2.0 * g * y, rel=1e-15)
+
+
+def test_factor_products_leaves_shared_and_broadcast_products_alone():
+    x, v, s = np.arange(3.0), np.array([1.0, -2.0, 0.5]), np.float64(2.0)
+    for fun in (lambda x, v, s: x * v + x * s,  # s broadcasts: another shape
+                lambda x, v, s: (x * v + x * 2.0) * (x * v),  # x * v used twice
+                lambda x, v, s: x * v + v * 3.0 * s):  # no common factor of the result's type
+        p = P.eliminate_common_subexpressions(Program.from_trace(fun, x, v, s))
+        assert P.factor_products(p) is p
+    p = Program.from_trace(lambda x, v, s: x * v - x * x, x, v, s)
+    q = P.factor_products(p)
+    assert names(q) == ["subtract", "multiply"]
+    np.testing.assert_allclose(q(x, v, s), x * v - x * x, rtol=1e-15)

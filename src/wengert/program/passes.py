@@ -13,13 +13,13 @@
 
 import numpy as np
 
-from wengert.ops.elementwise import add, negative, subtract, true_divide
+from wengert.ops.elementwise import add, multiply, negative, subtract, true_divide
 from wengert.ops.indexing import index_add
 from wengert.program.ir import Statement, Variable, dup, map_vars
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
            "explicit_dup", "accumulate_in_place", "elide_broadcasts", "factor_sums", "rewrite_algebra",
-           "simplify", "lower", "optimize"]
+           "factor_products", "simplify", "lower", "optimize"]
 
 
 def use_counts(program):
@@ -519,6 +519,72 @@ def rewrite_algebra(program):
     return eliminate_dead_code(program.with_statements(stmts, outputs))
 
 
+def _factors(x, out, producer, counts, top):
+    """The operands of the product tree ending in ``x``, through multiplications used once and of
+    ``out``'s type, or None if ``x`` is no such product (``top``: ``x`` must be a product)."""
+    s = producer.get(x) if type(x) is Variable else None
+    if (s is None or s.prim.__name__ != "multiply" or s.kwargs or s.inplace or counts.get(x, 0) != 1
+            or not _same_type(x, out)):
+        if top:
+            return None
+        ok = _same_type(x, out) if type(x) is Variable else type(x) is float and out.dtype.kind == "f"
+        return [x] if ok else None
+    found = []
+    for a in s.args:
+        sub = _factors(a, out, producer, counts, False)
+        if sub is None:
+            return None
+        found += sub
+    return found
+
+
+def factor_products(program):
+    """Distributivity: ``g * b + g * c`` becomes ``g * (b + c)`` (and likewise for ``-``, and for
+    products of several factors: ``g * 0.5 * cos(z) + g * y`` is ``g * (0.5 * cos(z) + y)``), one
+    multiplication less, where the products are used only there and every factor has the result's
+    shape and type (no broadcasting), or is a Python float. Equal up to rounding."""
+    if not any(s.prim.__name__ == "multiply" for s in program.statements):
+        return program
+    counts = use_counts(program)
+    producer = {}
+    stmts, changed, fresh = [], False, [0]
+
+    def product(parts, like):
+        cur = parts[0]
+        for part in parts[1:]:
+            fresh[0] += 1
+            v = Variable(f"{like.name}_p{fresh[0]}", like.shape, like.dtype, like.kind)
+            stmts.append(Statement((v,), multiply.primitive, (cur, part)))
+            producer[v] = stmts[-1]
+            cur = v
+        return cur
+
+    for s in program.statements:
+        out = s.outs[0]
+        if s.prim.__name__ in ("add", "subtract") and not s.kwargs and not s.inplace and len(s.args) == 2 \
+                and out.kind in ("float", "array", "scalar") and out.dtype.kind in "fc":
+            fp = _factors(s.args[0], out, producer, counts, True)
+            fq = _factors(s.args[1], out, producer, counts, True) if fp else None
+            common = next((v for v in fp if type(v) is Variable and any(v is w for w in fq)), None) \
+                if fq else None
+            if common is not None:
+                rest_p = list(fp)
+                del rest_p[next(i for i, v in enumerate(rest_p) if v is common)]
+                rest_q = list(fq)
+                del rest_q[next(i for i, v in enumerate(rest_q) if v is common)]
+                inner = Variable(f"{out.name}_d", out.shape, out.dtype, out.kind)
+                stmts.append(Statement((inner,), s.prim, (product(rest_p, out), product(rest_q, out))))
+                producer[inner] = stmts[-1]
+                s = Statement((out,), multiply.primitive, (common, inner))
+                changed = True
+        for o in s.outs:
+            producer[o] = s
+        stmts.append(s)
+    if not changed:
+        return program
+    return eliminate_dead_code(program.with_statements(stmts))
+
+
 def simplify(program):
     """Constant folding, common subexpressions and dead code, to a fixed point."""
     for _ in range(4):
@@ -534,7 +600,7 @@ def simplify(program):
 def lower(program):
     """The passes after ``simplify`` (derivative programs come simplified): broadcasts elided, sums
     factored again (an elided broadcast may expose a scalar factor), in-place accumulation."""
-    return accumulate_in_place(rewrite_algebra(factor_sums(elide_broadcasts(program))))
+    return accumulate_in_place(factor_products(rewrite_algebra(factor_sums(elide_broadcasts(program)))))
 
 
 def optimize(program):
