@@ -194,3 +194,22 @@ def test_factor_products_leaves_shared_and_broadcast_products_alone():
     q = P.factor_products(p)
     assert names(q) == ["subtract", "multiply"]
     np.testing.assert_allclose(q(x, v, s), x * v - x * x, rtol=1e-15)
+
+
+def test_sparse_constants_are_added_entry_by_entry():
+    x = np.arange(6.0).reshape(2, 3)
+    g = wg.compile(lambda x: wnp.sum(wnp.sin(x)) - 2.0 * x[1, 2] + x[0, 0]).grad()
+    source = g.source(x)
+    assert "[1, 2] += -2.0" in source and "[0, 0] += 1.0" in source
+    want = np.cos(x)
+    want[1, 2] -= 2.0
+    want[0, 0] += 1.0
+    np.testing.assert_allclose(g(x), want, rtol=1e-15)
+    x32 = x.astype(np.float32)
+    np.testing.assert_allclose(g(x32), want.astype(np.float32), rtol=1e-6)
+    dense = wg.compile(lambda x: wnp.sum(wnp.sin(x) * np.arange(1.0, 7.0).reshape(2, 3)) - x[1, 2]).grad()
+    assert "[1, 2] += -1.0" in dense.source(x)
+    w = np.linspace(1.0, 2.0, 6).reshape(2, 3)
+    many = wg.compile(lambda x: wnp.sum(wnp.sin(x)) + wnp.sum(w * x)).grad()
+    assert "+= c0" in many.source(x) and "[0, 0] +=" not in many.source(x)
+    np.testing.assert_allclose(many(x), np.cos(x) + w, rtol=1e-15)

@@ -300,8 +300,33 @@ def _is_known(prim):
     return getattr(np, prim.__name__, None) is prim.fun or prim.__name__ in UNARY_OPERATORS
 
 
+_MAX_SPARSE = 3
+"""A constant added in place with at most this many nonzero entries is added entry by entry
+(``buf[2, 0] += -1.0``, as the one-hot cotangent of ``pred[label]``): cheaper than an array add."""
+
+
+def _sparse_adds(buf, c):
+    """``buf[i, j] += v`` lines adding the constant array ``c`` to ``buf`` (exactly the same values but
+    for the sign of a zero entry of ``buf``), or None when ``c`` is not sparse enough or not of
+    ``buf``'s shape and float dtype."""
+    if not isinstance(c, np.ndarray) or c.shape != buf.shape or c.dtype != buf.dtype or c.dtype.kind != "f" \
+            or not c.ndim:
+        return None
+    where = np.flatnonzero(c)
+    if len(where) > _MAX_SPARSE or len(where) >= c.size or not np.isfinite(c.flat[where]).all():
+        return None
+    lines = []
+    for k in where:
+        index = ", ".join(str(int(i)) for i in np.unravel_index(int(k), c.shape))
+        lines.append(f"{buf.name}[{index}] += {float(c.flat[k])!r}")
+    return lines
+
+
 def _statement_source(stmt, mod, safe):
     if stmt.inplace and stmt.prim.__name__ == "add":
+        lines = _sparse_adds(stmt.args[0], stmt.args[1])
+        if lines is not None:
+            return "\n".join(lines) if lines else "pass"
         return f"{stmt.args[0].name} += {mod.value(stmt.args[1])}"
     if stmt.inplace and stmt.prim.__name__ == "index_add":
         buf, idx, e = stmt.args
@@ -393,7 +418,7 @@ def _source(program, safe, fallback=None):
                 text, p = _rhs(s, mod, safe)
                 mod.inline[out] = (text, p, depth)
                 continue
-        body.append(f"    {_statement_source(s, mod, safe)}")
+        body += [f"    {line}" for line in _statement_source(s, mod, safe).split("\n")]
     outs = []
     inputs = set(program.inputs)
     for o in program.outputs:
