@@ -96,6 +96,19 @@ class _Module:
         self.imports = {}  # name -> the import line that defines it (primitives without a NumPy spelling)
         self.inline = {}  # Variable -> (expression, precedence, depth): single-use float temporaries
         self.negated = {}  # Variable -> Variable: the result of -x, read only by a sum
+        self.bound = {}  # "exp", "add.reduce" -> the module-level name bound to np.exp, np.add.reduce
+
+    def np_attr(self, path):
+        """A module-level name for ``np.<path>``, bound once when the module runs: no attribute
+        look-up per call (``np.add.reduce`` is two, and makes a bound method each time)."""
+        name = self.bound.get(path)
+        if name is None:
+            name = "np_" + path.replace(".", "_")
+            while name in self.reserved:
+                name = "_" + name
+            self.reserved.add(name)
+            self.bound[path] = name
+        return name
 
     def constant(self, value):
         key = id(value)
@@ -210,7 +223,7 @@ def _call(stmt, name, a, kw, mod, as_float):
     if name in ("sum", "prod", "max", "min") and type(x) is Variable and x.kind == "array" \
             and not stmt.kwargs.get("keepdims") and _all_axes(stmt.kwargs.get("axis"), len(x.shape)):
         ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[name]
-        return f"np.{ufunc}.reduce({mod.value(x)}, None)"  # half the cost of x.sum() on small arrays
+        return f"{mod.np_attr(ufunc + '.reduce')}({mod.value(x)}, None)"  # half x.sum()'s cost, small arrays
     # methods of arrays only: a float64 scalar may be a Python float at run time (computed by math)
     if name in ("sum", "prod", "max", "min", "reshape", "transpose") and type(x) is Variable \
             and x.kind == "array":
@@ -220,7 +233,7 @@ def _call(stmt, name, a, kw, mod, as_float):
         return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}.{name}({inner})"
     if getattr(np, name, None) is None:  # one of wengert's own without a NumPy spelling (index_update)
         return f"{_foreign(stmt.prim, mod)}({', '.join(a)}{kw})"
-    return f"np.{name}({', '.join(a)}{kw})"
+    return f"{mod.np_attr(name)}({', '.join(a)}{kw})"
 
 
 def _foreign(prim, mod):
@@ -287,8 +300,33 @@ def _is_known(prim):
     return getattr(np, prim.__name__, None) is prim.fun or prim.__name__ in UNARY_OPERATORS
 
 
+_MAX_SPARSE = 3
+"""A constant added in place with at most this many nonzero entries is added entry by entry
+(``buf[2, 0] += -1.0``, as the one-hot cotangent of ``pred[label]``): cheaper than an array add."""
+
+
+def _sparse_adds(buf, c):
+    """``buf[i, j] += v`` lines adding the constant array ``c`` to ``buf`` (exactly the same values but
+    for the sign of a zero entry of ``buf``), or None when ``c`` is not sparse enough or not of
+    ``buf``'s shape and float dtype."""
+    if not isinstance(c, np.ndarray) or c.shape != buf.shape or c.dtype != buf.dtype or c.dtype.kind != "f" \
+            or not c.ndim:
+        return None
+    where = np.flatnonzero(c)
+    if len(where) > _MAX_SPARSE or len(where) >= c.size or not np.isfinite(c.flat[where]).all():
+        return None
+    lines = []
+    for k in where:
+        index = ", ".join(str(int(i)) for i in np.unravel_index(int(k), c.shape))
+        lines.append(f"{buf.name}[{index}] += {float(c.flat[k])!r}")
+    return lines
+
+
 def _statement_source(stmt, mod, safe):
     if stmt.inplace and stmt.prim.__name__ == "add":
+        lines = _sparse_adds(stmt.args[0], stmt.args[1])
+        if lines is not None:
+            return "\n".join(lines) if lines else "pass"
         return f"{stmt.args[0].name} += {mod.value(stmt.args[1])}"
     if stmt.inplace and stmt.prim.__name__ == "index_add":
         buf, idx, e = stmt.args
@@ -355,7 +393,7 @@ def to_source(program, safe=False):
     return _source(program, safe)[0]
 
 
-def _source(program, safe):
+def _source(program, safe, fallback=None):
     names = param_names(program)
     used = {v.name for s in program.statements for v in s.outs} | {v.name for v in program.inputs}
     mod = _Module(used | set(names))
@@ -380,7 +418,7 @@ def _source(program, safe):
                 text, p = _rhs(s, mod, safe)
                 mod.inline[out] = (text, p, depth)
                 continue
-        body.append(f"    {_statement_source(s, mod, safe)}")
+        body += [f"    {line}" for line in _statement_source(s, mod, safe).split("\n")]
     outs = []
     inputs = set(program.inputs)
     for o in program.outputs:
@@ -393,6 +431,9 @@ def _source(program, safe):
         head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
     else:
         head = ["import numpy as np"]
+    if mod.bound:
+        paths = sorted(mod.bound)
+        head.append(f"{', '.join(mod.bound[p] for p in paths)} = {', '.join('np.' + p for p in paths)}")
     for m in sorted({m for m, _ in mod.imports.values()}):
         package, leaf = m.rsplit(".", 1)
         head.append(f"from {package} import {leaf} as _{m.replace('.', '_')}")
@@ -420,24 +461,22 @@ def _source(program, safe):
             head.append(f"# {name}: a constant supplied by wengert ({type(value).__name__})")
     if mod.constants:
         head.append("")
+    if fallback and mod.math:  # math's domain errors: run the NumPy-only variant, which gives nan/inf
+        rerun = ["    except (ValueError, OverflowError):", f"        return {fallback}({', '.join(names)})"]
+        body = ["    try:"] + ["    " + line for line in body] + rerun
     text = "\n".join(head) + f"\n\ndef {program.name}({', '.join(names)}):\n" + "\n".join(body) + "\n"
     return text, mod
 
 
 def compile_program(program):
-    """The program as a Python function of its flat inputs, made by ``exec`` of its source."""
-    fast = _compile(program, safe=False)
-    if not fast.uses_math:
-        return fast
+    """The program as a Python function of its flat inputs, made by ``exec`` of its source. Where the
+    source uses ``math``, the function's body runs inside ``try``, and a ValueError or OverflowError
+    (math's domain errors, where NumPy gives nan or inf) runs the NumPy-only variant instead (made
+    on first need): no wrapper call per run."""
+    def fallback(*args):
+        return _compile_safe(program)(*args)
 
-    def run(*args):
-        try:
-            return fast(*args)
-        except (ValueError, OverflowError):  # math's domain errors: NumPy gives nan/inf instead
-            return _compile_safe(program)(*args)
-
-    run.__name__ = program.name
-    return run
+    return _compile(program, safe=False, fallback=fallback)
 
 
 def _compile_safe(program):
@@ -446,9 +485,17 @@ def _compile_safe(program):
     return program._safe_function
 
 
-def _compile(program, safe):
-    text, mod = _source(program, safe)
+def _compile(program, safe, fallback=None):
+    ref = None
+    if fallback is not None:
+        ref = "_numpy_variant"
+        reserved = {v.name for s in program.statements for v in s.outs} | set(param_names(program))
+        while ref in reserved:
+            ref = "_" + ref
+    text, mod = _source(program, safe, ref)
     namespace = {"__name__": f"wengert_program_{program.name}"}
+    if ref is not None:
+        namespace[ref] = fallback
     namespace.update(mod.foreign)
     code = compile(text, f"<wengert program {program.name}>", "exec")
     exec(code, namespace)  # noqa: S102 - the point: run the generated source

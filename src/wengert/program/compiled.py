@@ -8,12 +8,13 @@ compiled function) make it run ``fun`` itself, so the tape records it as usual.
 """
 
 import functools
+import operator
 from collections import namedtuple
 
 import numpy as np
 
 from wengert.program.ir import Program, Variable
-from wengert.program.passes import accumulate_in_place, elide_broadcasts, optimize
+from wengert.program.passes import lower, optimize
 from wengert.trace import BOX_TYPES
 from wengert.tree import _LEAF, tree_flatten, tree_unflatten
 
@@ -77,7 +78,7 @@ class _Entry:
     """One traced signature: the program, its function, and ``call``, the function taking every
     leaf of the arguments (static ones ignored) and returning the result's structure."""
 
-    __slots__ = ("program", "function", "picks", "call")
+    __slots__ = ("program", "function", "picks", "call", "body", "params", "namespace", "dispatch")
 
     def __init__(self, program):
         self.program = program
@@ -86,16 +87,75 @@ class _Entry:
         params = [f"a{i}" for i in range(len(program.in_leaves))]
         inner = f"function({', '.join(params[i] for i in self.picks)})"
         tree = program.out_tree
-        flat = tree is _LEAF or (tree[0] is tuple and len(tree[2]) != 1 and all(c is _LEAF for c in tree[2]))
-        if not flat:
-            inner = f"unflatten(tree, [{inner}])" if len(program.outputs) == 1 else \
-                f"unflatten(tree, {inner})"
         namespace = {"function": self.function, "unflatten": tree_unflatten, "tree": tree}
-        exec(f"def call({', '.join(params)}):\n    return {inner}\n", namespace)  # noqa: S102
+        flat = tree is _LEAF or (tree[0] is tuple and len(tree[2]) != 1 and all(c is _LEAF for c in tree[2]))
+        n = len(program.outputs)
+        outs = [f"o{k}" for k in range(n)]
+        built = None if flat or not n else _builder(tree, iter(outs), namespace)
+        if flat:
+            body = [f"return {inner}"]
+        elif built is None:
+            body = [f"return unflatten(tree, [{inner}])" if n == 1 else f"return unflatten(tree, {inner})"]
+        else:  # the result's structure spelled out: no tree_unflatten per call
+            body = [f"{', '.join(outs)}{',' if n == 1 else ''} = {inner}" if n > 1 else f"o0 = {inner}",
+                    f"return {built}"]
+        self.body, self.params, self.namespace = body, params, namespace
+        text = f"def call({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
+        exec(text, namespace)  # noqa: S102
         self.call = namespace["call"]
+        self.dispatch = None
 
     def run(self, leaves):
         return self.call(*leaves)
+
+    def dispatcher(self, args, slow, hits):
+        """For a flat key (``_flat_key``): one generated function that checks that ``args`` have this
+        entry's signature (shapes, dtypes, floats, int values) and runs the program, or else calls
+        ``slow(*args)``: the per-call overhead of a cached call is this one check, without building
+        and hashing a key (on small arrays the overhead is a large part of the time)."""
+        n = len(args)
+        checks, namespace = [], dict(self.namespace, slow=slow, hits=hits, ndarray=np.ndarray)
+        for i, a in enumerate(args):
+            t = type(a)
+            if t is np.ndarray:
+                namespace[f"s{i}"], namespace[f"d{i}"] = a.shape, a.dtype
+                checks.append(f"type(a{i}) is ndarray and a{i}.shape == s{i} and a{i}.dtype is d{i}")
+            elif t is float:
+                checks.append(f"type(a{i}) is float")
+            else:  # int (a static argument: the value is part of the signature)
+                checks.append(f"type(a{i}) is int and a{i} == {int(a)}")
+        lines = ["def dispatch(*args):", f"    if len(args) == {n}:"]
+        if n:
+            lines.append(f"        {', '.join(self.params)}{',' if n == 1 else ''} = args")
+        lines += [f"        if {' and '.join(checks) if checks else 'True'}:", "            hits[0] += 1"]
+        lines += [f"            {line}" for line in self.body] + ["    return slow(*args)"]
+        text = "\n".join(lines) + "\n"
+        exec(text, namespace)  # noqa: S102
+        return namespace["dispatch"]
+
+
+def _builder(tree, names, namespace):
+    """Source of an expression building the pytree ``tree`` from the leaf expressions ``names`` (in
+    order), or None where it cannot be spelled (dict keys other than strings and ints)."""
+    if tree is _LEAF:
+        return next(names)
+    t, keys, children = tree
+    if t is None:
+        return "None"
+    parts = [_builder(c, names, namespace) for c in children]
+    if any(p is None for p in parts):
+        return None
+    if t is tuple:
+        return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    if t is list:
+        return f"[{', '.join(parts)}]"
+    if t is dict:
+        if not all(type(k) in (str, int) for k in keys):
+            return None
+        return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(keys, parts)) + "}"
+    name = f"T{len(namespace)}"  # a namedtuple type
+    namespace[name] = t
+    return f"{name}({', '.join(parts)})"
 
 
 class CompiledFunction:
@@ -107,7 +167,9 @@ class CompiledFunction:
         self.argnums = argnums
         self._cache = {}
         self._hits = 0
+        self._fast_hits = [0]  # counted by the entries' dispatchers
         self._misses = 0
+        self._dispatch = self._slow
         functools.update_wrapper(self, fun)
 
     def _entry(self, args):
@@ -125,22 +187,32 @@ class CompiledFunction:
     def _build(self, args):
         program = Program.from_trace(self.fun, *args)
         if self.transform == "grad":
-            built = accumulate_in_place(elide_broadcasts(program.grad(self.argnums)))  # simplified
+            built = lower(program.grad(self.argnums))  # simplified already
         elif self.transform == "value_and_grad":
-            built = accumulate_in_place(elide_broadcasts(program.value_and_grad(self.argnums)))
+            built = lower(program.value_and_grad(self.argnums))
         else:
             built = optimize(program)
         inputs = set(built.inputs)  # the cache keeps the inputs' examples, not every intermediate
         built.examples = {v: x for v, x in built.examples.items() if v in inputs}
         return built
 
-    def __call__(self, *args):
+    # ``f(*args)`` calls ``f._dispatch(*args)``, the last signature's dispatcher (``_Entry.dispatcher``),
+    # found by a C-level getter: no Python frame of our own between the caller and the dispatcher.
+    __call__ = property(operator.attrgetter("_dispatch"))
+
+    def _slow(self, *args):
         key = _flat_key(args)  # the common case first: on small arrays the overhead is the cost
         if key is not None:
             entry = self._cache.get(key)
-            if entry is not None:
+            if entry is None:
+                self._misses += 1
+                entry = self._cache[key] = _Entry(self._build(args))
+            else:
                 self._hits += 1
-                return entry.call(*args)
+            if entry.dispatch is None:
+                entry.dispatch = entry.dispatcher(args, self._slow, self._fast_hits)
+            self._dispatch = entry.dispatch  # the next call with this signature goes straight there
+            return entry.call(*args)
         entry, leaves = self._entry(args)
         if entry is None:
             return self._uncompiled(*args)
@@ -177,7 +249,7 @@ class CompiledFunction:
 
     def cache_info(self):
         """Hits, misses (one trace each) and the number of cached signatures."""
-        return CacheInfo(self._hits, self._misses, len(self._cache))
+        return CacheInfo(self._hits + self._fast_hits[0], self._misses, len(self._cache))
 
     def __repr__(self):
         what = f"{self.transform}({self.argnums}) of " if self.transform else ""

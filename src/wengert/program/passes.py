@@ -13,12 +13,13 @@
 
 import numpy as np
 
-from wengert.ops.elementwise import negative
+from wengert.ops.elementwise import add, multiply, negative, subtract, true_divide
 from wengert.ops.indexing import index_add
 from wengert.program.ir import Statement, Variable, dup, map_vars
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
-           "explicit_dup", "accumulate_in_place", "elide_broadcasts", "simplify", "optimize"]
+           "explicit_dup", "accumulate_in_place", "elide_broadcasts", "factor_sums", "rewrite_algebra",
+           "factor_products", "simplify", "lower", "optimize"]
 
 
 def use_counts(program):
@@ -340,16 +341,268 @@ def elide_broadcasts(program):
     return eliminate_dead_code(_substituted(program, program.statements, alias))
 
 
+def _full_sum(s):
+    """The summed Variable when ``s`` sums all of an array's axes to a 0-d result, else None."""
+    if s.prim.__name__ != "sum" or s.inplace or type(s.args[0]) is not Variable:
+        return None
+    x = s.args[0]
+    kw = dict(s.kwargs)
+    if len(s.args) > 1:
+        kw["axis"] = s.args[1]
+    if len(s.args) > 2 or set(kw) - {"axis", "keepdims"} or kw.get("keepdims", False) is not False:
+        return None
+    if x.kind != "array" or s.out.shape != () or not _all_axes(kw.get("axis"), len(x.shape)):
+        return None
+    return x
+
+
+def _all_axes(axis, ndim):
+    if axis is None:
+        return True
+    try:
+        axes = (int(axis),) if np.ndim(axis) == 0 else tuple(int(a) for a in axis)
+    except TypeError:
+        return False
+    return sorted(a % ndim for a in axes) == list(range(ndim)) if ndim else True
+
+
+def _scalar_factor(s, y):
+    """For ``s`` computing ``-y`` or ``c * y`` / ``y * c`` (``c`` 0-d, of y's dtype, y an array of the
+    result's shape): ``(None, y)`` or ``(c, y)``; else None."""
+    name = s.prim.__name__
+    if s.kwargs or len(s.outs) != 1 or s.out.dtype.kind not in "fc":
+        return None
+    if name == "negative" and len(s.args) == 1:
+        return None, s.args[0]
+    if name != "multiply" or len(s.args) != 2:
+        return None
+    for c, x in ((s.args[0], s.args[1]), (s.args[1], s.args[0])):
+        if type(x) is not Variable or x.kind != "array" or x.shape != s.out.shape or x.dtype != s.out.dtype:
+            continue
+        if type(c) is Variable:
+            ok = c.shape == () and c.dtype == x.dtype and c.kind != "array"
+        else:
+            ok = isinstance(c, (float, np.floating, np.complexfloating)) and np.result_type(c) == x.dtype
+        if ok:
+            return c, x
+    return None
+
+
+def factor_sums(program):
+    """``sum(c * x)`` becomes ``c * sum(x)`` and ``sum(-x)`` becomes ``-sum(x)`` (``c`` a 0-d value, the
+    sum over all axes): scalar operations instead of array ones. Done where every array in between
+    is used only there (they then disappear), or where ``sum(x)`` is computed already (it is then
+    read, not computed again: the cotangent ``-sum(p / s)`` of a softmax's shift becomes
+    ``-(1/s) * s``). Equal up to rounding (the sum of the products against the product of the sum)."""
+    if not any(s.prim.__name__ == "sum" for s in program.statements):
+        return program
+    counts = use_counts(program)
+    producer = {o: s for s in program.statements for o in s.outs}
+    sums = {}  # array Variable -> the Variable holding its full sum (computed earlier)
+    stmts, changed = [], False
+    for s in program.statements:
+        x = _full_sum(s)
+        if x is None:
+            stmts.append(s)
+            continue
+        chain, y, single = [], x, True
+        while y in producer:
+            found = _scalar_factor(producer[y], y)
+            if found is None:
+                break
+            single = single and counts.get(y, 0) == 1
+            chain.append((found[0], producer[y].prim))
+            y = found[1]
+        if not chain or (y not in sums and not single) or y.dtype != s.out.dtype:
+            if not chain:
+                sums.setdefault(x, s.out)
+            stmts.append(s)
+            continue
+        changed = True
+        if y in sums:
+            cur = sums[y]
+        else:
+            cur = Variable(f"{s.out.name}_s", (), s.out.dtype, s.out.kind)
+            stmts.append(Statement((cur,), s.prim, (y,), {"axis": None}))
+            sums[y] = cur
+        for k, (c, prim) in enumerate(reversed(chain)):
+            last = k == len(chain) - 1
+            out = s.out if last else Variable(f"{s.out.name}_f{k}", (), s.out.dtype, s.out.kind)
+            stmts.append(Statement((out,), prim, (cur,) if c is None else (c, cur)))
+            cur = out
+    if not changed:
+        return program
+    return eliminate_dead_code(program.with_statements(stmts))
+
+
+def _axes(s):
+    """The permutation a ``transpose`` statement applies (None reverses), or None if unknown."""
+    axes = s.args[1] if len(s.args) > 1 else s.kwargs.get("axes")
+    if set(s.kwargs) - {"axes"} or type(s.args[0]) is not Variable:
+        return None
+    n = len(s.args[0].shape)
+    if axes is None:
+        return tuple(range(n - 1, -1, -1))
+    try:
+        return tuple(int(a) % n for a in axes)
+    except TypeError:
+        return None
+
+
+def rewrite_algebra(program):
+    """Identities that save an operation, exact in floating point but for the last one:
+    ``-(-x)`` is ``x``; ``a + (-b)`` and ``(-b) + a`` are ``a - b``; ``a - (-b)`` is ``a + b``;
+    a transpose of a transpose is one transpose (none if they cancel); and ``(1 / s) * x`` is
+    ``x / s`` where ``1 / s`` is used only there (one rounding instead of two)."""
+    present = {s.prim.__name__ for s in program.statements}
+    if not present & {"negative", "transpose", "true_divide"}:  # what every rewrite starts from
+        return program
+    counts = use_counts(program) if "true_divide" in present else {}
+    producer = {}
+    alias, stmts, changed = {}, [], False
+
+    def look(v):
+        while type(v) is Variable and v in alias:
+            v = alias[v]
+        return v
+
+    def made_by(x, name):
+        s = producer.get(x) if type(x) is Variable else None
+        return s if s is not None and s.prim.__name__ == name and not s.kwargs and not s.inplace else None
+
+    for s in program.statements:
+        s = _rewritten(s, alias, look)
+        name, args, out = s.prim.__name__, s.args, s.outs[0]
+        new = None
+        if len(s.outs) == 1 and not s.inplace and not s.kwargs:
+            if name == "negative" and made_by(args[0], "negative") and _same_type(
+                    made_by(args[0], "negative").args[0], out):
+                alias[out] = made_by(args[0], "negative").args[0]
+                changed = True
+                continue
+            if name == "add":
+                for a, b in ((args[0], args[1]), (args[1], args[0])):
+                    n = made_by(b, "negative")
+                    if n is not None:
+                        new = Statement((out,), subtract.primitive, (a, n.args[0]))
+                        break
+            elif name == "subtract" and made_by(args[1], "negative"):
+                new = Statement((out,), add.primitive, (args[0], made_by(args[1], "negative").args[0]))
+            elif name == "multiply":
+                for r, x in ((args[0], args[1]), (args[1], args[0])):
+                    d = made_by(r, "true_divide")
+                    if d is not None and _is_const(d.args[0], 1) and counts.get(r, 0) == 1 and \
+                            np.result_type(*(a.dtype if type(a) is Variable else a for a in
+                                             (x, d.args[1]))) == out.dtype:
+                        new = Statement((out,), true_divide.primitive, (x, d.args[1]))
+                        break
+        if name == "transpose" and len(s.outs) == 1:
+            inner = producer.get(args[0]) if type(args[0]) is Variable else None
+            if inner is not None and inner.prim.__name__ == "transpose" and not inner.inplace:
+                p1, p2 = _axes(inner), _axes(s)
+                if p1 is not None and p2 is not None:
+                    composed = tuple(p1[j] for j in p2)
+                    x = inner.args[0]
+                    if composed == tuple(range(len(composed))) and _same_type(x, out):
+                        alias[out] = x
+                        changed = True
+                        continue
+                    new = Statement((out,), s.prim, (x, composed))
+        if new is not None:
+            s, changed = new, True
+        for o in s.outs:
+            producer[o] = s
+        stmts.append(s)
+    if not changed:
+        return program
+    outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
+    return eliminate_dead_code(program.with_statements(stmts, outputs))
+
+
+def _factors(x, out, producer, counts, top):
+    """The operands of the product tree ending in ``x``, through multiplications used once and of
+    ``out``'s type, or None if ``x`` is no such product (``top``: ``x`` must be a product)."""
+    s = producer.get(x) if type(x) is Variable else None
+    if (s is None or s.prim.__name__ != "multiply" or s.kwargs or s.inplace or counts.get(x, 0) != 1
+            or not _same_type(x, out)):
+        if top:
+            return None
+        ok = _same_type(x, out) if type(x) is Variable else type(x) is float and out.dtype.kind == "f"
+        return [x] if ok else None
+    found = []
+    for a in s.args:
+        sub = _factors(a, out, producer, counts, False)
+        if sub is None:
+            return None
+        found += sub
+    return found
+
+
+def factor_products(program):
+    """Distributivity: ``g * b + g * c`` becomes ``g * (b + c)`` (and likewise for ``-``, and for
+    products of several factors: ``g * 0.5 * cos(z) + g * y`` is ``g * (0.5 * cos(z) + y)``), one
+    multiplication less, where the products are used only there and every factor has the result's
+    shape and type (no broadcasting), or is a Python float. Equal up to rounding."""
+    if not any(s.prim.__name__ == "multiply" for s in program.statements):
+        return program
+    counts = use_counts(program)
+    producer = {}
+    stmts, changed, fresh = [], False, [0]
+
+    def product(parts, like):
+        cur = parts[0]
+        for part in parts[1:]:
+            fresh[0] += 1
+            v = Variable(f"{like.name}_p{fresh[0]}", like.shape, like.dtype, like.kind)
+            stmts.append(Statement((v,), multiply.primitive, (cur, part)))
+            producer[v] = stmts[-1]
+            cur = v
+        return cur
+
+    for s in program.statements:
+        out = s.outs[0]
+        if s.prim.__name__ in ("add", "subtract") and not s.kwargs and not s.inplace and len(s.args) == 2 \
+                and out.kind in ("float", "array", "scalar") and out.dtype.kind in "fc":
+            fp = _factors(s.args[0], out, producer, counts, True)
+            fq = _factors(s.args[1], out, producer, counts, True) if fp else None
+            common = next((v for v in fp if type(v) is Variable and any(v is w for w in fq)), None) \
+                if fq else None
+            if common is not None:
+                rest_p = list(fp)
+                del rest_p[next(i for i, v in enumerate(rest_p) if v is common)]
+                rest_q = list(fq)
+                del rest_q[next(i for i, v in enumerate(rest_q) if v is common)]
+                inner = Variable(f"{out.name}_d", out.shape, out.dtype, out.kind)
+                stmts.append(Statement((inner,), s.prim, (product(rest_p, out), product(rest_q, out))))
+                producer[inner] = stmts[-1]
+                s = Statement((out,), multiply.primitive, (common, inner))
+                changed = True
+        for o in s.outs:
+            producer[o] = s
+        stmts.append(s)
+    if not changed:
+        return program
+    return eliminate_dead_code(program.with_statements(stmts))
+
+
 def simplify(program):
     """Constant folding, common subexpressions and dead code, to a fixed point."""
     for _ in range(4):
         n = len(program.statements)
         program = eliminate_dead_code(eliminate_common_subexpressions(fold_constants(program)))
-        if len(program.statements) == n:
+        factored = factor_sums(rewrite_algebra(program))
+        if factored is program and len(program.statements) == n:
             break
+        program = factored
     return program
 
 
+def lower(program):
+    """The passes after ``simplify`` (derivative programs come simplified): broadcasts elided, sums
+    factored again (an elided broadcast may expose a scalar factor), in-place accumulation."""
+    return accumulate_in_place(factor_products(rewrite_algebra(factor_sums(elide_broadcasts(program)))))
+
+
 def optimize(program):
-    """``simplify``, broadcasts elided, then in-place accumulation: what ``wg.compile`` runs."""
-    return accumulate_in_place(elide_broadcasts(simplify(program)))
+    """``simplify`` then ``lower``: what ``wg.compile`` runs."""
+    return lower(simplify(program))

@@ -71,7 +71,10 @@ def chooser_weights(out, x, axis, keepdims):
 ''',
     "add_chosen": '''
 def add_chosen(buf, g, out, x):
-    """buf += g * chooser_weights(out, x, None, False), in place: g shared by the maxima of x."""
+    """buf += g * chooser_weights(out, x, None, False), in place: g shared by the maxima of x
+    (nothing to add where g is 0)."""
+    if g == 0:
+        return
     where = (x == out).ravel().nonzero()[0]
     if len(where) == 1:
         buf.flat[where[0]] += g
