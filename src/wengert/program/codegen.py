@@ -83,6 +83,46 @@ def pretty(program):
 
 # -- NumPy source ----------------------------------------------------------------------------------
 
+def module_head(mod):
+    """The lines before a generated function: imports, bound NumPy names, helpers and constants
+    (``mod`` is the :class:`_Module` its statements were rendered with)."""
+    if mod.math:
+        head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
+    else:
+        head = ["import numpy as np"]
+    if mod.bound:
+        paths = sorted(mod.bound)
+        head.append(f"{', '.join(mod.bound[p] for p in paths)} = {', '.join('np.' + p for p in paths)}")
+    for m in sorted({m for m, _ in mod.imports.values()}):
+        package, leaf = m.rsplit(".", 1)
+        head.append(f"from {package} import {leaf} as _{m.replace('.', '_')}")
+    for ref in sorted(mod.imports):
+        m, path = mod.imports[ref]
+        head.append(f"{ref} = _{m.replace('.', '_')}.{path}")
+    supplied = sorted(set(mod.foreign) - set(mod.imports))
+    if supplied:
+        head.append("# supplied by wengert (primitives without a NumPy spelling): " + ", ".join(supplied))
+    head += ["", ""] if mod.helpers else [""]
+    if "tie_select" in mod.helpers:
+        mod.helpers.add("masked")
+    for name in sorted(mod.helpers):
+        head += [HELPERS[name].strip(), "", ""]
+    for name, value in mod.constants:
+        if isinstance(value, np.ndarray) and value.size > _MAX_LITERAL and uniform(value) is None:
+            mod.foreign[name] = value
+            head.append(f"# {name}: a {value.dtype.name}{list(value.shape)} array captured by the function, "
+                        f"supplied by wengert (too large to write out)")
+            continue
+        try:
+            head.append(f"{name} = {source_value(value, None)}")
+        except TypeError:
+            mod.foreign[name] = value
+            head.append(f"# {name}: a constant supplied by wengert ({type(value).__name__})")
+    if mod.constants:
+        head.append("")
+    return head
+
+
 class _Module:
     """What a source needs besides its statements: imports, constants, helpers, foreign primitives."""
 
@@ -427,40 +467,7 @@ def _source(program, safe, fallback=None):
         shared = isinstance(o, np.ndarray) or (type(o) is Variable and o in inputs and o.kind == "array")
         outs.append(f"{text}.copy()" if shared else text)
     body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})")
-    if mod.math:
-        head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
-    else:
-        head = ["import numpy as np"]
-    if mod.bound:
-        paths = sorted(mod.bound)
-        head.append(f"{', '.join(mod.bound[p] for p in paths)} = {', '.join('np.' + p for p in paths)}")
-    for m in sorted({m for m, _ in mod.imports.values()}):
-        package, leaf = m.rsplit(".", 1)
-        head.append(f"from {package} import {leaf} as _{m.replace('.', '_')}")
-    for ref in sorted(mod.imports):
-        m, path = mod.imports[ref]
-        head.append(f"{ref} = _{m.replace('.', '_')}.{path}")
-    supplied = sorted(set(mod.foreign) - set(mod.imports))
-    if supplied:
-        head.append("# supplied by wengert (primitives without a NumPy spelling): " + ", ".join(supplied))
-    head += ["", ""] if mod.helpers else [""]
-    if "tie_select" in mod.helpers:
-        mod.helpers.add("masked")
-    for name in sorted(mod.helpers):
-        head += [HELPERS[name].strip(), "", ""]
-    for name, value in mod.constants:
-        if isinstance(value, np.ndarray) and value.size > _MAX_LITERAL and uniform(value) is None:
-            mod.foreign[name] = value
-            head.append(f"# {name}: a {value.dtype.name}{list(value.shape)} array captured by the function, "
-                        f"supplied by wengert (too large to write out)")
-            continue
-        try:
-            head.append(f"{name} = {source_value(value, None)}")
-        except TypeError:
-            mod.foreign[name] = value
-            head.append(f"# {name}: a constant supplied by wengert ({type(value).__name__})")
-    if mod.constants:
-        head.append("")
+    head = module_head(mod)
     if fallback and mod.math:  # math's domain errors: run the NumPy-only variant, which gives nan/inf
         rerun = ["    except (ValueError, OverflowError):", f"        return {fallback}({', '.join(names)})"]
         body = ["    try:"] + ["    " + line for line in body] + rerun

@@ -348,8 +348,7 @@ def _loop(n, mod, indent, safe):
 def block_source(name, params, nodes, outputs, safe=False, stack=False):
     """A module defining ``def name(params)`` running ``nodes`` and returning ``outputs``;
     returns ``(text, module info)`` (see ``codegen._Module``)."""
-    from wengert.program.codegen import _Module
-    from wengert.program.rendering import HELPERS, source_value
+    from wengert.program.codegen import _Module, module_head
 
     mod = _Module(all_names(nodes) | {p.name for p in params} | {STACK})
     body = ["    " + STACK + " = []"] if stack else []
@@ -360,20 +359,7 @@ def block_source(name, params, nodes, outputs, safe=False, stack=False):
         shared = isinstance(o, np.ndarray) or (type(o) is Variable and o in params and o.kind == "array")
         outs.append(f"{text}.copy()" if shared else text)
     body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})")
-    head = []
-    if mod.math:
-        head += [f"from math import {', '.join(sorted(mod.math))}", ""]
-    head += ["import numpy as np", ""]
-    if "tie_select" in mod.helpers:
-        mod.helpers.add("masked")
-    for h in sorted(mod.helpers):
-        head += ["", HELPERS[h].strip(), ""]
-    for cname, value in mod.constants:
-        try:
-            head.append(f"{cname} = {source_value(value, None)}")
-        except TypeError:
-            mod.foreign[cname] = value
-            head.append(f"# {cname}: a constant supplied by wengert ({type(value).__name__})")
+    head = module_head(mod)
     signature = f"def {name}({', '.join(p.name for p in params)}):"
     text = "\n".join(head) + f"\n\n{signature}\n" + "\n".join(body) + "\n"
     return text, mod
