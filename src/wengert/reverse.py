@@ -14,7 +14,9 @@ and its parents. The backward pass
   pass (``buffer[idx] += g``: the second seed's O(n) indexing adjoint);
 - first points references to boxes that were assigned to (``x[i] = v``, see ``mutation.py``) at
   the versions they meant, and refuses eager arrays overwritten in place after being saved;
-- drops each node's adjoint as soon as the node has been processed.
+- drops each node's adjoint as soon as the node has been processed;
+- on Python floats, calls a primitive's fused float rule (``defvjp_float``) once for all its
+  arguments instead of its per-argument rules.
 """
 
 import gc
@@ -269,6 +271,56 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             if g is None:
                 continue
             args = node._args
+            fused = prim.float_vjp
+            if fused is not None and type(g) is float:
+                # Python floats throughout (the scalar hot path): one call of the fused rule gives
+                # every argument's contribution (see primitive.defvjp_float). Written out per arity,
+                # without helpers or a loop: this saves about a quarter of a recorded scalar op.
+                if len(args) == 2:
+                    x, y = args
+                    if type(x) is float and type(y) is float:
+                        try:
+                            cx, cy = fused(g, node.value, x, y)
+                        except (ArithmeticError, ValueError):
+                            pass  # math raised where NumPy gives inf or nan: the ordinary rules below
+                        else:
+                            px, py = node._parents
+                            if px is not None:
+                                prev = adj.get(px)
+                                if prev is None:
+                                    adj[px] = cx
+                                elif type(prev) is float:
+                                    adj[px] = prev + cx
+                                else:
+                                    _add_into(adj, owned, px, prev, cx)
+                            if py is not None:
+                                prev = adj.get(py)
+                                if prev is None:
+                                    adj[py] = cy
+                                elif type(prev) is float:
+                                    adj[py] = prev + cy
+                                else:
+                                    _add_into(adj, owned, py, prev, cy)
+                            if not retain_graph:
+                                _release(node)
+                            continue
+                elif len(args) == 1 and type(args[0]) is float:
+                    try:
+                        cx = fused(g, node.value, args[0])
+                    except (ArithmeticError, ValueError):
+                        pass
+                    else:
+                        px = node._parents[0]
+                        prev = adj.get(px)
+                        if prev is None:
+                            adj[px] = cx
+                        elif type(prev) is float:
+                            adj[px] = prev + cx
+                        else:
+                            _add_into(adj, owned, px, prev, cx)
+                        if not retain_graph:
+                            _release(node)
+                        continue
             if args is FREED:
                 raise RuntimeError(
                     "Trying to backward through the graph a second time: its saved values were "
@@ -320,6 +372,12 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
         else:
             adj[box] = g
     return adj, (order if tape is None else tape)
+
+
+def _release(node):
+    node._args = FREED
+    node._kwargs = None
+    node._parents = ()
 
 
 def _argnum_rules(prim, n):
