@@ -39,7 +39,9 @@ class Primitive:
     zero-filled array of x's size). ``vjp_extra`` is None unless the VJP needs more than the
     per-argument tuple ``vjps`` (one rule for all arguments, or accumulate rules): the backward
     pass tests only it on its hot path. ``float_vjp`` (see :func:`defvjp_float`) is an optional
-    fused form of the VJP rules for Python floats.
+    fused form of the VJP rules for Python floats, and ``float_fun`` an optional implementation
+    for Python floats (``math.sin``, ``operator.mul``; set by :func:`unary_function` and
+    :func:`binary_function`) that the recording hot path calls directly.
     """
 
     def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False):
@@ -59,6 +61,7 @@ class Primitive:
         self.vjp_accumulate = None
         self.vjp_extra = None
         self.float_vjp = None
+        self.float_fun = None
 
     def __call__(self, *args, **kwargs):
         top = None
@@ -281,6 +284,7 @@ def unary_function(prim, float_fun=None, array_fun=None):
     ``array_fun`` (NumPy's) where it raises, as ``math`` does for ``log(-1.0)``.
     """
     fun = prim.fun
+    prim.float_fun = float_fun
 
     if float_fun is None:
         def call(x):
@@ -305,6 +309,7 @@ def binary_function(prim, float_op=None):
     """A fast entry point for a two-argument primitive (see :func:`unary_function`); two Python
     floats go straight to ``float_op`` (e.g. ``operator.mul``) when given."""
     fun = prim.fun
+    prim.float_fun = float_op
 
     def call(x, y):
         if float_op is not None and type(x) is float and type(y) is float:

@@ -146,7 +146,15 @@ class ReverseTrace(Trace):
         v = x.value
         if type(v) in BOX_TYPES or not x.requires_grad:
             return self.apply(prim, (x,), kwargs or {})
-        out = prim.fun(v, **kwargs) if kwargs else prim.fun(v)
+        if kwargs:
+            out = prim.fun(v, **kwargs)
+        elif type(v) is float and prim.float_fun is not None:
+            try:
+                out = prim.float_fun(v)  # math's function, without the implementation's wrapper
+            except (ValueError, OverflowError):
+                out = prim.fun(v)  # where math refuses, the implementation's NumPy fallback
+        else:
+            out = prim.fun(v)
         if type(out) is not float and not is_inexact(out):
             return self.constant(out)
         if 0 in prim.vjp_missing:
@@ -184,7 +192,11 @@ class ReverseTrace(Trace):
             vy = y
             py = None
         try:
-            out = prim.fun(vx, vy)
+            op = prim.float_fun
+            if op is not None and type(vx) is float and type(vy) is float:
+                out = op(vx, vy)  # the operator itself, without the implementation's wrapper
+            else:
+                out = prim.fun(vx, vy)
         except ValueError as e:
             raise explained(prim, (vx, vy), e) from e
         if type(out) is not float and not is_inexact(out):
