@@ -16,7 +16,7 @@ and then the plain implementation: this is the path rules themselves take in a f
 from wengert.trace import BOX_TYPES, unbox_all
 
 __all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
-           "defvjp_accumulate", "defvjp_float", "NoRuleError"]
+           "defvjp_accumulate", "defvjp_inplace", "defvjp_float", "NoRuleError"]
 
 
 class NoRuleError(NotImplementedError):
@@ -36,12 +36,14 @@ class Primitive:
     ``vjp_accumulate`` (see :func:`defvjp_accumulate`) holds optional in-place forms of the VJP
     rules, ``rule(buffer, g, out, *args, **kwargs)`` adding the contribution into an adjoint
     buffer the backward pass owns (``x[idx]``: ``buffer[idx] += g``, O(len(g)) instead of a
-    zero-filled array of x's size). ``vjp_extra`` is None unless the VJP needs more than the
-    per-argument tuple ``vjps`` (one rule for all arguments, or accumulate rules): the backward
-    pass tests only it on its hot path. ``float_vjp`` (see :func:`defvjp_float`) is an optional
-    fused form of the VJP rules for Python floats, and ``float_fun`` an optional implementation
-    for Python floats (``math.sin``, ``operator.mul``; set by :func:`unary_function` and
-    :func:`binary_function`) that the recording hot path calls directly.
+    zero-filled array of x's size). ``vjp_inplace`` (see :func:`defvjp_inplace`) holds optional
+    forms of the VJP rules that may overwrite the cotangent. ``vjp_extra`` is None unless the VJP
+    needs more than the per-argument tuple ``vjps`` (one rule for all arguments, accumulate or
+    in-place rules): the backward pass tests only it on its hot path. ``float_vjp`` (see
+    :func:`defvjp_float`) is an optional fused form of the VJP rules for Python floats, and
+    ``float_fun`` an optional implementation for Python floats (``math.sin``, ``operator.mul``;
+    set by :func:`unary_function` and :func:`binary_function`) that the recording hot path
+    calls directly.
     """
 
     def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False):
@@ -59,6 +61,7 @@ class Primitive:
         self.nondiff = nondiff
         self.vjp_missing = _ALL_MISSING  # argnums without a VJP rule, checked when recording
         self.vjp_accumulate = None
+        self.vjp_inplace = None
         self.vjp_extra = None
         self.float_vjp = None
         self.float_fun = None
@@ -195,7 +198,7 @@ def defvjp(prim, *rules):
     _check_rules(prim, rules, "defvjp")
     prim.vjps = tuple(rules)
     prim.vjp_argnum = None
-    prim.vjp_extra = True if prim.vjp_accumulate is not None else None
+    _note_extra(prim)
     prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
     return prim
 
@@ -237,7 +240,7 @@ def defvjp_accumulate(prim, *rules):
             raise TypeError(f"wg.defvjp_accumulate({prim.__name__}, ...): argument {i} has no ordinary "
                             f"VJP rule; give one with wg.defvjp first (higher-order passes need it)")
     prim.vjp_accumulate = tuple(rules) if any(r is not None for r in rules) else None
-    prim.vjp_extra = True if prim.vjp_accumulate is not None or prim.vjp_argnum is not None else None
+    _note_extra(prim)
     return prim
 
 
@@ -257,6 +260,37 @@ def defvjp_float(prim, rule):
     _check_rules(prim, (rule,), "defvjp_float")
     prim.float_vjp = rule
     return prim
+
+
+def defvjp_inplace(prim, *rules):
+    """Give ``prim`` forms of its VJP rules that may overwrite the cotangent, one per positional
+    argument (None: none).
+
+    ``rule(g, out, *args, **kwargs)`` returns the argument's contribution like the ordinary rule,
+    but may compute it in ``g``'s memory (and return ``g``), or return None to decline (the
+    ordinary rule is used then). The backward pass calls it only when ``g`` is a plain array
+    that nothing else refers to (it owns it, and has popped it off its adjoints) and exactly one
+    argument takes a contribution, so ``g`` is not needed after the call: the second seed's
+    linearity argument (a value used once can be updated in place). ReLU's backward, g * (x > 0),
+    then needs no new array, as in a hand-written backward pass.
+    """
+    prim = _as_primitive(prim)
+    _check_prim(prim, "defvjp_inplace")
+    _check_rules(prim, rules, "defvjp_inplace")
+    for i, rule in enumerate(rules):
+        if rule is not None and i in prim.vjp_missing:
+            raise TypeError(f"wg.defvjp_inplace({prim.__name__}, ...): argument {i} has no ordinary "
+                            f"VJP rule; give one with wg.defvjp first")
+    prim.vjp_inplace = tuple(rules) if any(r is not None for r in rules) else None
+    _note_extra(prim)
+    return prim
+
+
+def _note_extra(prim):
+    """Keep ``vjp_extra`` (the backward pass's one test for anything beyond ``vjps``) up to date."""
+    extra = (prim.vjp_accumulate is not None or prim.vjp_argnum is not None
+             or prim.vjp_inplace is not None)
+    prim.vjp_extra = True if extra else None
 
 
 def defjvp_argnum(prim, rule):

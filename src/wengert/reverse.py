@@ -22,6 +22,7 @@ and its parents. The backward pass
 import gc
 import itertools
 import operator
+import sys
 
 import numpy as np
 
@@ -342,7 +343,12 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             post = prim.grad_post
             if prim.vjp_extra is None:
                 rules = prim.vjps
-            else:  # one rule for all arguments, or in-place accumulate rules (x[idx])
+            else:  # one rule for all arguments, accumulate rules (x[idx]), or in-place rules
+                if (prim.vjp_inplace is not None and type(g) is np.ndarray and _alone(g)
+                        and _apply_inplace(prim, node, g, adj, owned)):
+                    if not retain_graph:
+                        _release(node)
+                    continue
                 acc = prim.vjp_accumulate
                 if acc is not None and len(prim.vjps) == 1 and type(g) is float:
                     # the common case inline (v[i] in a loop): one differentiable argument, which
@@ -390,6 +396,53 @@ def _release(node):
     node._args = FREED
     node._kwargs = None
     node._parents = ()
+
+
+def _refcount(x):
+    return sys.getrefcount(x)
+
+
+def _refcount_alone():
+    probe = []  # a new object, held by this one local name only
+    return _refcount(probe)
+
+
+_ALONE = _refcount_alone()
+"""What ``_refcount(g)`` reports when one local name of its caller is all that refers to ``g``
+(measured, since interpreters count differently; ``_alone`` below is called the same way)."""
+
+
+def _alone(g):
+    """Whether the caller's local ``g`` -- a cotangent this pass popped off its adjoints -- is the
+    only reference to an array that owns its memory: nothing else (a user, a node's saved values,
+    another adjoint, a view) can see it, so a rule may overwrite it (the second seed's linearity:
+    a value used once can be updated in place)."""
+    return sys.getrefcount(g) == _ALONE and g.base is None and g.flags.writeable
+
+
+def _apply_inplace(prim, node, g, adj, owned):
+    """Apply ``prim``'s in-place rule to ``node`` when exactly one argument takes a contribution
+    (g is needed by no other rule then); True when done, False to take the ordinary rules."""
+    parents = node._parents
+    i = -1
+    for k, p in enumerate(parents):
+        if p is not None:
+            if i >= 0:
+                return False
+            i = k
+    rules = prim.vjp_inplace
+    rule = rules[i] if i < len(rules) else None
+    if rule is None:
+        return False
+    args = node._args
+    kw = node._kwargs
+    c = rule(g, node.value, *args) if kw is None else rule(g, node.value, *args, **kw)
+    if c is None:  # the rule declined (e.g. traced arguments)
+        return False
+    if prim.grad_post is not None:
+        c = prim.grad_post(c, args[i])
+    _accumulate(adj, owned, parents[i], c)
+    return True
 
 
 def _argnum_rules(prim, n):

@@ -14,7 +14,15 @@ import numpy as np
 
 from wengert.ops import complex as complex_parts
 from wengert.ops.broadcasting import broadcast_tangent, unbroadcast
-from wengert.primitive import Primitive, binary_function, defjvp, defvjp, defvjp_float, unary_function
+from wengert.primitive import (
+    Primitive,
+    binary_function,
+    defjvp,
+    defvjp,
+    defvjp_float,
+    defvjp_inplace,
+    unary_function,
+)
 from wengert.trace import unbox_all
 
 __all__ = [
@@ -174,13 +182,31 @@ def _tie_share(x, y, g):
     return tie_select(g, unbox_all(x), unbox_all(y))
 
 
+def _tie_select_into(g, x, y):
+    """``tie_select(g, x, y)`` computed in ``g``'s memory (an in-place VJP rule: the backward pass
+    owns ``g`` and uses it once); None, to decline, where g holds inf or nan (0 * inf)."""
+    x, y = unbox_all(x), unbox_all(y)
+    if not np.isfinite(g).all():
+        return None
+    keep = x > y
+    ties = x == y
+    if np.any(ties):
+        keep = np.where(ties, 0.5, keep)
+    np.multiply(g, keep, out=g)
+    return g
+
+
 maximum = _binary_prim(np.maximum, "maximum")
 defvjp(maximum, lambda g, out, x, y: _tie_share(x, y, g), lambda g, out, x, y: _tie_share(y, x, g))
 defjvp(maximum, lambda t, out, x, y: _tie_share(x, y, t), lambda t, out, x, y: _tie_share(y, x, t))
+defvjp_inplace(maximum, lambda g, out, x, y: _tie_select_into(g, x, y),
+               lambda g, out, x, y: _tie_select_into(g, y, x))
 
 minimum = _binary_prim(np.minimum, "minimum")
 defvjp(minimum, lambda g, out, x, y: _tie_share(y, x, g), lambda g, out, x, y: _tie_share(x, y, g))
 defjvp(minimum, lambda t, out, x, y: _tie_share(y, x, t), lambda t, out, x, y: _tie_share(x, y, t))
+defvjp_inplace(minimum, lambda g, out, x, y: _tie_select_into(g, y, x),
+               lambda g, out, x, y: _tie_select_into(g, x, y))
 
 arctan2 = _binary_prim(_binary(np.arctan2, math.atan2), "arctan2")
 defvjp(arctan2,
