@@ -275,7 +275,10 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     for node, ct in seeds:
         _accumulate(adj, owned, node, ct)
     take = adj.get if keep_all else adj.pop
-    with gc_paused():
+    collecting = gc.isenabled()  # paused as by gc_paused, inline: a pass is per call (tiny graphs)
+    if collecting:
+        gc.disable()
+    try:
         for node in order:
             prim = node._prim
             if prim is None:
@@ -383,6 +386,9 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                 node._args = FREED
                 node._kwargs = None
                 node._parents = ()
+    finally:
+        if collecting:
+            gc.enable()
     for box, leaf in aliases:  # a leaf that was assigned to answers for its original value
         g = adj.get(leaf)
         if g is None:

@@ -53,9 +53,8 @@ def _boxed_call_args(trace, fun, args, nums, transform):
     boxes = []
     for a in nums:
         v = args[a]
-        if type(v) is np.ndarray or type(v) is float:  # a single leaf: skip the pytree machinery
-            _check_leaf(v, transform, fun, a)
-            box = trace.leaf(v)
+        if type(v) is float or (type(v) is np.ndarray and v.dtype.kind in "fc"):
+            box = trace.leaf(v)  # a single float leaf: no pytree machinery, nothing to check
             boxes.append(([box], _LEAF))
             args[a] = box
             continue
@@ -162,9 +161,12 @@ def _value_and_grad_call(fun, args, kwargs, single, nums, has_aux):
     return value, g
 
 
+_INEXACT_SCALARS = frozenset((np.float64, np.float32, np.float16, np.longdouble, np.complex128, np.complex64))
+
+
 def _check_scalar(out, v, fun):
     """``out`` (``v`` unboxed) must be a float scalar."""
-    if type(v) is float:
+    if type(v) is float or type(v) in _INEXACT_SCALARS:
         return
     if isinstance(out, (tuple, list, dict)):
         raise TypeError(
