@@ -369,7 +369,34 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                             node._parents = ()
                         continue
                 rules = _extra_rules(prim, node, g, adj, owned)
-            for rule, parent, arg in zip(rules, node._parents, args):
+            parents = node._parents
+            if kw is None and len(parents) == 2 and len(rules) == 2:
+                # two arguments, no keywords (most array operations): unrolled, without zip and
+                # star-arguments, as for floats above
+                x, y = args
+                px, py = parents
+                if px is not None:
+                    c = rules[0](g, out, x, y)
+                    if post is not None and type(c) is not float:
+                        c = post(c, x)
+                    prev = adj.get(px)
+                    if prev is None:
+                        adj[px] = c
+                    else:
+                        _add_into(adj, owned, px, prev, c)
+                if py is not None:
+                    c = rules[1](g, out, x, y)
+                    if post is not None and type(c) is not float:
+                        c = post(c, y)
+                    prev = adj.get(py)
+                    if prev is None:
+                        adj[py] = c
+                    else:
+                        _add_into(adj, owned, py, prev, c)
+                if not retain_graph:
+                    _release(node)
+                continue
+            for rule, parent, arg in zip(rules, parents, args):
                 if parent is None:
                     continue
                 c = rule(g, out, *args) if kw is None else rule(g, out, *args, **kw)
