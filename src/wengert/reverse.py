@@ -16,16 +16,18 @@ and its parents. The backward pass
   the versions they meant, and refuses eager arrays overwritten in place after being saved;
 - drops each node's adjoint as soon as the node has been processed;
 - on Python floats, calls a primitive's fused float rule (``defvjp_float``) once for all its
-  arguments instead of its per-argument rules.
+  arguments instead of its per-argument rules;
+- lets a primitive's in-place rule (``defvjp_inplace``) overwrite a cotangent that nothing but
+  the pass refers to (ReLU's backward needs no new array).
 """
 
 import gc
 import itertools
 import operator
-import sys
 
 import numpy as np
 
+from wengert.adjoints import FREED, add_contribution, add_into, alone, apply_inplace, extra_rules, release
 from wengert.box import ArrayBox
 from wengert.mutation import (
     INPLACE_WRITES,
@@ -35,8 +37,7 @@ from wengert.mutation import (
     resolve_tape,
     versions_by_box,
 )
-from wengert.ops.broadcasting import dtype_of, shape_of
-from wengert.primitive import _ArgnumRule, explained
+from wengert.primitive import explained
 from wengert.trace import BOX_TYPES, Trace
 
 __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact"]
@@ -224,10 +225,6 @@ class ReverseTrace(Trace):
         return node
 
 
-FREED = ("<freed by backward()>",)
-"""Stands for the saved arguments of a node whose graph a non-retaining backward pass released."""
-
-
 def _reachable(roots, log=None):
     """Every node reachable from ``roots`` through parents, children before parents (with ``log``,
     references to boxes assigned to since are first pointed at the versions they meant)."""
@@ -273,7 +270,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     adj = {}
     owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
     for node, ct in seeds:
-        _accumulate(adj, owned, node, ct)
+        add_contribution(adj, owned, node, ct)
     take = adj.get if keep_all else adj.pop
     collecting = gc.isenabled()  # paused as by gc_paused, inline: a pass is per call (tiny graphs)
     if collecting:
@@ -308,7 +305,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                                 elif type(prev) is float:
                                     adj[px] = prev + cx
                                 else:
-                                    _add_into(adj, owned, px, prev, cx)
+                                    add_into(adj, owned, px, prev, cx)
                             if py is not None:
                                 prev = adj.get(py)
                                 if prev is None:
@@ -316,9 +313,9 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                                 elif type(prev) is float:
                                     adj[py] = prev + cy
                                 else:
-                                    _add_into(adj, owned, py, prev, cy)
+                                    add_into(adj, owned, py, prev, cy)
                             if not retain_graph:
-                                _release(node)
+                                release(node)
                             continue
                 elif len(args) == 1 and type(args[0]) is float:
                     try:
@@ -333,9 +330,9 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                         elif type(prev) is float:
                             adj[px] = prev + cx
                         else:
-                            _add_into(adj, owned, px, prev, cx)
+                            add_into(adj, owned, px, prev, cx)
                         if not retain_graph:
-                            _release(node)
+                            release(node)
                         continue
             if args is FREED:
                 raise RuntimeError(
@@ -347,10 +344,10 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             if prim.vjp_extra is None:
                 rules = prim.vjps
             else:  # one rule for all arguments, accumulate rules (x[idx]), or in-place rules
-                if (prim.vjp_inplace is not None and type(g) is np.ndarray and _alone(g)
-                        and _apply_inplace(prim, node, g, adj, owned)):
+                if (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
+                        and apply_inplace(prim, node, g, adj, owned)):
                     if not retain_graph:
-                        _release(node)
+                        release(node)
                     continue
                 acc = prim.vjp_accumulate
                 if acc is not None and len(prim.vjps) == 1 and type(g) is float:
@@ -368,7 +365,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                             node._kwargs = None
                             node._parents = ()
                         continue
-                rules = _extra_rules(prim, node, g, adj, owned)
+                rules = extra_rules(prim, node, g, adj, owned)
             parents = node._parents
             if kw is None and len(parents) == 2 and len(rules) == 2:
                 # two arguments, no keywords (most array operations): unrolled, without zip and
@@ -383,7 +380,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                     if prev is None:
                         adj[px] = c
                     else:
-                        _add_into(adj, owned, px, prev, c)
+                        add_into(adj, owned, px, prev, c)
                 if py is not None:
                     c = rules[1](g, out, x, y)
                     if post is not None and type(c) is not float:
@@ -392,9 +389,9 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                     if prev is None:
                         adj[py] = c
                     else:
-                        _add_into(adj, owned, py, prev, c)
+                        add_into(adj, owned, py, prev, c)
                 if not retain_graph:
-                    _release(node)
+                    release(node)
                 continue
             for rule, parent, arg in zip(rules, parents, args):
                 if parent is None:
@@ -408,7 +405,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                 elif type(prev) is float and type(c) is float:
                     adj[parent] = prev + c
                 else:
-                    _add_into(adj, owned, parent, prev, c)
+                    add_into(adj, owned, parent, prev, c)
             if not retain_graph:
                 node._args = FREED
                 node._kwargs = None
@@ -423,151 +420,6 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
         else:
             adj[box] = g
     return adj, (order if tape is None else tape)
-
-
-def _release(node):
-    node._args = FREED
-    node._kwargs = None
-    node._parents = ()
-
-
-def _refcount(x):
-    return sys.getrefcount(x)
-
-
-def _refcount_alone():
-    probe = []  # a new object, held by this one local name only
-    return _refcount(probe)
-
-
-_ALONE = _refcount_alone()
-"""What ``_refcount(g)`` reports when one local name of its caller is all that refers to ``g``
-(measured, since interpreters count differently; ``_alone`` below is called the same way)."""
-
-
-def _alone(g):
-    """Whether the caller's local ``g`` -- a cotangent this pass popped off its adjoints -- is the
-    only reference to an array that owns its memory: nothing else (a user, a node's saved values,
-    another adjoint, a view) can see it, so a rule may overwrite it (the second seed's linearity:
-    a value used once can be updated in place)."""
-    return sys.getrefcount(g) == _ALONE and g.base is None and g.flags.writeable
-
-
-def _apply_inplace(prim, node, g, adj, owned):
-    """Apply ``prim``'s in-place rule to ``node`` when exactly one argument takes a contribution
-    (g is needed by no other rule then); True when done, False to take the ordinary rules."""
-    parents = node._parents
-    i = -1
-    for k, p in enumerate(parents):
-        if p is not None:
-            if i >= 0:
-                return False
-            i = k
-    rules = prim.vjp_inplace
-    rule = rules[i] if i < len(rules) else None
-    if rule is None:
-        return False
-    args = node._args
-    kw = node._kwargs
-    c = rule(g, node.value, *args) if kw is None else rule(g, node.value, *args, **kw)
-    if c is None:  # the rule declined (e.g. traced arguments)
-        return False
-    if prim.grad_post is not None:
-        c = prim.grad_post(c, args[i])
-    _accumulate(adj, owned, parents[i], c)
-    return True
-
-
-def _argnum_rules(prim, n):
-    """The per-argument rules of a primitive defined by one rule for all arguments."""
-    return [_ArgnumRule(prim.vjp_argnum, i) for i in range(n)]
-
-
-def _extra_rules(prim, node, g, adj, owned):
-    """The rules the generic loop should apply to ``node``, after applying accumulate rules here.
-
-    With accumulate rules and a plain (untraced) cotangent -- a first-order pass, or a part of a
-    higher-order pass that does not depend on the outer variables -- each such argument's
-    contribution goes in place into its adjoint buffer (allocated once, owned by this pass) and
-    the rest is done here too: nothing is left for the generic loop. A traced ``g`` takes the
-    ordinary rules, whose results stay differentiable.
-    """
-    args = node._args
-    rules = prim.vjps if prim.vjp_argnum is None else _argnum_rules(prim, len(args))
-    accumulate = prim.vjp_accumulate
-    if accumulate is None or type(g) in BOX_TYPES:
-        return rules
-    kw = node._kwargs
-    out = node.value
-    i = 0
-    for parent in node._parents:
-        if parent is not None:
-            acc = accumulate[i] if i < len(accumulate) else None
-            arg = args[i]
-            if acc is not None:
-                buf = adj.get(parent)
-                if (buf is None or parent not in owned or type(buf) is not np.ndarray
-                        or (type(g) is not float and buf.dtype.kind != "c" and dtype_of(g).kind == "c")):
-                    buf = _owned_buffer(adj, owned, parent, arg, g)
-                if buf is not None:
-                    if kw is None:
-                        acc(buf, g, out, *args)
-                    else:
-                        acc(buf, g, out, *args, **kw)
-                    i += 1
-                    continue
-            c = rules[i](g, out, *args, **(kw or _NO_KWARGS))
-            if prim.grad_post is not None and type(c) is not float:
-                c = prim.grad_post(c, arg)
-            _accumulate(adj, owned, parent, c)
-        i += 1
-    return ()
-
-
-_NO_KWARGS = {}
-
-
-def _owned_buffer(adj, owned, key, arg, g):
-    """``key``'s adjoint as a buffer of ``arg``'s shape that this pass owns (made once: zeros, or a
-    copy of a contribution it did not allocate); None when that adjoint is traced."""
-    prev = adj.get(key)
-    if prev is not None and key in owned and type(prev) is np.ndarray:
-        if type(g) is not float and prev.dtype.kind != "c" and dtype_of(g).kind == "c":
-            prev = adj[key] = prev.astype(np.result_type(prev, g))  # a complex term: widen first
-        return prev
-    if type(prev) in BOX_TYPES:
-        return None
-    want = dtype_of(arg)
-    have = dtype_of(g)
-    dtype = want if have == want or (want.kind == "f" and have.kind == "f") else np.result_type(want, have)
-    if prev is None:
-        buf = np.zeros(shape_of(arg), dtype=dtype)
-    else:
-        buf = np.array(np.broadcast_to(prev, shape_of(arg)), dtype=np.result_type(dtype, prev))
-    adj[key] = buf
-    owned.add(key)
-    return buf
-
-
-def _accumulate(adj, owned, key, c):
-    prev = adj.get(key)
-    if prev is None:
-        adj[key] = c
-    else:
-        _add_into(adj, owned, key, prev, c)
-
-
-def _add_into(adj, owned, key, prev, c):
-    """adj[key] = prev + c, in place when this pass owns prev's buffer."""
-    if key in owned and type(c) not in BOX_TYPES:
-        np.add(prev, c, out=prev)
-        return
-    s = prev + c
-    adj[key] = s
-    if type(s) is np.ndarray:
-        owned.add(key)
-    else:  # a traced sum (higher order): never add into it in place
-        owned.discard(key)
 
 
 class gc_paused:
