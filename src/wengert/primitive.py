@@ -16,7 +16,7 @@ and then the plain implementation: this is the path rules themselves take in a f
 from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 
 __all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
-           "defvjp_accumulate", "NoRuleError"]
+           "defvjp_accumulate", "defvjp_inplace", "defvjp_float", "NoRuleError"]
 
 
 class NoRuleError(NotImplementedError):
@@ -36,9 +36,14 @@ class Primitive:
     ``vjp_accumulate`` (see :func:`defvjp_accumulate`) holds optional in-place forms of the VJP
     rules, ``rule(buffer, g, out, *args, **kwargs)`` adding the contribution into an adjoint
     buffer the backward pass owns (``x[idx]``: ``buffer[idx] += g``, O(len(g)) instead of a
-    zero-filled array of x's size). ``vjp_extra`` is None unless the VJP needs more than the
-    per-argument tuple ``vjps`` (one rule for all arguments, or accumulate rules): the backward
-    pass tests only it on its hot path.
+    zero-filled array of x's size). ``vjp_inplace`` (see :func:`defvjp_inplace`) holds optional
+    forms of the VJP rules that may overwrite the cotangent. ``vjp_extra`` is None unless the VJP
+    needs more than the per-argument tuple ``vjps`` (one rule for all arguments, accumulate or
+    in-place rules): the backward pass tests only it on its hot path. ``float_vjp`` (see
+    :func:`defvjp_float`) is an optional fused form of the VJP rules for Python floats, and
+    ``float_fun`` an optional implementation for Python floats (``math.sin``, ``operator.mul``;
+    set by :func:`unary_function` and :func:`binary_function`) that the recording hot path
+    calls directly.
     """
 
     def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False):
@@ -56,7 +61,10 @@ class Primitive:
         self.nondiff = nondiff
         self.vjp_missing = _ALL_MISSING  # argnums without a VJP rule, checked when recording
         self.vjp_accumulate = None
+        self.vjp_inplace = None
         self.vjp_extra = None
+        self.float_vjp = None
+        self.float_fun = None
 
     def __call__(self, *args, **kwargs):
         top = None
@@ -193,7 +201,7 @@ def defvjp(prim, *rules):
     _check_rules(prim, rules, "defvjp")
     prim.vjps = tuple(rules)
     prim.vjp_argnum = None
-    prim.vjp_extra = True if prim.vjp_accumulate is not None else None
+    _note_extra(prim)
     prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
     return prim
 
@@ -235,8 +243,57 @@ def defvjp_accumulate(prim, *rules):
             raise TypeError(f"wg.defvjp_accumulate({prim.__name__}, ...): argument {i} has no ordinary "
                             f"VJP rule; give one with wg.defvjp first (higher-order passes need it)")
     prim.vjp_accumulate = tuple(rules) if any(r is not None for r in rules) else None
-    prim.vjp_extra = True if prim.vjp_accumulate is not None or prim.vjp_argnum is not None else None
+    _note_extra(prim)
     return prim
+
+
+def defvjp_float(prim, rule):
+    """Give a one- or two-argument ``prim`` a fused VJP for Python floats (the scalar hot path).
+
+    ``rule(g, out, x)`` returns x's contribution; ``rule(g, out, x, y)`` returns the pair of
+    contributions ``(for x, for y)``. The backward pass calls it instead of the per-argument rules
+    when ``g`` and every argument are Python floats, so nothing is traced and plain float
+    arithmetic (``math``) is all it needs; one call instead of one per argument saves about a
+    quarter of a recorded scalar operation's cost. It must compute what the ordinary rules compute
+    (tests/test_float_vjp.py checks that). Where it raises ``ArithmeticError`` or ``ValueError``
+    (``math`` refusing what NumPy answers with inf or nan) the ordinary rules are used.
+    """
+    prim = _as_primitive(prim)
+    _check_prim(prim, "defvjp_float")
+    _check_rules(prim, (rule,), "defvjp_float")
+    prim.float_vjp = rule
+    return prim
+
+
+def defvjp_inplace(prim, *rules):
+    """Give ``prim`` forms of its VJP rules that may overwrite the cotangent, one per positional
+    argument (None: none).
+
+    ``rule(g, out, *args, **kwargs)`` returns the argument's contribution like the ordinary rule,
+    but may compute it in ``g``'s memory (and return ``g``), or return None to decline (the
+    ordinary rule is used then). The backward pass calls it only when ``g`` is a plain array
+    that nothing else refers to (it owns it, and has popped it off its adjoints) and exactly one
+    argument takes a contribution, so ``g`` is not needed after the call: the second seed's
+    linearity argument (a value used once can be updated in place). ReLU's backward, g * (x > 0),
+    then needs no new array, as in a hand-written backward pass.
+    """
+    prim = _as_primitive(prim)
+    _check_prim(prim, "defvjp_inplace")
+    _check_rules(prim, rules, "defvjp_inplace")
+    for i, rule in enumerate(rules):
+        if rule is not None and i in prim.vjp_missing:
+            raise TypeError(f"wg.defvjp_inplace({prim.__name__}, ...): argument {i} has no ordinary "
+                            f"VJP rule; give one with wg.defvjp first")
+    prim.vjp_inplace = tuple(rules) if any(r is not None for r in rules) else None
+    _note_extra(prim)
+    return prim
+
+
+def _note_extra(prim):
+    """Keep ``vjp_extra`` (the backward pass's one test for anything beyond ``vjps``) up to date."""
+    extra = (prim.vjp_accumulate is not None or prim.vjp_argnum is not None
+             or prim.vjp_inplace is not None)
+    prim.vjp_extra = True if extra else None
 
 
 def defjvp_argnum(prim, rule):
@@ -264,6 +321,7 @@ def unary_function(prim, float_fun=None, array_fun=None):
     ``array_fun`` (NumPy's) where it raises, as ``math`` does for ``log(-1.0)``.
     """
     fun = prim.fun
+    prim.float_fun = float_fun
 
     if float_fun is None:
         def call(x):
@@ -288,6 +346,7 @@ def binary_function(prim, float_op=None):
     """A fast entry point for a two-argument primitive (see :func:`unary_function`); two Python
     floats go straight to ``float_op`` (e.g. ``operator.mul``) when given."""
     fun = prim.fun
+    prim.float_fun = float_op
 
     def call(x, y):
         if float_op is not None and type(x) is float and type(y) is float:

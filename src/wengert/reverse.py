@@ -14,7 +14,11 @@ and its parents. The backward pass
   pass (``buffer[idx] += g``: the second seed's O(n) indexing adjoint);
 - first points references to boxes that were assigned to (``x[i] = v``, see ``mutation.py``) at
   the versions they meant, and refuses eager arrays overwritten in place after being saved;
-- drops each node's adjoint as soon as the node has been processed.
+- drops each node's adjoint as soon as the node has been processed;
+- on Python floats, calls a primitive's fused float rule (``defvjp_float``) once for all its
+  arguments instead of its per-argument rules;
+- lets a primitive's in-place rule (``defvjp_inplace``) overwrite a cotangent that nothing but
+  the pass refers to (ReLU's backward needs no new array).
 """
 
 import gc
@@ -23,6 +27,7 @@ import operator
 
 import numpy as np
 
+from wengert.adjoints import FREED, add_contribution, add_into, alone, apply_inplace, extra_rules, release
 from wengert.box import ArrayBox
 from wengert.mutation import (
     INPLACE_WRITES,
@@ -32,8 +37,7 @@ from wengert.mutation import (
     resolve_tape,
     versions_by_box,
 )
-from wengert.ops.broadcasting import dtype_of, shape_of
-from wengert.primitive import _ArgnumRule, explained
+from wengert.primitive import explained
 from wengert.trace import BOX_TYPES, Trace
 
 __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact"]
@@ -144,7 +148,15 @@ class ReverseTrace(Trace):
         v = x.value
         if type(v) in BOX_TYPES or not x.requires_grad:
             return self.apply(prim, (x,), kwargs or {})
-        out = prim.fun(v, **kwargs) if kwargs else prim.fun(v)
+        if kwargs:
+            out = prim.fun(v, **kwargs)
+        elif type(v) is float and prim.float_fun is not None:
+            try:
+                out = prim.float_fun(v)  # math's function, without the implementation's wrapper
+            except (ValueError, OverflowError):
+                out = prim.fun(v)  # where math refuses, the implementation's NumPy fallback
+        else:
+            out = prim.fun(v)
         if type(out) is not float and not is_inexact(out):
             return self.constant(out)
         if 0 in prim.vjp_missing:
@@ -182,7 +194,11 @@ class ReverseTrace(Trace):
             vy = y
             py = None
         try:
-            out = prim.fun(vx, vy)
+            op = prim.float_fun
+            if op is not None and type(vx) is float and type(vy) is float:
+                out = op(vx, vy)  # the operator itself, without the implementation's wrapper
+            else:
+                out = prim.fun(vx, vy)
         except ValueError as e:
             raise explained(prim, (vx, vy), e) from e
         if type(out) is not float and not is_inexact(out):
@@ -207,10 +223,6 @@ class ReverseTrace(Trace):
         else:
             entries.append(node)
         return node
-
-
-FREED = ("<freed by backward()>",)
-"""Stands for the saved arguments of a node whose graph a non-retaining backward pass released."""
 
 
 def _reachable(roots, log=None):
@@ -258,9 +270,12 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     adj = {}
     owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
     for node, ct in seeds:
-        _accumulate(adj, owned, node, ct)
+        add_contribution(adj, owned, node, ct)
     take = adj.get if keep_all else adj.pop
-    with gc_paused():
+    collecting = gc.isenabled()  # paused as by gc_paused, inline: a pass is per call (tiny graphs)
+    if collecting:
+        gc.disable()
+    try:
         for node in order:
             prim = node._prim
             if prim is None:
@@ -269,6 +284,56 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             if g is None:
                 continue
             args = node._args
+            fused = prim.float_vjp
+            if fused is not None and type(g) is float:
+                # Python floats throughout (the scalar hot path): one call of the fused rule gives
+                # every argument's contribution (see primitive.defvjp_float). Written out per arity,
+                # without helpers or a loop: this saves about a quarter of a recorded scalar op.
+                if len(args) == 2:
+                    x, y = args
+                    if type(x) is float and type(y) is float:
+                        try:
+                            cx, cy = fused(g, node.value, x, y)
+                        except (ArithmeticError, ValueError):
+                            pass  # math raised where NumPy gives inf or nan: the ordinary rules below
+                        else:
+                            px, py = node._parents
+                            if px is not None:
+                                prev = adj.get(px)
+                                if prev is None:
+                                    adj[px] = cx
+                                elif type(prev) is float:
+                                    adj[px] = prev + cx
+                                else:
+                                    add_into(adj, owned, px, prev, cx)
+                            if py is not None:
+                                prev = adj.get(py)
+                                if prev is None:
+                                    adj[py] = cy
+                                elif type(prev) is float:
+                                    adj[py] = prev + cy
+                                else:
+                                    add_into(adj, owned, py, prev, cy)
+                            if not retain_graph:
+                                release(node)
+                            continue
+                elif len(args) == 1 and type(args[0]) is float:
+                    try:
+                        cx = fused(g, node.value, args[0])
+                    except (ArithmeticError, ValueError):
+                        pass
+                    else:
+                        px = node._parents[0]
+                        prev = adj.get(px)
+                        if prev is None:
+                            adj[px] = cx
+                        elif type(prev) is float:
+                            adj[px] = prev + cx
+                        else:
+                            add_into(adj, owned, px, prev, cx)
+                        if not retain_graph:
+                            release(node)
+                        continue
             if args is FREED:
                 raise RuntimeError(
                     "Trying to backward through the graph a second time: its saved values were "
@@ -278,7 +343,12 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             post = prim.grad_post
             if prim.vjp_extra is None:
                 rules = prim.vjps
-            else:  # one rule for all arguments, or in-place accumulate rules (x[idx])
+            else:  # one rule for all arguments, accumulate rules (x[idx]), or in-place rules
+                if (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
+                        and apply_inplace(prim, node, g, adj, owned)):
+                    if not retain_graph:
+                        release(node)
+                    continue
                 acc = prim.vjp_accumulate
                 if acc is not None and len(prim.vjps) == 1 and type(g) is float:
                     # the common case inline (v[i] in a loop): one differentiable argument, which
@@ -295,8 +365,35 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                             node._kwargs = None
                             node._parents = ()
                         continue
-                rules = _extra_rules(prim, node, g, adj, owned)
-            for rule, parent, arg in zip(rules, node._parents, args):
+                rules = extra_rules(prim, node, g, adj, owned)
+            parents = node._parents
+            if kw is None and len(parents) == 2 and len(rules) == 2:
+                # two arguments, no keywords (most array operations): unrolled, without zip and
+                # star-arguments, as for floats above
+                x, y = args
+                px, py = parents
+                if px is not None:
+                    c = rules[0](g, out, x, y)
+                    if post is not None and type(c) is not float:
+                        c = post(c, x)
+                    prev = adj.get(px)
+                    if prev is None:
+                        adj[px] = c
+                    else:
+                        add_into(adj, owned, px, prev, c)
+                if py is not None:
+                    c = rules[1](g, out, x, y)
+                    if post is not None and type(c) is not float:
+                        c = post(c, y)
+                    prev = adj.get(py)
+                    if prev is None:
+                        adj[py] = c
+                    else:
+                        add_into(adj, owned, py, prev, c)
+                if not retain_graph:
+                    release(node)
+                continue
+            for rule, parent, arg in zip(rules, parents, args):
                 if parent is None:
                     continue
                 c = rule(g, out, *args) if kw is None else rule(g, out, *args, **kw)
@@ -308,11 +405,14 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                 elif type(prev) is float and type(c) is float:
                     adj[parent] = prev + c
                 else:
-                    _add_into(adj, owned, parent, prev, c)
+                    add_into(adj, owned, parent, prev, c)
             if not retain_graph:
                 node._args = FREED
                 node._kwargs = None
                 node._parents = ()
+    finally:
+        if collecting:
+            gc.enable()
     for box, leaf in aliases:  # a leaf that was assigned to answers for its original value
         g = adj.get(leaf)
         if g is None:
@@ -320,98 +420,6 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
         else:
             adj[box] = g
     return adj, (order if tape is None else tape)
-
-
-def _argnum_rules(prim, n):
-    """The per-argument rules of a primitive defined by one rule for all arguments."""
-    return [_ArgnumRule(prim.vjp_argnum, i) for i in range(n)]
-
-
-def _extra_rules(prim, node, g, adj, owned):
-    """The rules the generic loop should apply to ``node``, after applying accumulate rules here.
-
-    With accumulate rules and a plain (untraced) cotangent -- a first-order pass, or a part of a
-    higher-order pass that does not depend on the outer variables -- each such argument's
-    contribution goes in place into its adjoint buffer (allocated once, owned by this pass) and
-    the rest is done here too: nothing is left for the generic loop. A traced ``g`` takes the
-    ordinary rules, whose results stay differentiable.
-    """
-    args = node._args
-    rules = prim.vjps if prim.vjp_argnum is None else _argnum_rules(prim, len(args))
-    accumulate = prim.vjp_accumulate
-    if accumulate is None or type(g) in BOX_TYPES:
-        return rules
-    kw = node._kwargs
-    out = node.value
-    i = 0
-    for parent in node._parents:
-        if parent is not None:
-            acc = accumulate[i] if i < len(accumulate) else None
-            arg = args[i]
-            if acc is not None:
-                buf = adj.get(parent)
-                if (buf is None or parent not in owned or type(buf) is not np.ndarray
-                        or (type(g) is not float and buf.dtype.kind != "c" and dtype_of(g).kind == "c")):
-                    buf = _owned_buffer(adj, owned, parent, arg, g)
-                if buf is not None:
-                    if kw is None:
-                        acc(buf, g, out, *args)
-                    else:
-                        acc(buf, g, out, *args, **kw)
-                    i += 1
-                    continue
-            c = rules[i](g, out, *args, **(kw or _NO_KWARGS))
-            if prim.grad_post is not None and type(c) is not float:
-                c = prim.grad_post(c, arg)
-            _accumulate(adj, owned, parent, c)
-        i += 1
-    return ()
-
-
-_NO_KWARGS = {}
-
-
-def _owned_buffer(adj, owned, key, arg, g):
-    """``key``'s adjoint as a buffer of ``arg``'s shape that this pass owns (made once: zeros, or a
-    copy of a contribution it did not allocate); None when that adjoint is traced."""
-    prev = adj.get(key)
-    if prev is not None and key in owned and type(prev) is np.ndarray:
-        if type(g) is not float and prev.dtype.kind != "c" and dtype_of(g).kind == "c":
-            prev = adj[key] = prev.astype(np.result_type(prev, g))  # a complex term: widen first
-        return prev
-    if type(prev) in BOX_TYPES:
-        return None
-    want = dtype_of(arg)
-    have = dtype_of(g)
-    dtype = want if have == want or (want.kind == "f" and have.kind == "f") else np.result_type(want, have)
-    if prev is None:
-        buf = np.zeros(shape_of(arg), dtype=dtype)
-    else:
-        buf = np.array(np.broadcast_to(prev, shape_of(arg)), dtype=np.result_type(dtype, prev))
-    adj[key] = buf
-    owned.add(key)
-    return buf
-
-
-def _accumulate(adj, owned, key, c):
-    prev = adj.get(key)
-    if prev is None:
-        adj[key] = c
-    else:
-        _add_into(adj, owned, key, prev, c)
-
-
-def _add_into(adj, owned, key, prev, c):
-    """adj[key] = prev + c, in place when this pass owns prev's buffer."""
-    if key in owned and type(c) not in BOX_TYPES:
-        np.add(prev, c, out=prev)
-        return
-    s = prev + c
-    adj[key] = s
-    if type(s) is np.ndarray:
-        owned.add(key)
-    else:  # a traced sum (higher order): never add into it in place
-        owned.discard(key)
 
 
 class gc_paused:

@@ -14,7 +14,15 @@ import numpy as np
 
 from wengert.ops import complex as complex_parts
 from wengert.ops.broadcasting import broadcast_tangent, unbroadcast
-from wengert.primitive import Primitive, binary_function, defjvp, defvjp, unary_function
+from wengert.primitive import (
+    Primitive,
+    binary_function,
+    defjvp,
+    defvjp,
+    defvjp_float,
+    defvjp_inplace,
+    unary_function,
+)
 from wengert.trace import unbox_all
 
 __all__ = [
@@ -91,23 +99,28 @@ def _zero_rule(g, out, *args, **kwargs):
 add = _binary_prim(_binary(np.add, operator.add), "add")
 defvjp(add, lambda g, out, x, y: g, lambda g, out, x, y: g)
 defjvp(add, lambda t, out, x, y: t, lambda t, out, x, y: t)
+defvjp_float(add, lambda g, out, x, y: (g, g))
 
 subtract = _binary_prim(_binary(np.subtract, operator.sub), "subtract")
 defvjp(subtract, lambda g, out, x, y: g, lambda g, out, x, y: -g)
 defjvp(subtract, lambda t, out, x, y: t, lambda t, out, x, y: -t)
+defvjp_float(subtract, lambda g, out, x, y: (g, -g))
 
 multiply = _binary_prim(_binary(np.multiply, operator.mul), "multiply")
 defvjp(multiply, lambda g, out, x, y: g * y, lambda g, out, x, y: g * x)
 defjvp(multiply, lambda t, out, x, y: t * y, lambda t, out, x, y: x * t)
+defvjp_float(multiply, lambda g, out, x, y: (g * y, g * x))
 
 true_divide = _binary_prim(_binary(np.true_divide, operator.truediv), "true_divide")
 defvjp(true_divide, lambda g, out, x, y: g / y, lambda g, out, x, y: -g * out / y)
 defjvp(true_divide, lambda t, out, x, y: t / y, lambda t, out, x, y: -t * out / y)
+defvjp_float(true_divide, lambda g, out, x, y: (g / y, -g * out / y))
 divide = true_divide
 
 negative = _unary_prim(operator.neg, "negative")
 defvjp(negative, lambda g, out, x: -g)
 defjvp(negative, lambda t, out, x: -t)
+defvjp_float(negative, lambda g, out, x: -g)
 
 positive = _unary_prim(operator.pos, "positive")
 defvjp(positive, lambda g, out, x: g)
@@ -131,6 +144,7 @@ def _pow_dy(out, x):
 power = _binary_prim(_binary(np.power, operator.pow), "power")
 defvjp(power, lambda g, out, x, y: g * _pow_dx(x, y), lambda g, out, x, y: g * _pow_dy(out, x))
 defjvp(power, lambda t, out, x, y: t * _pow_dx(x, y), lambda t, out, x, y: t * _pow_dy(out, x))
+defvjp_float(power, lambda g, out, x, y: (g * _pow_dx(x, y), g * _pow_dy(out, x)))
 
 
 def masked(a, mask):
@@ -151,7 +165,7 @@ def _tie_select_impl(g, x, y):
     """``g`` where x > y, ``g / 2`` where x == y, 0 elsewhere (in the broadcast shape)."""
     out = masked(g, x > y)
     ties = x == y
-    if np.any(ties):
+    if ties.any() if type(ties) is np.ndarray else ties:  # the method: np.any's wrapper costs more
         out = np.where(ties, 0.5 * np.asarray(g), out)
     return out
 
@@ -168,13 +182,31 @@ def _tie_share(x, y, g):
     return tie_select(g, unbox_all(x), unbox_all(y))
 
 
+def _tie_select_into(g, x, y):
+    """``tie_select(g, x, y)`` computed in ``g``'s memory (an in-place VJP rule: the backward pass
+    owns ``g`` and uses it once); None, to decline, where g holds inf or nan (0 * inf)."""
+    x, y = unbox_all(x), unbox_all(y)
+    if not np.isfinite(g).all():
+        return None
+    keep = x > y
+    ties = x == y
+    if ties.any():
+        keep = np.where(ties, 0.5, keep)
+    np.multiply(g, keep, out=g)
+    return g
+
+
 maximum = _binary_prim(np.maximum, "maximum")
 defvjp(maximum, lambda g, out, x, y: _tie_share(x, y, g), lambda g, out, x, y: _tie_share(y, x, g))
 defjvp(maximum, lambda t, out, x, y: _tie_share(x, y, t), lambda t, out, x, y: _tie_share(y, x, t))
+defvjp_inplace(maximum, lambda g, out, x, y: _tie_select_into(g, x, y),
+               lambda g, out, x, y: _tie_select_into(g, y, x))
 
 minimum = _binary_prim(np.minimum, "minimum")
 defvjp(minimum, lambda g, out, x, y: _tie_share(y, x, g), lambda g, out, x, y: _tie_share(x, y, g))
 defjvp(minimum, lambda t, out, x, y: _tie_share(y, x, t), lambda t, out, x, y: _tie_share(x, y, t))
+defvjp_inplace(minimum, lambda g, out, x, y: _tie_select_into(g, y, x),
+               lambda g, out, x, y: _tie_select_into(g, x, y))
 
 arctan2 = _binary_prim(_binary(np.arctan2, math.atan2), "arctan2")
 defvjp(arctan2,
@@ -221,6 +253,7 @@ defjvp(sign, _zero_rule)
 sqrt = _unary_prim(_unary(np.sqrt, math.sqrt), "sqrt")
 defvjp(sqrt, lambda g, out, x: g * 0.5 / out)
 defjvp(sqrt, lambda t, out, x: t * 0.5 / out)
+defvjp_float(sqrt, lambda g, out, x: g * 0.5 / out)
 
 cbrt = _unary_prim(np.cbrt, "cbrt")
 defvjp(cbrt, lambda g, out, x: g / (3.0 * out * out))
@@ -229,6 +262,7 @@ defjvp(cbrt, lambda t, out, x: t / (3.0 * out * out))
 exp = _unary_prim(_unary(np.exp, math.exp), "exp")
 defvjp(exp, lambda g, out, x: g * out)
 defjvp(exp, lambda t, out, x: t * out)
+defvjp_float(exp, lambda g, out, x: g * out)
 
 exp2 = _unary_prim(np.exp2, "exp2")
 defvjp(exp2, lambda g, out, x: g * out * math.log(2.0))
@@ -237,6 +271,7 @@ defjvp(exp2, lambda t, out, x: t * out * math.log(2.0))
 log = _unary_prim(_unary(np.log, math.log), "log")
 defvjp(log, lambda g, out, x: g / x)
 defjvp(log, lambda t, out, x: t / x)
+defvjp_float(log, lambda g, out, x: g / x)
 
 log2 = _unary_prim(_unary(np.log2, math.log2), "log2")
 defvjp(log2, lambda g, out, x: g / (x * math.log(2.0)))
@@ -249,22 +284,27 @@ defjvp(log10, lambda t, out, x: t / (x * math.log(10.0)))
 log1p = _unary_prim(_unary(np.log1p, math.log1p), "log1p")
 defvjp(log1p, lambda g, out, x: g / (1.0 + x))
 defjvp(log1p, lambda t, out, x: t / (1.0 + x))
+defvjp_float(log1p, lambda g, out, x: g / (1.0 + x))
 
 expm1 = _unary_prim(_unary(np.expm1, math.expm1), "expm1")
 defvjp(expm1, lambda g, out, x: g * (out + 1.0))
 defjvp(expm1, lambda t, out, x: t * (out + 1.0))
+defvjp_float(expm1, lambda g, out, x: g * (out + 1.0))
 
 sin = _unary_prim(_unary(np.sin, math.sin), "sin")
 defvjp(sin, lambda g, out, x: g * cos(x))
 defjvp(sin, lambda t, out, x: t * cos(x))
+defvjp_float(sin, lambda g, out, x: g * math.cos(x))
 
 cos = _unary_prim(_unary(np.cos, math.cos), "cos")
 defvjp(cos, lambda g, out, x: -g * sin(x))
 defjvp(cos, lambda t, out, x: -t * sin(x))
+defvjp_float(cos, lambda g, out, x: -g * math.sin(x))
 
 tan = _unary_prim(_unary(np.tan, math.tan), "tan")
 defvjp(tan, lambda g, out, x: g * (1.0 + out * out))
 defjvp(tan, lambda t, out, x: t * (1.0 + out * out))
+defvjp_float(tan, lambda g, out, x: g * (1.0 + out * out))
 
 arcsin = _unary_prim(_unary(np.arcsin, math.asin), "arcsin")
 defvjp(arcsin, lambda g, out, x: g / sqrt(1.0 - x * x))
@@ -277,18 +317,22 @@ defjvp(arccos, lambda t, out, x: -t / sqrt(1.0 - x * x))
 arctan = _unary_prim(_unary(np.arctan, math.atan), "arctan")
 defvjp(arctan, lambda g, out, x: g / (1.0 + x * x))
 defjvp(arctan, lambda t, out, x: t / (1.0 + x * x))
+defvjp_float(arctan, lambda g, out, x: g / (1.0 + x * x))
 
 sinh = _unary_prim(_unary(np.sinh, math.sinh), "sinh")
 defvjp(sinh, lambda g, out, x: g * cosh(x))
 defjvp(sinh, lambda t, out, x: t * cosh(x))
+defvjp_float(sinh, lambda g, out, x: g * math.cosh(x))
 
 cosh = _unary_prim(_unary(np.cosh, math.cosh), "cosh")
 defvjp(cosh, lambda g, out, x: g * sinh(x))
 defjvp(cosh, lambda t, out, x: t * sinh(x))
+defvjp_float(cosh, lambda g, out, x: g * math.sinh(x))
 
 tanh = _unary_prim(_unary(np.tanh, math.tanh), "tanh")
 defvjp(tanh, lambda g, out, x: g * (1.0 - out * out))
 defjvp(tanh, lambda t, out, x: t * (1.0 - out * out))
+defvjp_float(tanh, lambda g, out, x: g * (1.0 - out * out))
 
 arcsinh = _unary_prim(_unary(np.arcsinh, math.asinh), "arcsinh")
 defvjp(arcsinh, lambda g, out, x: g / sqrt(x * x + 1.0))
@@ -312,10 +356,12 @@ defjvp(arctanh, lambda t, out, x: t / (1.0 - x * x))
 square = _unary_prim(_unary(np.square, lambda x: x * x), "square")
 defvjp(square, lambda g, out, x: g * 2.0 * x)
 defjvp(square, lambda t, out, x: t * 2.0 * x)
+defvjp_float(square, lambda g, out, x: g * 2.0 * x)
 
 reciprocal = _unary_prim(_unary(np.reciprocal, lambda x: 1.0 / x), "reciprocal")
 defvjp(reciprocal, lambda g, out, x: -g * out * out)
 defjvp(reciprocal, lambda t, out, x: -t * out * out)
+defvjp_float(reciprocal, lambda g, out, x: -g * out * out)
 
 # Piecewise-constant functions: derivative zero almost everywhere (as in NumPy-based AD tools).
 floor = _unary_prim(np.floor, "floor")

@@ -1,0 +1,84 @@
+"""Fused float VJPs (``defvjp_float``): the backward pass's shortcut for Python floats must give
+exactly what the ordinary per-argument rules give, and must be the one used on floats only."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from wengert.ops import rule_table
+from wengert.primitive import defvjp_float
+
+FUSED = {name: prim for name, prim in rule_table().items() if prim.float_vjp is not None}
+POINTS = [0.3, 0.71, 1.4]  # inside every fused primitive's domain (log, sqrt, power, ...)
+
+
+def test_the_common_scalar_primitives_have_fused_rules():
+    assert {"add", "subtract", "multiply", "true_divide", "power", "sin", "cos", "exp", "log"} <= set(FUSED)
+
+
+def _arity(prim):
+    return 2 if len(prim.vjps) == 2 else 1
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_fused_rule_equals_the_ordinary_rules(name):
+    prim = FUSED[name]
+    for x in POINTS:
+        for g in (1.0, -0.37):
+            args = (x, POINTS[-1] - x / 2) if _arity(prim) == 2 else (x,)
+            out = prim.fun(*args)
+            fused = prim.float_vjp(g, out, *args)
+            fused = fused if _arity(prim) == 2 else (fused,)
+            ordinary = tuple(rule(g, out, *args) for rule in prim.vjps)
+            assert all(type(c) is float for c in fused), (name, fused)
+            assert fused == pytest.approx(ordinary, rel=1e-15, abs=0), (name, args)
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_gradient_on_floats_equals_gradient_on_zero_d_arrays(name):
+    """Floats take the fused rule, 0-d arrays the ordinary ones (and broadcasting's bookkeeping)."""
+    prim = FUSED[name]
+    if _arity(prim) == 2:
+        def f(x, y):
+            return prim(prim(x, y), y) * x
+        args = (0.6, 0.8)
+    else:
+        def f(x, y):
+            return prim(prim(x) * y) * x
+        args = (1.6, 0.8)
+    on_floats = wg.grad(f, argnums=(0, 1))(*args)
+    on_arrays = wg.grad(f, argnums=(0, 1))(*(np.array(a) for a in args))
+    assert all(type(c) is float and math.isfinite(c) for c in on_floats)
+    np.testing.assert_allclose(on_floats, [float(c) for c in on_arrays], rtol=1e-14)
+
+
+def test_where_math_raises_the_ordinary_rules_answer():
+    """sin(inf): math.cos raises in the fused rule; the ordinary rule gives NumPy's nan, as arrays do."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        on_float = wg.grad(wnp.sin)(math.inf)
+        on_array = wg.grad(wnp.sin)(np.array(math.inf))
+    assert math.isnan(on_float) and np.isnan(on_array)
+
+
+def test_fused_rule_is_used_for_floats_only():
+    """A primitive whose fused rule deliberately differs shows which one each path calls."""
+    twice = wg.primitive(lambda x: 2.0 * x)
+    wg.defvjp(twice, lambda g, out, x: 2.0 * g)
+    defvjp_float(twice, lambda g, out, x: 3.0 * g)  # wrong on purpose
+    assert wg.grad(twice)(1.5) == 3.0
+    assert float(wg.grad(twice)(np.array(1.5))) == 2.0
+    # grad of grad: the inner pass's cotangent of twice is traced (it is x), so it takes the ordinary
+    # rule, 2.0 * x; the outer pass is on floats again: d/dx (2.0 * x + twice(x)) = 2.0 + 3.0
+    assert wg.grad(wg.grad(lambda x: twice(x) * x))(1.5) == 5.0
+
+
+def test_defvjp_float_refuses_what_is_not_a_primitive_or_a_rule():
+    with pytest.raises(TypeError, match="defvjp_float expects a primitive"):
+        defvjp_float(math.sin, lambda g, out, x: g)
+    with pytest.raises(TypeError, match="must be a function"):
+        defvjp_float(wg.primitive(lambda x: x), 3.0)
