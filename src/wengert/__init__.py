@@ -8,7 +8,18 @@ from the same rules.
 """
 
 from wengert._checkpoint import checkpoint, iterate
-from wengert.primitive import NoRuleError, Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
+from wengert.primitive import (
+    NoRuleError,
+    Primitive,
+    defjvp,
+    defjvp_argnum,
+    defvjp,
+    defvjp_accumulate,
+    defvjp_argnum,
+    defvjp_float,
+    defvjp_inplace,
+    primitive,
+)
 from wengert.program import Program
 from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
 from wengert.program.control import TransformError
@@ -38,7 +49,8 @@ __all__ = [
     "hessian", "hvp", "stop_gradient",
     "Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled",
     "Tape", "Var", "Grad",
-    "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "Primitive", "NoRuleError",
+    "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
+    "defvjp_accumulate", "defvjp_float", "defvjp_inplace", "Primitive", "NoRuleError",
     "tree_flatten", "tree_unflatten", "tree_map",
     "Program", "compile", "checkpoint", "iterate",
     "source_grad", "source_jvp", "TransformError",
