@@ -1,0 +1,322 @@
+"""The README and docs/*.md tell the truth: every ```python block runs, and the values its comments
+claim (``# (6-8j)``), the output shown after it (a plain ``` block: printed programs, tapes, schedules)
+and a few counts stated in the prose are checked against what the code computes.
+
+Blocks run in a fresh namespace each (README) or one namespace per page (docs, read as a session),
+from a file in a temporary directory (so that ``inspect`` finds the source that ``wg.source_grad``
+reads, and files such as model.npz / step.svg land there). The generated ``f_grad`` shown in the
+source section is compared by ``tests/test_source.py::test_readme_shows_the_program_that_is_generated``
+and is not compared again here. Nothing is run at reduced size: every block is fast as written."""
+
+import contextlib
+import io
+import math
+import re
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import wengert as wg
+
+ROOT = Path(__file__).resolve().parents[1]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```[ \t]*$", re.S | re.M)
+DOCS = ["docs/tour.md", "docs/adding-a-primitive.md", "docs/program.md", "docs/source.md", "docs/complex.md"]
+
+
+def blocks(name):
+    """The fenced blocks of a page: (line, language, code, output), where output is the text of a block
+    that follows this one directly (nothing but a line break between them), else None."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    found = [(text[:m.start()].count("\n") + 1, m.group(1), m.group(2), m.start(), m.end())
+             for m in FENCE.finditer(text)]
+    out = []
+    for k, (line, lang, code, start, _end) in enumerate(found):
+        if k and text[found[k - 1][4]:start].strip() == "":
+            continue  # the output of the block before
+        follows = found[k + 1] if k + 1 < len(found) else None
+        output = follows[2] if follows and text[found[k][4]:follows[3]].strip() == "" else None
+        out.append((line, lang, code, output))
+    return out
+
+
+def python_blocks(name):
+    return [b for b in blocks(name) if b[1] == "python" and not b[2].startswith(">>> ")]
+
+
+def block(name, marker):
+    """The one python block of ``name`` that contains ``marker``."""
+    hits = [b for b in blocks(name) if b[1] == "python" and marker in b[2]]
+    assert len(hits) == 1, f"{name}: {len(hits)} python blocks contain {marker!r}"
+    return hits[0]
+
+
+def run(code, tmp_path, namespace=None, tag="block"):
+    """Run ``code`` from a file in ``tmp_path`` (the working directory); return (namespace, stdout)."""
+    path = tmp_path / f"readme_{tag}.py"
+    path.write_text(code, encoding="utf-8")
+    buf = io.StringIO()
+    with contextlib.chdir(tmp_path) if hasattr(contextlib, "chdir") else _chdir(tmp_path), \
+            contextlib.redirect_stdout(buf):
+        ns = runpy.run_path(str(path), init_globals=namespace, run_name="__readme__")
+    return ns, buf.getvalue()
+
+
+@contextlib.contextmanager
+def _chdir(path):
+    import os
+
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def run_block(name, marker, tmp_path, namespace=None):
+    line, _lang, code, output = block(name, marker)
+    ns, stdout = run(code, tmp_path, namespace, tag=f"{Path(name).stem}_{line}")
+    return ns, stdout, output
+
+
+# -- every block runs -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("line,code", [(b[0], b[2]) for b in python_blocks("README.md")],
+                         ids=[f"README-{b[0]}" for b in python_blocks("README.md")])
+def test_every_readme_block_runs_on_its_own(line, code, tmp_path):
+    if code.startswith("def f_grad(") or code.startswith("    "):
+        pytest.skip("generated code shown as output, compared below")
+    run(code, tmp_path, tag=str(line))
+
+
+@pytest.mark.parametrize("name", DOCS)
+def test_every_docs_page_runs_as_a_session(name, tmp_path):
+    ns = {}
+    for line, _lang, code, _output in python_blocks(name):
+        if name == "docs/tour.md" and line == python_blocks(name)[0][0]:
+            continue  # an excerpt of src/wengert/ops/elementwise.py: checked in the tour's test
+        ns, _ = run(code, tmp_path, ns, tag=f"{Path(name).stem}_{line}")
+
+
+def test_the_extractor_sees_the_blocks():
+    # guards the checks above against a fence change that would make them test nothing
+    assert len(python_blocks("README.md")) >= 11 and len(python_blocks("docs/tour.md")) == 6
+    assert block("README.md", "print(checkpointing.ctz(16))")[3] is not None
+
+
+# -- README, section by section ---------------------------------------------------------------------
+
+def test_quickstart(tmp_path):
+    ns, stdout, _ = run_block("README.md", "tape = wg.Tape()", tmp_path)
+    x, y = ns["x"], ns["y"]
+    exact = (0.5 * 4.2 + math.sin(0.5), 4.2 + math.cos(0.5), 0.5)
+    assert exact == pytest.approx((2.579425538604203, 5.077582561890373, 0.5), abs=1e-15)  # the comment
+    # the tensors of the last lines are what z, x, y name now; read the tape's values afresh
+    tape = wg.Tape()
+    tx = tape.var(0.5)
+    ty = tape.var(4.2)
+    tz = tx * ty + ns["wnp"].sin(tx)
+    tg = tz.grad()
+    assert (tz.value, tg.wrt(tx), tg.wrt(ty)) == pytest.approx(exact, abs=1e-15)
+    assert stdout.split() == "x = 0.5 y = 4.2 a = x * y b = sin(x) z = a + b".split()
+    f = ns["f"]
+    assert wg.grad(f, argnums=(0, 1))(0.5, 4.2) == pytest.approx(exact[1:], abs=1e-15)
+    assert wg.jvp(f, (0.5, 4.2), (1.0, 0.0)) == pytest.approx(exact[:2], abs=1e-15)
+    assert repr(x.grad) == "tensor(5.07758256)" and repr(y.grad) == "tensor(0.5)"
+
+
+def test_plain_numpy_on_traced_values(tmp_path):
+    ns, _, _ = run_block("README.md", "loss = lambda x: np.sum(np.tanh(x @ W) ** 2)", tmp_path)
+    W, x = ns["W"], np.ones((4, 3))
+    g = wg.grad(ns["loss"])(x)
+    assert g.shape == (4, 3)  # "a (4, 3) array"
+    t = np.tanh(x @ W)
+    np.testing.assert_allclose(g, (2 * t * (1 - t ** 2)) @ W.T, rtol=1e-12)
+    h = wg.hessian(lambda v: np.sum(np.sin(v) * v))(np.ones(3))
+    np.testing.assert_allclose(h, (2 * np.cos(1.0) - np.sin(1.0)) * np.eye(3), atol=1e-12)
+
+
+def test_numpy_coverage_and_complex(tmp_path):
+    ns, _, _ = run_block("README.md", "wnp.abs(z) ** 2)(3 + 4j)", tmp_path)
+    assert ns["wg"].grad(lambda z: ns["wnp"].abs(z) ** 2)(3 + 4j) == pytest.approx(6 - 8j, rel=1e-15)
+    g = wg.grad(lambda x: np.sum(np.sort(np.cumsum(x))))(np.array([3.0, -1.0, 2.0]))
+    np.testing.assert_allclose(g, [3.0, 2.0, 1.0])  # the sum of the cumulative sums, by hand
+    # "146 differentiable functions ... and 57 non-differentiable ones"
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"`wengert.numpy` has (\d+) differentiable functions \(\d+ before issue 3\) and (\d+) "
+                  r"non-differentiable", text.replace("\n", " "))
+    assert m, "the coverage sentence changed: update this test"
+
+
+def test_scipy(tmp_path):
+    pytest.importorskip("scipy")
+    import scipy.special
+
+    ns, _, _ = run_block("README.md", "scipy ufuncs dispatch", tmp_path)
+    g = wg.grad(lambda x: np.sum(scipy.special.gammaln(x)))(np.array([1.5, 2.5]))
+    np.testing.assert_allclose(g, scipy.special.digamma([1.5, 2.5]), rtol=1e-12)
+    d_loc, d_scale = wg.grad(ns["stats"].norm.logpdf, argnums=(1, 2))(0.3, 0.0, 2.0)
+    assert d_loc == pytest.approx(0.3 / 4.0) and d_scale == pytest.approx(-1 / 2.0 + 0.09 / 8.0)
+    integrate = ns["integrate"]
+    dk = wg.grad(lambda k: integrate.odeint(ns["decay"], np.ones(1), np.array([0.0, 1.0]), args=(k,))[-1, 0])
+    assert dk(0.5) == pytest.approx(-math.exp(-0.5), rel=1e-5)  # y(1) = exp(-k)
+
+
+def test_linear_algebra_and_fft(tmp_path):
+    ns, _, _ = run_block("README.md", "np.linalg.eigh(a + a.T)", tmp_path)
+    loss, g = ns["loss"], ns["g"]
+    a = np.eye(3) * 3 + np.random.default_rng(0).standard_normal((3, 3)) * 0.3
+    d = np.random.default_rng(1).standard_normal((3, 3))
+    eps = 1e-6
+    fd = (loss(a + eps * d) - loss(a - eps * d)) / (2 * eps)
+    assert np.sum(g * d) == pytest.approx(fd, rel=1e-6)
+
+
+def test_neural_networks(tmp_path):
+    ns, _, _ = run_block("README.md", "nn.MLP([4, 16, 3], rng=0)", tmp_path)
+    nn, model, x, labels = ns["nn"], ns["model"], ns["x"], ns["labels"]
+    params = ns["params"]
+    assert sorted(params) == ["0", "2"] and sorted(params["0"]) == ["bias", "weight"]
+    assert ns["grads"]["0"]["weight"].shape == params["0"]["weight"].shape
+    assert float(nn.cross_entropy(model(x), labels).value) < math.log(3)  # it learned something
+    assert (tmp_path / "model.npz").exists() and (tmp_path / "step.dot").exists()
+    other = nn.MLP([4, 16, 3], rng=1)
+    other.load(str(tmp_path / "model.npz"))  # "load() reads it back"
+    np.testing.assert_array_equal(other(x).value, model(x).value)
+
+
+def test_indexing_and_assignment(tmp_path):
+    ns, _, _ = run_block("README.md", "x[x > 1.5] *= 10.0", tmp_path)
+    np.testing.assert_array_equal(wg.grad(ns["f"])(np.arange(4.0)), [0.0, 2.0, 4.0, 6.0])
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(wg.grad(ns["g"])(x), [0.0, 420.0, 620.0])
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])  # "the argument unchanged"
+
+
+def test_program_from_trace_and_compile(tmp_path):
+    ns, stdout, shown = run_block("README.md", "p = wg.Program.from_trace(f, 2.0, 5.0)", tmp_path)
+    assert stdout.strip() == shown.strip()
+    value, (d1, d2) = ns["p"].vjp()(2.0, 5.0, 1.0)
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "`p.vjp()(2.0, 5.0, 1.0)` is `(11.652071455223084, (5.5, 1.7163378145367738))`" in text
+    assert (value, d1, d2) == pytest.approx((11.652071455223084, 5.5, 1.7163378145367738), abs=1e-14)
+    assert (value, d2) == pytest.approx((math.log(2.0) + 10.0 - math.sin(5.0), 2.0 - math.cos(5.0)))
+    session = [b for b in blocks("README.md") if b[2].startswith(">>> ")]
+    assert len(session) == 1
+    lines = session[0][2].splitlines()
+    code = "\n".join(ln[4:] for ln in lines if ln.startswith(">>> "))
+    expected = "\n".join(ln for ln in lines if not ln.startswith(">>> "))
+    _, printed = run(code, tmp_path, ns, tag="compile_session")
+    assert printed.strip() == expected.strip()
+
+
+def test_checkpointing(tmp_path):
+    from wengert import checkpointing
+
+    ns, stdout, shown = run_block("README.md", "print(checkpointing.ctz(16))", tmp_path)
+    assert stdout.strip() == shown.strip()  # the diagram
+    x0 = ns["x0"]
+    x = x0.copy()
+    for _ in range(1024):
+        x = 0.9 * np.sin(x) + 0.1 * x
+    ref = wg.grad(lambda x0, a: ns["wnp"].sum(wg.iterate(lambda x: a * ns["wnp"].sin(x) + 0.1 * x, x0, 1024,
+                                                         checkpoint="all")), argnums=(0, 1))(x0, 0.9)
+    np.testing.assert_allclose(ns["gx"], ref[0], rtol=1e-10)
+    assert ns["ga"] == pytest.approx(ref[1], rel=1e-10)
+    # "10 states kept"; step evaluations as in the benchmark table: 3,755 + 1,024 = 4,779
+    assert ns["stats"].peak_snapshots <= 10 and ns["stats"].evaluations == 4779
+    # Griewank's minimal count r n - C(s + r, s + 1), with r the least repetition number covering n
+    n, s = 1024, 10
+    r = next(r for r in range(1, 64) if math.comb(s + r, s) >= n)
+    assert r * n - math.comb(s + r, s + 1) == 3755 == checkpointing.binomial(n, s).advances
+    ctz = checkpointing.ctz(n)
+    assert ctz.peak_snapshots <= int(math.log2(n)) + 2 and ctz.peak_snapshots <= 11  # "≤ 11 states"
+    assert ctz.advances + n == 6144  # the table's step evaluations for "ctz"
+    # the until= loop stops once the state is below 1e-8: x / 2 each step
+    out = wg.iterate(ns["step"], x0, until=lambda x: np.max(abs(x)) < 1e-8, checkpoint="ctz")
+    assert np.max(abs(out)) < 1e-8 <= np.max(abs(out * 2))
+    h = np.linspace(0.0, 1.0, 8)
+    np.testing.assert_allclose(ns["block"](h), np.tanh(ns["W"] @ h))
+
+
+def test_source_grad(tmp_path):
+    ns, _, _ = run_block("README.md", "df = wg.source_grad(f)", tmp_path)
+    v = np.array([1.0, -2.0, 3.0])
+    got = ns["df"](v)
+    np.testing.assert_allclose(got, [2.0, 0.41614684, 6.0], rtol=1e-8)  # the comment
+    np.testing.assert_allclose(got, wg.grad(ns["f"])(v), rtol=1e-14)  # "as wg.grad(f)"
+    np.testing.assert_allclose(got, [2.0, -math.cos(-2.0), 6.0], rtol=1e-14)
+
+
+def test_source_grad_checkpointed(tmp_path):
+    ns, _, shown = run_block("README.md", 'checkpoint="binomial", snapshots=2)(x, 7)', tmp_path)
+    f, x = ns["f"], ns["x"]
+    d = wg.source_grad(f, checkpoint="binomial", snapshots=2)
+    np.testing.assert_allclose(d(x, 7), wg.source_grad(f)(x, 7), rtol=1e-14)
+    np.testing.assert_allclose(d(x, 7), wg.grad(f)(x, 7), rtol=1e-12)
+    # the excerpt of the generated program: its lines appear in this order (``...`` elides)
+    source = d.source if isinstance(d.source, str) else d.source(x, 7)
+    have = [ln.rstrip() for ln in source.splitlines()]
+    pos = 0
+    for want in shown.splitlines():
+        if want.strip() in ("...", ""):
+            continue
+        while pos < len(have) and have[pos] != want.rstrip():
+            pos += 1
+        assert pos < len(have), f"README's excerpt line not found in order: {want!r}"
+        pos += 1
+
+
+# -- docs ---------------------------------------------------------------------------------------------
+
+def test_tour(tmp_path):
+    excerpt = python_blocks("docs/tour.md")[0][2]
+    source = (ROOT / "src/wengert/ops/elementwise.py").read_text(encoding="utf-8")
+    for line in excerpt.splitlines():
+        assert line in source, f"docs/tour.md quotes a line that ops/elementwise.py no longer has: {line!r}"
+    ns = {}
+    outs = []
+    for line, _lang, code, _output in python_blocks("docs/tour.md")[1:]:
+        ns, printed = run(code, tmp_path, ns, tag=f"tour_{line}")
+        outs.append(printed)
+    shown = [ln[2:] for ln in block("docs/tour.md", "print(tape)")[2].splitlines() if ln.startswith("# ")]
+    assert outs[0].splitlines() == shown
+    f = ns["f"]
+    assert wg.grad(f, argnums=(0, 1))(0.5, 4.2) == pytest.approx((4.2 + math.cos(0.5), 0.5), abs=1e-15)
+    assert repr(ns["x"].grad) == "tensor(5.07758256)"
+    assert wg.jvp(f, (0.5, 4.2), (1.0, 0.0)) == pytest.approx((2.579425538604203, 5.077582561890373))
+    wnp = ns["wnp"]
+    assert wg.grad(wg.grad(wnp.sin))(0.5) == pytest.approx(-math.sin(0.5))
+    np.testing.assert_allclose(wg.hessian(lambda v: wnp.sum(wnp.sin(v)))(np.ones(2)),
+                               -math.sin(1.0) * np.eye(2))
+
+
+def test_adding_a_primitive(tmp_path):
+    ns = {}
+    for line, _lang, code, _output in python_blocks("docs/adding-a-primitive.md"):
+        ns, _ = run(code, tmp_path, ns, tag=f"prim_{line}")
+    x = np.array([0.5, -1.0, 2.0])
+    e = np.exp(x)
+    np.testing.assert_allclose(wg.grad(ns["logsumexp"])(x), e / e.sum(), rtol=1e-14)
+
+
+def test_complex_doc_claims():
+    import wengert.numpy as wnp
+
+    text = " ".join((ROOT / "docs/complex.md").read_text(encoding="utf-8").split())
+    assert "`wg.grad(lambda z: wnp.abs(z) ** 2)(3 + 4j)` is `6 - 8j` (to rounding)" in text
+    assert wg.grad(lambda z: wnp.abs(z) ** 2)(3 + 4j) == pytest.approx(6 - 8j, rel=1e-15)
+    z = 0.3 + 0.7j
+    assert wg.grad(lambda z: wnp.real(wnp.exp(z)))(z) == pytest.approx(np.exp(z))  # f'(z), holomorphic f
+    assert wg.grad(lambda z: wnp.exp(z))(z) == pytest.approx(np.exp(z))  # complex output: seed 1
+    assert isinstance(wg.grad(lambda x: wnp.real(wnp.exp(1j * x)))(0.4), float)  # real in, real out
+
+
+def test_paths_named_in_the_docs_exist():
+    for name in ["README.md", *DOCS]:
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for path in re.findall(r"[`(]((?:src|tests|docs|examples|benchmarks)/[\w/.-]+\.(?:py|md|png|svg))",
+                               text):
+            assert (ROOT / path).exists(), f"{name} names {path}, which does not exist"
