@@ -148,6 +148,47 @@ def test_numpy_coverage_and_complex(tmp_path):
     m = re.search(r"`wengert.numpy` has (\d+) differentiable functions \(\d+ before issue 3\) and (\d+) "
                   r"non-differentiable", text.replace("\n", " "))
     assert m, "the coverage sentence changed: update this test"
+    import wengert.numpy as wnp
+
+    counts = (len(set(wnp.DIFFERENTIABLE)), len(set(wnp.NOT_DIFFERENTIABLE)))
+    assert (int(m.group(1)), int(m.group(2))) == counts
+
+
+def test_scipy_counts_and_names():
+    pytest.importorskip("scipy")
+    from wengert.scipy import linalg, special, stats
+
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    row = re.search(r"\| `special` \((\d+) names, (\d+) functions\) \| ([^|]+)\|", text)
+    listed = [n.split(" (")[0].strip() for n in re.split(r",(?![^(]*\))", row.group(3))]
+    names = [a for n in listed for a in n.split("/")]
+    assert sorted(names) == sorted(special.__all__) and int(row.group(1)) == len(names)
+    assert int(row.group(2)) == len(listed)  # aliases (digamma/psi, jv/jn) count once
+    row = re.search(r"\| `stats` \((\d+) distributions, (\d+) functions\) \| ([^|]+)\|", text)
+    assert int(row.group(1)) == len(stats.__all__)
+    count = 0
+    for part in row.group(3).split("; "):
+        dists, funcs = part.split(": ")
+        funcs = funcs.replace(" (norm also ppf, isf)", "").split(", ")
+        for d in dists.split(", "):
+            assert all(callable(getattr(getattr(stats, d), f)) for f in funcs)
+            count += len(funcs)
+    assert int(row.group(2)) == count + 2  # norm's ppf and isf
+    assert callable(stats.norm.ppf) and callable(stats.norm.isf)
+    row = re.search(r"\| `linalg` \((\d+)\) \| ([^|]+)\|", text)
+    listed = [n.split(" (")[0].strip() for n in re.split(r",(?![^(]*\))", row.group(2))]
+    assert sorted(listed) == sorted(linalg.__all__) and int(row.group(1)) == len(listed)
+
+
+def test_linalg_and_fft_lists():
+    import wengert.numpy as wnp
+
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    m = re.search(r"linalg `([^`]+)` \((\d+)\); fft `([^`]+)` \((\d+)\)", text)
+    lin, fft = m.group(1).split(), m.group(3).split()
+    assert len(lin) == int(m.group(2)) and len(fft) == int(m.group(4))
+    assert all(callable(getattr(wnp.linalg, n)) for n in lin)
+    assert all(callable(getattr(wnp.fft, n)) for n in fft)
 
 
 def test_scipy(tmp_path):
@@ -320,3 +361,31 @@ def test_paths_named_in_the_docs_exist():
         for path in re.findall(r"[`(]((?:src|tests|docs|examples|benchmarks)/[\w/.-]+\.(?:py|md|png|svg))",
                                text):
             assert (ROOT / path).exists(), f"{name} names {path}, which does not exist"
+
+
+def test_adding_a_primitive_accumulate_rule():
+    # the doc names defvjp_accumulate "from wengert.primitive" (the attribute wg.primitive is the decorator)
+    text = " ".join((ROOT / "docs/adding-a-primitive.md").read_text(encoding="utf-8").split())
+    assert "`defvjp_accumulate(prim, rule(buffer, g, out, *args))` (from `wengert.primitive`)" in text
+    from wengert.primitive import defvjp_accumulate
+
+    @wg.primitive
+    def pick(v, i):
+        return v[i]
+
+    def untake(g, out, v, i):
+        return wg.numpy.index_add(wg.numpy.zeros_like(v), i, g)
+
+    def add_into(buffer, g, out, v, i):
+        buffer[i] += g
+
+    wg.defvjp(pick, untake, None)
+    defvjp_accumulate(pick, add_into, None)
+    v = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(wg.grad(lambda v: sum(pick(v, i) ** 2 for i in range(3)))(v), 2 * v)
+
+
+def test_rule_case_files_are_what_the_doc_says():
+    from test_rule_table import _merge_case_modules  # noqa: F401 - the merge the doc describes exists
+
+    assert list((ROOT / "tests").glob("rule_cases_*.py"))
