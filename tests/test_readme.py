@@ -169,7 +169,7 @@ def test_scipy_counts_and_names():
     count = 0
     for part in row.group(3).split("; "):
         dists, funcs = part.split(": ")
-        funcs = funcs.replace(" (norm also ppf, isf)", "").split(", ")
+        funcs = funcs.replace(" (norm also ppf, isf)", "").strip().split(", ")
         for d in dists.split(", "):
             assert all(callable(getattr(getattr(stats, d), f)) for f in funcs)
             count += len(funcs)
