@@ -389,3 +389,41 @@ def test_rule_case_files_are_what_the_doc_says():
     from test_rule_table import _merge_case_modules  # noqa: F401 - the merge the doc describes exists
 
     assert list((ROOT / "tests").glob("rule_cases_*.py"))
+
+
+def test_prose_claims_of_the_readme():
+    import wengert.numpy as wnp
+
+    # "A NumPy function that has no derivative rule raises an error naming it"
+    with pytest.raises(Exception, match="numpy.interp"):
+        wg.grad(lambda x: np.sum(np.interp(x, [0.0, 1.0], [0.0, 2.0])))(np.ones(3))
+    # "`max`/`min` split the gradient equally between tied elements"
+    np.testing.assert_array_equal(wg.grad(wnp.max)(np.array([1.0, 3.0, 3.0])), [0.0, 0.5, 0.5])
+    # "`cumprod` (exact with zeros)": d/dx sum(x0, x0 x1, x0 x1 x2) at (2, 0, 3) by hand
+    np.testing.assert_array_equal(wg.grad(lambda x: wnp.sum(wnp.cumprod(x)))(np.array([2.0, 0.0, 3.0])),
+                                  [1.0, 2.0 + 2.0 * 3.0, 0.0])
+
+    # "A slice taken before an assignment keeps the old values"
+    def keep(x):
+        s = x[:2]
+        x[0] = 5.0
+        return wnp.sum(s) + wnp.sum(x)
+
+    np.testing.assert_array_equal(wg.grad(keep)(np.array([1.0, 2.0, 3.0])), [1.0, 2.0, 1.0])
+    # "An eager Tensor overwritten in place ... makes the next backward() raise an error naming that op"
+    x = wg.tensor(np.ones(3), requires_grad=True)
+    y = x * 2.0
+    z = wnp.sum(wnp.sin(y))
+    with wg.no_grad():
+        y[0] = 5.0
+    with pytest.raises(RuntimeError, match="'sin'"):
+        z.backward()
+
+    # "on a traced *value* (`if x > 0:`) it raises an error naming your line"
+    def branch(x):
+        if x > 0:
+            return x
+        return -x
+
+    with pytest.raises(Exception, match="line"):
+        wg.compile(branch)(1.0)
