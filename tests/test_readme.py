@@ -427,3 +427,18 @@ def test_prose_claims_of_the_readme():
 
     with pytest.raises(Exception, match="line"):
         wg.compile(branch)(1.0)
+
+
+def test_modules_in_the_docs_tables_exist():
+    for name in ["docs/program.md", "docs/source.md"]:
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for row in re.findall(r"^\| (`[\w.]+\.py`(?:, `[\w.]+\.py`)*) \|", text, re.M):
+            for module in re.findall(r"`([\w.]+\.py)`", row):
+                assert (ROOT / "src/wengert/program" / module).exists(), f"{name}: {module}"
+
+
+def test_checkpointing_bounds_in_the_prose():
+    from wengert import checkpointing
+
+    for n in range(1, 130):  # "ctz ... keeps at most ⌊log2 n⌋ + 2 states"
+        assert checkpointing.ctz(n).peak_snapshots <= int(math.log2(n)) + 2
