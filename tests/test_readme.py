@@ -73,6 +73,72 @@ def _chdir(path):  # contextlib.chdir is Python 3.11+
         os.chdir(old)
 
 
+CLAIM_NAMES = {"array": np.array, "tensor": float, "sin": math.sin, "cos": math.cos, "__builtins__": {}}
+
+
+def claimed(comment):
+    """The value a comment claims, or None: the longest start of it that is a Python literal or
+    ``array(...)``/``tensor(...)``/``sin(...)`` (after a ``label: ``), or a printed NumPy array."""
+    comment = re.sub(r"^[a-z ]+: ", "", comment.strip())
+    if comment.startswith("[") and "]" in comment:
+        try:
+            return np.array(comment[1:comment.index("]")].split(), dtype=float)
+        except ValueError:
+            return None
+    cuts = [m.start() for m in re.finditer(r"[,:;]", comment)] + [len(comment)]
+    for cut in sorted(cuts, reverse=True):
+        try:
+            return eval(comment[:cut], dict(CLAIM_NAMES))  # noqa: S307 - a README comment, restricted
+        except Exception:
+            continue
+    return None
+
+
+def plain(value):
+    if isinstance(value, tuple):
+        return tuple(plain(v) for v in value)
+    return np.asarray(getattr(value, "value", value))
+
+
+def run_with_claims(code, tmp_path, namespace=None, tag="block"):
+    """Run ``code`` statement by statement; where the last statement on a line is an expression with a
+    comment that claims a value, check it. Returns (namespace, stdout, number of claims checked)."""
+    import ast
+    import tokenize
+
+    path = tmp_path / f"readme_{tag}.py"
+    path.write_text(code, encoding="utf-8")
+    comments = {tok.start[0]: tok.string[1:] for tok in tokenize.generate_tokens(io.StringIO(code).readline)
+                if tok.type == tokenize.COMMENT}
+    tree = ast.parse(code)
+    last_on_line = {}
+    for stmt in tree.body:
+        last_on_line[stmt.end_lineno] = stmt
+    ns = dict(namespace or {})
+    ns.setdefault("__name__", "__readme__")
+    buf = io.StringIO()
+    checked = 0
+    with _chdir(tmp_path), contextlib.redirect_stdout(buf):
+        for stmt in tree.body:
+            claim = None
+            if isinstance(stmt, ast.Expr) and last_on_line.get(stmt.end_lineno) is stmt:
+                comment = comments.get(stmt.end_lineno)
+                claim = claimed(comment) if comment else None
+            if claim is None:
+                exec(compile(ast.Module([stmt], []), str(path), "exec"), ns)
+                continue
+            value = eval(compile(ast.Expression(stmt.value), str(path), "eval"), ns)
+            got = plain(value)
+            want = claim if isinstance(claim, tuple) else (claim,)
+            got = got if isinstance(got, tuple) else (got,)
+            where = f"{tag}, line {stmt.lineno}: # {comments[stmt.end_lineno].strip()}"
+            assert len(got) == len(want), f"{where}: {len(got)} values"
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-12, err_msg=where)
+            checked += 1
+    return ns, buf.getvalue(), checked
+
+
 def run_block(name, marker, tmp_path, namespace=None):
     line, _lang, code, output = block(name, marker)
     ns, stdout = run(code, tmp_path, namespace, tag=f"{Path(name).stem}_{line}")
@@ -84,7 +150,16 @@ def run_block(name, marker, tmp_path, namespace=None):
 @pytest.mark.parametrize("line,code", [(b[0], b[2]) for b in python_blocks("README.md")],
                          ids=[f"README-{b[0]}" for b in python_blocks("README.md")])
 def test_every_readme_block_runs_on_its_own(line, code, tmp_path):
-    run(code, tmp_path, tag=str(line))
+    run_with_claims(code, tmp_path, tag=f"README_{line}")  # and the values its comments claim
+
+
+def test_the_comments_claims_are_found():
+    # the claims checked above, block by block; guards the parser against finding none
+    counts = {}
+    for line, _lang, code, _output in python_blocks("README.md"):
+        counts[line] = sum(claimed(c.split("#", 1)[1]) is not None for c in code.splitlines()
+                           if "  # " in c and not c.lstrip().startswith("#"))
+    assert sum(counts.values()) >= 8, counts
 
 
 @pytest.mark.parametrize("name", DOCS)
@@ -93,7 +168,7 @@ def test_every_docs_page_runs_as_a_session(name, tmp_path):
     for line, _lang, code, _output in python_blocks(name):
         if name == "docs/tour.md" and line == python_blocks(name)[0][0]:
             continue  # an excerpt of src/wengert/ops/elementwise.py: checked in the tour's test
-        ns, _ = run(code, tmp_path, ns, tag=f"{Path(name).stem}_{line}")
+        ns, _, _ = run_with_claims(code, tmp_path, ns, tag=f"{Path(name).stem}_{line}")
 
 
 def test_the_extractor_sees_the_blocks():
