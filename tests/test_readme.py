@@ -436,6 +436,10 @@ def test_paths_named_in_the_docs_exist():
         for path in re.findall(r"[`(]((?:src|tests|docs|examples|benchmarks)/[\w/.-]+\.(?:py|md|png|svg))",
                                text):
             assert (ROOT / path).exists(), f"{name} names {path}, which does not exist"
+        for path in re.findall(r"`((?:ops|program)/\w+\.py)`", text):  # relative to src/wengert
+            assert (ROOT / "src/wengert" / path).exists(), f"{name} names {path}, which does not exist"
+        for test in re.findall(r"`(tests/\w+\.py)::(\w+)`", text):
+            assert f"def {test[1]}(" in (ROOT / test[0]).read_text(encoding="utf-8"), f"{name}: {test}"
 
 
 def test_adding_a_primitive_accumulate_rule():
