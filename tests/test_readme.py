@@ -521,3 +521,31 @@ def test_checkpointing_bounds_in_the_prose():
 
     for n in range(1, 130):  # "ctz ... keeps at most ⌊log2 n⌋ + 2 states"
         assert checkpointing.ctz(n).peak_snapshots <= int(math.log2(n)) + 2
+
+
+def test_adding_a_primitive_contract():
+    import wengert.numpy as wnp
+
+    @wg.primitive
+    def scale(x, k):
+        return x * k
+
+    wg.defvjp(scale, lambda g, out, x, k: g * k, None)  # "None for an argument that is not differentiable"
+    with pytest.raises(wg.NoRuleError, match="'scale'.*argument 1"):
+        wg.grad(scale, argnums=1)(np.ones(3), 2.0)
+
+    @wg.primitive
+    def add(x, b):
+        return x + b
+
+    wg.defvjp(add, lambda g, out, x, b: g, lambda g, out, x, b: g)  # output-shaped: summed back
+    np.testing.assert_array_equal(wg.grad(lambda b: wnp.sum(add(np.ones((2, 3)), b) ** 2))(np.zeros(3)),
+                                  [4.0, 4.0, 4.0])
+
+
+def test_the_box_table_names_exist():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("## What is in the box")[1].split("\n## ")[0]
+    names = re.findall(r"`wg\.(\w+)", table)
+    assert len(names) >= 20
+    assert [n for n in names if not hasattr(wg, n)] == []
