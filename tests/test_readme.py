@@ -549,3 +549,14 @@ def test_the_box_table_names_exist():
     names = re.findall(r"`wg\.(\w+)", table)
     assert len(names) >= 20
     assert [n for n in names if not hasattr(wg, n)] == []
+
+
+def test_the_numpy_additions_listed_are_differentiable():
+    import wengert.numpy as wnp
+
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    listed = text.split("The additions include ")[1].split(". Each takes NumPy's arguments")[0]
+    names = re.findall(r"`(\w+)`", listed)
+    assert len(names) >= 40
+    assert [n for n in names if n not in wnp.DIFFERENTIABLE] == []
+    assert wnp.random is np.random  # "`wengert.numpy.random` is NumPy's `random`"
