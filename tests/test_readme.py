@@ -6,7 +6,10 @@ Blocks run in a fresh namespace each (README) or one namespace per page (docs, r
 from a file in a temporary directory (so that ``inspect`` finds the source that ``wg.source_grad``
 reads, and files such as model.npz / step.svg land there). The generated ``f_grad`` shown in the
 source section is compared by ``tests/test_source.py::test_readme_shows_the_program_that_is_generated``
-and is not compared again here. Nothing is run at reduced size: every block is fast as written."""
+and is not compared again here. Nothing is run at reduced size: every block is fast as written.
+Not run here (too slow for a unit test; run in full by hand when this test was written, and briefly by
+tests/test_cli.py and tests/test_examples.py): the ``python -m wengert demo`` transcript (30 epochs,
+about 5 s) and examples/dynamic_charlm.py's 2,000 steps (about 8 s)."""
 
 import contextlib
 import io
