@@ -20,6 +20,7 @@ the adjoint of ``x`` is ``x_bar``; forward mode gives ``x_dot``.
 import numpy as np
 
 from wengert.ops import elementwise as ew
+from wengert.program.adjoint import _zeros
 from wengert.program.control import (
     Assign,
     If,
@@ -43,15 +44,26 @@ def _is_float(v):
     return type(v) is Variable and v.dtype.kind in "fc"
 
 
-def _zeros(var):
-    if var.kind == "float":
-        return 0.0
-    if var.kind != "array":
-        return var.dtype.type(0)
-    return np.zeros(var.shape, var.dtype)
+class _SymbolicPass:
+    """What the reverse and the tangent passes share: one symbol per variable, and fresh names for
+    the values a statement made."""
+
+    def sym(self, var):
+        s = self._syms.get(var)
+        if s is None:
+            s = self._syms[var] = Symbol(var, placeholder(var), self.b)
+        return s
+
+    def name(self, value, base, mark):
+        if type(value) is Symbol:
+            made = {o for s in self.b.statements[mark:] if type(s) is Statement for o in s.outs}
+            if value.var in made:
+                self.b.names.discard(value.var.name)
+                value.var.name = self.b.fresh(base)
+        return value
 
 
-class _Reverser:
+class _Reverser(_SymbolicPass):
     def __init__(self, program, checkpoint="all", snapshots=None):
         self.program = program
         self.checkpoint = checkpoint  # "all" (a stack of every iteration's values), "binomial", "ctz"
@@ -63,22 +75,8 @@ class _Reverser:
         self.table = []  # (forward node, reverse nodes, contributions) for the top-level block
         self.contribs = []  # (argument Variable, cotangent) of the statement being reversed
 
-    def sym(self, var):
-        s = self._syms.get(var)
-        if s is None:
-            s = self._syms[var] = Symbol(var, placeholder(var), self.b)
-        return s
-
     def emit(self, node):
         self.b.statements.append(node)
-
-    def name(self, value, base, mark):
-        if type(value) is Symbol:
-            made = {o for s in self.b.statements[mark:] if type(s) is Statement for o in s.outs}
-            if value.var in made:
-                self.b.names.discard(value.var.name)
-                value.var.name = self.b.fresh(base)
-        return value
 
     def accumulate(self, adj, var, c, mark=None):
         if not _is_float(var):
@@ -410,25 +408,11 @@ def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshot
 
 # -- forward mode ------------------------------------------------------------------------------------
 
-class _Tangents:
+class _Tangents(_SymbolicPass):
     def __init__(self, program):
         names = all_names(program.body) | {v.name for v in program.inputs} | {"np", "math", "stack"}
         self.b = _Builder(names=names)
         self._syms = {}
-
-    def sym(self, var):
-        s = self._syms.get(var)
-        if s is None:
-            s = self._syms[var] = Symbol(var, placeholder(var), self.b)
-        return s
-
-    def name(self, value, base, mark):
-        if type(value) is Symbol:
-            made = {o for s in self.b.statements[mark:] if type(s) is Statement for o in s.outs}
-            if value.var in made:
-                self.b.names.discard(value.var.name)
-                value.var.name = self.b.fresh(base)
-        return value
 
     def tangent_var(self, var):
         return Variable(self.b.fresh(f"{var.name}_dot"), var.shape, var.dtype, var.kind)
