@@ -37,6 +37,7 @@ from wengert.mutation import (
     resolve_tape,
     versions_by_box,
 )
+from wengert.ops.indexing import getitem as _getitem
 from wengert.primitive import explained
 from wengert.trace import BOX_TYPES, Trace
 
@@ -48,6 +49,8 @@ node_ids = itertools.count()  # eager nodes are ordered by it; traces with a Wen
 _by_id = operator.attrgetter("_id")
 _new = object.__new__  # the hot paths below fill a node's slots directly (saves the __init__ call)
 _INEXACT = frozenset("fc")
+_float64 = np.float64
+_GETITEM = _getitem.primitive
 
 
 def is_inexact(x):
@@ -224,6 +227,32 @@ class ReverseTrace(Trace):
             entries.append(node)
         return node
 
+    def apply_index(self, prim, x, i):
+        # x[i] with a Python int i (v[i] in a loop): apply2's work for getitem without its generic
+        # checks and the implementation's call; a float64 element is a Python float, as there
+        v = x.value
+        if type(v) is not np.ndarray or not x.requires_grad:
+            return self.apply2(prim, x, i)
+        out = v[i]
+        if type(out) is _float64:
+            out = float(out)
+        elif not is_inexact(out):
+            return self.constant(out)
+        node = _new(self.box_type)
+        node.value = out
+        node._trace = self
+        node._prim = prim
+        node._args = (v, i)
+        node._kwargs = None
+        node._parents = (x, None)
+        node.requires_grad = True
+        entries = self.entries
+        if entries is None:
+            node._id = next(node_ids)
+        else:
+            entries.append(node)
+        return node
+
 
 def _reachable(roots, log=None):
     """Every node reachable from ``roots`` through parents, children before parents (with ``log``,
@@ -331,6 +360,19 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                             adj[px] = prev + cx
                         else:
                             add_into(adj, owned, px, prev, cx)
+                        if not retain_graph:
+                            release(node)
+                        continue
+            elif prim is _GETITEM and type(g) is float:
+                # v[i], a Python int i, in a first-order pass (a loop's reads): buffer[i] += g inline,
+                # where the buffer is made and owned (getitem's accumulate rule, without its call).
+                # A float element means a 1-D float64 v; buf.item(i) + g costs less than buf[i] += g.
+                i = args[-1]  # a str when FREED
+                if type(i) is int and type(node.value) is float:
+                    parent = node._parents[0]
+                    buf = adj.get(parent)
+                    if buf is not None and type(buf) is np.ndarray and parent in owned:
+                        buf[i] = buf.item(i) + g
                         if not retain_graph:
                             release(node)
                         continue

@@ -267,6 +267,9 @@ class EagerTrace(ReverseTrace):
             return self.apply(prim, (x, y), {})
         return ReverseTrace.apply2(self, prim, x, y)
 
+    def apply_index(self, prim, x, i):
+        return self.apply2(prim, x, i)  # honours no_grad
+
     def constant(self, value):
         return Tensor(value, self, None, None, None, (), False)
 
