@@ -123,7 +123,7 @@ class ArrayBox:
     # -- containers ----------------------------------------------------------------------------
     def __getitem__(self, idx):
         if type(idx) is int:  # v[i] in a loop: the common case, straight to this box's trace
-            return self._trace.apply_index(_GETITEM, self, idx)
+            return self._trace.apply2(_GETITEM, self, idx)
         return _getitem(self, _unbox_index(idx))
 
     def __setitem__(self, idx, value):

@@ -85,12 +85,44 @@ class Node(ArrayBox):
         self._id = next(node_ids)
         self.requires_grad = requires_grad
 
+    def __getitem__(self, idx):
+        # v[i], a Python int i, on a recorded array (a loop's reads): recorded right here, apply2's
+        # work for getitem without its generic checks and calls (about a third of a read's cost);
+        # a float64 element is a Python float, as getitem's implementation makes it. Anything else
+        # as every box does.
+        if type(idx) is int:
+            trace = self._trace
+            v = self.value
+            if type(v) is np.ndarray and trace.inline_reads and self.requires_grad:
+                out = v[idx]
+                if type(out) is _float64:
+                    out = float(out)
+                elif not is_inexact(out):
+                    return out  # the trace's constant (inline_reads: the plain value)
+                node = _new(trace.box_type)
+                node.value = out
+                node._trace = trace
+                node._prim = _GETITEM
+                node._args = (v, idx)
+                node._kwargs = None
+                node._parents = (self, None)
+                node.requires_grad = True
+                entries = trace.entries
+                if entries is None:
+                    node._id = next(node_ids)
+                else:
+                    entries.append(node)
+                return node
+            return trace.apply2(_GETITEM, self, idx)
+        return ArrayBox.__getitem__(self, idx)
+
 
 class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
     __slots__ = ("box_type", "entries", "mutations")
+    inline_reads = True  # Node.__getitem__ may record x[i] itself (constants are plain values)
 
     def __init__(self, box_type):
         super().__init__()
@@ -219,32 +251,6 @@ class ReverseTrace(Trace):
         node._args = (vx, vy)
         node._kwargs = None
         node._parents = (px, py)
-        node.requires_grad = True
-        entries = self.entries
-        if entries is None:
-            node._id = next(node_ids)
-        else:
-            entries.append(node)
-        return node
-
-    def apply_index(self, prim, x, i):
-        # x[i] with a Python int i (v[i] in a loop): apply2's work for getitem without its generic
-        # checks and the implementation's call; a float64 element is a Python float, as there
-        v = x.value
-        if type(v) is not np.ndarray or not x.requires_grad:
-            return self.apply2(prim, x, i)
-        out = v[i]
-        if type(out) is _float64:
-            out = float(out)
-        elif not is_inexact(out):
-            return self.constant(out)
-        node = _new(self.box_type)
-        node.value = out
-        node._trace = self
-        node._prim = prim
-        node._args = (v, i)
-        node._kwargs = None
-        node._parents = (x, None)
         node.requires_grad = True
         entries = self.entries
         if entries is None:

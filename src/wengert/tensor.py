@@ -267,8 +267,7 @@ class EagerTrace(ReverseTrace):
             return self.apply(prim, (x, y), {})
         return ReverseTrace.apply2(self, prim, x, y)
 
-    def apply_index(self, prim, x, i):
-        return self.apply2(prim, x, i)  # honours no_grad
+    inline_reads = False  # Node.__getitem__ leaves reads to apply2, which honours no_grad
 
     def constant(self, value):
         return Tensor(value, self, None, None, None, (), False)

@@ -56,11 +56,6 @@ class Trace:
         """``apply`` for two arguments; engines may specialise it."""
         return self.apply(prim, (x, y), {})
 
-    def apply_index(self, prim, x, i):
-        """``apply2(prim, x, i)`` for the read ``x[i]`` (``prim`` is getitem, ``i`` a Python int, ``x``
-        one of this trace's boxes); engines may specialise it (``v[i]`` in a loop)."""
-        return self.apply2(prim, x, i)
-
     def __repr__(self):
         return f"<{type(self).__name__} level {self.level}>"
 
