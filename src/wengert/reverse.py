@@ -37,6 +37,7 @@ from wengert.mutation import (
     resolve_tape,
     versions_by_box,
 )
+from wengert.ops import elementwise as ew
 from wengert.ops.indexing import getitem as _getitem
 from wengert.primitive import explained
 from wengert.trace import BOX_TYPES, Trace
@@ -51,6 +52,10 @@ _new = object.__new__  # the hot paths below fill a node's slots directly (saves
 _INEXACT = frozenset("fc")
 _float64 = np.float64
 _GETITEM = _getitem.primitive
+_add = ew.add
+_mul = ew.multiply
+_ADD = ew.add.primitive
+_MUL = ew.multiply.primitive
 
 
 def is_inexact(x):
@@ -85,6 +90,31 @@ class Node(ArrayBox):
         self._id = next(node_ids)
         self.requires_grad = requires_grad
 
+    # Two recorded Python floats of one trace (a scalar loop's arithmetic): recorded right here,
+    # without the primitive's entry and apply2 (their checks are the ones below). Anything else
+    # goes there as before.
+    def __add__(self, other):
+        if type(other) is type(self):
+            x = self.value
+            y = other.value
+            if type(x) is float and type(y) is float:
+                trace = self._trace
+                if (other._trace is trace and trace.records_inline and self.requires_grad
+                        and other.requires_grad):
+                    return _float_node(trace, _ADD, x + y, x, y, self, other)
+        return _add(self, other)
+
+    def __mul__(self, other):
+        if type(other) is type(self):
+            x = self.value
+            y = other.value
+            if type(x) is float and type(y) is float:
+                trace = self._trace
+                if (other._trace is trace and trace.records_inline and self.requires_grad
+                        and other.requires_grad):
+                    return _float_node(trace, _MUL, x * y, x, y, self, other)
+        return _mul(self, other)
+
     def __getitem__(self, idx):
         # v[i], a Python int i, on a recorded array (a loop's reads): recorded right here, apply2's
         # work for getitem without its generic checks and calls (about a third of a read's cost);
@@ -93,12 +123,12 @@ class Node(ArrayBox):
         if type(idx) is int:
             trace = self._trace
             v = self.value
-            if type(v) is np.ndarray and trace.inline_reads and self.requires_grad:
+            if type(v) is np.ndarray and trace.records_inline and self.requires_grad:
                 out = v[idx]
                 if type(out) is _float64:
                     out = float(out)
                 elif not is_inexact(out):
-                    return out  # the trace's constant (inline_reads: the plain value)
+                    return out  # the trace's constant (records_inline: the plain value)
                 node = _new(trace.box_type)
                 node.value = out
                 node._trace = trace
@@ -117,12 +147,30 @@ class Node(ArrayBox):
         return ArrayBox.__getitem__(self, idx)
 
 
+def _float_node(trace, prim, out, x, y, px, py):
+    """The node ``prim(px, py) = out`` of two recorded floats ``x``, ``y`` (as apply2 makes it)."""
+    node = _new(trace.box_type)
+    node.value = out
+    node._trace = trace
+    node._prim = prim
+    node._args = (x, y)
+    node._kwargs = None
+    node._parents = (px, py)
+    node.requires_grad = True
+    entries = trace.entries
+    if entries is None:
+        node._id = next(node_ids)
+    else:
+        entries.append(node)
+    return node
+
+
 class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
     __slots__ = ("box_type", "entries", "mutations")
-    inline_reads = True  # Node.__getitem__ may record x[i] itself (constants are plain values)
+    records_inline = True  # Node.__getitem__ may record x[i] itself (constants are plain values)
 
     def __init__(self, box_type):
         super().__init__()

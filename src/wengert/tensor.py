@@ -267,7 +267,7 @@ class EagerTrace(ReverseTrace):
             return self.apply(prim, (x, y), {})
         return ReverseTrace.apply2(self, prim, x, y)
 
-    inline_reads = False  # Node.__getitem__ leaves reads to apply2, which honours no_grad
+    records_inline = False  # Node's inline recording is left to apply2, which honours no_grad
 
     def constant(self, value):
         return Tensor(value, self, None, None, None, (), False)
