@@ -115,6 +115,15 @@ class Node(ArrayBox):
                     return _float_node(trace, _MUL, x * y, x, y, self, other)
         return _mul(self, other)
 
+    def __rmul__(self, other):  # a float constant times a recorded float (0.5 * sin(z))
+        if type(other) is float:
+            y = self.value
+            if type(y) is float:
+                trace = self._trace
+                if trace.records_inline and self.requires_grad:
+                    return _float_node(trace, _MUL, other * y, other, y, None, self)
+        return _mul(other, self)
+
     def __getitem__(self, idx):
         # v[i], a Python int i, on a recorded array (a loop's reads): recorded right here, apply2's
         # work for getitem without its generic checks and calls (about a third of a read's cost);
