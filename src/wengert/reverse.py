@@ -17,6 +17,8 @@ and its parents. The backward pass
 - drops each node's adjoint as soon as the node has been processed;
 - on Python floats, calls a primitive's fused float rule (``defvjp_float``) once for all its
   arguments instead of its per-argument rules;
+- records the commonest scalar steps in the node's own methods (``x[i]`` with an int ``i``, ``+`` and
+  ``*`` on recorded floats), skipping the primitive's entry point and ``apply2``; the same nodes;
 - lets a primitive's in-place rule (``defvjp_inplace``) overwrite a cotangent that nothing but
   the pass refers to (ReLU's backward needs no new array).
 """
