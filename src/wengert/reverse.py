@@ -17,6 +17,8 @@ and its parents. The backward pass
 - drops each node's adjoint as soon as the node has been processed;
 - on Python floats, calls a primitive's fused float rule (``defvjp_float``) once for all its
   arguments instead of its per-argument rules;
+- records the commonest scalar steps in the node's own methods (``x[i]`` with an int ``i``, ``+`` and
+  ``*`` on recorded floats), skipping the primitive's entry point and ``apply2``; the same nodes;
 - lets a primitive's in-place rule (``defvjp_inplace``) overwrite a cotangent that nothing but
   the pass refers to (ReLU's backward needs no new array).
 """
@@ -37,6 +39,8 @@ from wengert.mutation import (
     resolve_tape,
     versions_by_box,
 )
+from wengert.ops import elementwise as ew
+from wengert.ops.indexing import getitem as _getitem
 from wengert.primitive import explained
 from wengert.trace import BOX_TYPES, Trace
 
@@ -48,6 +52,12 @@ node_ids = itertools.count()  # eager nodes are ordered by it; traces with a Wen
 _by_id = operator.attrgetter("_id")
 _new = object.__new__  # the hot paths below fill a node's slots directly (saves the __init__ call)
 _INEXACT = frozenset("fc")
+_float64 = np.float64
+_GETITEM = _getitem.primitive
+_add = ew.add
+_mul = ew.multiply
+_ADD = ew.add.primitive
+_MUL = ew.multiply.primitive
 
 
 def is_inexact(x):
@@ -82,12 +92,96 @@ class Node(ArrayBox):
         self._id = next(node_ids)
         self.requires_grad = requires_grad
 
+    # Two recorded Python floats of one trace (a scalar loop's arithmetic): recorded right here,
+    # without the primitive's entry and apply2 (their checks are the ones below). Anything else
+    # goes there as before.
+    def __add__(self, other):
+        if type(other) is type(self):
+            x = self.value
+            y = other.value
+            if type(x) is float and type(y) is float:
+                trace = self._trace
+                if (other._trace is trace and trace.records_inline and self.requires_grad
+                        and other.requires_grad):
+                    return _float_node(trace, _ADD, x + y, x, y, self, other)
+        return _add(self, other)
+
+    def __mul__(self, other):
+        if type(other) is type(self):
+            x = self.value
+            y = other.value
+            if type(x) is float and type(y) is float:
+                trace = self._trace
+                if (other._trace is trace and trace.records_inline and self.requires_grad
+                        and other.requires_grad):
+                    return _float_node(trace, _MUL, x * y, x, y, self, other)
+        return _mul(self, other)
+
+    def __rmul__(self, other):  # a float constant times a recorded float (0.5 * sin(z))
+        if type(other) is float:
+            y = self.value
+            if type(y) is float:
+                trace = self._trace
+                if trace.records_inline and self.requires_grad:
+                    return _float_node(trace, _MUL, other * y, other, y, None, self)
+        return _mul(other, self)
+
+    def __getitem__(self, idx):
+        # v[i], a Python int i, on a recorded array (a loop's reads): recorded right here, apply2's
+        # work for getitem without its generic checks and calls (about a third of a read's cost);
+        # a float64 element is a Python float, as getitem's implementation makes it. Anything else
+        # as every box does.
+        if type(idx) is int:
+            trace = self._trace
+            v = self.value
+            if type(v) is np.ndarray and trace.records_inline and self.requires_grad:
+                out = v[idx]
+                if type(out) is _float64:
+                    out = float(out)
+                elif not is_inexact(out):
+                    return out  # the trace's constant (records_inline: the plain value)
+                node = _new(trace.box_type)
+                node.value = out
+                node._trace = trace
+                node._prim = _GETITEM
+                node._args = (v, idx)
+                node._kwargs = None
+                node._parents = (self, None)
+                node.requires_grad = True
+                entries = trace.entries
+                if entries is None:
+                    node._id = next(node_ids)
+                else:
+                    entries.append(node)
+                return node
+            return trace.apply2(_GETITEM, self, idx)
+        return ArrayBox.__getitem__(self, idx)
+
+
+def _float_node(trace, prim, out, x, y, px, py):
+    """The node ``prim(px, py) = out`` of two recorded floats ``x``, ``y`` (as apply2 makes it)."""
+    node = _new(trace.box_type)
+    node.value = out
+    node._trace = trace
+    node._prim = prim
+    node._args = (x, y)
+    node._kwargs = None
+    node._parents = (px, py)
+    node.requires_grad = True
+    entries = trace.entries
+    if entries is None:
+        node._id = next(node_ids)
+    else:
+        entries.append(node)
+    return node
+
 
 class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
     __slots__ = ("box_type", "entries", "mutations")
+    records_inline = True  # Node.__getitem__ may record x[i] itself (constants are plain values)
 
     def __init__(self, box_type):
         super().__init__()
@@ -293,7 +387,13 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                     x, y = args
                     if type(x) is float and type(y) is float:
                         try:
-                            cx, cy = fused(g, node.value, x, y)
+                            if prim is _MUL:  # multiply's and add's fused rules, inline (a call less)
+                                cx = g * y
+                                cy = g * x
+                            elif prim is _ADD:
+                                cx = cy = g
+                            else:
+                                cx, cy = fused(g, node.value, x, y)
                         except (ArithmeticError, ValueError):
                             pass  # math raised where NumPy gives inf or nan: the ordinary rules below
                         else:
@@ -331,6 +431,19 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                             adj[px] = prev + cx
                         else:
                             add_into(adj, owned, px, prev, cx)
+                        if not retain_graph:
+                            release(node)
+                        continue
+            elif prim is _GETITEM and type(g) is float:
+                # v[i], a Python int i, in a first-order pass (a loop's reads): buffer[i] += g inline,
+                # where the buffer is made and owned (getitem's accumulate rule, without its call).
+                # A float element means a 1-D float64 v; buf.item(i) + g costs less than buf[i] += g.
+                i = args[-1]  # a str when FREED
+                if type(i) is int and type(node.value) is float:
+                    parent = node._parents[0]
+                    buf = adj.get(parent)
+                    if buf is not None and type(buf) is np.ndarray and parent in owned:
+                        buf[i] = buf.item(i) + g
                         if not retain_graph:
                             release(node)
                         continue

@@ -267,6 +267,8 @@ class EagerTrace(ReverseTrace):
             return self.apply(prim, (x, y), {})
         return ReverseTrace.apply2(self, prim, x, y)
 
+    records_inline = False  # Node's inline recording is left to apply2, which honours no_grad
+
     def constant(self, value):
         return Tensor(value, self, None, None, None, (), False)
 
