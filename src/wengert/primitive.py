@@ -238,10 +238,7 @@ def defvjp_accumulate(prim, *rules):
     prim = _as_primitive(prim)
     _check_prim(prim, "defvjp_accumulate")
     _check_rules(prim, rules, "defvjp_accumulate")
-    for i, rule in enumerate(rules):
-        if rule is not None and i in prim.vjp_missing:
-            raise TypeError(f"wg.defvjp_accumulate({prim.__name__}, ...): argument {i} has no ordinary "
-                            f"VJP rule; give one with wg.defvjp first (higher-order passes need it)")
+    _require_ordinary_rules(prim, rules, "defvjp_accumulate", " (higher-order passes need it)")
     prim.vjp_accumulate = tuple(rules) if any(r is not None for r in rules) else None
     _note_extra(prim)
     return prim
@@ -280,13 +277,18 @@ def defvjp_inplace(prim, *rules):
     prim = _as_primitive(prim)
     _check_prim(prim, "defvjp_inplace")
     _check_rules(prim, rules, "defvjp_inplace")
-    for i, rule in enumerate(rules):
-        if rule is not None and i in prim.vjp_missing:
-            raise TypeError(f"wg.defvjp_inplace({prim.__name__}, ...): argument {i} has no ordinary "
-                            f"VJP rule; give one with wg.defvjp first")
+    _require_ordinary_rules(prim, rules, "defvjp_inplace")
     prim.vjp_inplace = tuple(rules) if any(r is not None for r in rules) else None
     _note_extra(prim)
     return prim
+
+
+def _require_ordinary_rules(prim, rules, definer, why=""):
+    """A special form of a VJP rule (in place, accumulating) needs the ordinary rule beside it."""
+    for i, rule in enumerate(rules):
+        if rule is not None and i in prim.vjp_missing:
+            raise TypeError(f"wg.{definer}({prim.__name__}, ...): argument {i} has no ordinary VJP rule; "
+                            f"give one with wg.defvjp first{why}")
 
 
 def _note_extra(prim):

@@ -79,20 +79,21 @@ def _include_initial(result, axis, value):
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
     """numpy.cumulative_sum (the array-API cumsum)."""
-    if axis is None and _ndim(x) > 1:
-        raise ValueError("axis must be specified for multi-dimensional arrays.")
-    r = cumsum(x, axis=axis, dtype=dtype, out=out)
-    return _include_initial(r, _axis(-1 if axis is None else axis, _ndim(r), "cumulative_sum"), 0) \
-        if include_initial else r
+    return _cumulative(cumsum, "cumulative_sum", 0, x, axis, dtype, out, include_initial)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
     """numpy.cumulative_prod (the array-API cumprod)."""
+    return _cumulative(cumprod, "cumulative_prod", 1, x, axis, dtype, out, include_initial)
+
+
+def _cumulative(scan, name, initial, x, axis, dtype, out, include_initial):
     if axis is None and _ndim(x) > 1:
         raise ValueError("axis must be specified for multi-dimensional arrays.")
-    r = cumprod(x, axis=axis, dtype=dtype, out=out)
-    return _include_initial(r, _axis(-1 if axis is None else axis, _ndim(r), "cumulative_prod"), 1) \
-        if include_initial else r
+    r = scan(x, axis=axis, dtype=dtype, out=out)
+    if not include_initial:
+        return r
+    return _include_initial(r, _axis(-1 if axis is None else axis, _ndim(r), name), initial)
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
