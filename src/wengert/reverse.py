@@ -103,7 +103,20 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    return _float_node(trace, _ADD, x + y, x, y, self, other)
+                    node = _new(trace.box_type)  # _float_node's body, inline (a call less)
+                    node.value = x + y
+                    node._trace = trace
+                    node._prim = _ADD
+                    node._args = (x, y)
+                    node._kwargs = None
+                    node._parents = (self, other)
+                    node.requires_grad = True
+                    entries = trace.entries
+                    if entries is None:
+                        node._id = next(node_ids)
+                    else:
+                        entries.append(node)
+                    return node
         return _add(self, other)
 
     def __mul__(self, other):
@@ -114,7 +127,20 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    return _float_node(trace, _MUL, x * y, x, y, self, other)
+                    node = _new(trace.box_type)  # _float_node's body, inline (a call less)
+                    node.value = x * y
+                    node._trace = trace
+                    node._prim = _MUL
+                    node._args = (x, y)
+                    node._kwargs = None
+                    node._parents = (self, other)
+                    node.requires_grad = True
+                    entries = trace.entries
+                    if entries is None:
+                        node._id = next(node_ids)
+                    else:
+                        entries.append(node)
+                    return node
         return _mul(self, other)
 
     def __rmul__(self, other):  # a float constant times a recorded float (0.5 * sin(z))
@@ -181,12 +207,14 @@ class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
-    __slots__ = ("box_type", "entries", "mutations")
-    records_inline = True  # Node.__getitem__ may record x[i] itself (constants are plain values)
+    __slots__ = ("box_type", "entries", "mutations", "records_inline")
 
     def __init__(self, box_type):
         super().__init__()
         self.box_type = box_type
+        # Node's methods may record x[i], + and * themselves (constants are plain values). A slot,
+        # not a class attribute: read on every recorded scalar step, and a slot reads faster.
+        self.records_inline = True
         self.entries = None
         self.mutations = None  # assignments to its boxes (see mutation.py), logged when there are any
 
@@ -379,79 +407,106 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             if g is None:
                 continue
             args = node._args
-            fused = prim.float_vjp
-            if fused is not None and type(g) is float:
-                # Python floats throughout (the scalar hot path): one call of the fused rule gives
-                # every argument's contribution (see primitive.defvjp_float). Written out per arity,
-                # without helpers or a loop: this saves about a quarter of a recorded scalar op.
-                if len(args) == 2:
-                    x, y = args
-                    if type(x) is float and type(y) is float:
-                        try:
-                            if prim is _MUL:  # multiply's and add's fused rules, inline (a call less)
-                                cx = g * y
-                                cy = g * x
-                            elif prim is _ADD:
-                                cx = cy = g
-                            else:
-                                cx, cy = fused(g, node.value, x, y)
-                        except (ArithmeticError, ValueError):
-                            pass  # math raised where NumPy gives inf or nan: the ordinary rules below
-                        else:
-                            px, py = node._parents
-                            if px is not None:
-                                prev = adj.get(px)
-                                if prev is None:
-                                    adj[px] = cx
-                                elif type(prev) is float:
-                                    adj[px] = prev + cx
-                                else:
-                                    add_into(adj, owned, px, prev, cx)
-                            if py is not None:
-                                prev = adj.get(py)
-                                if prev is None:
-                                    adj[py] = cy
-                                elif type(prev) is float:
-                                    adj[py] = prev + cy
-                                else:
-                                    add_into(adj, owned, py, prev, cy)
-                            if not retain_graph:
-                                release(node)
-                            continue
-                elif len(args) == 1 and type(args[0]) is float:
-                    try:
-                        cx = fused(g, node.value, args[0])
-                    except (ArithmeticError, ValueError):
-                        pass
-                    else:
-                        px = node._parents[0]
-                        prev = adj.get(px)
-                        if prev is None:
-                            adj[px] = cx
-                        elif type(prev) is float:
-                            adj[px] = prev + cx
-                        else:
-                            add_into(adj, owned, px, prev, cx)
-                        if not retain_graph:
-                            release(node)
-                        continue
-            elif prim is _GETITEM and type(g) is float:
-                # v[i], a Python int i, in a first-order pass (a loop's reads): buffer[i] += g inline,
-                # where the buffer is made and owned (getitem's accumulate rule, without its call).
-                # A float element means a 1-D float64 v; buf.item(i) + g costs less than buf[i] += g.
-                i = args[-1]  # a str when FREED
-                if type(i) is int and type(node.value) is float:
-                    parent = node._parents[0]
-                    buf = adj.get(parent)
-                    if buf is not None and type(buf) is np.ndarray and parent in owned:
-                        buf[i] = buf.item(i) + g
-                        if not retain_graph:
-                            release(node)
-                        continue
             if args is FREED:
                 raise RuntimeError(
                     "Trying to backward through the graph a second time: its saved values were "
                     "freed by the first backward(). Call backward(retain_graph=True) the first time.")
+            if type(g) is float:
+                if prim is _MUL or prim is _ADD:
+                    # the commonest scalar steps (a loop's arithmetic), their fused rules inline;
+                    # Python float arithmetic never raises, so no fallback is needed
+                    x, y = args
+                    if type(x) is float and type(y) is float:
+                        if prim is _MUL:
+                            cx = g * y
+                            cy = g * x
+                        else:
+                            cx = cy = g
+                        px, py = node._parents
+                        if px is not None:
+                            prev = adj.get(px)
+                            if prev is None:
+                                adj[px] = cx
+                            elif type(prev) is float:
+                                adj[px] = prev + cx
+                            else:
+                                add_into(adj, owned, px, prev, cx)
+                        if py is not None:
+                            prev = adj.get(py)
+                            if prev is None:
+                                adj[py] = cy
+                            elif type(prev) is float:
+                                adj[py] = prev + cy
+                            else:
+                                add_into(adj, owned, py, prev, cy)
+                        if not retain_graph:
+                            release(node)
+                        continue
+                elif prim is _GETITEM:
+                    # v[i], a Python int i, in a first-order pass (a loop's reads): buffer[i] += g
+                    # inline, where the buffer is made and owned (getitem's accumulate rule, without
+                    # its call). A float element means a 1-D float64 v; buf.item(i) + g costs less
+                    # than buf[i] += g.
+                    i = args[-1]
+                    if type(i) is int and type(node.value) is float:
+                        parent = node._parents[0]
+                        buf = adj.get(parent)
+                        if buf is not None and type(buf) is np.ndarray and parent in owned:
+                            buf[i] = buf.item(i) + g
+                            if not retain_graph:
+                                release(node)
+                            continue
+                fused = prim.float_vjp
+                if fused is not None:
+                    # Python floats throughout (the scalar hot path): one call of the fused rule
+                    # gives every argument's contribution (see primitive.defvjp_float). Written out
+                    # per arity, without helpers or a loop: this saves about a quarter of a
+                    # recorded scalar op.
+                    if len(args) == 2:
+                        x, y = args
+                        if type(x) is float and type(y) is float:
+                            try:
+                                cx, cy = fused(g, node.value, x, y)
+                            except (ArithmeticError, ValueError):
+                                pass  # math raised where NumPy gives inf or nan: the ordinary rules
+                            else:
+                                px, py = node._parents
+                                if px is not None:
+                                    prev = adj.get(px)
+                                    if prev is None:
+                                        adj[px] = cx
+                                    elif type(prev) is float:
+                                        adj[px] = prev + cx
+                                    else:
+                                        add_into(adj, owned, px, prev, cx)
+                                if py is not None:
+                                    prev = adj.get(py)
+                                    if prev is None:
+                                        adj[py] = cy
+                                    elif type(prev) is float:
+                                        adj[py] = prev + cy
+                                    else:
+                                        add_into(adj, owned, py, prev, cy)
+                                if not retain_graph:
+                                    release(node)
+                                continue
+                    elif len(args) == 1 and type(args[0]) is float:
+                        try:
+                            cx = fused(g, node.value, args[0])
+                        except (ArithmeticError, ValueError):
+                            pass
+                        else:
+                            px = node._parents[0]
+                            prev = adj.get(px)
+                            if prev is None:
+                                adj[px] = cx
+                            elif type(prev) is float:
+                                adj[px] = prev + cx
+                            else:
+                                add_into(adj, owned, px, prev, cx)
+                            if not retain_graph:
+                                release(node)
+                            continue
             kw = node._kwargs
             out = node.value
             post = prim.grad_post

@@ -251,6 +251,10 @@ class EagerTrace(ReverseTrace):
 
     __slots__ = ()
 
+    def __init__(self, box_type):
+        super().__init__(box_type)
+        self.records_inline = False  # Node's inline recording is left to apply2, which honours no_grad
+
     def apply(self, prim, args, kwargs):
         if not is_grad_enabled():
             plain = [a.value if type(a) in BOX_TYPES and a._trace is self else a for a in args]
@@ -266,8 +270,6 @@ class EagerTrace(ReverseTrace):
         if not is_grad_enabled():
             return self.apply(prim, (x, y), {})
         return ReverseTrace.apply2(self, prim, x, y)
-
-    records_inline = False  # Node's inline recording is left to apply2, which honours no_grad
 
     def constant(self, value):
         return Tensor(value, self, None, None, None, (), False)
