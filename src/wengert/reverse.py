@@ -50,7 +50,7 @@ node_ids = itertools.count()  # eager nodes are ordered by it; traces with a Wen
 """Creation order of graph nodes: parents always have smaller ids than their children."""
 
 _by_id = operator.attrgetter("_id")
-_new = object.__new__  # the hot paths below fill a node's slots directly (saves the __init__ call)
+_new = object.__new__
 _INEXACT = frozenset("fc")
 _float64 = np.float64
 _GETITEM = _getitem.primitive
@@ -80,9 +80,18 @@ class Node(ArrayBox):
     """
 
     __slots__ = ("value", "_trace", "_prim", "_args", "_kwargs", "_parents", "_id",
-                 "requires_grad", "_grad", "name", "__weakref__")
+                 "requires_grad", "__weakref__")  # kinds add theirs (Tensor: _grad; Var: name)
 
-    def __init__(self, value, trace, prim, args, kwargs, parents, requires_grad):
+    # No __init__: the hot paths below make a node with ``trace.box_type()`` (about 25 ns less than
+    # object.__new__, which an __init__ would force on them) and fill its slots; elsewhere
+    # ``Kind.make(...)`` does both.
+
+    @classmethod
+    def make(cls, value, trace, prim, args, kwargs, parents, requires_grad):
+        """A new node of this kind (``args`` unboxed, ``parents`` aligned with them)."""
+        return _new(cls)._fill(value, trace, prim, args, kwargs, parents, requires_grad)
+
+    def _fill(self, value, trace, prim, args, kwargs, parents, requires_grad):
         self.value = value
         self._trace = trace
         self._prim = prim
@@ -91,6 +100,7 @@ class Node(ArrayBox):
         self._parents = parents
         self._id = next(node_ids)
         self.requires_grad = requires_grad
+        return self
 
     # Two recorded Python floats of one trace (a scalar loop's arithmetic): recorded right here,
     # without the primitive's entry and apply2 (their checks are the ones below). Anything else
@@ -103,7 +113,7 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    node = _new(trace.box_type)  # _float_node's body, inline (a call less)
+                    node = trace.box_type()  # _float_node's body, inline (a call less)
                     node.value = x + y
                     node._trace = trace
                     node._prim = _ADD
@@ -127,7 +137,7 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    node = _new(trace.box_type)  # _float_node's body, inline (a call less)
+                    node = trace.box_type()  # _float_node's body, inline (a call less)
                     node.value = x * y
                     node._trace = trace
                     node._prim = _MUL
@@ -167,7 +177,7 @@ class Node(ArrayBox):
                     out = float(out)
                 elif not is_inexact(out):
                     return out  # the trace's constant (records_inline: the plain value)
-                node = _new(trace.box_type)
+                node = trace.box_type()
                 node.value = out
                 node._trace = trace
                 node._prim = _GETITEM
@@ -187,7 +197,7 @@ class Node(ArrayBox):
 
 def _float_node(trace, prim, out, x, y, px, py):
     """The node ``prim(px, py) = out`` of two recorded floats ``x``, ``y`` (as apply2 makes it)."""
-    node = _new(trace.box_type)
+    node = trace.box_type()
     node.value = out
     node._trace = trace
     node._prim = prim
@@ -220,7 +230,7 @@ class ReverseTrace(Trace):
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
-        return self.box_type(value, self, None, None, None, (), True)
+        return self.box_type.make(value, self, None, None, None, (), True)
 
     def constant(self, value):
         """What a primitive returns when nothing of this trace is differentiated through it."""
@@ -256,7 +266,7 @@ class ReverseTrace(Trace):
                 raise explained(prim, unboxed, e) from e
         if not found or (type(out) is not float and not is_inexact(out)):
             return self.constant(out)
-        node = self.box_type(out, self, prim, tuple(unboxed), kwargs or None, tuple(parents), True)
+        node = self.box_type.make(out, self, prim, tuple(unboxed), kwargs or None, tuple(parents), True)
         if self.entries is not None:
             self.entries.append(node)
         return node
@@ -284,7 +294,7 @@ class ReverseTrace(Trace):
             return self.constant(out)
         if 0 in prim.vjp_missing:
             prim.vjp_rule(0)
-        node = _new(self.box_type)
+        node = self.box_type()
         node.value = out
         node._trace = self
         node._prim = prim
@@ -332,7 +342,7 @@ class ReverseTrace(Trace):
                 prim.vjp_rule(0)
             if py is not None and 1 in missing:
                 prim.vjp_rule(1)
-        node = _new(self.box_type)
+        node = self.box_type()
         node.value = out
         node._trace = self
         node._prim = prim
@@ -395,6 +405,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     for node, ct in seeds:
         add_contribution(adj, owned, node, ct)
     take = adj.get if keep_all else adj.pop
+    reads_direct = not keep_all
     collecting = gc.isenabled()  # paused as by gc_paused, inline: a pass is per call (tiny graphs)
     if collecting:
         gc.disable()
@@ -424,21 +435,39 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                             cx = cy = g
                         px, py = node._parents
                         if px is not None:
-                            prev = adj.get(px)
-                            if prev is None:
-                                adj[px] = cx
-                            elif type(prev) is float:
-                                adj[px] = prev + cx
-                            else:
-                                add_into(adj, owned, px, prev, cx)
+                            if px._prim is _GETITEM and reads_direct:
+                                i = px._args[-1]
+                                src = px._parents[0]
+                                buf = adj.get(src)
+                                if (buf is not None and type(i) is int and type(px.value) is float
+                                        and type(buf) is np.ndarray and src in owned):
+                                    buf[i] = buf.item(i) + cx
+                                    px = None
+                            if px is not None:
+                                prev = adj.get(px)
+                                if prev is None:
+                                    adj[px] = cx
+                                elif type(prev) is float:
+                                    adj[px] = prev + cx
+                                else:
+                                    add_into(adj, owned, px, prev, cx)
                         if py is not None:
-                            prev = adj.get(py)
-                            if prev is None:
-                                adj[py] = cy
-                            elif type(prev) is float:
-                                adj[py] = prev + cy
-                            else:
-                                add_into(adj, owned, py, prev, cy)
+                            if py._prim is _GETITEM and reads_direct:
+                                i = py._args[-1]
+                                src = py._parents[0]
+                                buf = adj.get(src)
+                                if (buf is not None and type(i) is int and type(py.value) is float
+                                        and type(buf) is np.ndarray and src in owned):
+                                    buf[i] = buf.item(i) + cy
+                                    py = None
+                            if py is not None:
+                                prev = adj.get(py)
+                                if prev is None:
+                                    adj[py] = cy
+                                elif type(prev) is float:
+                                    adj[py] = prev + cy
+                                else:
+                                    add_into(adj, owned, py, prev, cy)
                         if not retain_graph:
                             release(node)
                         continue

@@ -35,7 +35,7 @@ _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", 
 class Var(Node):
     """A variable on a :class:`Tape` (the seed's ``Var``): ``.value``, and ``.grad()``."""
 
-    __slots__ = ()
+    __slots__ = ("name",)  # what Tape.var was given
 
     def grad(self):
         """Read the tape backwards from this variable: a :class:`Grad` (d self / d every var)."""

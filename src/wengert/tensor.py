@@ -67,7 +67,7 @@ def enable_grad():
 class Tensor(Node):
     """A value that can carry a derivative. Make one with :func:`wengert.tensor`."""
 
-    __slots__ = ()
+    __slots__ = ("_grad",)  # a leaf's accumulated gradient after backward()
 
     # -- PyTorch's API ---------------------------------------------------------------------------
     @property
@@ -272,7 +272,7 @@ class EagerTrace(ReverseTrace):
         return ReverseTrace.apply2(self, prim, x, y)
 
     def constant(self, value):
-        return Tensor(value, self, None, None, None, (), False)
+        return Tensor.make(value, self, None, None, None, (), False)
 
 
 EAGER = EagerTrace(Tensor)
@@ -299,7 +299,7 @@ def _requires_grad(x):
 
 
 def _constant(value):
-    return Tensor(value, EAGER, None, None, None, (), False)
+    return Tensor.make(value, EAGER, None, None, None, (), False)
 
 
 def _check_float(value, where):
@@ -322,4 +322,4 @@ def tensor(data, requires_grad=False, dtype=None):
         value = np.array(data, dtype=dtype)
     if requires_grad:
         _check_float(value, "wg.tensor(..., requires_grad=True)")
-    return Tensor(value, EAGER, None, None, None, (), bool(requires_grad))
+    return Tensor.make(value, EAGER, None, None, None, (), bool(requires_grad))

@@ -65,10 +65,10 @@ class Embedding(Module):
         if type(w) is Parameter:
             rows = w.value[indices]
             if w.requires_grad and is_grad_enabled():
-                leaf = Tensor(rows, EAGER, None, None, None, (), True)
+                leaf = Tensor.make(rows, EAGER, None, None, None, (), True)
                 w._lookups.append((indices % self.num_embeddings, leaf))
                 return leaf
-            return Tensor(rows, EAGER, None, None, None, (), False)
+            return Tensor.make(rows, EAGER, None, None, None, (), False)
         if type(w) in BOX_TYPES:
             return w[indices]
         return w[indices]  # a plain array given to apply()

@@ -36,7 +36,7 @@ class Parameter(Tensor):
         value = np.array(unbox_all(data))
         if value.dtype.kind not in "fc":
             value = value.astype(np.float32)
-        Tensor.__init__(self, value, EAGER, None, None, None, (), bool(requires_grad))
+        self._fill(value, EAGER, None, None, None, (), bool(requires_grad))
         self._lookups = []
 
     @property
@@ -50,7 +50,7 @@ class Parameter(Tensor):
                             np.concatenate([g.reshape(-1, *self.shape[1:]) for _, g in rows]), self.shape)
         if dense is None:
             return sparse
-        return Tensor(sparse.add_to(np.array(dense.value)), EAGER, None, None, None, (), False)
+        return Tensor.make(sparse.add_to(np.array(dense.value)), EAGER, None, None, None, (), False)
 
     @grad.setter
     def grad(self, value):
@@ -63,7 +63,7 @@ class Parameter(Tensor):
         if type(g) is not float:
             g = np.array(g, dtype=self.dtype)
         prev = getattr(self, "_grad", None)
-        self._grad = Tensor(g if prev is None else prev.value + g, EAGER, None, None, None, (), False)
+        self._grad = Tensor.make(g if prev is None else prev.value + g, EAGER, None, None, None, (), False)
 
     def __repr__(self):
         return "Parameter(" + Tensor.__repr__(self)[len("tensor("):]
