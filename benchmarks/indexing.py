@@ -45,7 +45,9 @@ def loop_sum_by_hand(v):
 def indexing_loop(n, rounds=None, seed=0):
     """The workload at size ``n``."""
     v = np.random.default_rng(seed).standard_normal(n)
-    rounds = rounds if rounds is not None else 9
+    # 21 rounds: the slope compares four sizes, and on a shared machine the per-round times of a
+    # 15 ms call scatter by a third; medians of more rounds keep that scatter out of the slope
+    rounds = rounds if rounds is not None else 21
 
     def hand_impl():
         return Impl(lambda: loop_sum_by_hand(v), lambda out: out)
@@ -101,7 +103,8 @@ def workloads(quick=False):
 def run_interleaved(workloads, impls=None, rounds=None, progress=_progress):
     """Like ``harness.run_workload`` for several workloads at once: every round times every size and
     implementation once, in an order rotating between rounds, so that a change in the machine's load
-    during the run spreads over all sizes instead of bending the slopes."""
+    during the run spreads over all sizes instead of bending the slopes. Each timed batch follows
+    one untimed call of the same implementation."""
     if not workloads:
         return []
     started = time.perf_counter()
@@ -119,8 +122,13 @@ def run_interleaved(workloads, impls=None, rounds=None, progress=_progress):
             if result.status != "ok":
                 continue
             gc.collect()
-            start = time.perf_counter()
             try:
+                # One untimed call first: the implementation before this one may have churned
+                # through far more memory (HIPS autograd allocates n arrays of size n per call,
+                # 128 MB at n = 4000), and what that leaves in the caches and the allocator is
+                # not this implementation's cost.
+                impl.run()
+                start = time.perf_counter()
                 for _ in range(result.calls):
                     impl.run()
             except Exception as e:  # passed its check, then raised: a failure, reported as such
