@@ -108,9 +108,10 @@ def run_interleaved(workloads, impls=None, rounds=None, progress=_progress):
 
     An implementation offered at some sizes only (JAX eager: the smallest) has no slope to protect;
     it is checked and timed after all the others, in rounds of its own. On the 2-core test machine,
-    one JAX eager call anywhere earlier in the process (its own check included) left wengert's n =
-    4000 loop 5-18% slower for the rest of the process, with JAX's threads idle, and a JAX call
-    right before a batch 45% slower: either way every other library's slope bends.
+    one JAX eager call earlier in the process (its own check included) left wengert's n = 4000 loop
+    5-20% slower over the next half-minute measured, with JAX's threads idle, and a JAX call right
+    before each batch 30-60% slower (n = 500: about 10%): either way every other library's slope
+    bends.
     """
     if not workloads:
         return []
@@ -121,6 +122,8 @@ def run_interleaved(workloads, impls=None, rounds=None, progress=_progress):
     n_rounds = max(w.rounds for w in workloads) if rounds is None else rounds
     prepared = [[] for _ in workloads]
     for group in (everywhere, apart):
+        if not group:
+            continue
         slots = []
         for w, pairs in zip(workloads, prepared):
             progress(f"[{w.name}] {w.title}")
