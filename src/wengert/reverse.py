@@ -435,6 +435,8 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                             cy = g * x
                         else:
                             cx = cy = g
+                        # px and py in two mirrored blocks, not a helper: a call per contribution
+                        # would cost what writing a read's share straight into v's buffer saves
                         px, py = node._parents
                         if px is not None:
                             if px._prim is _GETITEM and reads_direct:
