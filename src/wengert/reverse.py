@@ -106,7 +106,8 @@ class Node(ArrayBox):
 
     # Two recorded Python floats of one trace (a scalar loop's arithmetic): recorded right here,
     # without the primitive's entry and apply2 (their checks are the ones below). Anything else
-    # goes there as before.
+    # goes there as before. The node is filled inline, not by _float_node: the call cost 3% of the
+    # indexing loop (callgrind, 33.7k against 32.7k instructions per element).
     def __add__(self, other):
         if type(other) is type(self):
             x = self.value
@@ -115,7 +116,7 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    node = trace.box_type()  # _float_node's body, inline (a call less)
+                    node = trace.box_type()
                     node.value = x + y
                     node._trace = trace
                     node._prim = _ADD
@@ -139,7 +140,7 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    node = trace.box_type()  # _float_node's body, inline (a call less)
+                    node = trace.box_type()
                     node.value = x * y
                     node._trace = trace
                     node._prim = _MUL
