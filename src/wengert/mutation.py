@@ -264,7 +264,14 @@ def note_inplace_write(array, what):
     from wengert.reverse import node_ids
 
     key = id(array)
-    INPLACE_WRITES[key] = (weakref.ref(array, lambda _: INPLACE_WRITES.pop(key, None)), next(node_ids), what)
+    INPLACE_WRITES[key] = (weakref.ref(array, lambda ref: _forget_write(key, ref)), next(node_ids), what)
+
+
+def _forget_write(key, ref):
+    """An overwritten array is gone: drop its entry, unless the id already names a newer array's."""
+    entry = INPLACE_WRITES.get(key)
+    if entry is not None and entry[0] is ref:
+        INPLACE_WRITES.pop(key, None)
 
 
 def check_inplace_writes(order):
@@ -276,7 +283,7 @@ def check_inplace_writes(order):
     for key, (ref, stamp, what) in list(INPLACE_WRITES.items()):
         array = ref()
         if array is None:
-            del INPLACE_WRITES[key]
+            INPLACE_WRITES.pop(key, None)  # its own callback, in another thread, may have run first
         elif stamp > oldest:
             relevant[key] = (array, stamp, what)
     if not relevant:

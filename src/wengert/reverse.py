@@ -409,7 +409,10 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
         add_contribution(adj, owned, node, ct)
     take = adj.get if keep_all else adj.pop
     reads_direct = not keep_all
-    collecting = gc.isenabled()  # paused as by gc_paused, inline: a pass is per call (tiny graphs)
+    # The collector is paused as by gc_paused, but inline (a pass per call, often on tiny graphs):
+    # a pass turns back on only what it turned off itself, so across threads the collector always
+    # ends up on again; another thread's pause may merely end early.
+    collecting = gc.isenabled()
     if collecting:
         gc.disable()
     try:
@@ -623,25 +626,3 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
         else:
             adj[box] = g
     return adj, (order if tape is None else tape)
-
-
-class gc_paused:
-    """Pause Python's cyclic garbage collector (re-entrant).
-
-    The graph is acyclic and freed by reference counting; while a trace grows by thousands of
-    nodes, the collector's full passes would rescan all of them again and again (more than
-    doubling the cost per operation). Cyclic garbage made meanwhile is collected afterwards.
-    """
-
-    depth = 0
-
-    def __enter__(self):
-        if gc_paused.depth == 0:
-            self.was_enabled = gc.isenabled()
-            gc.disable()
-        gc_paused.depth += 1
-
-    def __exit__(self, *exc):
-        gc_paused.depth -= 1
-        if gc_paused.depth == 0 and self.was_enabled:
-            gc.enable()

@@ -20,7 +20,9 @@ Levels increase monotonically with the creation of traces, which is exactly the 
 a trace created inside another one's function (the inner ``grad``) is always newer.
 """
 
+import gc
 import itertools
+import threading
 
 BOX_TYPES = set()
 """Classes of traced values. ``type(v) in BOX_TYPES`` is the one test for "is this traced"."""
@@ -99,3 +101,37 @@ def contains_box(x):
     if t is dict:
         return any(contains_box(v) for v in x.values())
     return False
+
+
+# -- pausing the cyclic garbage collector, for the whole process --------------------------------------
+
+_gc_lock = threading.Lock()
+_gc_pauses = [0, False]  # [how many pauses are open, in every thread; whether gc was on at the first]
+
+
+class gc_paused:
+    """Pause Python's cyclic garbage collector while a trace grows (re-entrant, thread-safe).
+
+    The graph is acyclic and freed by reference counting; while a trace grows by thousands of
+    nodes, the collector's full passes would rescan all of them again and again (more than
+    doubling the cost per operation). Cyclic garbage made meanwhile is collected afterwards.
+
+    The collector is one per process, so the count of open pauses is too, under a lock: the
+    first pause to open (in any thread) turns the collector off, and the last to close turns it
+    back on, if it was on when the first opened.
+    """
+
+    __slots__ = ()
+
+    def __enter__(self):
+        with _gc_lock:
+            if _gc_pauses[0] == 0:
+                _gc_pauses[1] = gc.isenabled()
+                gc.disable()
+            _gc_pauses[0] += 1
+
+    def __exit__(self, *exc):
+        with _gc_lock:
+            _gc_pauses[0] -= 1
+            if _gc_pauses[0] == 0 and _gc_pauses[1]:
+                gc.enable()

@@ -18,6 +18,8 @@ derivatives in either mode. The augmented systems are solved to the same ``rtol`
 derivatives are accurate to the solver's tolerance, not to rounding.
 """
 
+import threading
+
 import numpy as np
 import scipy.integrate
 
@@ -168,18 +170,21 @@ def _adjoint_all(g, out, func, y0, t, args, options):
     return [y0_bar, wnp.stack(t_bar)] + args_bar
 
 
-_last = {"key": None, "value": None}  # the last adjoint solve: every argnum's rule shares it
+_memo = threading.local()
+"""Per thread, ``last``: (key, cotangent's values, result) of the last adjoint solve, which every
+argnum's rule shares (one solve gives them all). Per thread, so that threads differentiating
+different ODEs at once never read each other's solve."""
 
 
 def _odeint_vjp(argnum, g, out, func, y0, t, *args, **options):
     if argnum == 0:
         raise TypeError("odeint: the vector field func is not differentiable; pass parameters in args")
     key = (g, out, func, y0, t) + args
-    cached = _last["key"]
-    if cached is None or len(cached) != len(key) or any(x is not y for x, y in zip(cached, key)) \
-            or not _same_values(_last["g"], g):
-        _last.update(key=key, value=_adjoint_all(g, out, func, y0, t, args, options), g=_snapshot(g))
-    return _last["value"][argnum - 1]
+    last = getattr(_memo, "last", None)
+    if last is None or len(last[0]) != len(key) or any(x is not y for x, y in zip(last[0], key)) \
+            or not _same_values(last[1], g):
+        last = _memo.last = (key, _snapshot(g), _adjoint_all(g, out, func, y0, t, args, options))
+    return last[2][argnum - 1]
 
 
 def _snapshot(g):

@@ -174,7 +174,7 @@ def _factorised(kind, a, compute):
 
     def forget(ref, kind=kind):
         if _LAST.get(kind, (None,))[0] is ref:
-            del _LAST[kind]
+            _LAST.pop(kind, None)  # another thread may have replaced or dropped it meanwhile
 
     _LAST[kind] = (weakref.ref(a, forget), fingerprint, result)
     return result
