@@ -44,7 +44,7 @@ from wengert.mutation import (
 from wengert.ops import elementwise as ew
 from wengert.ops.indexing import getitem as _getitem
 from wengert.primitive import explained
-from wengert.trace import BOX_TYPES, Trace
+from wengert.trace import BOX_TYPES, Trace, gc_paused  # noqa: F401 - gc_paused: imported from here too
 
 __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact"]
 
