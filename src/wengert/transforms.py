@@ -13,9 +13,18 @@ import wengert.numpy as wnp
 from wengert.forward import Dual, ForwardTrace
 from wengert.ops.nondiff import zeros_like
 from wengert.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
+from wengert.tape import Var
 from wengert.tensor import Tensor
-from wengert.trace import BOX_TYPES, unbox_all
-from wengert.tree import _LEAF, describe, tree_flatten, tree_map, tree_unflatten
+from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
+from wengert.tree import (
+    _LEAF,
+    argnums_checked,
+    argnums_resolved,
+    describe,
+    tree_flatten,
+    tree_map,
+    tree_unflatten,
+)
 
 __all__ = ["grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "jacrev", "jacobian",
            "jacfwd", "hessian", "hvp", "stop_gradient"]
@@ -25,19 +34,53 @@ def _name(fun):
     return getattr(fun, "__name__", repr(fun))
 
 
+def _where(transform, fun, argnums):
+    return f"wg.{transform}({_name(fun)}, argnums={argnums!r})"
+
+
+def _argnums(fun, argnums, transform):
+    """``argnums`` checked once, when the transform is made (an int or a tuple of ints)."""
+    return argnums_checked(argnums, _where(transform, fun, argnums))
+
+
 def _argnums_tuple(fun, argnums, nargs, transform):
-    single = isinstance(argnums, (int, np.integer))
-    nums = (int(argnums),) if single else tuple(int(a) for a in argnums)
-    for a in nums:
-        if not -nargs <= a < nargs:
-            raise ValueError(
-                f"wg.{transform}({_name(fun)}, argnums={argnums!r}): argument {a} asked for, but "
-                f"the function was called with {nargs} positional argument(s)")
-    return single, tuple(a % nargs for a in nums)
+    """``(single, nums)`` for a call with ``nargs`` positional arguments: in range, none twice."""
+    single, nums = argnums_checked(argnums, _where(transform, fun, argnums))
+    return single, argnums_resolved(nums, nargs, _where(transform, fun, argnums))
+
+
+def _holds_tape_var(x):
+    while type(x) in BOX_TYPES and type(x) not in SYMBOLIC_TYPES:
+        if type(x) is Var:
+            return True
+        x = x.value
+    return False
+
+
+def _refuse_tape_var(fun, transform, what):
+    raise TypeError(
+        f"wg.{transform}({_name(fun)}): {what} is a variable of a wg.Tape. Tape variables and "
+        f"wg.{transform} are separate engines: use one of them -- give wg.{transform} plain floats "
+        f"and arrays, or record the whole computation on the tape and call .grad() on its result.")
+
+
+def _refuse_output(out, fun, transform, wanted):
+    """The function returned None or a string (or a tape's variable) where ``wanted`` was due."""
+    if out is None:
+        raise TypeError(f"wg.{transform}({_name(fun)}): the function returned None; it must return "
+                        f"{wanted}. Is a return statement missing?")
+    for leaf in tree_flatten(out)[0]:
+        if isinstance(leaf, (str, bytes)):
+            raise TypeError(f"wg.{transform}({_name(fun)}): the function returned a string "
+                            f"({leaf!r:.40}); it must return {wanted}.")
+        if _holds_tape_var(leaf):
+            _refuse_tape_var(fun, transform, "the function's result")
 
 
 def _check_leaf(value, transform, fun, argnum):
     if type(value) in BOX_TYPES:
+        if _holds_tape_var(value):
+            _refuse_tape_var(fun, transform, f"argument {argnum}")
         return
     if not is_inexact(value):
         kind = type(value).__name__ if not hasattr(value, "dtype") else f"dtype {value.dtype}"
@@ -45,6 +88,32 @@ def _check_leaf(value, transform, fun, argnum):
             f"wg.{transform}({_name(fun)}): argument {argnum} is {kind}; derivatives are taken with "
             f"respect to float (or complex) values only. Pass it as a float, e.g. np.asarray(x, "
             f"dtype=float), or leave it out of argnums.")
+
+
+def _is_complex(x):
+    x = unbox_all(x)
+    return type(x) is complex or np.result_type(x).kind == "c"
+
+
+def _check_complex(fun, transform, holomorphic, ins=(), outs=()):
+    """JAX's rule for Jacobians of complex functions: a complex input (jacfwd, hessian) or output
+    (jacrev) needs ``holomorphic=True``, which in turn needs complex inputs and outputs."""
+    for what, leaves in (("input", ins), ("output", outs)):
+        for leaf in leaves:
+            c = _is_complex(leaf)
+            if holomorphic and not c:
+                raise TypeError(
+                    f"wg.{transform}({_name(fun)}, holomorphic=True): an {what} is real "
+                    f"({np.result_type(unbox_all(leaf))}); holomorphic=True needs complex inputs and "
+                    f"outputs. Cast it (e.g. x + 0j), or leave holomorphic=False for real functions.")
+            if c and not holomorphic:
+                raise TypeError(
+                    f"wg.{transform}({_name(fun)}): an {what} is complex "
+                    f"({np.result_type(unbox_all(leaf))}); the Jacobian of a complex function is "
+                    f"only defined as a complex matrix when the function is holomorphic. Pass "
+                    f"holomorphic=True if it is (its derivative is then the complex derivative), or "
+                    f"split the values into real and imaginary parts and differentiate a real "
+                    f"function of them.")
 
 
 def _boxed_call_args(trace, fun, args, nums, transform):
@@ -101,20 +170,23 @@ def _tape_trace():
 
 
 def _ones(value):
-    if type(value) is float:
+    v = unbox_all(value)
+    if type(v) is float:
         return 1.0
-    if isinstance(value, np.generic):
-        return value.dtype.type(1)
-    return np.ones(np.shape(value), dtype=np.result_type(value))
+    if isinstance(v, np.generic):
+        return v.dtype.type(1)
+    return np.ones(np.shape(v), dtype=np.result_type(v))
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """Function returning ``(fun(*args), gradient)`` (``jax.value_and_grad``).
 
     ``fun`` must return a scalar (shape ``()``); with ``has_aux=True`` it returns
-    ``(scalar, aux)`` and the result is ``((value, aux), gradient)``.
+    ``(scalar, aux)`` and the result is ``((value, aux), gradient)``. ``holomorphic=True`` (as in
+    JAX) asks for complex arguments and a complex result, whose derivative ``f'(z)`` it returns;
+    without it a complex result is seeded with 1 all the same (see ``grad``).
     """
-
+    _argnums(fun, argnums, "grad")  # a TypeError now for argnums=0.0 or "x"
     checked = {}  # len(args) -> validated argnums
 
     @functools.wraps(fun)
@@ -123,10 +195,21 @@ def value_and_grad(fun, argnums=0, has_aux=False):
         if n not in checked:
             checked[n] = _argnums_tuple(fun, argnums, n, "grad")
         single, nums = checked[n]
+        if holomorphic:
+            _check_holomorphic_args(fun, args, nums)
         with gc_paused():  # through the call below, so that the graph it drops is freed meanwhile
             return _value_and_grad_call(fun, args, kwargs, single, nums, has_aux)
 
     return value_and_grad_fun
+
+
+def _check_holomorphic_args(fun, args, nums):
+    for a in nums:
+        for leaf in tree_flatten(args[a])[0]:
+            if not _is_complex(leaf):
+                raise TypeError(f"wg.grad({_name(fun)}, holomorphic=True): argument {a} is real "
+                                f"({np.result_type(unbox_all(leaf))}); holomorphic=True needs "
+                                f"complex arguments. Cast it (e.g. x + 0j).")
 
 
 def _value_and_grad_call(fun, args, kwargs, single, nums, has_aux):
@@ -149,8 +232,12 @@ def _value_and_grad_call(fun, args, kwargs, single, nums, has_aux):
     _check_scalar(out, v, fun)
     if type(out) in BOX_TYPES and out._trace is trace:
         value = out.value
+        if type(value) in BOX_TYPES and _holds_tape_var(value):
+            _refuse_tape_var(fun, "grad", "the function's result")
         adj, _ = backward_pass([(out, _ones(v))], tape=trace.entries)
     else:
+        if type(out) in BOX_TYPES and _holds_tape_var(out):
+            _refuse_tape_var(fun, "grad", "the function's result")
         value = out
         adj = {}
     trace.entries = trace.mutations = None
@@ -168,6 +255,8 @@ def _check_scalar(out, v, fun):
     """``out`` (``v`` unboxed) must be a float scalar."""
     if type(v) is float or type(v) in _INEXACT_SCALARS:
         return
+    if v is None or isinstance(v, (str, bytes)):
+        _refuse_output(v, fun, "grad", "a float scalar")
     if isinstance(out, (tuple, list, dict)):
         raise TypeError(
             f"wg.grad({_name(fun)}): the function returned a {type(out).__name__}; grad needs a "
@@ -183,7 +272,7 @@ def _check_scalar(out, v, fun):
             f"integer and boolean results carry no derivative.")
 
 
-def grad(fun, argnums=0, has_aux=False):
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """Gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums`` (``jax.grad``).
 
     The gradient has the structure of the argument (nested tuples/lists/dicts of arrays and floats).
@@ -192,7 +281,7 @@ def grad(fun, argnums=0, has_aux=False):
     descend); a complex-valued ``fun`` is seeded with 1, giving ``f'(z)`` for holomorphic ``f``.
     Real arguments get real gradients. See docs/complex.md.
     """
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
     def grad_fun(*args, **kwargs):
@@ -204,18 +293,37 @@ def grad(fun, argnums=0, has_aux=False):
     return grad_fun
 
 
+def _split_aux(out, fun, transform):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"wg.{transform}({_name(fun)}, has_aux=True): the function must return a "
+                        f"pair (output, aux), got {type(out).__name__}")
+    return out
+
+
+def _record(fun, primals, transform, has_aux):
+    """Run ``fun`` on boxed ``primals`` on a new tape: ``(trace, boxes, out_leaves, out_def, aux)``."""
+    trace = _tape_trace()
+    call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), transform)
+    with gc_paused():
+        out = fun(*call_args)
+    aux = None
+    if has_aux:
+        out, aux = _split_aux(out, fun, transform)
+        aux = _unbox_out(trace, aux)
+    _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
+    out_leaves, out_def = tree_flatten(out)
+    return trace, boxes, out_leaves, out_def, aux
+
+
+def _own(v, trace):
+    return type(v) in BOX_TYPES and v._trace is trace
+
+
 def vjp(fun, *primals, has_aux=False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(cotangent)`` is a tuple, one entry per primal
     (``jax.vjp``). ``vjp_fun`` may be called many times."""
-    trace = _tape_trace()
-    call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), "vjp")
-    with gc_paused():
-        out = fun(*call_args)
-    if has_aux:
-        out, aux = out
-    out_leaves, out_def = tree_flatten(out)
-    value = tree_unflatten(out_def, [v.value if type(v) in BOX_TYPES and v._trace is trace else v
-                                     for v in out_leaves])
+    trace, boxes, out_leaves, out_def, aux = _record(fun, primals, "vjp", has_aux)
+    value = tree_unflatten(out_def, [v.value if _own(v, trace) else v for v in out_leaves])
 
     def vjp_fun(cotangent):
         ct_leaves, ct_def = tree_flatten(cotangent)
@@ -227,19 +335,21 @@ def vjp(fun, *primals, has_aux=False):
             if np.shape(unbox_all(c)) != np.shape(unbox_all(o)):
                 raise ValueError(f"vjp_fun: cotangent leaf {i} has shape {np.shape(unbox_all(c))}, "
                                  f"the output has shape {np.shape(unbox_all(o))}")
-            if type(o) in BOX_TYPES and o._trace is trace:
+            if _own(o, trace):
                 seeds.append((o, c))
         adj = backward_pass(seeds, tape=trace.entries)[0] if seeds else {}
         return tuple(_gradients(adj, boxes))
 
     if has_aux:
-        return value, vjp_fun, _unbox_out(trace, aux)
+        return value, vjp_fun, aux
     return value, vjp_fun
 
 
 def elementwise_grad(fun, argnums=0):
     """Sum over outputs of their gradients: the derivative of an elementwise function
-    (``autograd.elementwise_grad``; the VJP with a cotangent of ones)."""
+    (``autograd.elementwise_grad``; the VJP with a cotangent of ones). It nests:
+    ``elementwise_grad(elementwise_grad(f))`` is the elementwise second derivative."""
+    _argnums(fun, argnums, "elementwise_grad")
 
     @functools.wraps(fun)
     def egrad_fun(*args, **kwargs):
@@ -263,6 +373,11 @@ def _restricted(fun, args, nums, kwargs):
 
     f.__name__ = _name(fun)
     return f
+
+
+def _zero_tangent(o):
+    o = unbox_all(o)
+    return 0.0 if type(o) is float else zeros_like(o)
 
 
 def jvp(fun, primals, tangents, has_aux=False):
@@ -291,7 +406,8 @@ def jvp(fun, primals, tangents, has_aux=False):
     with gc_paused():
         out = fun(*call_args)
     if has_aux:
-        out, aux = out
+        out, aux = _split_aux(out, fun, "jvp")
+    _refuse_output(out, fun, "jvp", "an array, a float or a pytree of them")
     out_leaves, out_def = tree_flatten(out)
     values, tans = [], []
     for o in out_leaves:
@@ -300,7 +416,7 @@ def jvp(fun, primals, tangents, has_aux=False):
             tans.append(o.tangent)
         else:
             values.append(o)
-            tans.append(0.0 if type(o) is float else zeros_like(o))
+            tans.append(_zero_tangent(o))
     result = tree_unflatten(out_def, values), tree_unflatten(out_def, tans)
     if has_aux:
         return result + (tree_map(lambda v: v.value if type(v) is Dual and v._trace is trace else v, aux),)
@@ -313,35 +429,70 @@ def _basis(value):
     for k in range(int(np.prod(shape))):
         e = np.zeros(shape, dtype)
         e.flat[k] = 1
-        yield e if shape else (1.0 if type(value) is float else e)
+        yield e if shape else (dtype.type(1) if type(value) is not float else 1.0)
 
 
-def _single_array(x, transform):
-    leaves, treedef = tree_flatten(x)
-    if len(leaves) != 1 or treedef != "leaf":
-        raise TypeError(f"wg.{transform}: arguments and results must be single arrays, got a "
-                        f"pytree {describe(treedef)}")
+def _block(parts, out_value, in_value, out_first):
+    """One block of a Jacobian, shape ``out.shape + in.shape``, from its rows (``out_first``: one
+    per output element, each shaped like the input) or its columns (one per input element)."""
+    out_shape, in_shape = np.shape(out_value), np.shape(in_value)
+    if not parts:
+        dtype = np.result_type(in_value, out_value) if out_first else np.result_type(out_value)
+        return np.zeros(out_shape + in_shape, dtype)
+    stacked = wnp.stack(parts)
+    if not out_first:  # (n_in, *out) -> (*out, n_in)
+        n_out = len(out_shape)
+        stacked = wnp.transpose(stacked, tuple(range(1, n_out + 1)) + (0,))
+    return wnp.reshape(stacked, out_shape + in_shape)
 
 
-def jacrev(fun, argnums=0):
-    """Jacobian by reverse mode, one VJP per output element; shape ``out.shape + in.shape``
-    (``jax.jacrev``)."""
+def _check_out_leaves(fun, transform, values):
+    for i, v in enumerate(values):
+        if not is_inexact(v):
+            raise TypeError(f"wg.{transform}({_name(fun)}): output leaf {i} is "
+                            f"{np.result_type(v)}, not float; integer and boolean results carry "
+                            f"no derivative (return them as aux, with has_aux=True).")
+
+
+def _assemble(out_def, per_out, single):
+    """JAX's layout: the output's structure outside, the inputs' inside (a tuple over argnums
+    unless ``argnums`` was one int)."""
+    return tree_unflatten(out_def, [blocks[0] if single else tuple(blocks) for blocks in per_out])
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Jacobian by reverse mode, one backward pass per output element (``jax.jacrev``).
+
+    Arguments and results may be pytrees: the result has the output's structure outside and the
+    argument's inside (a tuple of them for a tuple ``argnums``), each block of shape
+    ``out.shape + in.shape``. A complex output needs ``holomorphic=True`` (then the complex
+    derivative); a complex input with a real output gives the gradient's convention,
+    ``df/dx - i df/dy``, as ``grad`` does.
+    """
+    _argnums(fun, argnums, "jacrev")
 
     @functools.wraps(fun)
     def jac_fun(*args, **kwargs):
         single, nums = _argnums_tuple(fun, argnums, len(args), "jacrev")
         f = _restricted(fun, args, nums, kwargs)
-        chosen = [args[a] for a in nums]
-        for c in chosen:
-            _single_array(c, "jacrev")
-        out, back = vjp(f, *chosen)
-        _single_array(out, "jacrev")
-        rows = [back(e) for e in _basis(unbox_all(out))]
-        jacs = []
-        for i, c in enumerate(chosen):
-            stacked = wnp.stack([r[i] for r in rows]) if rows else np.zeros((0,) + np.shape(c))
-            jacs.append(wnp.reshape(stacked, np.shape(unbox_all(out)) + np.shape(unbox_all(c))))
-        return jacs[0] if single else tuple(jacs)
+        trace, boxes, out_leaves, out_def, aux = _record(f, [args[a] for a in nums], "jacrev", has_aux)
+        out_values = [o.value if _own(o, trace) else o for o in out_leaves]
+        _check_out_leaves(fun, "jacrev", [unbox_all(v) for v in out_values])
+        ins = [b.value for mine, _ in boxes for b in mine]
+        _check_complex(fun, "jacrev", holomorphic, ins if holomorphic else (), out_values)
+        per_out = []
+        for o, ov in zip(out_leaves, out_values):
+            rows = []
+            if _own(o, trace):
+                for e in _basis(unbox_all(ov)):
+                    adj = backward_pass([(o, e)], tape=trace.entries)[0]
+                    rows.append([[_finish(adj.get(b), b.value) for b in mine] for mine, _ in boxes])
+            per_out.append([tree_unflatten(treedef, [_block([r[k][j] for r in rows], ov, b.value, True)
+                                                     for j, b in enumerate(mine)])
+                            for k, (mine, treedef) in enumerate(boxes)])
+        trace.entries = trace.mutations = None
+        jac = _assemble(out_def, per_out, single)
+        return (jac, aux) if has_aux else jac
 
     return jac_fun
 
@@ -349,49 +500,85 @@ def jacrev(fun, argnums=0):
 jacobian = jacrev
 
 
-def jacfwd(fun, argnums=0):
-    """Jacobian by forward mode, one JVP per input element; shape ``out.shape + in.shape``
-    (``jax.jacfwd``)."""
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Jacobian by forward mode, one JVP per input element (``jax.jacfwd``); the same layout as
+    :func:`jacrev`. A complex input needs ``holomorphic=True`` (then the complex derivative, equal
+    to ``jacrev``'s); a real input with a complex output gives the complex Jacobian ``d out / dx``.
+    """
+    _argnums(fun, argnums, "jacfwd")
 
     @functools.wraps(fun)
     def jac_fun(*args, **kwargs):
         single, nums = _argnums_tuple(fun, argnums, len(args), "jacfwd")
         f = _restricted(fun, args, nums, kwargs)
         chosen = [args[a] for a in nums]
-        for c in chosen:
-            _single_array(c, "jacfwd")
-        jacs = []
-        out_shape = None
-        for i, c in enumerate(chosen):
-            f_i = _restricted(f, chosen, (i,), {})
-            cols = []
-            for e in _basis(unbox_all(c)):
-                out, t = jvp(f_i, (c,), (e,))
-                out_shape = np.shape(unbox_all(out))
-                cols.append(t)
-            if not cols:
-                out_shape = np.shape(unbox_all(f(*chosen)))
-                jacs.append(np.zeros(out_shape + (0,)))
-                continue
-            stacked = wnp.stack(cols)  # (n_in, *out)
-            n_out = len(out_shape)
-            moved = wnp.transpose(stacked, tuple(range(1, n_out + 1)) + (0,))
-            jacs.append(wnp.reshape(moved, out_shape + np.shape(unbox_all(c))))
-        return jacs[0] if single else tuple(jacs)
+        flat = [tree_flatten(c) for c in chosen]
+        for k, (leaves, _) in enumerate(flat):
+            for leaf in leaves:
+                _check_leaf(leaf, "jacfwd", fun, nums[k])
+        _check_complex(fun, "jacfwd", holomorphic, [leaf for leaves, _ in flat for leaf in leaves])
+        cols = [[[] for _ in leaves] for leaves, _ in flat]  # [argnum][leaf] -> [out tangents]
+        out_def = out_values = aux = None
+        with gc_paused():
+            for k, (leaves, treedef) in enumerate(flat):
+                for j, leaf in enumerate(leaves):
+                    for e in _basis(unbox_all(leaf)):
+                        trace = ForwardTrace()
+                        moved = list(leaves)
+                        moved[j] = Dual(leaf, e, trace)
+                        call = list(chosen)
+                        call[k] = tree_unflatten(treedef, moved)
+                        out = f(*call)
+                        if has_aux:
+                            out, aux_k = _split_aux(out, fun, "jacfwd")
+                        if out_def is None:
+                            _refuse_output(out, fun, "jacfwd", "an array, a float or a pytree of them")
+                            out_leaves, out_def = tree_flatten(out)
+                            out_values = [o.value if type(o) is Dual and o._trace is trace else o
+                                          for o in out_leaves]
+                            if has_aux:
+                                aux = tree_map(lambda v, t=trace: v.value if type(v) is Dual and
+                                               v._trace is t else v, aux_k)
+                        else:
+                            out_leaves = tree_flatten(out)[0]
+                        cols[k][j].append([o.tangent if type(o) is Dual and o._trace is trace else
+                                           _zero_tangent(o) for o in out_leaves])
+            if out_def is None:  # no input has an element: the function runs once, for its output
+                out = f(*chosen)
+                if has_aux:
+                    out, aux = _split_aux(out, fun, "jacfwd")
+                _refuse_output(out, fun, "jacfwd", "an array, a float or a pytree of them")
+                out_values, out_def = tree_flatten(out)
+        _check_out_leaves(fun, "jacfwd", [unbox_all(v) for v in out_values])
+        if holomorphic:
+            _check_complex(fun, "jacfwd", True, outs=out_values)
+        per_out = [[tree_unflatten(treedef, [_block([c[i] for c in cols[k][j]], ov, leaf, False)
+                                             for j, leaf in enumerate(leaves)])
+                    for k, (leaves, treedef) in enumerate(flat)]
+                   for i, ov in enumerate(out_values)]
+        jac = _assemble(out_def, per_out, single)
+        return (jac, aux) if has_aux else jac
 
     return jac_fun
 
 
-def hessian(fun, argnums=0):
-    """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``)."""
-    return jacfwd(jacrev(fun, argnums), argnums)
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``). For a tuple
+    ``argnums`` the blocks nest as ``((H00, H01), (H10, H11))``, block ``Hij`` of shape
+    ``x_i.shape + x_j.shape``; pytree arguments nest likewise."""
+    _argnums(fun, argnums, "hessian")
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 def hvp(fun, primals, tangents):
     """Hessian-vector product by forward over reverse: the JVP of ``grad(fun)``.
 
     With one primal it returns an array like that primal; with several, a tuple of them.
+    Primals may be pytrees (the tangents then have the same structure).
     """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("wg.hvp(fun, primals, tangents): primals and tangents must be tuples "
+                        "(one entry per argument), e.g. wg.hvp(f, (x,), (v,))")
     n = len(primals)
     g = grad(fun, argnums=0 if n == 1 else tuple(range(n)))
     return jvp(g, tuple(primals), tuple(tangents))[1]

@@ -4,7 +4,10 @@ Arguments and results of every transform may be pytrees; gradients come back wit
 structure. Namedtuples keep their type; dicts keep their keys' order; ``None`` is an empty node.
 """
 
-__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_structure"]
+import numpy as np
+
+__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_structure", "argnums_checked",
+           "argnums_resolved"]
 
 _LEAF = "leaf"
 
@@ -84,3 +87,46 @@ def describe(treedef):
     if t is list:
         return "[" + ", ".join(inner) + "]"
     return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+
+
+# -- argnums: which positional arguments a transform differentiates, checked in one place ----------
+
+
+def _is_index(a):
+    return isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
+
+
+def argnums_checked(argnums, where):
+    """``(single, nums)`` for ``argnums``, an int or a tuple/list of ints; ``where`` starts the
+    error message (``"wg.grad(f, argnums=0.0)"``). Any other value is a TypeError naming it."""
+    if _is_index(argnums):
+        return True, (int(argnums),)
+    if isinstance(argnums, (tuple, list)):
+        for a in argnums:
+            if not _is_index(a):
+                raise TypeError(f"{where}: argnums must be an int or a tuple of ints, but it holds "
+                                f"{a!r} ({type(a).__name__}); write e.g. argnums=0 or argnums=(0, 1)")
+        return False, tuple(int(a) for a in argnums)
+    raise TypeError(f"{where}: argnums must be an int or a tuple of ints, got {argnums!r} "
+                    f"({type(argnums).__name__}); write e.g. argnums=0 or argnums=(0, 1)")
+
+
+def argnums_resolved(nums, nargs, where, arity="the function was called with"):
+    """``nums`` (from :func:`argnums_checked`) as indices ``0 <= a < nargs``. Out of range, or one
+    argument named twice (``(0, 0)``, or ``(0, -2)`` of two), is a ValueError: a derivative with
+    respect to the same argument twice has no one meaning."""
+    seen = {}
+    out = []
+    for a in nums:
+        if not -nargs <= a < nargs:
+            raise ValueError(f"{where}: argument {a} asked for, but {arity} {nargs} positional "
+                             f"argument(s)")
+        k = a % nargs
+        if k in seen:
+            same = f"{seen[k]} and {a}" if seen[k] != a else f"{a} twice"
+            raise ValueError(f"{where}: argnums names argument {k} more than once ({same}); each "
+                             f"argument may appear once. Differentiate with respect to it once and "
+                             f"reuse the result.")
+        seen[k] = a
+        out.append(k)
+    return tuple(out)

@@ -14,7 +14,7 @@ import numpy as np
 from wengert.ops import elementwise as ew
 from wengert.program.ir import Program, Variable, dup, map_vars, placeholder
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
-from wengert.tree import _LEAF
+from wengert.tree import _LEAF, argnums_checked, argnums_resolved
 
 __all__ = ["vjp_program", "grad_program", "jvp_program"]
 
@@ -223,14 +223,10 @@ def grad_program(program, argnums=0, with_value=False):
         what = f"{len(outs)} outputs" if len(outs) != 1 else f"an output of shape {shape}"
         raise TypeError(f"program {program.name}.grad(): the program must return one scalar, but it "
                         f"returns {what}; reduce it (e.g. .sum()), or use .vjp()")
-    single = isinstance(argnums, (int, np.integer))
-    nums = (int(argnums),) if single else tuple(int(a) for a in argnums)
+    where = f"program {program.name}.grad(argnums={argnums!r})"
+    single, nums = argnums_checked(argnums, where)
     ranges = _arg_ranges(program)
-    for a in nums:
-        if not -len(ranges) <= a < len(ranges):
-            raise ValueError(f"program {program.name}.grad(argnums={argnums!r}): it takes "
-                             f"{len(ranges)} positional argument(s)")
-    nums = tuple(a % len(ranges) for a in nums)
+    nums = argnums_resolved(nums, len(ranges), where, "it takes")
     tr = _Tracer(program)
     out = program.outputs[0]
     wrt = []

@@ -35,7 +35,7 @@ from wengert.program.control import (
 from wengert.program.ir import Statement, Variable, map_vars, placeholder
 from wengert.program.source import _Builder
 from wengert.program.tracing import Symbol, TracingError
-from wengert.tree import _LEAF, tree_flatten
+from wengert.tree import _LEAF, argnums_checked, argnums_resolved, tree_flatten
 
 __all__ = ["grad_source", "jvp_source", "GradProgram"]
 
@@ -371,8 +371,9 @@ def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshot
     if len(program.outputs) != 1 or np.shape(placeholder(program.outputs[0]) if type(program.outputs[0]) is
                                              Variable else program.outputs[0]) != ():
         raise TypeError(f"source_grad({program.name}): the function must return one scalar")
-    single = isinstance(argnums, (int, np.integer))
-    nums = (int(argnums),) if single else tuple(int(a) for a in argnums)
+    where = f"source_grad({program.name}, argnums={argnums!r})"
+    single, nums = argnums_checked(argnums, where)
+    nums = argnums_resolved(nums, len(program.params), where, "it takes")
     wrt = []
     for a in nums:
         slot = program.params[a] if -len(program.params) <= a < len(program.params) else None
