@@ -11,12 +11,47 @@ written with wengert's own functions, so they can be differentiated again and tr
 place of a rule means the argument is not differentiable; asking for a derivative through it raises
 :class:`NoRuleError`. Calling a primitive with no traced argument costs one scan of the arguments
 and then the plain implementation: this is the path rules themselves take in a first-order pass.
+
+Python floats take fast paths: ``math``'s functions and Python's operators for values
+(:func:`unary_function`, :func:`binary_function`), fused float VJPs (:func:`defvjp_float`), and
+rules evaluated on plain floats. Their contract: the same value and derivative as the general
+path on ``np.float64``, which NumPy's ufuncs take. Where Python refuses what NumPy answers with
+inf or nan (``math.log(0.0)``, ``1.0 / 0.0``, ``0.0 ** -1.0``, ``math.exp(1000.0)``, a negative
+base's fractional power), the float path raises ``ArithmeticError`` or ``ValueError``
+(:data:`FLOAT_PATH_ERRORS`), and the same step is done again on ``np.float64``
+(:func:`on_float64`): NumPy's value, NumPy's RuntimeWarning, and the result back as a Python
+float. A ``try`` costs nothing until it raises, so the normal path pays nothing for this.
+The one documented difference: Python's float arithmetic (``+``, ``-``, ``*``, ``/`` in an
+operator's fast path or a rule) returns IEEE's inf or nan *silently* where NumPy warns
+("overflow encountered", "invalid value encountered" in add, subtract, multiply, divide);
+checking each result would cost the scalar hot path its speed. Values never differ.
+tests/test_fast_paths.py checks every primitive with a Python-float path against the general path
+at special points (+-0, +-1, negative, +-inf, nan, huge, tiny).
 """
+
+from numpy import float64 as _float64
 
 from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 
 __all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
            "defvjp_accumulate", "defvjp_inplace", "defvjp_float", "NoRuleError"]
+
+FLOAT_PATH_ERRORS = (ArithmeticError, ValueError)
+"""What a Python-float fast path raises where NumPy answers inf or nan (ZeroDivisionError,
+OverflowError, math's "math domain error"): the step is then done again on np.float64."""
+
+
+def on_float64(fun, args, kwargs, error):
+    """``fun(*args, **kwargs)`` again with every Python float among ``args`` as ``np.float64``, after
+    the float fast path raised ``error`` (one of :data:`FLOAT_PATH_ERRORS`); a float64 result comes
+    back as a Python float. Re-raises ``error`` when no argument is a Python float (then it is not
+    a fast path's refusal but a real error)."""
+    if not any(type(a) is float for a in args):
+        raise error
+    out = fun(*[_float64(a) if type(a) is float else a for a in args], **(kwargs or {}))
+    if type(out) is _float64:
+        return float(out)
+    return out
 
 
 class NoRuleError(NotImplementedError):
@@ -117,7 +152,11 @@ class Primitive:
 
     def jvp(self, argnum, t, out, args, kwargs):
         """Tangent of ``out`` contributed by the tangent ``t`` of argument ``argnum``."""
-        d = self.jvp_rule(argnum)(t, out, *args, **kwargs)
+        rule = self.jvp_rule(argnum)
+        try:
+            d = rule(t, out, *args, **kwargs)
+        except FLOAT_PATH_ERRORS as e:  # Python floats refused (1.0 / 0.0): on np.float64, as NumPy
+            d = on_float64(rule, (t, out, *args), kwargs, e)
         if self.tangent_post is not None:
             d = self.tangent_post(d, out)
         return d
@@ -253,7 +292,10 @@ def defvjp_float(prim, rule):
     arithmetic (``math``) is all it needs; one call instead of one per argument saves about a
     quarter of a recorded scalar operation's cost. It must compute what the ordinary rules compute
     (tests/test_float_vjp.py checks that). Where it raises ``ArithmeticError`` or ``ValueError``
-    (``math`` refusing what NumPy answers with inf or nan) the ordinary rules are used.
+    (``math`` refusing what NumPy answers with inf or nan) the ordinary rules are used, and where
+    they raise too, they run again on ``np.float64`` (see the module's docstring). It must raise
+    rather than return what NumPy would not (Python's ``**`` gives a complex number for a negative
+    base's fractional power: use ``math.pow``, which raises).
     """
     prim = _as_primitive(prim)
     _check_prim(prim, "defvjp_float")
@@ -314,13 +356,15 @@ def nondiff_primitive(fun, name=None):
     return Primitive(fun, name=name, nondiff=True)
 
 
-def unary_function(prim, float_fun=None, array_fun=None):
+def unary_function(prim, float_fun=None):
     """A fast entry point for a one-argument primitive (the scalar hot path).
 
     Same behaviour as calling ``prim``; it skips the generic argument scan (a Python function of
     fixed arity costs a fraction of ``Primitive.__call__``'s ``*args, **kwargs``). With
     ``float_fun`` (e.g. ``math.sin``), Python floats are computed by it directly, falling back to
-    ``array_fun`` (NumPy's) where it raises, as ``math`` does for ``log(-1.0)``.
+    the implementation on ``np.float64`` where it raises, as ``math`` does for ``log(-1.0)``
+    (NumPy's nan and RuntimeWarning, returned as a Python float). ``float_fun`` must raise rather
+    than return what NumPy would not.
     """
     fun = prim.fun
     prim.float_fun = float_fun
@@ -335,8 +379,8 @@ def unary_function(prim, float_fun=None, array_fun=None):
             if type(x) is float:
                 try:
                     return float_fun(x)
-                except (ValueError, OverflowError):
-                    return float(array_fun(x))
+                except FLOAT_PATH_ERRORS:
+                    return float(fun(_float64(x)))
             if type(x) in BOX_TYPES:
                 return x._trace.apply1(prim, x)
             return fun(x)
@@ -346,13 +390,17 @@ def unary_function(prim, float_fun=None, array_fun=None):
 
 def binary_function(prim, float_op=None):
     """A fast entry point for a two-argument primitive (see :func:`unary_function`); two Python
-    floats go straight to ``float_op`` (e.g. ``operator.mul``) when given."""
+    floats go straight to ``float_op`` (e.g. ``operator.mul``) when given, and to the
+    implementation on ``np.float64`` where it raises (``1.0 / 0.0``)."""
     fun = prim.fun
     prim.float_fun = float_op
 
     def call(x, y):
         if float_op is not None and type(x) is float and type(y) is float:
-            return float_op(x, y)
+            try:
+                return float_op(x, y)
+            except FLOAT_PATH_ERRORS:
+                return fun(_float64(x), _float64(y)).item()
         if type(x) in BOX_TYPES:
             t = x._trace
             if type(y) in BOX_TYPES and y._trace.level > t.level:

@@ -18,7 +18,9 @@ and its parents. The backward pass
   the versions they meant, and refuses eager arrays overwritten in place after being saved;
 - drops each node's adjoint as soon as the node has been processed;
 - on Python floats, calls a primitive's fused float rule (``defvjp_float``) once for all its
-  arguments instead of its per-argument rules;
+  arguments instead of its per-argument rules; where a float path raises (``1.0 / 0.0`` in a rule,
+  ``math.log(0.0)``), that step is done again on ``np.float64``, giving NumPy's inf or nan (see
+  ``wengert.primitive``);
 - records the commonest scalar steps in the node's own methods (``x[i]`` with an int ``i``, ``+`` and
   ``*`` on recorded floats), skipping the primitive's entry point and ``apply2``; the same nodes;
 - lets a primitive's in-place rule (``defvjp_inplace``) overwrite a cotangent that nothing but
@@ -43,7 +45,7 @@ from wengert.mutation import (
 )
 from wengert.ops import elementwise as ew
 from wengert.ops.indexing import getitem as _getitem
-from wengert.primitive import explained
+from wengert.primitive import FLOAT_PATH_ERRORS, explained, on_float64
 from wengert.trace import BOX_TYPES, Trace, gc_paused  # noqa: F401 - gc_paused: imported from here too
 
 __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact"]
@@ -289,8 +291,8 @@ class ReverseTrace(Trace):
         elif type(v) is float and prim.float_fun is not None:
             try:
                 out = prim.float_fun(v)  # math's function, without the implementation's wrapper
-            except (ValueError, OverflowError):
-                out = prim.fun(v)  # where math refuses, the implementation's NumPy fallback
+            except FLOAT_PATH_ERRORS:  # where math refuses, NumPy's answer, as a float
+                out = float(prim.fun(_float64(v)))
         else:
             out = prim.fun(v)
         if type(out) is not float and not is_inexact(out):
@@ -329,14 +331,17 @@ class ReverseTrace(Trace):
         else:
             vy = y
             py = None
-        try:
-            op = prim.float_fun
-            if op is not None and type(vx) is float and type(vy) is float:
+        op = prim.float_fun
+        if op is not None and type(vx) is float and type(vy) is float:
+            try:
                 out = op(vx, vy)  # the operator itself, without the implementation's wrapper
-            else:
+            except FLOAT_PATH_ERRORS:  # 1.0 / 0.0: NumPy's answer, as a float
+                out = float(prim.fun(_float64(vx), _float64(vy)))
+        else:
+            try:
                 out = prim.fun(vx, vy)
-        except ValueError as e:
-            raise explained(prim, (vx, vy), e) from e
+            except ValueError as e:
+                raise explained(prim, (vx, vy), e) from e
         if type(out) is not float and not is_inexact(out):
             return self.constant(out)
         missing = prim.vjp_missing
@@ -579,7 +584,10 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                 x, y = args
                 px, py = parents
                 if px is not None:
-                    c = rules[0](g, out, x, y)
+                    try:
+                        c = rules[0](g, out, x, y)
+                    except FLOAT_PATH_ERRORS as e:  # a rule's float arithmetic refused (1.0 / 0.0)
+                        c = on_float64(rules[0], (g, out, x, y), None, e)
                     if post is not None and type(c) is not float:
                         c = post(c, x)
                     prev = adj.get(px)
@@ -588,7 +596,10 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                     else:
                         add_into(adj, owned, px, prev, c)
                 if py is not None:
-                    c = rules[1](g, out, x, y)
+                    try:
+                        c = rules[1](g, out, x, y)
+                    except FLOAT_PATH_ERRORS as e:
+                        c = on_float64(rules[1], (g, out, x, y), None, e)
                     if post is not None and type(c) is not float:
                         c = post(c, y)
                     prev = adj.get(py)
@@ -602,7 +613,10 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
             for rule, parent, arg in zip(rules, parents, args):
                 if parent is None:
                     continue
-                c = rule(g, out, *args) if kw is None else rule(g, out, *args, **kw)
+                try:
+                    c = rule(g, out, *args) if kw is None else rule(g, out, *args, **kw)
+                except FLOAT_PATH_ERRORS as e:  # a rule's float arithmetic refused (1.0 / 0.0)
+                    c = on_float64(rule, (g, out, *args), kw, e)
                 if post is not None and type(c) is not float:  # floats: nothing to fit
                     c = post(c, arg)
                 prev = adj.get(parent)

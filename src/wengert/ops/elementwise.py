@@ -4,7 +4,8 @@ Binary and ternary functions broadcast; their rules are written for same-shaped 
 primitive's ``grad_post``/``tangent_post`` (``broadcasting.unbroadcast`` / ``broadcast_tangent``)
 sum cotangents back to each argument's shape, the one place broadcasting's adjoint lives.
 Python floats stay Python floats: ``math`` is used for them (NumPy's scalar path costs far more),
-falling back to NumPy where ``math`` raises (``log(-1.0)`` is ``nan`` with a warning, as in NumPy).
+falling back to NumPy where ``math`` or Python's operators raise (``log(-1.0)`` and ``1.0 / 0.0`` are
+nan and inf with a warning, as in NumPy); see ``wengert.primitive`` for that contract.
 """
 
 import math
@@ -15,6 +16,7 @@ import numpy as np
 from wengert.ops import complex as complex_parts
 from wengert.ops.broadcasting import broadcast_tangent, unbroadcast
 from wengert.primitive import (
+    FLOAT_PATH_ERRORS,
     Primitive,
     binary_function,
     defjvp,
@@ -43,13 +45,13 @@ def _unary(np_fun, math_fun=None):
         if type(x) is float:
             try:
                 return math_fun(x)
-            except (ValueError, OverflowError):
+            except FLOAT_PATH_ERRORS:  # math refuses (log(0.0), exp(1000.0)): NumPy's inf or nan
                 return float(np_fun(x))
         return np_fun(x)
 
     impl.__name__ = np_fun.__name__
     impl.__doc__ = f"numpy.{np_fun.__name__}, elementwise."
-    impl.float_fun, impl.array_fun = math_fun, np_fun
+    impl.float_fun = math_fun
     return impl
 
 
@@ -60,7 +62,10 @@ def _binary(np_fun, op=None):
 
     def impl(x, y):
         if type(x) is float and type(y) is float:
-            return op(x, y)
+            try:
+                return op(x, y)
+            except FLOAT_PATH_ERRORS:  # 1.0 / 0.0, 0.0 ** -1.0: NumPy's inf or nan, and its warning
+                return np_fun(x, y).item()
         return np_fun(x, y)
 
     impl.__name__ = np_fun.__name__
@@ -70,8 +75,7 @@ def _binary(np_fun, op=None):
 
 
 def _unary_prim(impl, name):
-    return unary_function(Primitive(impl, name=name), getattr(impl, "float_fun", None),
-                          getattr(impl, "array_fun", None))
+    return unary_function(Primitive(impl, name=name), getattr(impl, "float_fun", None))
 
 
 def _binary_prim(impl, name):
@@ -130,8 +134,12 @@ defjvp(positive, lambda t, out, x: t)
 def _pow_dx(x, y):
     """d(x**y)/dx = y * x**(y-1), written so that y == 0 gives 0 rather than 0 * inf."""
     if type(y) is float or type(y) is int:
-        return 0.0 if y == 0 else y * x ** (y - 1)
-    return y * x ** where(y == 0, 1.0, y - 1)
+        if y == 0:
+            return 0.0
+        if type(x) is float:  # math.pow raises where Python's ** would give a complex number
+            return y * math.pow(x, y - 1)
+        return y * x ** (y - 1)
+    return where(y == 0, 0.0, y * x ** where(y == 0, 1.0, y - 1))  # 0, not 0 * inf, at x = inf
 
 
 def _pow_dy(out, x):
@@ -141,10 +149,22 @@ def _pow_dy(out, x):
     return where(x == 0, 0.0, log(where(x == 0, 1.0, x)) * out)
 
 
-power = _binary_prim(_binary(np.power, operator.pow), "power")
+def _pow_float_vjp(g, out, x, y):
+    """Both contributions of x**y on Python floats; math raises where NumPy gives inf or nan
+    (0 ** -1, a negative base's fractional power, the log of a negative base)."""
+    dx = 0.0 if y == 0.0 else y * math.pow(x, y - 1.0)
+    dy = 0.0 if x == 0.0 else math.log(x) * out
+    return g * dx, g * dy
+
+
+# math.pow, not Python's **: for a negative base and a fractional exponent ** returns a complex
+# number, math.pow raises, and NumPy's nan (with its warning) is computed instead. math.pow is C's
+# pow, as NumPy's loop over arrays; NumPy's float64 scalars take x ** 0.5 as sqrt(x), which differs
+# at x = -inf (nan, not inf) and -0.0 (-0.0, not 0.0): there the float path gives the arrays' answer.
+power = _binary_prim(_binary(np.power, math.pow), "power")
 defvjp(power, lambda g, out, x, y: g * _pow_dx(x, y), lambda g, out, x, y: g * _pow_dy(out, x))
 defjvp(power, lambda t, out, x, y: t * _pow_dx(x, y), lambda t, out, x, y: t * _pow_dy(out, x))
-defvjp_float(power, lambda g, out, x, y: (g * _pow_dx(x, y), g * _pow_dy(out, x)))
+defvjp_float(power, _pow_float_vjp)
 
 
 def masked(a, mask):

@@ -27,7 +27,7 @@ __all__ = ["relu", "log_softmax", "softmax_cross_entropy", "positive_mask", "one
 def _relu_impl(x):
     """max(x, 0) elementwise."""
     if type(x) is float:
-        return x if x > 0.0 else 0.0
+        return 0.0 if x <= 0.0 else x  # nan stays nan, as in np.maximum
     return np.maximum(x, np.zeros((), dtype=np.result_type(x)))
 
 
