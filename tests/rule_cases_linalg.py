@@ -12,7 +12,7 @@ import numpy as np
 import wengert.numpy.linalg as wla
 from complex_helpers import realified
 from rule_helpers import R
-from wengert.ops import cplx
+from wengert.ops import broadcasting, cplx
 from wengert.ops import linalg as la
 
 
@@ -30,7 +30,7 @@ def sym(f):
 
 
 def symmetric_pd(f):
-    return lambda x: f(x + cplx.mT(x) + 4.0 * np.eye(x.shape[-1]))
+    return lambda x: f(x + cplx.mT(x) + 4.0 * np.eye(x.shape[-1], dtype=broadcasting.dtype_of(x)))
 
 
 def distinct_real_eigs(n):

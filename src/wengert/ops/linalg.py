@@ -61,8 +61,25 @@ def _n(x):
     return _shape(x)[-1]
 
 
-def _eye(n):
-    return np.eye(n)
+_REAL = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
+
+
+def _real_dtype(like):
+    """The real dtype of ``like`` (float32 for float32 and complex64): constants a rule mixes in
+    have it, so that single precision stays single."""
+    dt = broadcasting.dtype_of(like)
+    if dt.kind == "f":
+        return dt
+    return _REAL.get(dt, np.dtype(np.float64))
+
+
+def _eye(n, like):
+    return np.eye(n, dtype=_real_dtype(like))
+
+
+def _tril(n, k, like):
+    """The 0/1 lower-triangle mask (below diagonal ``k``) in ``like``'s real dtype."""
+    return np.tri(n, n, k, dtype=_real_dtype(like))
 
 
 def _col(v):
@@ -83,12 +100,12 @@ def _scalar_to_matrix(c):
 
 def _diag_embed(v):
     """(..., n) -> (..., n, n) with ``v`` on the diagonal."""
-    return _col(v) * _eye(_n(v))
+    return _col(v) * _eye(_n(v), v)
 
 
 def _diag_part(x):
     """(..., n, n) -> (..., n), the diagonal."""
-    return reductions.sum(x * _eye(_n(x)), axis=-1)
+    return reductions.sum(x * _eye(_n(x), x), axis=-1)
 
 
 def _trace(x):
@@ -106,21 +123,22 @@ def _imag_diag(x):
     return _diag_embed(real(_diag_part(x) * -1j) * 1j)
 
 
-def _triangle_mask(n, uplo):
+def _triangle_mask(n, uplo, like):
     """The strictly lower (``L``) or upper (``U``) triangle plus half the diagonal."""
-    m = np.tril(np.ones((n, n)), -1) if uplo == "L" else np.triu(np.ones((n, n)), 1)
-    return m + 0.5 * np.eye(n)
+    m = _tril(n, -1, like)
+    m = m if uplo == "L" else m.T.copy()
+    return m + 0.5 * _eye(n, like)
 
 
 def _hermitian_from(t, uplo):
     """The Hermitian matrix a function reading only triangle ``uplo`` of its input sees in ``t``."""
-    p = t * _triangle_mask(_n(t), uplo)
+    p = t * _triangle_mask(_n(t), uplo, t)
     return p + adjoint(p)
 
 
 def _to_triangle(g, uplo):
     """Adjoint of :func:`_hermitian_from`: a cotangent for the Hermitian matrix, on ``uplo`` only."""
-    return (g + adjoint(g)) * _triangle_mask(_n(g), uplo)
+    return (g + adjoint(g)) * _triangle_mask(_n(g), uplo, g)
 
 
 def _right_solve(z, r):
@@ -133,7 +151,7 @@ def _gaps(w, what, gap_of):
     d = _row(w) - _col(w) if gap_of is None else gap_of(w)
     n = np.shape(d)[-1]
     if is_symbolic((w, d)):  # a traced program cannot check its data: repeated values give inf there
-        eye = _eye(n)
+        eye = _eye(n, d)
         return (1.0 - eye) / (d + eye)
     raw = np.asarray(unbox_all(d))
     off = ~np.eye(n, dtype=bool)
@@ -144,7 +162,7 @@ def _gaps(w, what, gap_of):
             f"{what}: the derivative of the {kind}vectors is undefined where {kind}values repeat "
             f"(here two coincide to rounding). Differentiate the values instead, or a function that "
             f"does not depend on the choice of vectors within the repeated subspace.")
-    eye = _eye(n)
+    eye = _eye(n, d)
     return (1.0 - eye) / (d + eye)
 
 
@@ -260,14 +278,14 @@ defjvp(slogdet_sign, _sign_jvp)
 
 
 def _cholesky_vjp(g, out, a):
-    y = matmul(adjoint(out), g) * _triangle_mask(_n(out), "L")
+    y = matmul(adjoint(out), g) * _triangle_mask(_n(out), "L", out)
     w = solve(adjoint(out), y)
     return real_like(_to_triangle(_right_solve(w, out), "L"), a)
 
 
 def _cholesky_jvp(t, out, a):
     x = _right_solve(solve(out, _hermitian_from(t, "L")), adjoint(out))
-    return matmul(out, x * _triangle_mask(_n(out), "L"))
+    return matmul(out, x * _triangle_mask(_n(out), "L", out))
 
 
 cholesky = Primitive(lambda a: np.linalg.cholesky(a), name="linalg.cholesky")
@@ -425,7 +443,7 @@ def _nan_extra(d, size, axis):
     if s[axis] == size:
         return d
     s[axis] = size - s[axis]
-    return shape.concatenate(d, np.full(s, np.nan), axis=axis)
+    return shape.concatenate(d, np.full(s, np.nan, dtype=broadcasting.dtype_of(d)), axis=axis)
 
 
 def _svd_values_vjp(g, out, a):
@@ -506,7 +524,7 @@ def _qr_check(a):
 def _lower_skew(n_mat):
     """``tril(N - N^H, -1)`` plus ``i Im(diag N)``: the adjoint of Q^H dQ's parametrisation."""
     n = _n(n_mat)
-    return (n_mat - adjoint(n_mat)) * np.tril(np.ones((n, n)), -1) + _imag_diag(n_mat)
+    return (n_mat - adjoint(n_mat)) * _tril(n, -1, n_mat) + _imag_diag(n_mat)
 
 
 def _qr_x(t, q, r):
@@ -515,7 +533,7 @@ def _qr_x(t, q, r):
 
 def _omega(x):
     n = _n(x)
-    low = x * np.tril(np.ones((n, n)), -1)
+    low = x * _tril(n, -1, x)
     return low - adjoint(low) + _imag_diag(x)
 
 
