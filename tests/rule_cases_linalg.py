@@ -12,7 +12,8 @@ import numpy as np
 import wengert.numpy.linalg as wla
 from complex_helpers import realified
 from rule_helpers import R
-from wengert.ops import cplx
+from wengert.ops import broadcasting, cplx
+from wengert.ops import determinant as dt
 from wengert.ops import linalg as la
 
 
@@ -30,7 +31,18 @@ def sym(f):
 
 
 def symmetric_pd(f):
-    return lambda x: f(x + cplx.mT(x) + 4.0 * np.eye(x.shape[-1]))
+    return lambda x: f(x + cplx.mT(x) + 4.0 * np.eye(x.shape[-1], dtype=broadcasting.dtype_of(x)))
+
+
+def _rank(n, r, seed):
+    """An n x n matrix of rank r (a product of random n x r and r x n factors)."""
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1, 1, (n, r)) @ rng.uniform(-1, 1, (r, n))
+
+
+SINGULAR = [_rank(3, 2, 1), _rank(4, 2, 2), np.stack([_rank(3, 2, 3), _rank(3, 1, 4)])]
+"""Singular matrices of rank n - 1 and n - 2 (the stack: ranks 2 and 1 of 3), where det's first and
+second derivatives exist (the adjugate and its derivative) though inv does not."""
 
 
 def distinct_real_eigs(n):
@@ -43,9 +55,14 @@ CASES = {
     "linalg.inv": [(la.inv, (W(3, 3),)), (la.inv, (W(2, 3, 3),)), (la.inv, (W(1, 1),))],
     "linalg.solve": [(la.solve, (W(3, 3), R(3, 2))), (la.solve, (W(2, 3, 3), R(3, 1))),
                      (la.solve, (W(3, 3), R(2, 3, 2)))],
-    "linalg.det": [(la.det, (W(3, 3),)), (la.det, (W(2, 2, 2),))],
-    "linalg.slogdet_logabs": [(la.slogdet_logabs, (W(3, 3),)), (la.slogdet_logabs, (-W(2, 2, 2),))],
-    "linalg.slogdet_sign": [(la.slogdet_sign, (W(3, 3),))],
+    "linalg.det": [(dt.det, (W(3, 3),)), (dt.det, (W(2, 2, 2),)), (dt.det, (SINGULAR[0],)),
+                   (dt.det, (SINGULAR[1],)), (dt.det, (SINGULAR[2],)), (dt.det, (W(1, 1),))],
+    "linalg.adjugate": [(dt.adjugate, (W(3, 3),)), (dt.adjugate, (R(2, 4, 4),)), (dt.adjugate, (W(1, 1),))],
+    "linalg.adjugate_jvp": [(dt.adjugate_jvp, (W(3, 3), R(3, 3))),
+                            (dt.adjugate_jvp, (R(2, 3, 3), R(2, 3, 3))),
+                            (lambda e: dt.adjugate_jvp(SINGULAR[1], e), (R(4, 4),))],
+    "linalg.slogdet_logabs": [(dt.slogdet_logabs, (W(3, 3),)), (dt.slogdet_logabs, (-W(2, 2, 2),))],
+    "linalg.slogdet_sign": [(dt.slogdet_sign, (W(3, 3),))],
     "linalg.cholesky": [(symmetric_pd(la.cholesky), (R(3, 3),)), (la.cholesky, (SPD(3, 3),)),
                         (symmetric_pd(la.cholesky), (R(2, 2, 2),))],
     "linalg.eigh_values": [(sym(la.eigh_values), (R(3, 3),)), (la.eigh_values, (R(3, 3),)),

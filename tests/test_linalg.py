@@ -9,6 +9,7 @@ import wengert.numpy as wnp
 import wengert.numpy.linalg as wla
 from complex_helpers import realified
 from wengert.ops import cplx
+from wengert.ops import determinant as dt
 from wengert.ops import linalg as la
 from wengert.testing import check_grads
 
@@ -229,9 +230,9 @@ COMPLEX_CASES = [
     ("inv", la.inv, (W(3, 3, complex_=True),)),
     ("solve", la.solve, (W(3, 3, complex_=True), rng.standard_normal((3, 2)) + 1j)),
     ("solve real a", la.solve, (A, rng.standard_normal((3, 2)) + 1j)),
-    ("det", la.det, (W(3, 3, complex_=True),)),
-    ("slogdet logabs", la.slogdet_logabs, (W(3, 3, complex_=True),)),
-    ("slogdet sign", la.slogdet_sign, (W(3, 3, complex_=True),)),
+    ("det", dt.det, (W(3, 3, complex_=True),)),
+    ("slogdet logabs", dt.slogdet_logabs, (W(3, 3, complex_=True),)),
+    ("slogdet sign", dt.slogdet_sign, (W(3, 3, complex_=True),)),
     ("cholesky", _hermitian(la.cholesky), (W(3, 3, complex_=True),)),
     ("eigh values", _hermitian(la.eigh_values), (W(3, 3, complex_=True),)),
     ("eigvals of real matrix", la.eigvals, (np.array([[1.0, 2.0, 0.0], [-2.0, 1.5, 0.3], [0.1, 0.0, 3.0]]),)),
@@ -282,3 +283,156 @@ def test_an_array_changed_in_place_is_decomposed_again():
     np.testing.assert_allclose(np.tril(s2), np.tril(2 * (v * np.arange(3.0)) @ v.T - np.diag(np.diag(
         (v * np.arange(3.0)) @ v.T))), rtol=1e-10, atol=1e-12)
     assert not np.allclose(s, s2)
+
+
+# -- singular and defective matrices: exact derivatives where they exist, clear refusals elsewhere ---
+
+
+@pytest.fixture
+def jax64():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    yield jax
+    jax.config.update("jax_enable_x64", False)
+
+
+def _rank(n, r, seed):
+    g = np.random.default_rng(seed)
+    return g.uniform(-1, 1, (n, r)) @ g.uniform(-1, 1, (r, n))
+
+
+def _cofactors(a):
+    """The cofactor matrix (adj(a)^T) from minors: an independent polynomial oracle."""
+    n = a.shape[0]
+    c = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, 0), j, 1)
+            c[i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return c
+
+
+def _cofactor_jacobian(a, h=1e-4):
+    """d cofactors / d a by central differences (exact to O(h^2) for this polynomial)."""
+    n = a.shape[0]
+    jac = np.empty((n, n, n, n))
+    for k in range(n):
+        for m in range(n):
+            e = np.zeros_like(a)
+            e[k, m] = h
+            jac[:, :, k, m] = (_cofactors(a + e) - _cofactors(a - e)) / (2 * h)
+    return jac
+
+
+SINGULAR_CASES = [
+    pytest.param(_rank(3, 2, 1), id="3x3 rank 2"), pytest.param(_rank(4, 2, 2), id="4x4 rank 2"),
+    pytest.param(_rank(3, 1, 3), id="3x3 rank 1"), pytest.param(np.zeros((2, 2)), id="zero 2x2"),
+    pytest.param(np.diag([1.0, 0.0, 0.0]), id="diag(1, 0, 0)"),
+]
+
+
+@pytest.mark.parametrize("a", SINGULAR_CASES)
+def test_det_derivatives_at_singular_matrices_are_the_adjugate_and_its_derivative(a):
+    np.testing.assert_allclose(wg.grad(wla.det)(a), _cofactors(a), atol=1e-12)
+    hess = _cofactor_jacobian(a)
+    np.testing.assert_allclose(wg.jacfwd(wg.grad(wla.det))(a), hess, atol=1e-8)
+    np.testing.assert_allclose(wg.jacrev(wg.grad(wla.det))(a), hess, atol=1e-8)
+    e = rng.standard_normal(a.shape)
+    _, tangent = wg.jvp(wla.det, (a,), (e,))
+    np.testing.assert_allclose(tangent, np.sum(_cofactors(a) * e), atol=1e-12)
+
+
+@pytest.mark.parametrize("a", SINGULAR_CASES[:3])
+def test_det_at_singular_matrices_agrees_with_jax(jax64, a):
+    jnp = jax64.numpy
+    np.testing.assert_allclose(wg.grad(wla.det)(a), jax64.grad(jnp.linalg.det)(a), atol=1e-10)
+
+
+def test_det_hessian_at_rank_n_minus_1_agrees_with_jax(jax64):
+    a = _rank(3, 2, 1)
+    np.testing.assert_allclose(wg.jacfwd(wg.grad(wla.det))(a), jax64.hessian(jax64.numpy.linalg.det)(a),
+                               atol=1e-10)
+
+
+def test_det_third_derivative_at_a_singular_matrix_is_refused_by_name():
+    a, e = _rank(3, 2, 1), rng.standard_normal((3, 3))
+    third = wg.jacfwd(wg.jacfwd(lambda x: wg.jvp(wla.det, (x,), (e,))[1]))
+    with pytest.raises(la.SingularDerivativeError, match=r"det: the third derivative .* singular 3x3"):
+        third(a)
+    with pytest.raises(np.linalg.LinAlgError):  # the error is a LinAlgError too
+        third(a)
+    check_grads(lambda x: wg.jvp(wla.det, (x,), (e,))[1], W(3, 3), order=2)  # invertible: fine
+
+
+def test_singular_det_errors_do_not_name_inv():
+    a = _rank(3, 2, 1)
+    g = wg.grad(lambda x: wla.det(x) ** 2)(a)  # once raised "Singular matrix" from linalg.inv
+    np.testing.assert_allclose(g, 0.0, atol=1e-12)
+
+
+def test_slogdet_at_a_singular_matrix_follows_jax(jax64):
+    jnp = jax64.numpy
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+    sign, logabs = wla.slogdet(a)
+    assert sign == 0 and logabs == -np.inf
+    sign_j, logabs_j = jnp.linalg.slogdet(a)
+    assert sign_j == 0 and logabs_j == -np.inf
+    with np.errstate(invalid="ignore"):
+        g = wg.grad(lambda x: wla.slogdet(x)[1])(a)
+        _, t = wg.jvp(lambda x: wla.slogdet(x)[1], (a,), (np.ones((3, 3)),))
+        gz = wg.grad(lambda x: wla.slogdet(x)[1])(np.zeros((3, 3)))
+    g_jax = np.asarray(jax64.grad(lambda x: jnp.linalg.slogdet(x)[1])(a))
+    assert not np.any(np.isfinite(g)) and not np.any(np.isfinite(g_jax))  # inf/nan, no error, as JAX
+    np.testing.assert_array_equal(g[:2], g_jax[:2])  # the same infinities where JAX's LU gives them
+    _, t_jax = jax64.jvp(lambda x: jnp.linalg.slogdet(x)[1], (a,), (np.ones((3, 3)),))
+    assert np.isnan(t) and np.isnan(t_jax)
+    assert np.all(np.isnan(gz))
+    assert np.all(np.isnan(np.asarray(jax64.grad(lambda x: jnp.linalg.slogdet(x)[1])(np.zeros((3, 3))))))
+
+
+def test_qr_of_a_rank_deficient_matrix_refuses_a_derivative():
+    a = np.array([[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]) + np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
+    for part in (0, 1):
+        with pytest.raises(la.SingularDerivativeError, match=r"qr: the 3x2 matrix .* linearly dependent"):
+            wg.grad(lambda x: wnp.sum(wla.qr(x)[part]))(a)
+        with pytest.raises(la.SingularDerivativeError, match="qr"):
+            wg.jvp(lambda x: wla.qr(x)[part], (a,), (np.ones((3, 2)),))
+    check_grads(lambda x: wla.qr(x)[0], a + np.array([[0.0, 0.5], [0.0, 0.0], [0.0, 0.0]]))  # full rank
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, 1.0], [0.0, 1.0]]), np.array([[3.0, 1.0], [-1.0, 1.0]]),
+                               np.array([[2.0, 1.0, 0.0], [0.0, 2.0, 1.0], [0.0, 0.0, 2.0]]),
+                               np.array([[0.0, 1.0], [0.0, 0.0]])],
+                         ids=["jordan", "defective 2", "jordan 3", "nilpotent"])
+def test_eig_of_a_defective_matrix_refuses_a_derivative(a):
+    with pytest.raises(la.SingularDerivativeError, match=r"eig.*defective"):
+        wg.grad(lambda x: wnp.sum(wnp.real(wla.eigvals(x))))(a)
+    with pytest.raises(la.SingularDerivativeError, match=r"eig.*defective"):
+        wg.jvp(wla.eigvals, (a,), (np.ones(a.shape),))
+    with pytest.raises(la.SingularDerivativeError, match=r"eig.*defective"):
+        wg.grad(lambda x: wnp.sum(wnp.real(wla.eig(x).eigenvectors)))(a)
+
+
+def test_eig_of_an_ill_conditioned_but_not_defective_matrix_is_differentiated():
+    check_grads(wla.eigvals, np.array([[1.0, 1e3], [0.0, 2.0]]), order=1, rtol=1e-4)
+    np.testing.assert_allclose(wg.grad(lambda x: wnp.sum(wla.eigvals(x)))(np.eye(2)), np.eye(2))
+
+
+def test_every_linalg_rule_names_the_user_function_on_a_linalg_error():
+    from wengert.ops import determinant, linalg
+    from wengert.primitive import Primitive
+
+    for module in (linalg, determinant):
+        for value in vars(module).values():
+            if isinstance(value, Primitive):
+                rules = [r for r in value.vjps + value.jvps if r is not None]
+                assert rules and all(getattr(r, "names_singular_errors", False) for r in rules), value
+
+
+def test_a_linalg_error_inside_a_rule_names_the_function_and_shape(monkeypatch):
+    def broken(*args, **kwargs):
+        raise np.linalg.LinAlgError("Singular matrix")
+
+    monkeypatch.setattr(la.solve, "fun", broken)
+    with pytest.raises(la.SingularDerivativeError, match=r"cholesky: .*shape \(3, 3\).*Singular matrix"):
+        wg.grad(lambda x: wnp.sum(wla.cholesky(x)))(SPD)

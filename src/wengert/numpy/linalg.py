@@ -14,7 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from wengert.numpy import _functions as F
-from wengert.ops import broadcasting, cplx, elementwise, indexing, products, shape
+from wengert.ops import broadcasting, cplx, determinant, elementwise, indexing, products, shape
 from wengert.ops import linalg as ops
 from wengert.ops.cplx import adjoint, is_complex, mT
 from wengert.trace import BOX_TYPES, is_symbolic, unbox_all
@@ -79,7 +79,7 @@ def det(a):
     """numpy.linalg.det."""
     a = _array(a)
     _square(a, "det")
-    return ops.det(a)
+    return determinant.det(a)
 
 
 def slogdet(a):
@@ -88,7 +88,7 @@ def slogdet(a):
     _square(a, "slogdet")
     if type(a) not in BOX_TYPES:
         return np.linalg.slogdet(a)  # nothing traced: one LAPACK call, NumPy's result
-    return SlogdetResult(ops.slogdet_sign(a), ops.slogdet_logabs(a))
+    return SlogdetResult(determinant.slogdet_sign(a), determinant.slogdet_logabs(a))
 
 
 def cholesky(a, /, *, upper=False):

@@ -29,9 +29,9 @@ from wengert.ops.cplx import adjoint, conj, is_complex, mT, real, real_like, tra
 from wengert.primitive import Primitive, defjvp, defvjp
 from wengert.trace import is_symbolic, unbox_all
 
-__all__ = ["inv", "solve", "det", "slogdet_sign", "slogdet_logabs", "cholesky", "eigh_values",
-           "eigh_vectors", "eigvals", "eig_vectors", "svd_values", "svd_u", "svd_vh", "qr_q", "qr_r",
-           "pinv"]
+__all__ = ["inv", "solve", "cholesky", "eigh_values", "eigh_vectors", "eigvals", "eig_vectors",
+           "svd_values", "svd_u", "svd_vh", "qr_q", "qr_r", "pinv", "SingularDerivativeError",
+           "name_singular_errors"]
 
 matmul = products.matmul
 _shape = broadcasting.shape_of
@@ -42,6 +42,42 @@ _shape = broadcasting.shape_of
 
 class UndefinedDerivativeError(ValueError):
     """Eigen- or singular vectors were differentiated where they have no derivative."""
+
+
+class SingularDerivativeError(np.linalg.LinAlgError):
+    """A linear-algebra derivative does not exist, or is not unique, at this (singular or
+    defective) matrix; the message names the NumPy function, the shape, and what to do instead."""
+
+
+_ADVICE = ("Differentiate at a matrix away from it (e.g. add a small multiple of the identity), "
+           "or reformulate with a function whose derivative exists there")
+
+
+def name_singular_errors(prim, what):
+    """Wrap ``prim``'s rules so that a ``LinAlgError`` raised while differentiating names the
+    user's function ``what`` (``numpy.linalg.<what>``) and the matrix's shape, not an inner solve."""
+    def wrap(rule):
+        if rule is None or getattr(rule, "names_singular_errors", False):
+            return rule
+
+        def named(c, out, *args, **kwargs):
+            try:
+                return rule(c, out, *args, **kwargs)
+            except SingularDerivativeError:
+                raise
+            except np.linalg.LinAlgError as e:
+                shapes = " and ".join(str(_shape(a)) for a in args if _shape(a))
+                raise SingularDerivativeError(
+                    f"{what}: its derivative at this input (shape {shapes}) needs a matrix that is "
+                    f"singular ({e}), so it does not exist or is not unique there. {_ADVICE}.") from e
+
+        named.__name__ = getattr(rule, "__name__", "rule")
+        named.names_singular_errors = True
+        return named
+
+    prim.vjps = tuple(wrap(r) for r in prim.vjps)
+    prim.jvps = tuple(wrap(r) for r in prim.jvps)
+    return prim
 
 
 def _nan_if_undefined(jvp_rule):
@@ -61,8 +97,25 @@ def _n(x):
     return _shape(x)[-1]
 
 
-def _eye(n):
-    return np.eye(n)
+_REAL = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
+
+
+def _real_dtype(like):
+    """The real dtype of ``like`` (float32 for float32 and complex64): constants a rule mixes in
+    have it, so that single precision stays single."""
+    dt = broadcasting.dtype_of(like)
+    if dt.kind == "f":
+        return dt
+    return _REAL.get(dt, np.dtype(np.float64))
+
+
+def _eye(n, like):
+    return np.eye(n, dtype=_real_dtype(like))
+
+
+def _tril(n, k, like):
+    """The 0/1 lower-triangle mask (below diagonal ``k``) in ``like``'s real dtype."""
+    return np.tri(n, n, k, dtype=_real_dtype(like))
 
 
 def _col(v):
@@ -83,12 +136,12 @@ def _scalar_to_matrix(c):
 
 def _diag_embed(v):
     """(..., n) -> (..., n, n) with ``v`` on the diagonal."""
-    return _col(v) * _eye(_n(v))
+    return _col(v) * _eye(_n(v), v)
 
 
 def _diag_part(x):
     """(..., n, n) -> (..., n), the diagonal."""
-    return reductions.sum(x * _eye(_n(x)), axis=-1)
+    return reductions.sum(x * _eye(_n(x), x), axis=-1)
 
 
 def _trace(x):
@@ -106,21 +159,22 @@ def _imag_diag(x):
     return _diag_embed(real(_diag_part(x) * -1j) * 1j)
 
 
-def _triangle_mask(n, uplo):
+def _triangle_mask(n, uplo, like):
     """The strictly lower (``L``) or upper (``U``) triangle plus half the diagonal."""
-    m = np.tril(np.ones((n, n)), -1) if uplo == "L" else np.triu(np.ones((n, n)), 1)
-    return m + 0.5 * np.eye(n)
+    m = _tril(n, -1, like)
+    m = m if uplo == "L" else m.T.copy()
+    return m + 0.5 * _eye(n, like)
 
 
 def _hermitian_from(t, uplo):
     """The Hermitian matrix a function reading only triangle ``uplo`` of its input sees in ``t``."""
-    p = t * _triangle_mask(_n(t), uplo)
+    p = t * _triangle_mask(_n(t), uplo, t)
     return p + adjoint(p)
 
 
 def _to_triangle(g, uplo):
     """Adjoint of :func:`_hermitian_from`: a cotangent for the Hermitian matrix, on ``uplo`` only."""
-    return (g + adjoint(g)) * _triangle_mask(_n(g), uplo)
+    return (g + adjoint(g)) * _triangle_mask(_n(g), uplo, g)
 
 
 def _right_solve(z, r):
@@ -133,7 +187,7 @@ def _gaps(w, what, gap_of):
     d = _row(w) - _col(w) if gap_of is None else gap_of(w)
     n = np.shape(d)[-1]
     if is_symbolic((w, d)):  # a traced program cannot check its data: repeated values give inf there
-        eye = _eye(n)
+        eye = _eye(n, d)
         return (1.0 - eye) / (d + eye)
     raw = np.asarray(unbox_all(d))
     off = ~np.eye(n, dtype=bool)
@@ -144,7 +198,7 @@ def _gaps(w, what, gap_of):
             f"{what}: the derivative of the {kind}vectors is undefined where {kind}values repeat "
             f"(here two coincide to rounding). Differentiate the values instead, or a function that "
             f"does not depend on the choice of vectors within the repeated subspace.")
-    eye = _eye(n)
+    eye = _eye(n, d)
     return (1.0 - eye) / (d + eye)
 
 
@@ -228,46 +282,18 @@ defvjp(solve, _solve_vjp_a, _solve_vjp_b)
 defjvp(solve, lambda t, out, a, b: -solve(a, matmul(t, out)), lambda t, out, a, b: solve(a, t))
 
 
-det = Primitive(lambda a: np.linalg.det(a), name="linalg.det")
-defvjp(det, lambda g, out, a: real_like(_scalar_to_matrix(g * out) * mT(inv(a)), a))
-defjvp(det, lambda t, out, a: out * _trace(solve(a, t)))
-
-
-slogdet_logabs = Primitive(lambda a: np.linalg.slogdet(a)[1], name="linalg.slogdet_logabs")
-defvjp(slogdet_logabs, lambda g, out, a: real_like(_scalar_to_matrix(g) * mT(inv(a)), a))
-defjvp(slogdet_logabs, lambda t, out, a: real(_trace(solve(a, t))))
-
-
-def _sign_vjp(g, out, a):
-    if not is_complex(a):
-        return _zeros(a)  # the sign of a real determinant is piecewise constant
-    c = real(g * conj(out) * -1j)  # Im(g * conj(sign))
-    return _scalar_to_matrix(c * 1j) * adjoint(inv(a))
-
-
-def _sign_jvp(t, out, a):
-    if not is_complex(out):
-        return _zeros(out)
-    return out * (real(_trace(solve(a, t)) * -1j) * 1j)
-
-
-slogdet_sign = Primitive(lambda a: np.linalg.slogdet(a)[0], name="linalg.slogdet_sign")
-defvjp(slogdet_sign, transposed(_sign_vjp))
-defjvp(slogdet_sign, _sign_jvp)
-
-
 # -- cholesky ---------------------------------------------------------------------------------------
 
 
 def _cholesky_vjp(g, out, a):
-    y = matmul(adjoint(out), g) * _triangle_mask(_n(out), "L")
+    y = matmul(adjoint(out), g) * _triangle_mask(_n(out), "L", out)
     w = solve(adjoint(out), y)
     return real_like(_to_triangle(_right_solve(w, out), "L"), a)
 
 
 def _cholesky_jvp(t, out, a):
     x = _right_solve(solve(out, _hermitian_from(t, "L")), adjoint(out))
-    return matmul(out, x * _triangle_mask(_n(out), "L"))
+    return matmul(out, x * _triangle_mask(_n(out), "L", out))
 
 
 cholesky = Primitive(lambda a: np.linalg.cholesky(a), name="linalg.cholesky")
@@ -313,12 +339,44 @@ defjvp(eigh_vectors, _eigh_vectors_jvp)
 # -- eig (values; the vectors serve the values' rules) ----------------------------------------------
 
 
+def _check_not_defective(a, what):
+    """Refuse at a defective (or numerically defective) matrix: there its eigenvalues and vectors
+    have no derivative (they move like the square root of the perturbation), and the rules'
+    solve with the nearly singular eigenvector matrix would return large meaningless numbers."""
+    if is_symbolic(a):
+        return
+    raw = unbox_all(a)
+    if type(raw) is not np.ndarray:
+        return
+    w, v = _eig(raw)
+    n = w.shape[-1]
+    if n < 2:
+        return
+    root_eps = np.sqrt(np.finfo(raw.dtype).eps)
+    scale = np.maximum(np.max(np.abs(w), axis=-1), np.max(np.abs(raw), axis=(-2, -1)) * root_eps)
+    gaps = np.abs(w[..., :, None] - w[..., None, :]) + np.where(np.eye(n, dtype=bool), np.inf, 0)
+    close = np.min(gaps, axis=(-2, -1)) <= 10 * root_eps * scale
+    if not np.any(close):
+        return
+    with np.errstate(all="ignore"):
+        cond = np.linalg.cond(v)
+    if np.any(close & ~(cond < 0.1 / root_eps)):
+        raise SingularDerivativeError(
+            f"{what}: the {raw.shape[-2]}x{raw.shape[-1]} matrix (shape {raw.shape}) is defective "
+            f"(a repeated eigenvalue without a full set of eigenvectors; the eigenvector matrix has "
+            f"condition number {np.max(cond):.3g}), so its eigenvalues and eigenvectors have no "
+            f"derivative there. Differentiate a symmetric function of the eigenvalues instead (trace, "
+            f"det), or use eigh for a symmetric matrix.")
+
+
 def _eigvals_vjp(g, out, a):
+    _check_not_defective(a, "eig/eigvals")
     v = eig_vectors(a)
     return real_like(solve(mT(v), matmul(_diag_embed(g), mT(v))), a)
 
 
 def _eigvals_jvp(t, out, a):
+    _check_not_defective(a, "eig/eigvals")
     v = eig_vectors(a)
     d = _diag_part(solve(v, matmul(t, v)))
     return d if is_complex(out) else real(d)
@@ -331,6 +389,7 @@ defjvp(eigvals, _eigvals_jvp)
 
 def _eig_vectors_vjp(g, out, a):
     """Columns have unit norm (NumPy's choice), which fixes the real part of ``v_i^H dv_i``."""
+    _check_not_defective(a, "eig")
     f = _gaps(eigvals(a), "eig", None)
     g = g - out * _row(real(_diag_part(matmul(adjoint(out), g))))
     c = conj(f) * matmul(adjoint(out), g)
@@ -339,6 +398,7 @@ def _eig_vectors_vjp(g, out, a):
 
 @_nan_if_undefined
 def _eig_vectors_jvp(t, out, a):
+    _check_not_defective(a, "eig")
     f = _gaps(eigvals(a), "eig", None)
     dv = matmul(out, f * solve(out, matmul(t, out)))
     dv = dv - out * _row(real(_diag_part(matmul(adjoint(out), dv))))
@@ -425,7 +485,7 @@ def _nan_extra(d, size, axis):
     if s[axis] == size:
         return d
     s[axis] = size - s[axis]
-    return shape.concatenate(d, np.full(s, np.nan), axis=axis)
+    return shape.concatenate(d, np.full(s, np.nan, dtype=broadcasting.dtype_of(d)), axis=axis)
 
 
 def _svd_values_vjp(g, out, a):
@@ -501,12 +561,22 @@ def _qr_check(a):
     if m < n:
         raise NotImplementedError("qr: the primitive takes m >= n; wengert.numpy.linalg.qr "
                                   "handles wide matrices")
+    raw = unbox_all(a)
+    if is_symbolic(a) or type(raw) is not np.ndarray:
+        return
+    d = np.abs(np.diagonal(_qr(raw, "reduced")[1], axis1=-2, axis2=-1))
+    if np.any(np.min(d, axis=-1) <= 10 * m * np.finfo(raw.dtype).eps * np.max(d, axis=-1)):
+        raise SingularDerivativeError(
+            f"qr: the {m}x{n} matrix (shape {raw.shape}) has linearly dependent columns (rank "
+            f"deficient; a zero on R's diagonal), so Q and R are not unique and have no derivative "
+            f"there. Differentiate a function that does not depend on the choice of basis (e.g. "
+            f"through svd or pinv, whose derivative assumes a constant rank), or perturb the input.")
 
 
 def _lower_skew(n_mat):
     """``tril(N - N^H, -1)`` plus ``i Im(diag N)``: the adjoint of Q^H dQ's parametrisation."""
     n = _n(n_mat)
-    return (n_mat - adjoint(n_mat)) * np.tril(np.ones((n, n)), -1) + _imag_diag(n_mat)
+    return (n_mat - adjoint(n_mat)) * _tril(n, -1, n_mat) + _imag_diag(n_mat)
 
 
 def _qr_x(t, q, r):
@@ -515,7 +585,7 @@ def _qr_x(t, q, r):
 
 def _omega(x):
     n = _n(x)
-    low = x * np.tril(np.ones((n, n)), -1)
+    low = x * _tril(n, -1, x)
     return low - adjoint(low) + _imag_diag(x)
 
 
@@ -597,3 +667,11 @@ def _pinv_jvp(t, out, a, rcond=None, hermitian=False):
 pinv = Primitive(_pinv_impl, name="linalg.pinv")
 defvjp(pinv, transposed(_pinv_vjp))
 defjvp(pinv, _pinv_jvp)
+
+
+_USER_NAMES = {inv: "inv", solve: "solve", cholesky: "cholesky", eigh_values: "eigh/eigvalsh",
+               eigh_vectors: "eigh", eigvals: "eig/eigvals", eig_vectors: "eig", svd_values: "svd/svdvals",
+               svd_u: "svd", svd_vh: "svd", qr_q: "qr", qr_r: "qr", pinv: "pinv"}
+for _prim, _what in _USER_NAMES.items():
+    name_singular_errors(_prim, _what)
+del _prim, _what

@@ -46,9 +46,15 @@ def _solve_triangular_impl(a, b, trans=0, lower=False, unit_diagonal=False):
     return sla.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
 
 
-def _triangle(n, lower, unit_diagonal):
-    """The 0/1 mask of the entries solve_triangular reads."""
-    mask = np.tril(np.ones((n, n))) if lower else np.triu(np.ones((n, n)))
+def _real_dtype(like):
+    dt = broadcasting.dtype_of(like)
+    return dt if dt.kind == "f" else np.dtype(np.float64)
+
+
+def _triangle(n, lower, unit_diagonal, like):
+    """The 0/1 mask of the entries solve_triangular reads (in ``like``'s dtype)."""
+    mask = np.tri(n, dtype=_real_dtype(like))
+    mask = mask if lower else mask.T.copy()
     if unit_diagonal:
         np.fill_diagonal(mask, 0.0)
     return mask
@@ -69,7 +75,7 @@ def _st_vjp_b(g, out, a, b, trans=0, lower=False, unit_diagonal=False):
 def _st_vjp_a(g, out, a, b, trans=0, lower=False, unit_diagonal=False):
     gb = solve_triangular(a, g, trans=1 - trans, lower=lower, unit_diagonal=unit_diagonal)
     ga = _outer(out, gb) if trans else _outer(gb, out)
-    return -ga * _triangle(_n(a), lower, unit_diagonal)
+    return -ga * _triangle(_n(a), lower, unit_diagonal, ga)
 
 
 def _st_jvp_b(t, out, a, b, trans=0, lower=False, unit_diagonal=False):
@@ -77,7 +83,7 @@ def _st_jvp_b(t, out, a, b, trans=0, lower=False, unit_diagonal=False):
 
 
 def _st_jvp_a(t, out, a, b, trans=0, lower=False, unit_diagonal=False):
-    t = t * _triangle(_n(a), lower, unit_diagonal)
+    t = t * _triangle(_n(a), lower, unit_diagonal, t)
     rhs = -products.matmul(_mT(t) if trans else t, out)
     return solve_triangular(a, rhs, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
 
@@ -99,7 +105,8 @@ def _cholesky_lower_impl(a):
 def _phi(x):
     """Lower triangle of x with its diagonal halved."""
     n = _n(x)
-    return x * (np.tril(np.ones((n, n))) - 0.5 * np.eye(n))
+    dt = _real_dtype(x)
+    return x * (np.tri(n, dtype=dt) - 0.5 * np.eye(n, dtype=dt))
 
 
 def _cholesky_vjp(g, out, a):
@@ -152,7 +159,7 @@ def _expm_impl(a):
 def frechet_expm(a, e):
     """The Frechet derivative of expm at ``a`` in direction ``e``: expm([[a, e], [0, a]])[:n, n:]."""
     n = _n(a)
-    zero = np.zeros((n, n))
+    zero = np.zeros((n, n), dtype=broadcasting.dtype_of(a))
     big = shape.concatenate(shape.concatenate(a, e, axis=1), shape.concatenate(zero, a, axis=1), axis=0)
     return indexing.getitem(expm(big), (slice(0, n), slice(n, 2 * n)))
 
