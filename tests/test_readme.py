@@ -217,15 +217,25 @@ def test_numpy_coverage_and_complex(tmp_path):
     assert ns["wg"].grad(lambda z: ns["wnp"].abs(z) ** 2)(3 + 4j) == pytest.approx(6 - 8j, rel=1e-15)
     g = wg.grad(lambda x: np.sum(np.sort(np.cumsum(x))))(np.array([3.0, -1.0, 2.0]))
     np.testing.assert_allclose(g, [3.0, 2.0, 1.0])  # the sum of the cumulative sums, by hand
-    # "146 differentiable functions ... and 57 non-differentiable ones"
+    # "173 differentiable functions, 24 with a zero derivative ... and 98 whose results are integers
+    # ... (101 of them) raises an error": the classification table's counts
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"`wengert.numpy` has (\d+) differentiable functions \(\d+ before issue 3\) and (\d+) "
-                  r"non-differentiable", text.replace("\n", " "))
+    m = re.search(r"`wengert.numpy` has (\d+) differentiable functions, (\d+) with a zero derivative "
+                  r"almost everywhere .* and (\d+) whose results are integers.*?\((\d+) of them\) raises",
+                  " ".join(text.split()))
     assert m, "the coverage sentence changed: update this test"
     import wengert.numpy as wnp
+    from wengert.numpy import _classification as table
 
-    counts = (len(set(wnp.DIFFERENTIABLE)), len(set(wnp.NOT_DIFFERENTIABLE)))
-    assert (int(m.group(1)), int(m.group(2))) == counts
+    def count(kind, namespaces=(("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft))):
+        return sum(hasattr(module, n) for ns, module in namespaces for n in table.names(ns, kind))
+
+    assert int(m.group(1)) == len(set(wnp.DIFFERENTIABLE))
+    top_level = (("numpy", np),)
+    assert int(m.group(2)) == count(table.ZERO, top_level)
+    assert int(m.group(3)) == count(table.INTEGER, top_level)
+    assert len(set(wnp.NOT_DIFFERENTIABLE)) == int(m.group(2)) + int(m.group(3))
+    assert int(m.group(4)) == count(table.UNSUPPORTED)
 
 
 def test_scipy_counts_and_names():

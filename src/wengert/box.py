@@ -12,7 +12,7 @@ import wengert.numpy as wnp
 from wengert import mutation
 from wengert.numpy import _dispatch
 from wengert.ops import elementwise as ew
-from wengert.ops import indexing, nondiff, products
+from wengert.ops import indexing, modular, nondiff, products
 from wengert.ops import shape as shape_ops
 from wengert.trace import unbox_all
 
@@ -66,13 +66,22 @@ class ArrayBox:
         return products.matmul(other, self)
 
     def __floordiv__(self, other):
-        return nondiff.floor_divide(self, other)
+        return modular.floor_divide(self, other)
 
     def __rfloordiv__(self, other):
-        return nondiff.floor_divide(other, self)
+        return modular.floor_divide(other, self)
 
     def __mod__(self, other):
-        return nondiff.remainder(self, other)
+        return modular.remainder(self, other)
+
+    def __rmod__(self, other):
+        return modular.remainder(other, self)
+
+    def __divmod__(self, other):
+        return modular.divmod_(self, other)
+
+    def __rdivmod__(self, other):
+        return modular.divmod_(other, self)
 
     def __neg__(self):
         return ew.negative(self)

@@ -28,7 +28,23 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     uint8,
 )
 
-from wengert.numpy import _more_arrays, _more_elementwise, _more_reductions, fft, linalg
+from wengert.numpy import _classification as _table
+from wengert.numpy import fft, linalg
+from wengert.numpy._extra import (
+    astype,
+    broadcast_arrays,
+    copy,
+    dsplit,
+    full,
+    hsplit,
+    linspace,
+    logspace,
+    matvec,
+    rollaxis,
+    unstack,
+    vecmat,
+    vsplit,
+)
 from wengert.numpy._functions import (
     amax,
     amin,
@@ -202,6 +218,8 @@ from wengert.ops.elementwise import (
     trunc,
 )
 from wengert.ops.indexing import index_add, index_update  # functional x[idx] = v / np.add.at
+from wengert.ops.modular import divmod_ as divmod  # noqa: A004 - NumPy's name
+from wengert.ops.modular import floor_divide, fmod, mod, remainder
 from wengert.ops.nondiff import (
     allclose,
     argmax,
@@ -212,7 +230,6 @@ from wengert.ops.nondiff import (
     empty_like,
     equal,
     flatnonzero,
-    floor_divide,
     greater,
     greater_equal,
     isclose,
@@ -225,55 +242,80 @@ from wengert.ops.nondiff import (
     logical_not,
     logical_or,
     logical_xor,
-    mod,
     ndim,
     nonzero,
     not_equal,
     ones_like,
-    remainder,
     shape,
     signbit,
     size,
     zeros_like,
 )
+from wengert.primitive import nondiff_primitive as _nondiff_primitive
 
-# Constructors: nothing to differentiate, so NumPy's own functions.
+# Constructors from shapes: NumPy's own (a traced shape is refused by its __index__).
 zeros = _np.zeros
 ones = _np.ones
 empty = _np.empty
-full = _np.full
 eye = _np.eye
 identity = _np.identity
-arange = _np.arange
-linspace = _np.linspace
-logspace = _np.logspace
+bartlett = _np.bartlett
+blackman = _np.blackman
+hamming = _np.hamming
+hanning = _np.hanning
+matrix_transpose = linalg.matrix_transpose
+vecdot = linalg.vecdot
 
-DIFFERENTIABLE = [
-    "abs", "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
-    "arctanh", "cbrt", "ceil", "cos", "cosh", "divide", "exp", "exp2", "expm1", "floor", "hypot",
-    "log", "log1p", "log2", "log10", "maximum", "minimum", "multiply", "negative", "positive",
-    "power", "reciprocal", "rint", "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan",
-    "tanh", "true_divide", "trunc", "clip", "where",
-    "sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std",
-    "dot", "inner", "outer", "matmul", "tensordot", "einsum",
-    "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
-    "broadcast_to", "concatenate", "stack", "hstack", "vstack",
-    "split", "array_split", "tile", "repeat", "flip", "fliplr", "flipud", "array", "asarray",
-] + _more_elementwise.DIFFERENTIABLE + _more_reductions.DIFFERENTIABLE + _more_arrays.DIFFERENTIABLE
-DIFFERENTIABLE += ["index_update", "index_add"]  # NumPy's x[idx] = v and np.add.at, as new arrays
-NOT_DIFFERENTIABLE = [
-    "allclose", "argmax", "argmin", "argsort", "array_equal", "count_nonzero", "empty_like",
-    "equal", "flatnonzero", "floor_divide", "greater", "greater_equal", "isclose",
-    "isfinite", "isinf", "isnan", "less", "less_equal", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "mod", "ndim", "nonzero", "not_equal", "ones_like", "remainder",
-    "shape", "signbit", "size", "zeros_like",
-    "zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace", "logspace",
-] + (_more_elementwise.NOT_DIFFERENTIABLE + _more_reductions.NOT_DIFFERENTIABLE
-     + _more_arrays.NOT_DIFFERENTIABLE)
-__all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE
+
+def _derive_names():
+    """Aliases, and NumPy's own functions for the integer-valued and zero-derivative names not
+    defined above; then the public lists. Everything here is read off the classification table."""
+    namespace = globals()
+    for name, entry in _table.TABLE["numpy"].items():
+        if entry.alias_of is not None:
+            namespace[name] = namespace[entry.alias_of]
+        elif (entry.kind in (_table.INTEGER, _table.ZERO) and name not in namespace
+              and hasattr(_np, name)):
+            namespace[name] = _nondiff_primitive(getattr(_np, name), name)
+    for name in _table.PLAIN_VALUES_ONLY:
+        namespace[name] = _plain_values_only(name)
+    present = [n for n in _table.TABLE["numpy"] if hasattr(_np, n)]
+    differentiable = [n for n in present if _table.TABLE["numpy"][n].kind == _table.DIFFERENTIABLE]
+    differentiable += _table.names("wengert.numpy", _table.DIFFERENTIABLE)
+    no_derivative = [n for n in present if _table.TABLE["numpy"][n].kind in (_table.ZERO, _table.INTEGER)]
+    return differentiable, no_derivative
+
+
+def _plain_values_only(name):
+    numpy_fun = getattr(_np, name)
+
+    def constructor(*args, **kwargs):
+        from wengert.trace import contains_box  # noqa: PLC0415 - kept out of the module's names
+
+        if contains_box(args) or contains_box(kwargs):
+            from wengert.numpy._dispatch import unsupported  # noqa: PLC0415 - imports this module
+
+            raise unsupported(name)
+        return numpy_fun(*args, **kwargs)
+
+    constructor.__name__ = constructor.__qualname__ = name
+    constructor.__doc__ = f"numpy.{name}, for plain arguments (traced ones are refused)."
+    return constructor
+
+
+DIFFERENTIABLE, NOT_DIFFERENTIABLE = _derive_names()
+"""Public names with derivative rules; and those whose result carries none (zero derivative almost
+everywhere, or integer-, boolean- or metadata-valued). See wengert.numpy._classification."""
+__all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE + list(_table.PLAIN_VALUES_ONLY)
 
 
 def __getattr__(name):
+    entry = _table.entry("numpy", name)
+    if entry is not None and entry.kind == _table.UNSUPPORTED:
+        raise AttributeError(
+            f"wengert.numpy has no '{name}': numpy.{name} has no derivative rule in wengert; "
+            f"{entry.note}. Or define it with wg.primitive and wg.defvjp/wg.defjvp "
+            f"(see docs/adding-a-primitive.md).")
     if hasattr(_np, name):
         raise AttributeError(
             f"wengert.numpy has no '{name}': numpy.{name} has no derivative rule in wengert. "

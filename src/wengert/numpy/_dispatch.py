@@ -10,8 +10,10 @@ import sys
 import numpy as np
 
 import wengert.numpy as wnp
+from wengert.numpy import _classification as _table
 
-__all__ = ["UnsupportedNumpyFunction", "ufunc_call", "function_call", "scipy_caller", "scipy_refusal"]
+__all__ = ["UnsupportedNumpyFunction", "unsupported", "ufunc_call", "function_call", "scipy_caller",
+           "scipy_refusal"]
 
 
 class UnsupportedNumpyFunction(TypeError):
@@ -19,19 +21,19 @@ class UnsupportedNumpyFunction(TypeError):
 
 
 def _tables():
+    """NumPy's function object -> wengert.numpy's, for every name the classification does not refuse."""
     ufuncs, functions = {}, {}
-    for name in wnp.__all__:
-        ours = getattr(wnp, name)
-        theirs = getattr(np, name, None)
-        if isinstance(theirs, np.ufunc):
-            ufuncs[theirs] = ours
-        elif callable(theirs) and theirs is not ours:
-            functions[theirs] = ours
-    for ours_module, theirs_module in ((wnp.linalg, np.linalg), (wnp.fft, np.fft)):  # submodules
-        for name in ours_module.__all__:
-            ours, theirs = getattr(ours_module, name), getattr(theirs_module, name, None)
-            if callable(theirs) and not isinstance(theirs, type) and theirs is not ours:
-                functions[theirs] = ours
+    for namespace, ours_module, theirs_module in (("numpy", wnp, np), ("numpy.linalg", wnp.linalg, np.linalg),
+                                                   ("numpy.fft", wnp.fft, np.fft)):
+        for name, entry in _table.TABLE[namespace].items():
+            theirs = getattr(theirs_module, name, None)
+            if entry.kind == _table.UNSUPPORTED or theirs is None:
+                continue
+            ours = getattr(ours_module, name)
+            if isinstance(theirs, np.ufunc):
+                ufuncs[theirs] = ours
+            elif callable(theirs) and not isinstance(theirs, type) and theirs is not ours:
+                functions.setdefault(theirs, ours)  # an object with two names (mod, remainder) once
     return ufuncs, functions
 
 
@@ -39,14 +41,24 @@ UFUNCS, FUNCTIONS = _tables()
 REDUCERS = {np.add: wnp.sum, np.multiply: wnp.prod, np.maximum: wnp.max, np.minimum: wnp.min}
 
 
-def _unsupported(qualname, extra=""):
-    qualname = qualname if qualname.startswith("scipy.") else "numpy." + qualname
-    ours = "wengert.scipy.special" if qualname.startswith("scipy.") else "wengert.numpy"
+def unsupported(qualname, extra=""):
+    """The error for NumPy's ``qualname`` (``interp``, ``fft.hfft``, ``scipy.special.x``) called on
+    a traced value; it says what to write instead where the classification table knows."""
+    if qualname.startswith("scipy."):
+        ours = "wengert.scipy.special"
+    else:
+        qualname, ours = "numpy." + qualname, "wengert.numpy"
+    namespace, _, name = qualname.rpartition(".")
+    entry = _table.entry(namespace, name)
+    advice = f" To go on: {entry.note}." if entry is not None and entry.note else ""
     return UnsupportedNumpyFunction(
         f"{qualname} was called on a traced wengert value, and wengert has no derivative "
-        f"rule for it{extra}. Use a {ours} function that has one, compose it from them, or "
-        f"define it with wg.primitive + wg.defvjp (docs/adding-a-primitive.md). If no derivative "
-        f"is wanted, pass x.detach() or a plain array instead.")
+        f"rule for it{extra}.{advice} Otherwise use a {ours} function that has one, compose it "
+        f"from them, or define it with wg.primitive + wg.defvjp (docs/adding-a-primitive.md). "
+        f"If no derivative is wanted, pass x.detach() or a plain array instead.")
+
+
+_unsupported = unsupported
 
 
 def ufunc_call(ufunc, method, inputs, kwargs):

@@ -405,13 +405,3 @@ tril_indices = np.tril_indices
 triu_indices = np.triu_indices
 diag_indices = np.diag_indices
 indices = np.indices
-
-DIFFERENTIABLE = [
-    "take_along_axis", "take", "sort", "partition", "select", "roll", "rot90", "pad", "diagonal",
-    "trace", "diag", "diagflat", "tril", "triu", "atleast_1d", "atleast_2d", "atleast_3d",
-    "full_like", "meshgrid", "append", "column_stack", "dstack", "vdot", "kron", "cross",
-]
-NOT_DIFFERENTIABLE = [
-    "argpartition", "searchsorted", "digitize", "tri", "tril_indices", "triu_indices",
-    "diag_indices", "indices",
-]

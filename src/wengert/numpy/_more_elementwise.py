@@ -139,12 +139,3 @@ iscomplexobj = nondiff_primitive(np.iscomplexobj)
 isrealobj = nondiff_primitive(np.isrealobj)
 isposinf = nondiff_primitive(np.isposinf)
 isneginf = nondiff_primitive(np.isneginf)
-
-DIFFERENTIABLE = [
-    "real", "imag", "conjugate", "conj", "angle", "deg2rad", "rad2deg", "radians", "degrees",
-    "round", "around", "fix", "logaddexp", "logaddexp2", "sinc", "fmax", "fmin", "fabs",
-    "float_power", "nan_to_num",
-]
-NOT_DIFFERENTIABLE = [
-    "iscomplex", "isreal", "iscomplexobj", "isrealobj", "isposinf", "isneginf",
-]

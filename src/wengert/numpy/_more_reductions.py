@@ -328,12 +328,3 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 nanargmax = nondiff_primitive(np.nanargmax)
 nanargmin = nondiff_primitive(np.nanargmin)
-
-DIFFERENTIABLE = [
-    "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "diff", "ediff1d", "nancumsum",
-    "nancumprod", "trapezoid", "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar",
-    "nanstd", "ptp", "average", "quantile", "percentile", "median",
-]
-NOT_DIFFERENTIABLE = [
-    "nanargmax", "nanargmin",
-]

@@ -8,13 +8,13 @@ convention of ``wengert.ops.cplx`` (cotangent ``A^H g``); a real input gets a re
 
 import numpy as np
 
+from wengert.numpy import _classification as _table
 from wengert.ops import broadcasting, indexing
 from wengert.ops import fft as ops
 from wengert.trace import BOX_TYPES
 
-DIFFERENTIABLE = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
-                  "rfftn", "irfftn", "fftshift", "ifftshift"]
-NOT_DIFFERENTIABLE = ["fftfreq", "rfftfreq"]
+DIFFERENTIABLE = _table.names("numpy.fft", _table.DIFFERENTIABLE)  # the classification's
+NOT_DIFFERENTIABLE = _table.names("numpy.fft", _table.INTEGER, _table.ZERO)
 __all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE
 
 fftfreq = np.fft.fftfreq  # sample frequencies: constants, NumPy's own functions

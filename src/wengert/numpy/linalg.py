@@ -13,19 +13,15 @@ from collections import namedtuple
 
 import numpy as np
 
+from wengert.numpy import _classification as _table
 from wengert.numpy import _functions as F
 from wengert.ops import broadcasting, cplx, determinant, elementwise, indexing, products, shape
 from wengert.ops import linalg as ops
 from wengert.ops.cplx import adjoint, is_complex, mT
 from wengert.trace import BOX_TYPES, is_symbolic, unbox_all
 
-DIFFERENTIABLE = [
-    "inv", "solve", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "eig", "eigvals", "svd",
-    "svdvals", "qr", "pinv", "norm", "vector_norm", "matrix_norm", "matrix_power", "lstsq", "cond",
-    "multi_dot", "matrix_transpose", "tensorinv", "tensorsolve", "matmul", "tensordot", "outer",
-    "vecdot", "diagonal", "trace", "cross",
-]
-NOT_DIFFERENTIABLE = ["LinAlgError", "matrix_rank"]
+DIFFERENTIABLE = _table.names("numpy.linalg", _table.DIFFERENTIABLE)  # the classification's
+NOT_DIFFERENTIABLE = ["LinAlgError"] + _table.names("numpy.linalg", _table.INTEGER, _table.ZERO)
 __all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE
 
 LinAlgError = np.linalg.LinAlgError

@@ -14,7 +14,7 @@ __all__ = [
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
     "signbit", "argmax", "argmin", "argsort", "nonzero", "flatnonzero", "count_nonzero",
     "zeros_like", "ones_like", "empty_like", "full_like", "shape", "ndim", "size",
-    "floor_divide", "remainder", "mod", "isclose", "allclose", "array_equal",
+    "isclose", "allclose", "array_equal",
 ]
 
 equal = nondiff_primitive(_binary(np.equal, operator.eq), "equal")
@@ -44,11 +44,6 @@ full_like = nondiff_primitive(np.full_like)
 shape = nondiff_primitive(np.shape)
 ndim = nondiff_primitive(np.ndim)
 size = nondiff_primitive(np.size)
-# Integer-valued or piecewise-constant results; their derivative (where defined) is not wanted by
-# anyone differentiating through them, and NumPy-based AD tools treat them alike.
-floor_divide = nondiff_primitive(_binary(np.floor_divide, operator.floordiv), "floor_divide")
-remainder = nondiff_primitive(np.remainder)
-mod = remainder
 isclose = nondiff_primitive(np.isclose)
 allclose = nondiff_primitive(np.allclose)
 array_equal = nondiff_primitive(np.array_equal)
