@@ -429,6 +429,10 @@ def _nested_symbol(args):
                 for x in a:
                     if type(x) in SYMBOLIC_TYPES:
                         return x
+                    if type(x) is tuple or type(x) is list:  # nested lists: [[a, 1.0], [2.0, b]]
+                        found = _nested_symbol((x,))
+                        if found is not None:
+                            return found
     return None
 
 

@@ -8,6 +8,7 @@ compiled function) make it run ``fun`` itself, so the tape records it as usual.
 """
 
 import functools
+import inspect
 import operator
 from collections import namedtuple
 
@@ -113,7 +114,6 @@ class _Entry:
         entry's signature (shapes, dtypes, floats, int values) and runs the program, or else calls
         ``slow(*args)``: the per-call overhead of a cached call is this one check, without building
         and hashing a key (on small arrays the overhead is a large part of the time)."""
-        n = len(args)
         checks, namespace = [], dict(self.namespace, slow=slow, hits=hits, ndarray=np.ndarray)
         for i, a in enumerate(args):
             t = type(a)
@@ -124,11 +124,16 @@ class _Entry:
                 checks.append(f"type(a{i}) is float")
             else:  # int (a static argument: the value is part of the signature)
                 checks.append(f"type(a{i}) is int and a{i} == {int(a)}")
-        lines = ["def dispatch(*args):", f"    if len(args) == {n}:"]
-        if n:
-            lines.append(f"        {', '.join(self.params)}{',' if n == 1 else ''} = args")
-        lines += [f"        if {' and '.join(checks) if checks else 'True'}:", "            hits[0] += 1"]
-        lines += [f"            {line}" for line in self.body] + ["    return slow(*args)"]
+        # The parameters are named (a missing one is _MISSING, which fails its check): keyword
+        # arguments reach ``slow`` without costing a positional call anything.
+        namespace["_MISSING"] = _MISSING
+        head = "".join(f"{p}=_MISSING, " for p in self.params)
+        given = "".join(f"{p}, " for p in self.params)
+        lines = [f"def dispatch({head}*rest, **kwargs):",
+                 f"    if {' and '.join(checks) if checks else 'True'} and not rest and not kwargs:",
+                 "        hits[0] += 1"]
+        lines += [f"        {line}" for line in self.body]
+        lines += [f"    return slow(*[a for a in ({given}) if a is not _MISSING], *rest, **kwargs)"]
         text = "\n".join(lines) + "\n"
         exec(text, namespace)  # noqa: S102
         return namespace["dispatch"]
@@ -170,6 +175,7 @@ class CompiledFunction:
         self._fast_hits = [0]  # counted by the entries' dispatchers
         self._misses = 0
         self._dispatch = self._slow
+        self._variants = {}  # (keyword-only names, positional count) -> compiled, taking them last
         functools.update_wrapper(self, fun)
 
     def _entry(self, args):
@@ -200,7 +206,9 @@ class CompiledFunction:
     # found by a C-level getter: no Python frame of our own between the caller and the dispatcher.
     __call__ = property(operator.attrgetter("_dispatch"))
 
-    def _slow(self, *args):
+    def _slow(self, *args, **kwargs):
+        if kwargs:
+            return self._keywords(args, kwargs)
         key = _flat_key(args)  # the common case first: on small arrays the overhead is the cost
         if key is not None:
             entry = self._cache.get(key)
@@ -217,6 +225,31 @@ class CompiledFunction:
         if entry is None:
             return self._uncompiled(*args)
         return entry.run(leaves)
+
+    def _keywords(self, args, kwargs):
+        """A call with keyword arguments: those that can be given by position are (defaults stay
+        constants of the program, as in Python); keyword-only ones are passed to a compiled
+        variant per set of keyword names, which takes them after the positional arguments."""
+        try:
+            bound = inspect.signature(self.fun).bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{getattr(self.fun, '__name__', self.fun)}: {e}") from None
+        except ValueError:  # no signature (a builtin): nothing to reorder
+            bound = None
+        if bound is not None and not bound.kwargs:
+            return self._slow(*bound.args)
+        args, kwargs = (bound.args, bound.kwargs) if bound is not None else (args, kwargs)
+        names = tuple(sorted(kwargs))
+        variant = self._variants.get((names, len(args)))
+        if variant is None:
+            fun, n = self.fun, len(args)
+
+            def with_keywords(*values):
+                return fun(*values[:n], **dict(zip(names, values[n:])))
+
+            with_keywords.__name__ = getattr(fun, "__name__", "f")
+            variant = self._variants[names, n] = CompiledFunction(with_keywords, self.transform, self.argnums)
+        return variant(*args, *[kwargs[k] for k in names])
 
     def _uncompiled(self, *args):
         """Called with values traced by another transform: run ``fun`` itself under it."""
@@ -254,6 +287,16 @@ class CompiledFunction:
     def __repr__(self):
         what = f"{self.transform}({self.argnums}) of " if self.transform else ""
         return f"<wengert compiled {what}{getattr(self.fun, '__name__', self.fun)}>"
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<missing argument>"
+
+
+_MISSING = _Missing()
 
 
 def compile_function(fun):

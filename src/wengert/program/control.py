@@ -405,6 +405,7 @@ class SourceProgram:
         self.statics = statics
         self.out_tree = out_tree
         self.filename = filename
+        self.examples = {}  # Variable -> the value abstract evaluation computed (rules run on these)
         self._function = None
 
     @property

@@ -62,6 +62,7 @@ def tie_select(g, x, y):
     "chooser_weights": '''
 def chooser_weights(out, x, axis, keepdims):
     """1/k on each of the k elements of x equal to its max (min) along axis, 0 elsewhere."""
+    x = np.asarray(x)
     if axis is None:
         hit = x == out
         k = np.count_nonzero(hit)
@@ -75,6 +76,7 @@ def add_chosen(buf, g, out, x):
     (nothing to add where g is 0)."""
     if g == 0:
         return
+    x = np.asarray(x)
     where = (x == out).ravel().nonzero()[0]
     if len(where) == 1:
         buf.flat[where[0]] += g

@@ -20,6 +20,7 @@ file and the line; the tape (``wg.grad``) handles such code.
 
 import ast
 import inspect
+import linecache
 import math
 import operator
 import os
@@ -33,7 +34,7 @@ import wengert.numpy as wnp
 from wengert.ops import indexing, nondiff
 from wengert.program.control import If, Loop, SourceProgram, TransformError
 from wengert.program.ir import Variable
-from wengert.program.tracing import ProgramBuilder, Symbol, TracingError, is_input_leaf
+from wengert.program.tracing import ProgramBuilder, Symbol, TracingError, _identifier, is_input_leaf
 from wengert.tree import tree_flatten
 
 __all__ = ["from_source", "TransformError"]
@@ -90,17 +91,64 @@ class _Parsed:
         except (OSError, TypeError) as e:
             raise TransformError(f"the source of {getattr(fun, '__name__', fun)!r} is not available ({e}); "
                                  f"{_TAPE}") from None
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-        ast.increment_lineno(tree, start - 1)
-        defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         self.filename = filename
         self.offset = 0
         self.name = fun.__name__
-        if not defs or isinstance(defs[0], ast.AsyncFunctionDef) or fun.__name__ == "<lambda>":
-            raise TransformError(f"{self.where(1)}: {fun.__name__} is not a def-statement function (a lambda "
-                                 f"or async function). {_TAPE}")
-        self.node = defs[0]
+        if fun.__name__ == "<lambda>":
+            self.node = self._lambda(fun, lines, start)
+        else:
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+            ast.increment_lineno(tree, start - 1)
+            defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            if not defs or isinstance(defs[0], ast.AsyncFunctionDef):
+                raise TransformError(f"{self.where(start)}: {fun.__name__} is not a def-statement function "
+                                     f"or a lambda (an async function?). {_TAPE}")
+            self.node = defs[0]
         self._check()
+
+    def _lambda(self, fun, lines, start):
+        """A lambda's expression as a one-statement function ``def <lambda>(...): return expr``,
+        found in its source lines by its line, parameters and the columns its code comes from
+        (refused when that is still ambiguous)."""
+        line = fun.__code__.co_firstlineno
+        tree = None
+        try:  # the whole file: a lambda inside a longer expression parses only with its context
+            tree = ast.parse("".join(linecache.getlines(self.filename)))
+        except (SyntaxError, ValueError):
+            text = "".join(lines)
+            for prefix, suffix in (("", ""), ("if 1:\n", ""), ("(\n", "\n)")):  # columns kept as they are
+                try:
+                    tree = ast.parse(prefix + text + suffix)
+                except SyntaxError:
+                    continue
+                ast.increment_lineno(tree, start - 1 - prefix.count("\n"))
+                break
+        if tree is None:
+            raise TransformError(f"{self.where(line)}: the source of this lambda could not be parsed on its "
+                                 f"own; write it as a def-statement function. {_TAPE}")
+        code = fun.__code__
+        params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+        found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line
+                 and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == params]
+        if len(found) > 1 and hasattr(code, "co_positions"):
+            spots = [p for p in code.co_positions() if None not in p and p[3] > p[2]]  # not RESUME (0, 0)
+
+            def inside(lam):
+                b = lam.body
+                first, last = (b.lineno, b.col_offset), (b.end_lineno, b.end_col_offset)
+                return all((l0, c0) >= first and (l1, c1) <= last for l0, l1, c0, c1 in spots)
+
+            found = [n for n in found if inside(n)] if spots else found
+        if len({ast.dump(n) for n in found}) != 1:
+            raise TransformError(f"{self.where(line)}: {len(found) or 'no'} lambdas with parameters "
+                                 f"({', '.join(params)}) on this line; the source transformation cannot tell "
+                                 f"which one it is given: write it as a def-statement function. {_TAPE}")
+        lam = found[0]
+        node = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ast.Return(value=lam.body)],
+                               decorator_list=[], returns=None)
+        ast.copy_location(node, lam)
+        ast.copy_location(node.body[0], lam)
+        return node
 
     def where(self, lineno):
         return f"{self.filename}, line {lineno + self.offset}"
@@ -755,33 +803,72 @@ def _example(var):
     return placeholder(var)
 
 
+def _callable_kind(fun):
+    """``(function to interpret, positional arguments bound first, keywords bound)`` for what
+    ``source_grad`` and ``source_jvp`` accept; refuses what has no source to transform."""
+    import functools
+
+    from wengert.program.compiled import CompiledFunction
+
+    pre, kw = (), {}
+    while True:
+        if isinstance(fun, CompiledFunction):
+            if fun.transform is not None:
+                raise TransformError(f"{fun!r} is a compiled derivative; the source transformation reads "
+                                     f"Python source. Give it the function itself (source_grad(f)), or "
+                                     f"keep the compiled one (wg.compile(f).grad()).")
+            fun = fun.fun
+        elif isinstance(fun, functools.partial):
+            pre, kw = tuple(fun.args) + pre, {**fun.keywords, **kw}
+            fun = fun.func
+        else:
+            break
+    if isinstance(fun, types.FunctionType):
+        return fun, pre, kw
+    what = type(fun).__name__
+    raise TransformError(f"{getattr(fun, '__name__', fun)!r} is a {what}, not a Python function with source "
+                         f"to transform (the source transformation reads a def or a lambda). Differentiate "
+                         f"it with the tape (wg.grad), or wrap it: def f(x): return "
+                         f"{getattr(fun, '__name__', 'fun')}(x).")
+
+
 def from_source(fun, *example_args):
     """``wg.Program.from_source(fun, *example_args)``: ``fun``'s source as a structured program,
-    specialised to the shapes of ``example_args`` (Python floats for every parameter if none)."""
+    specialised to the shapes of ``example_args`` (Python floats for every parameter if none).
+    ``fun`` is a def or a lambda (or ``wg.compile`` of one, or a ``functools.partial`` of one)."""
+    fun, pre, bound_kw = _callable_kind(fun)
     parsed = _parsed(fun)
     params = [a.arg for a in parsed.node.args.args]
+    free = [p for p in params[len(pre):] if p not in bound_kw]
+    defaults = dict(zip(params[len(params) - len(fun.__defaults__ or ()):], fun.__defaults__ or ()))
     if not example_args:
-        example_args = tuple(1.0 for _ in params)
-    if len(example_args) != len(params):
-        raise TypeError(f"{fun.__name__} takes {len(params)} arguments, got {len(example_args)} examples")
+        example_args = tuple(1.0 for p in free if p not in defaults)
+    if not len([p for p in free if p not in defaults]) <= len(example_args) <= len(free):
+        raise TypeError(f"{parsed.name} takes {len(free)} arguments, got {len(example_args)}")
     builder = _Builder(names={"np", "math", "stack", "range", "len"} - set(params))
     interp = _Interpreter(fun, builder)
     inputs, slots = [], []
-    for name, a in zip(params, example_args):
+    for name, a in zip(free, example_args):
         if isinstance(a, (list, tuple, dict)):
-            raise TypeError(f"{fun.__name__}: argument {name} is a {type(a).__name__}; the source "
+            raise TypeError(f"{parsed.name}: argument {name} is a {type(a).__name__}; the source "
                             f"transformation takes arrays, numbers and static values (use wg.grad for "
                             f"pytrees)")
         if is_input_leaf(a):
             var = Variable.like(builder.fresh(name), a)
             inputs.append(var)
             slots.append(var)
-            interp.env[name] = builder.symbol(var)
+            interp.env[name] = builder.symbol(var, a)  # the argument is its example: rules run on it
         else:
             slots.append(a)
             interp.env[name] = a
+    for name, value in list(zip(params, pre)) + list(bound_kw.items()):
+        interp.env[name] = value
+    for name, value in defaults.items():
+        interp.env.setdefault(name, value)
     out = interp.run_function()
     leaves, out_tree = tree_flatten(out)
     outputs = [_unsym(o) for o in leaves]
-    return SourceProgram(fun.__name__, inputs, builder.statements, outputs, params=slots, statics=None,
-                         out_tree=out_tree, filename=parsed.filename)
+    program = SourceProgram(_identifier(fun.__name__), inputs, builder.statements, outputs, params=slots,
+                            statics=None, out_tree=out_tree, filename=parsed.filename)
+    program.examples = builder.examples
+    return program

@@ -51,7 +51,8 @@ class _SymbolicPass:
     def sym(self, var):
         s = self._syms.get(var)
         if s is None:
-            s = self._syms[var] = Symbol(var, placeholder(var), self.b)
+            ex = self._examples.get(var)
+            s = self._syms[var] = Symbol(var, placeholder(var) if ex is None else ex, self.b)
         return s
 
     def name(self, value, base, mark):
@@ -72,6 +73,7 @@ class _Reverser(_SymbolicPass):
         self.b = _Builder(names=names)
         self.acc = {}  # Variable -> accumulator Variable (a buffer the reverse pass owns)
         self._syms = {}
+        self._examples = getattr(program, "examples", {})  # rules run on the arguments' values
         self.table = []  # (forward node, reverse nodes, contributions) for the top-level block
         self.contribs = []  # (argument Variable, cotangent) of the statement being reversed
 
@@ -414,6 +416,7 @@ class _Tangents(_SymbolicPass):
         names = all_names(program.body) | {v.name for v in program.inputs} | {"np", "math", "stack"}
         self.b = _Builder(names=names)
         self._syms = {}
+        self._examples = getattr(program, "examples", {})
 
     def tangent_var(self, var):
         return Variable(self.b.fresh(f"{var.name}_dot"), var.shape, var.dtype, var.kind)

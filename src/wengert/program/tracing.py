@@ -232,9 +232,16 @@ class ProgramBuilder(Trace):
         return x
 
     def apply(self, prim, args, kwargs):
+        if not prim.nondiff:
+            stacked = _stack_lists(args)
+            if stacked is not None:  # a list holding traced floats: one stacked array in the program
+                args = stacked
         ex_args = _map_leaves(args, self._example)
         ex_kwargs = _map_leaves(kwargs, self._example) if kwargs else kwargs
-        example = prim.fun(*ex_args, **ex_kwargs)  # callers hold np.errstate(all="ignore")
+        try:
+            example = prim.fun(*ex_args, **ex_kwargs)  # callers hold np.errstate(all="ignore")
+        except (ArithmeticError, np.linalg.LinAlgError) as e:
+            example = _evaluate_generic(prim, ex_args, ex_kwargs, e)
         if prim in _SHAPE_QUERIES:
             return example
         if prim.__name__ == "getitem" and _has_bool_symbol(args[1:]):
@@ -250,6 +257,72 @@ class ProgramBuilder(Trace):
         self.statements.append(Statement((var,), prim, _map_leaves(args, to_var),
                                          _map_leaves(kwargs, to_var) if kwargs else None))
         return Symbol(var, example, self)
+
+
+def _stack_lists(args):
+    """``args`` with each list or tuple argument that holds a traced float (``wnp.sum([1.0, a*a])``)
+    replaced by one stacked array (``wnp.array`` of it, nested lists too), and each list of numbers
+    by an array, as NumPy reads them; None when there is none. Index tuples (``x[i, j]``: integer
+    symbols, ints, slices) stay as they are."""
+    changed = None
+    for k, a in enumerate(args):
+        if type(a) is list or type(a) is tuple:
+            if _has_float_symbol(a):
+                from wengert.numpy import array as stacked
+
+                value = stacked(a)
+            elif type(a) is list and _all_numbers(a):  # [1.0, 2.0] @ x: rules compute with it
+                try:
+                    value = np.array(a)
+                except ValueError:  # ragged: the primitive reports it
+                    continue
+            else:
+                continue
+            if changed is None:
+                changed = list(args)
+            changed[k] = value
+    return None if changed is None else tuple(changed)
+
+
+def _all_numbers(obj):
+    t = type(obj)
+    if t is list:
+        return bool(obj) and all(_all_numbers(o) for o in obj)
+    return t is float or t is int or t is complex
+
+
+def _has_float_symbol(obj):
+    found = []
+    _map_leaves(obj, lambda x: found.append(x) if type(x) is Symbol and x.var.dtype.kind in "fc" else x)
+    return bool(found)
+
+
+def _generic(x):
+    """A stand-in example of ``x``'s shape and dtype on which rules do not divide by zero or meet a
+    singular matrix: NumPy scalars for Python numbers (inf and nan, not ZeroDivisionError), and
+    ``2 I + 0.1`` (symmetric positive definite) for square matrices, 0.5 for other float arrays."""
+    t = type(x)
+    if t is float:
+        return np.float64(x)
+    if t is complex:
+        return np.complex128(x)
+    if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
+        if x.ndim >= 2 and x.shape[-1] == x.shape[-2]:
+            n = x.shape[-1]
+            return np.broadcast_to(2 * np.eye(n, dtype=x.dtype) + x.dtype.type(0.1), x.shape).copy()
+        return np.full(x.shape, 0.5, x.dtype)
+    return x
+
+
+def _evaluate_generic(prim, ex_args, ex_kwargs, error):
+    """The example of a statement whose rule failed on its examples' values (``1 / sqrt(1 - x*x)``
+    at x = 1.0; ``inv`` of a singular placeholder): evaluated on generic stand-ins instead; only
+    the shape and dtype are used. The original error if they fail too."""
+    try:
+        return prim.fun(*_map_leaves(ex_args, _generic), **(_map_leaves(ex_kwargs, _generic) if ex_kwargs
+                                                             else {}))
+    except Exception:  # noqa: BLE001 - any failure of the stand-ins: the error on the real examples
+        raise error from None
 
 
 def _symbol_to_var(x):
