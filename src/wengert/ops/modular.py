@@ -15,6 +15,7 @@ import math
 import operator
 
 import numpy as np
+from numpy import float64 as _float64
 
 from wengert.ops.broadcasting import broadcast_tangent, unbroadcast
 from wengert.ops.elementwise import rint
@@ -35,9 +36,12 @@ def _with_numpy_fallback(np_fun, float_op):
 
     def on_floats(x, y):
         try:
-            return float_op(x, y)
+            out = float_op(x, y)
         except (ZeroDivisionError, ValueError):
-            return float(np_fun(x, y))
+            return float(np_fun(_float64(x), y))
+        if out != out and x == x and y == y:  # inf % 1.0: Python's nan is silent, NumPy warns
+            return float(np_fun(_float64(x), y))
+        return out
 
     def impl(x, y):
         if type(x) is float and type(y) is float:
@@ -67,8 +71,8 @@ def _trunc_quotient(x, y, out):
 def _trunc_quotient_float(x, y, out):
     try:
         return float(round((x - out) / y))
-    except (ZeroDivisionError, ValueError, OverflowError):
-        return math.nan
+    except (ZeroDivisionError, ValueError, OverflowError):  # as the array rule: rint of inf or nan
+        return float(np.rint(_float64(x - out) / y))
 
 
 remainder = _broadcasting_binary(_with_numpy_fallback(np.remainder, operator.mod), "remainder")
