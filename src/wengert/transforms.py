@@ -380,6 +380,10 @@ def _zero_tangent(o):
     return 0.0 if type(o) is float else zeros_like(o)
 
 
+_PY_SCALAR = {float: float, np.float64: float, complex: complex, np.complex128: complex}
+"""A float64 scalar's Python type: jvp gives a scalar's value and tangent as the same type."""
+
+
 def jvp(fun, primals, tangents, has_aux=False):
     """``(fun(*primals), tangent of the output)`` by dual numbers (``jax.jvp``)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -412,8 +416,11 @@ def jvp(fun, primals, tangents, has_aux=False):
     values, tans = [], []
     for o in out_leaves:
         if type(o) is Dual and o._trace is trace:
-            values.append(o.value)
-            tans.append(o.tangent)
+            v, t = o.value, o.tangent
+            if type(v) is not type(t) and type(v) in _PY_SCALAR and type(t) in _PY_SCALAR:
+                v, t = _PY_SCALAR[type(v)](v), _PY_SCALAR[type(t)](t)  # both Python numbers
+            values.append(v)
+            tans.append(t)
         else:
             values.append(o)
             tans.append(_zero_tangent(o))
