@@ -45,6 +45,7 @@ def ode_grads(k):
 
 
 compiled_grad = wg.compile(loss).grad()
+compiled_shapes = wg.compile(lambda x, y: wnp.sum(wnp.sin(x) * x) * y).value_and_grad((0, 1))
 
 JOBS = {
     "grad": lambda i: wg.grad(chain)(0.3 + 0.01 * i),
@@ -52,6 +53,8 @@ JOBS = {
     "Tensor.backward": lambda i: tensor_grad(X + 0.01 * i),
     "compile": lambda i: compiled_grad(X + 0.01 * i),
     "odeint": lambda i: ode_grads(0.5 + 0.1 * (i % 3)),
+    # one compiled function called with three signatures at once: each call must run its own
+    "compile, shapes": lambda i: compiled_shapes(np.linspace(0.0, 1.0, 2 + i % 3), 1.0 + i),
 }
 
 

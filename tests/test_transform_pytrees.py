@@ -205,3 +205,10 @@ def test_nested_elementwise_grad_three_levels_against_jax(jax):
     np.testing.assert_allclose(d3(x), -np.cos(x), rtol=1e-12)
     np.testing.assert_allclose(d(d(lambda v: v ** 3))(x), 6 * x)
     assert d(d(wnp.sin))(0.5) == pytest.approx(-np.sin(0.5))
+
+
+def test_jvp_gives_a_scalar_value_and_tangent_of_one_type():
+    v, t = wg.jvp(lambda x: x ** 2, (3.0,), (1.0,))
+    assert (v, t) == (9.0, 6.0) and type(v) is type(t) is float
+    v, t = wg.jvp(lambda x: x ** 2, (np.float32(3.0),), (np.float32(1.0),))
+    assert type(v) is type(t) is np.float32

@@ -380,6 +380,10 @@ def _zero_tangent(o):
     return 0.0 if type(o) is float else zeros_like(o)
 
 
+_PY_SCALAR = {float: float, np.float64: float, complex: complex, np.complex128: complex}
+"""A float64 scalar's Python type: jvp gives a scalar's value and tangent as the same type."""
+
+
 def jvp(fun, primals, tangents, has_aux=False):
     """``(fun(*primals), tangent of the output)`` by dual numbers (``jax.jvp``)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -412,8 +416,11 @@ def jvp(fun, primals, tangents, has_aux=False):
     values, tans = [], []
     for o in out_leaves:
         if type(o) is Dual and o._trace is trace:
-            values.append(o.value)
-            tans.append(o.tangent)
+            v, t = o.value, o.tangent
+            if type(v) is not type(t) and type(v) in _PY_SCALAR and type(t) in _PY_SCALAR:
+                v, t = _PY_SCALAR[type(v)](v), _PY_SCALAR[type(t)](t)  # both Python numbers
+            values.append(v)
+            tans.append(t)
         else:
             values.append(o)
             tans.append(_zero_tangent(o))
@@ -505,18 +512,22 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     :func:`jacrev`. A complex input needs ``holomorphic=True`` (then the complex derivative, equal
     to ``jacrev``'s); a real input with a complex output gives the complex Jacobian ``d out / dx``.
     """
-    _argnums(fun, argnums, "jacfwd")
+    return _jacfwd(fun, argnums, has_aux, holomorphic, "jacfwd")
+
+
+def _jacfwd(fun, argnums, has_aux, holomorphic, transform):
+    _argnums(fun, argnums, transform)
 
     @functools.wraps(fun)
     def jac_fun(*args, **kwargs):
-        single, nums = _argnums_tuple(fun, argnums, len(args), "jacfwd")
+        single, nums = _argnums_tuple(fun, argnums, len(args), transform)
         f = _restricted(fun, args, nums, kwargs)
         chosen = [args[a] for a in nums]
         flat = [tree_flatten(c) for c in chosen]
         for k, (leaves, _) in enumerate(flat):
             for leaf in leaves:
-                _check_leaf(leaf, "jacfwd", fun, nums[k])
-        _check_complex(fun, "jacfwd", holomorphic, [leaf for leaves, _ in flat for leaf in leaves])
+                _check_leaf(leaf, transform, fun, nums[k])
+        _check_complex(fun, transform, holomorphic, [leaf for leaves, _ in flat for leaf in leaves])
         cols = [[[] for _ in leaves] for leaves, _ in flat]  # [argnum][leaf] -> [out tangents]
         out_def = out_values = aux = None
         with gc_paused():
@@ -530,9 +541,9 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                         call[k] = tree_unflatten(treedef, moved)
                         out = f(*call)
                         if has_aux:
-                            out, aux_k = _split_aux(out, fun, "jacfwd")
+                            out, aux_k = _split_aux(out, fun, transform)
                         if out_def is None:
-                            _refuse_output(out, fun, "jacfwd", "an array, a float or a pytree of them")
+                            _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
                             out_leaves, out_def = tree_flatten(out)
                             out_values = [o.value if type(o) is Dual and o._trace is trace else o
                                           for o in out_leaves]
@@ -546,12 +557,12 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
             if out_def is None:  # no input has an element: the function runs once, for its output
                 out = f(*chosen)
                 if has_aux:
-                    out, aux = _split_aux(out, fun, "jacfwd")
-                _refuse_output(out, fun, "jacfwd", "an array, a float or a pytree of them")
+                    out, aux = _split_aux(out, fun, transform)
+                _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
                 out_values, out_def = tree_flatten(out)
-        _check_out_leaves(fun, "jacfwd", [unbox_all(v) for v in out_values])
+        _check_out_leaves(fun, transform, [unbox_all(v) for v in out_values])
         if holomorphic:
-            _check_complex(fun, "jacfwd", True, outs=out_values)
+            _check_complex(fun, transform, True, outs=out_values)
         per_out = [[tree_unflatten(treedef, [_block([c[i] for c in cols[k][j]], ov, leaf, False)
                                              for j, leaf in enumerate(leaves)])
                     for k, (leaves, treedef) in enumerate(flat)]
@@ -567,7 +578,7 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     ``argnums`` the blocks nest as ``((H00, H01), (H10, H11))``, block ``Hij`` of shape
     ``x_i.shape + x_j.shape``; pytree arguments nest likewise."""
     _argnums(fun, argnums, "hessian")
-    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+    return _jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic, "hessian")
 
 
 def hvp(fun, primals, tangents):
