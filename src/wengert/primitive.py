@@ -24,7 +24,9 @@ float. A ``try`` costs nothing until it raises, so the normal path pays nothing 
 The one documented difference: Python's float arithmetic (``+``, ``-``, ``*``, ``/`` in an
 operator's fast path or a rule) returns IEEE's inf or nan *silently* where NumPy warns
 ("overflow encountered", "invalid value encountered" in add, subtract, multiply, divide);
-checking each result would cost the scalar hot path its speed. Values never differ.
+checking each result would cost the scalar hot path its speed. So does ``math.pow`` with an
+infinite exponent (``0.0 ** -inf``, ``1e300 ** inf``: NumPy's value, without its divide-by-zero or
+overflow warning). Values never differ.
 tests/test_fast_paths.py checks every primitive with a Python-float path against the general path
 at special points (+-0, +-1, negative, +-inf, nan, huge, tiny).
 """
