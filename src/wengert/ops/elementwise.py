@@ -129,7 +129,7 @@ defjvp(positive, lambda t, out, x: t)
 
 def _pow_dx(x, y):
     """d(x**y)/dx = y * x**(y-1), written so that y == 0 gives 0 rather than 0 * inf."""
-    if type(y) is float or type(y) is int:
+    if type(y) is float or type(y) is int or type(y) is complex:  # a Python number stays weak
         return 0.0 if y == 0 else y * x ** (y - 1)
     return y * x ** where(y == 0, 1.0, y - 1)
 
