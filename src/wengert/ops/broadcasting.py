@@ -76,11 +76,11 @@ def unbroadcast(c, arg):
     c = sum_to_shape(c, shape_of(arg))
     want = dtype_of(arg)
     have = dtype_of(c)
-    if have != want and want.kind == "f":
-        if have.kind == "c":  # a real argument of a complex result: its cotangent is the real part
+    if have != want and want.kind in "fc":
+        if have.kind == "c" and want.kind == "f":  # a real argument of a complex result: the real part
             c = real_part(c)
             have = dtype_of(c)
-        if have.kind == "f" and have != want:
+        if have.kind in "fc" and have != want:  # complex64 stays complex64 as float32 stays float32
             c = shape.astype(c, want)
     return c
 

@@ -133,10 +133,10 @@ defjvp(positive, lambda t, out, x: t)
 
 def _pow_dx(x, y):
     """d(x**y)/dx = y * x**(y-1), written so that y == 0 gives 0 rather than 0 * inf."""
-    if type(y) is float or type(y) is int:
+    if type(y) is float or type(y) is int or type(y) is complex:  # a Python number stays weak
         if y == 0:
             return 0.0
-        if type(x) is float:  # math.pow raises where Python's ** would give a complex number
+        if type(x) is float and type(y) is not complex:  # math.pow raises where ** would give complex
             return y * math.pow(x, y - 1)
         return y * x ** (y - 1)
     return where(y == 0, 0.0, y * x ** where(y == 0, 1.0, y - 1))  # 0, not 0 * inf, at x = inf

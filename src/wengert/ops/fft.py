@@ -29,7 +29,7 @@ def _c2c_vjp(g, out, x, axes, norm, forward):
     return cplx.real_like(c2c(g, axes, norm, forward), x)
 
 
-c2c = Primitive(_c2c_impl, name="fft.c2c")
+c2c = Primitive(_c2c_impl, name="fft.c2c", grad_post=broadcasting.unbroadcast)  # fits the dtype
 defvjp(c2c, _c2c_vjp)
 defjvp(c2c, lambda t, out, x, axes, norm, forward: c2c(t, axes, norm, forward))
 
@@ -55,7 +55,7 @@ def _r2c_vjp(g, out, x, axes, norm):
     return cplx.real(c2c(full, axes, norm, True))
 
 
-r2c = Primitive(_r2c_impl, name="fft.r2c")
+r2c = Primitive(_r2c_impl, name="fft.r2c", grad_post=broadcasting.unbroadcast)
 defvjp(r2c, _r2c_vjp)
 defjvp(r2c, lambda t, out, x, axes, norm: r2c(t, axes, norm))
 
@@ -66,9 +66,9 @@ def _c2r_impl(y, n, axes, norm):
     return np.fft.irfftn(y, s=s, axes=axes, norm=norm)
 
 
-def hermitian_weights(n, ndim, axis):
+def hermitian_weights(n, ndim, axis, dtype=np.float64):
     """How often each of the n//2 + 1 half-spectrum bins counts in an n-point real signal."""
-    w = np.full(n // 2 + 1, 2.0)
+    w = np.full(n // 2 + 1, 2.0, dtype=dtype)
     w[0] = 1.0
     if n % 2 == 0:
         w[-1] = 1.0
@@ -79,11 +79,12 @@ def hermitian_weights(n, ndim, axis):
 
 def _c2r_vjp(g, out, y, n, axes, norm):
     ndim = len(broadcasting.shape_of(y))
-    r = cplx.conj(r2c(g, axes, DUAL_NORM[norm])) * hermitian_weights(n, ndim, axes[-1] % ndim)
+    r = cplx.conj(r2c(g, axes, DUAL_NORM[norm]))
+    r = r * hermitian_weights(n, ndim, axes[-1] % ndim, np.zeros((), broadcasting.dtype_of(r)).real.dtype)
     return cplx.real_like(r, y)
 
 
-c2r = Primitive(_c2r_impl, name="fft.c2r")
+c2r = Primitive(_c2r_impl, name="fft.c2r", grad_post=broadcasting.unbroadcast)
 defvjp(c2r, _c2r_vjp)
 defjvp(c2r, lambda t, out, y, n, axes, norm: c2r(t, n, axes, norm))
 

@@ -198,6 +198,6 @@ def _same_values(old, g):
     return old is g
 
 
-odeint = Primitive(_odeint_impl, name="odeint")
+odeint = Primitive(_odeint_impl, name="odeint", grad_post=broadcasting.unbroadcast)  # float32 stays float32
 defvjp_argnum(odeint, _odeint_vjp)
 defjvp_argnum(odeint, _odeint_jvp)

@@ -55,7 +55,8 @@ _ADVICE = ("Differentiate at a matrix away from it (e.g. add a small multiple of
 
 def name_singular_errors(prim, what):
     """Wrap ``prim``'s rules so that a ``LinAlgError`` raised while differentiating names the
-    user's function ``what`` (``numpy.linalg.<what>``) and the matrix's shape, not an inner solve."""
+    user's function ``what`` (``numpy.linalg.<what>``) and the matrix's shape, not an inner solve;
+    and fit each gradient to its argument's dtype."""
     def wrap(rule):
         if rule is None or getattr(rule, "names_singular_errors", False):
             return rule
@@ -77,6 +78,8 @@ def name_singular_errors(prim, what):
 
     prim.vjps = tuple(wrap(r) for r in prim.vjps)
     prim.jvps = tuple(wrap(r) for r in prim.jvps)
+    if prim.grad_post is None:  # a gradient has its argument's dtype (float32 stays float32)
+        prim.grad_post = broadcasting.unbroadcast
     return prim
 
 

@@ -12,8 +12,9 @@ import math
 
 import scipy.special as sp
 
-from wengert.ops.broadcasting import broadcast_tangent, unbroadcast
+from wengert.ops.broadcasting import broadcast_tangent, dtype_of, unbroadcast
 from wengert.ops.elementwise import exp, log, log1p
+from wengert.ops.shape import astype
 from wengert.primitive import Primitive, defjvp, defvjp, unary_function
 
 __all__ = [
@@ -27,15 +28,25 @@ _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
-def _unary(ufunc):
-    """A one-argument primitive named after the scipy.special ufunc."""
-    return unary_function(Primitive(ufunc, name=ufunc.__name__))
+def _fit_tangent(t, out):
+    """``tangent_post``: the tangent has its value's shape and float dtype (a rule through a
+    function SciPy computes only in double, as ``polygamma`` in digamma's, stays single)."""
+    t = broadcast_tangent(t, out)
+    want = dtype_of(out)
+    if want.kind == "f" and type(t) is not float and dtype_of(t) != want:
+        t = astype(t, want)
+    return t
+
+
+def _unary(ufunc, name=None):
+    """A one-argument primitive named after the scipy.special ufunc (derivatives in its dtype)."""
+    return unary_function(Primitive(ufunc, name=name or ufunc.__name__, grad_post=unbroadcast,
+                                    tangent_post=_fit_tangent))
 
 
 def _broadcasting(ufunc, name=None):
     """A primitive of several broadcasting arguments (cotangents summed back to each shape)."""
-    return Primitive(ufunc, name=name or ufunc.__name__, grad_post=unbroadcast,
-                     tangent_post=broadcast_tangent)
+    return Primitive(ufunc, name=name or ufunc.__name__, grad_post=unbroadcast, tangent_post=_fit_tangent)
 
 
 def _both(prim, *rules):
@@ -73,7 +84,7 @@ _both(ndtri, lambda g, out, x: g * _SQRT_2PI * exp(0.5 * out * out))
 polygamma = _broadcasting(sp.polygamma, "polygamma")
 _both(polygamma, None, lambda g, out, n, x: g * polygamma(n + 1, x))
 
-digamma = unary_function(Primitive(sp.digamma, name="digamma"))
+digamma = _unary(sp.digamma, "digamma")
 _both(digamma, lambda g, out, x: g * polygamma(1, x))
 psi = digamma
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 import wengert.numpy as wnp
-from wengert.ops.broadcasting import shape_of
+from wengert.ops.broadcasting import dtype_of, shape_of
 from wengert.ops.elementwise import absolute, exp, log
 from wengert.ops.special import (
     beta,
@@ -82,7 +82,8 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         shift = wnp.max(av, axis=axis, keepdims=True) if np.size(av) else np.zeros((1,) * np.ndim(av))
         shift = wnp.where(wnp.isfinite(shift), shift, 0.0)
     else:
-        av = np.asarray(av, dtype=float)
+        av = np.asarray(av)
+        av = av if av.dtype.kind == "f" else av.astype(float)  # float32 stays float32
         shift = np.max(av, axis=axis, keepdims=True) if av.size else np.zeros((1,) * av.ndim)
         shift = np.where(np.isfinite(shift), shift, 0.0)
     terms = exp(a - shift)
@@ -122,5 +123,6 @@ def multigammaln(a, d):
     if not is_symbolic(a) and np.any(np.asarray(unbox_all(a)) <= 0.5 * (d - 1)):  # traced: no check
         raise ValueError(f"condition a ({float(np.min(unbox_all(a))):f}) > 0.5 * (d-1) "
                          f"({0.5 * (d - 1):f}) not met")
-    shifted = wnp.expand_dims(a, -1) - 0.5 * np.arange(d)
+    real = dtype_of(a) if dtype_of(a).kind == "f" else np.dtype(float)
+    shifted = wnp.expand_dims(a, -1) - 0.5 * np.arange(d, dtype=real)
     return d * (d - 1) * 0.25 * math.log(math.pi) + wnp.sum(gammaln(shifted), axis=-1)

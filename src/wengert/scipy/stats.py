@@ -33,7 +33,10 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 def _value(x):
     """The values of ``x``, for support masks; a program tracer's symbol stays one (the masks are
     then recorded statements)."""
-    return unbox_all(x) if is_symbolic(x) else np.asarray(unbox_all(x), dtype=float)
+    if is_symbolic(x):
+        return unbox_all(x)
+    v = np.asarray(unbox_all(x))
+    return v if v.dtype.kind == "f" else v.astype(float)
 
 
 def _standardize(x, loc, scale):
@@ -183,14 +186,21 @@ class _Beta(_Distribution):
         z = _standardize(x, loc, scale)
         zv = _value(z)
         inside = (zv > 0) & (zv < 1)
-        return where(inside, sp.betainc(a, b, _support(inside, z, 0.5)), np.where(zv >= 1, 1.0, 0.0))
+        return where(inside, sp.betainc(a, b, _support(inside, z, 0.5)), _outside(zv, 1.0, 0.0))
 
     def sf(self, x, a, b, loc=0.0, scale=1.0):
         """scipy.stats.beta.sf: I(1 - z; b, a) (not differentiable in a and b)."""
         z = _standardize(x, loc, scale)
         zv = _value(z)
         inside = (zv > 0) & (zv < 1)
-        return where(inside, sp.betainc(b, a, 1.0 - _support(inside, z, 0.5)), np.where(zv >= 1, 0.0, 1.0))
+        return where(inside, sp.betainc(b, a, 1.0 - _support(inside, z, 0.5)), _outside(zv, 0.0, 1.0))
+
+
+def _outside(zv, above, below):
+    """``above`` where ``zv >= 1``, else ``below``, in ``zv``'s float dtype (float32 stays single)."""
+    if is_symbolic(zv):
+        return np.where(zv >= 1, above, below)
+    return np.where(zv >= 1, above, below).astype(zv.dtype)
 
 
 def _discrete(fname, **values):
@@ -256,7 +266,9 @@ class _Dirichlet(_Distribution):
         elif np.any(xv < 0) or np.any(xv > 1):
             raise ValueError("Each entry in 'x' must be greater than or equal to zero and "
                              "less than or equal to one.")
-        if not is_symbolic(xv) and np.any(np.abs(xv.sum(axis=0) - 1.0) > 10e-10):
+        # SciPy's tolerance, widened to single precision's rounding (SciPy sums in double)
+        tol = 10e-10 if is_symbolic(xv) or xv.dtype.itemsize >= 8 else 10 * k[0] * np.finfo(xv.dtype).eps
+        if not is_symbolic(xv) and np.any(np.abs(xv.sum(axis=0) - 1.0) > tol):
             raise ValueError("The input vector 'x' must lie within the normal simplex. but "
                              f"np.sum(x, 0) = {xv.sum(axis=0)}.")
         a = wnp.reshape(alpha, k + (1,) * (len(xs) - 1))
@@ -276,14 +288,16 @@ class _MultivariateNormal(_Distribution):
         ms = broadcasting.shape_of(mean) if mean is not None else None
         cs = broadcasting.shape_of(cov)
         dim = ms[0] if ms else (cs[0] if cs else 1)
+        floats = [broadcasting.dtype_of(v) for v in (x, mean, cov) if v is not None]
+        real = np.result_type(*[d for d in floats if d.kind == "f"] or [np.float64])  # float32 stays
         if mean is None:
-            mean = np.zeros(dim)
+            mean = np.zeros(dim, dtype=real)
         elif not ms:
             mean = wnp.reshape(mean, (1,))
         if len(cs) == 0:
-            cov = cov * np.eye(dim)
+            cov = cov * np.eye(dim, dtype=real)
         elif len(cs) == 1:
-            cov = wnp.reshape(cov, (dim, 1)) * np.eye(dim)
+            cov = wnp.reshape(cov, (dim, 1)) * np.eye(dim, dtype=real)
         xs = broadcasting.shape_of(x)
         if len(xs) == 0:
             x = wnp.reshape(x, (1,))
