@@ -34,5 +34,6 @@ COMPOSED = {
     "fft.rfftfreq": [(lambda d: wnp.fft.rfftfreq(6, d), (R(lo=0.5, hi=1.5),))],
     "linalg.eigvalsh": [(lambda a: wnp.linalg.eigvalsh(a + a.T), (R(3, 3),))],
     "linalg.svdvals": [(wnp.linalg.svdvals, (R(3, 2),))],
+    "matrix_transpose": [(wnp.matrix_transpose, (R(2, 3),))],
     "linalg.matrix_transpose": [(wnp.linalg.matrix_transpose, (R(2, 3, 4),))],
 }

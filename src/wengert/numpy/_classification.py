@@ -73,7 +73,7 @@ _add("numpy", DIFFERENTIABLE, """
     atleast_1d atleast_2d atleast_3d meshgrid array asarray copy astype full full_like
     linspace logspace
     acos=arccos acosh=arccosh asin=arcsin asinh=arcsinh atan=arctan atan2=arctan2 atanh=arctanh
-    pow=power concat=concatenate permute_dims=transpose matrix_transpose=transpose
+    pow=power concat=concatenate permute_dims=transpose matrix_transpose
     row_stack=vstack asanyarray=asarray ascontiguousarray=asarray asfortranarray=asarray
 """)
 _add("numpy", ZERO, "floor ceil rint trunc fix round around",
