@@ -227,3 +227,18 @@ def test_unsupported_constructors_refuse_traced_arguments_and_serve_plain_ones()
         np.testing.assert_array_equal(getattr(wnp, name)(1.0, 4.0), getattr(np, name)(1.0, 4.0))
         with pytest.raises(UnsupportedNumpyFunction, match=rf"numpy\.{name}.*linspace"):
             wg.grad(lambda a, name=name: wnp.sum(getattr(wnp, name)(a, 4.0)))(1.0)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+@pytest.mark.parametrize("name,call", [
+    ("kaiser", lambda x: np.kaiser(4, x[0])),
+    ("asarray_chkfinite", np.asarray_chkfinite),
+    ("require", np.require),
+    ("asmatrix", np.asmatrix),
+])
+def test_numpy_functions_that_do_not_dispatch_are_named_too(name, call):
+    """NumPy converts the traced value itself (no NEP-18 dispatch): the error still names the function."""
+    assert not _dispatches(getattr(np, name))
+    with pytest.raises(UnsupportedNumpyFunction, match=rf"numpy\.{name} was called on a traced") as info:
+        wg.grad(lambda x: wnp.sum(call(x)))(np.array([0.5, 1.5]))
+    assert table.entry("numpy", name).note in str(info.value)
