@@ -160,3 +160,115 @@ def test_max_and_min_split_the_gradient_between_ties():
     np.testing.assert_allclose(column_max, [[0, 1], [0.5, 0], [0.5, 0]])
     np.testing.assert_allclose(wg.grad(lambda x: wnp.min(x[:2, 0]))(x), [[1, 0], [0, 0], [0, 0]])
     assert wg.grad(wnp.max)(x.astype(np.float32)).dtype == np.float32
+
+
+# -- modular arithmetic: slope 1 in x, -floor(x / y) (remainder) or -trunc(x / y) (fmod) in y ---------
+
+MOD_X = np.array([2.3, -2.6, 5.45, -0.35, 7.9])
+MOD_Y = np.array([0.9, 1.1, -1.3, 0.7, -2.4])
+
+
+def _mod_programs(m):
+    return {
+        "%": lambda x, y: m.sum((x % y) ** 2),
+        "remainder": lambda x, y: m.sum(np.remainder(x, y) * x),
+        "mod": lambda x, y: m.sum(np.mod(x, y) * y),
+        "fmod": lambda x, y: m.sum(np.fmod(x, y) ** 2),
+        "divmod": lambda x, y: m.sum(divmod(x, y)[1] * 3.0 + divmod(x, y)[0]),
+        "rmod": lambda x, y: m.sum((2.5 % y) * x),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_mod_programs(np)))
+def test_modular_arithmetic_gradients_match_pytorch(name):
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(1)
+    ours = wg.grad(_mod_programs(wnp)[name], (0, 1))(MOD_X, MOD_Y)
+    tx, ty = (torch.tensor(v, requires_grad=True) for v in (MOD_X, MOD_Y))
+    tf = {"%": lambda x, y: torch.sum(torch.remainder(x, y) ** 2),
+          "remainder": lambda x, y: torch.sum(torch.remainder(x, y) * x),
+          "mod": lambda x, y: torch.sum(torch.remainder(x, y) * y),
+          "fmod": lambda x, y: torch.sum(torch.fmod(x, y) ** 2),
+          "divmod": lambda x, y: torch.sum(torch.remainder(x, y) * 3.0 + torch.floor_divide(x, y).detach()),
+          "rmod": lambda x, y: torch.sum(torch.remainder(torch.full_like(y, 2.5), y) * x)}[name]
+    tf(tx, ty).backward()
+    np.testing.assert_allclose(ours[0], tx.grad.numpy(), rtol=1e-13)
+    np.testing.assert_allclose(ours[1], ty.grad.numpy(), rtol=1e-13)
+    check_grads(_mod_programs(wnp)[name], MOD_X, MOD_Y)
+
+
+def test_modular_arithmetic_gradients_match_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    for ours, theirs in [(lambda x, y: wnp.sum(np.mod(x, y) ** 2), lambda x, y: jnp.sum(jnp.mod(x, y) ** 2)),
+                         (lambda x, y: wnp.sum(np.fmod(x, y) * x), lambda x, y: jnp.sum(jnp.fmod(x, y) * x))]:
+        got = wg.grad(ours, (0, 1))(MOD_X, MOD_Y)
+        want = jax.grad(theirs, (0, 1))(MOD_X, MOD_Y)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
+
+
+def test_modular_arithmetic_on_python_floats_forward_mode_and_broadcasting():
+    assert wg.grad(lambda x: x % 1.5)(4.0) == 1.0
+    assert wg.grad(lambda y: 4.0 % y)(1.5) == -2.0  # -floor(4 / 1.5)
+    assert wg.grad(lambda y: 2.5 % y)(-1.0) == 3.0  # __rmod__: -floor(2.5 / -1) = 3
+    assert wg.grad(lambda y: np.fmod(-4.0, y))(1.5) == 2.0  # -trunc(-4 / 1.5) = -(-2)
+    assert wg.grad(lambda x, y: divmod(x, y)[1], (0, 1))(7.5, 2.0) == (1.0, -3.0)
+    assert wg.jvp(lambda x, y: x % y, (7.5, 2.0), (1.0, 1.0)) == (1.5, 1.0 - 3.0)
+    x, y = np.array([[2.3], [-1.2]]), np.array([0.7, 1.3, -0.4])
+    gx, gy = wg.grad(lambda x, y: wnp.sum(x % y), (0, 1))(x, y)
+    np.testing.assert_array_equal(gx, [[3.0], [3.0]])
+    np.testing.assert_array_equal(gy, -np.floor_divide(x, y).sum(axis=0))
+    h = wg.hessian(lambda v: wnp.sum(v % 0.7 * v))(np.array([0.3, 1.1]))
+    np.testing.assert_allclose(h, 2 * np.eye(2))  # d2/dv2 of (v - k*0.7) * v with k constant
+
+
+def test_floor_divide_and_remainder_by_zero_on_floats_are_numpys():
+    with np.errstate(all="ignore"):
+        for x in (1.0, -1.0, 0.0):
+            for y in (0.0, -0.0):
+                for ours, theirs in [(wnp.floor_divide, np.floor_divide), (wnp.remainder, np.remainder),
+                                     (wnp.fmod, np.fmod)]:
+                    assert repr(ours(x, y)) == repr(float(theirs(x, y))), (ours, x, y)
+                traced = wg.grad(lambda x, y=y: x // y + x % y + x)(x)
+                assert traced == 1.0 + 1.0
+    with pytest.warns(RuntimeWarning):
+        wnp.floor_divide(1.0, 0.0)
+
+
+def test_floor_divide_has_zero_derivative():
+    assert wg.grad(lambda x: x // 0.3 + x)(1.0) == 1.0
+    np.testing.assert_array_equal(wg.grad(lambda x: wnp.sum(np.floor_divide(x, 0.3)))(MOD_X), 0.0)
+
+
+# -- NumPy 2 names and the functions composed for them --------------------------------------------
+
+@pytest.mark.parametrize("ours,theirs,args", [
+    ("acos", "arccos", (X * 0.5,)), ("atan2", "arctan2", (X, X[0])), ("pow", "power", (abs(X), 2.5)),
+    ("concat", "concatenate", ([X, X],)), ("permute_dims", "transpose", (X, (1, 0))),
+    ("matrix_transpose", None, (X[None],)), ("unstack", None, (X,)), ("matvec", None, (X, X[0])),
+    ("vecmat", None, (X[0][:3], X[:, :3])), ("vecdot", None, (X, X[1])), ("rollaxis", None, (X[None], 2)),
+    ("linspace", None, (0.5, X[0], 4)), ("logspace", None, (0.5, 2.0, 3)), ("full", None, ((2, 3), 1.5)),
+    ("hsplit", None, (X, 2)), ("vsplit", None, (X[:2], 2)), ("dsplit", None, (X[None], [1])),
+    ("broadcast_arrays", None, (X, X[0])), ("copy", None, (X,)), ("astype", None, (X, np.float32)),
+])
+def test_numpy2_names_match_numpy_on_plain_and_traced_values(ours, theirs, args):
+    want = getattr(np, theirs or ours)(*args)
+    fun = getattr(wnp, ours)
+    traced = []
+
+    def f(v):
+        out = fun(*((v if a is X else a) for a in args))
+        traced.append(out)
+        return wnp.sum(v)
+
+    wg.grad(f)(X)
+    for got in (fun(*args), traced[0]):
+        got = got if isinstance(got, (list, tuple)) else [got]
+        want_ = want if isinstance(want, (list, tuple)) else [want]
+        for g, w in zip(got, want_):
+            g = g.value if hasattr(g, "_trace") else g
+            np.testing.assert_allclose(g, w, rtol=1e-14)
+            assert np.shape(g) == np.shape(w)

@@ -115,7 +115,8 @@ def function_call(func, args, kwargs):
 
 def scipy_caller():
     """The SciPy function (``scipy.linalg.expm``) on the call stack, if one is converting a traced
-    value to a NumPy array -- SciPy functions other than ufuncs do not dispatch -- else None."""
+    value to a NumPy array -- SciPy functions other than ufuncs do not dispatch -- else the NumPy
+    function that does not dispatch either (``numpy.kaiser``), else None."""
     frame, found = sys._getframe(1), None
     while frame is not None:
         module = frame.f_globals.get("__name__") or ""
@@ -125,7 +126,7 @@ def scipy_caller():
             break
         frame = frame.f_back
     if found is None:
-        return None
+        return _numpy_caller(sys._getframe(2))
     module = found.f_globals["__name__"]
     name = getattr(found.f_code, "co_qualname", found.f_code.co_name)
     if "<locals>" in name:  # a decorator's wrapper: name the function it wraps
@@ -138,8 +139,25 @@ def scipy_caller():
     return f"{public}.{name}"
 
 
+def _numpy_caller(frame):
+    """``numpy.<name>`` for the outermost public NumPy function on the stack above ``frame``."""
+    found = None
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if module.split(".")[0] == "numpy":
+            namespace = next((ns for ns in ("numpy.linalg", "numpy.fft") if module.startswith(ns)), "numpy")
+            if _table.entry(namespace, frame.f_code.co_name) is not None:
+                found = f"{namespace}.{frame.f_code.co_name}"
+        elif found is not None:
+            break
+        frame = frame.f_back
+    return found
+
+
 def scipy_refusal(caller):
-    """The error for a traced value reaching SciPy function ``caller``."""
+    """The error for a traced value reaching SciPy (or non-dispatching NumPy) function ``caller``."""
+    if caller.startswith("numpy."):
+        return unsupported(caller[len("numpy."):])
     return UnsupportedNumpyFunction(
         f"{caller} was called on a traced wengert value (or called back a function that returned "
         f"one), and SciPy's functions do not dispatch to wengert. Use its wengert.scipy version "

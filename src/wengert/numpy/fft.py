@@ -17,7 +17,7 @@ DIFFERENTIABLE = _table.names("numpy.fft", _table.DIFFERENTIABLE)  # the classif
 NOT_DIFFERENTIABLE = _table.names("numpy.fft", _table.INTEGER, _table.ZERO)
 __all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE
 
-fftfreq = np.fft.fftfreq  # sample frequencies: constants, NumPy's own functions
+fftfreq = np.fft.fftfreq  # NumPy's own: differentiable in the sample spacing d (its arithmetic on d is ours)
 rfftfreq = np.fft.rfftfreq
 
 
