@@ -196,6 +196,57 @@ def _is_user_function(f):
     return not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR))
 
 
+class _ListArguments:
+    """A NumPy (or ``wengert.numpy``) function whose list and tuple arguments holding traced values
+    (``np.mean([a, b])``, ``np.dot([1.0, a], x)``) are first stacked into one array, as NumPy
+    reads such a list; other attributes (``np.add.reduce``) are the function's own."""
+
+    __slots__ = ("fun",)
+
+    def __init__(self, fun):
+        self.fun = fun
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*[_stacked(a) for a in args], **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.fun, name)
+
+
+def _stacked(a):
+    if type(a) is not list and type(a) is not tuple:
+        return a
+    found = []
+    _map_symbols(a, found.append)
+    if not any(s.var.dtype.kind in "fc" for s in found):
+        return a
+    try:
+        return wnp.array(a)
+    except (ValueError, TypeError):  # ragged, or arrays of different shapes: the function reports it
+        return a
+
+
+class _ArrayModule:
+    """``numpy`` or ``wengert.numpy`` (and their submodules) as the function being transformed sees
+    them: their functions take lists of traced values (see :class:`_ListArguments`)."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module):
+        self.module = module
+
+    def __getattr__(self, name):
+        value = getattr(self.module, name)
+        if isinstance(value, types.ModuleType):
+            return _ArrayModule(value)
+        if isinstance(value, type) or not callable(value):
+            return value
+        return _ListArguments(value)
+
+
+_ARRAY_MODULES = frozenset((id(np), id(wnp)))
+
+
 class _Scope(dict):
     """The names an expression sees: the interpreter's variables, then the closure, then globals
     (user functions wrapped to be interpreted inline, ``math`` sent to ``wengert.numpy``)."""
@@ -216,6 +267,8 @@ class _Scope(dict):
             raise KeyError(name)
         if value is math:
             return _MathShim()
+        if id(value) in _ARRAY_MODULES:
+            return _ArrayModule(value)
         if _is_user_function(value):
             return _UserCall(it, value)
         raise KeyError(name)
