@@ -88,5 +88,5 @@ def test_the_compiled_list_is_one_stacked_array():
 
 
 def test_numpy_reduction_of_a_list_in_compile_is_refused_with_a_remedy():
-    with pytest.raises(TypeError, match="wengert.numpy"):
+    with pytest.raises(TypeError, match=r"np.mean\(wnp.stack\(\[a, b\]\)\)"):
         wg.compile(lambda a: np.mean([a, a * a])).grad()(3.0)
