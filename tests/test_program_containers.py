@@ -1,6 +1,7 @@
 """Lists and dicts changed in place inside wg.source_grad: each form is right (checked against the tape
 and finite differences) or refused with a TransformError naming the file and line; never zeros."""
 
+import importlib.util
 import inspect
 
 import numpy as np
@@ -296,3 +297,59 @@ def test_what_cannot_be_followed_is_refused_naming_the_line(fun, line, why):
         wg.source_grad(fun)(X)
     assert f"{__file__}, line {_line_of(fun, line)}" in str(info.value)
     assert GLOBAL_LIST == []
+
+
+# -- every way of filling a container, in every kind of loop, read out every way ------------------
+
+FILL = {
+    "append": ("acc = []", "acc.append(VALUE)"),
+    "extend": ("acc = []", "acc.extend([VALUE])"),
+    "insert": ("acc = []", "acc.insert(len(acc), VALUE)"),
+    "plus-equals": ("acc = []", "acc += [VALUE]"),
+    "setitem": ("acc = [0.0] * 3", "acc[K] = VALUE"),
+    "dict": ("acc = {}", "acc[K] = VALUE"),
+}
+LOOP = {
+    "for-range": ("for k in range(3):", "BODY"),
+    "for-array": ("k = 0\n    for row in x:", "BODY\n        k += 1"),
+    "while": ("k = 0\n    while k < 3:", "BODY\n        k += 1"),
+}
+READ = {"sum": "acc[0] + acc[1] + acc[2]", "first": "acc[0] * x[1]", "last": "acc[2] * x[0]",
+        "len": "len(acc) * x[0] + acc[1]", "stack": "np.sum(np.stack([acc[0], acc[1], acc[2]]) ** 2)"}
+
+
+def _program(fill, loop, read):
+    start, step = FILL[fill]
+    head, body = LOOP[loop]
+    step = step.replace("VALUE", "np.sin(x[k]) * x[(k + 1) % 3]").replace("K", "k")
+    body = body.replace("BODY", step)
+    return (f"import numpy as np\n\n\ndef f(x):\n    {start}\n    {head}\n        {body}\n"
+            f"    return {READ[read]}\n")
+
+
+@pytest.mark.parametrize("read", list(READ))
+@pytest.mark.parametrize("loop", list(LOOP))
+@pytest.mark.parametrize("fill", list(FILL))
+def test_every_fill_loop_and_read(tmp_path, fill, loop, read):
+    text = _program(fill, loop, read)
+    path = tmp_path / f"m_{fill}_{loop}_{read}.py".replace("-", "_")
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    want = wg.grad(module.f)(X)
+    np.testing.assert_allclose(want, _fd(module.f, X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(wg.source_grad(module.f)(X), want, rtol=1e-12, atol=1e-14, err_msg=text)
+
+
+def long_append(x):
+    acc = []
+    for i in range(20000):
+        acc.append(x[0] * i)
+    return acc[-1]
+
+
+def test_a_long_loop_changing_a_list_is_refused_with_the_remedy():
+    with pytest.raises(wg.TransformError, match=r"20000 iterations .*wnp.zeros\(n\)") as info:
+        wg.source_grad(long_append)(X)
+    assert f"{__file__}, line {_line_of(long_append, 'for i in range')}" in str(info.value)

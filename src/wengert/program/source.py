@@ -810,6 +810,12 @@ class _Interpreter:
         if kind == "for":
             if not all(isinstance(b, (int, np.integer)) for b in bounds):
                 raise self.error(s, f"{what} over a range whose bounds are traced values")
+            if len(range(*bounds)) > _UNROLL_LIMIT:
+                raise TransformError(f"at {self.where(s)} (in {self.parsed.name}): {what} of "
+                                     f"{len(range(*bounds))} iterations (at most {_UNROLL_LIMIT} are "
+                                     f"unrolled). "
+                                     f"Collect the values in an array instead (wnp.zeros(n), then out[i] = "
+                                     f"...), which stays a loop. {_TAPE}")
             for i in range(*bounds):
                 if over is not None:
                     mark = self.mark()
