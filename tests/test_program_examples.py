@@ -93,3 +93,15 @@ def test_what_has_no_source_is_refused_saying_what_to_use(fun, kind):
     with pytest.raises(wg.TransformError, match=kind) as info:
         wg.source_grad(fun)(0.5)
     assert "wg.grad" in str(info.value) or "wg.compile(f).grad()" in str(info.value)
+
+
+@pytest.mark.parametrize("make, name, remedy", [(wg.source_jvp, "source_jvp", "wg.jvp"),
+                                                (wg.source_grad, "source_grad", "wg.grad")])
+@pytest.mark.parametrize("arg", [{"a": 1.0}, (1.0, 2.0), [1.0]], ids=["dict", "tuple", "list"])
+def test_a_pytree_argument_is_refused_by_the_right_name(make, name, remedy, arg):
+    def first(d):
+        return d
+
+    call = (lambda d: d((arg,), (arg,))) if name == "source_jvp" else (lambda d: d(arg))
+    with pytest.raises(TypeError, match=rf"{name}\(first\): argument 0 is a {type(arg).__name__}.*{remedy}"):
+        call(make(first))

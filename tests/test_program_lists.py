@@ -22,8 +22,9 @@ CASES = {
     "max-list": (lambda a: wnp.max([a, 2.0 * a, 1.0]), 3.0),
 }
 
-# NumPy-signature wrappers that read a list's shape before any primitive sees it: each gives the
-# right derivative or raises; never a wrong one.
+# NumPy-signature wrappers that read a list's shape before any primitive sees it: source_grad stacks
+# such lists first (it sees the call); a traced program (wg.compile) runs the user's NumPy calls as
+# they are, and gives the right derivative or raises, never a wrong one.
 FRONT_END = {
     "mean": (lambda a: wnp.mean([a, a * a]), 3.0),
     "sum-axis0": (lambda a: wnp.sum(wnp.sum([a, 2.0 * a], axis=0)), X),
@@ -34,7 +35,7 @@ FRONT_END = {
 }
 
 WANT = {"mean": 3.5, "sum-axis0": np.array([3.0, 3.0]), "dot-list": np.array([1.0, 2.0]),
-        "np-dot-list": np.array([1.0, 2.0]), "np-mean-list": 3.5, "dot-nested": np.array([1.5, 3.0])}
+        "np-dot-list": np.array([1.0, 2.0]), "np-mean-list": 3.5, "dot-nested": np.array([3.0, -2.0])}
 
 
 def _fd(f, x, eps=1e-6):
@@ -65,12 +66,16 @@ def _plain(f, x):
 
 
 @pytest.mark.parametrize("name", list(FRONT_END))
-@pytest.mark.parametrize("engine", ["compile", "source_grad"])
-def test_list_arguments_are_right_or_refused(name, engine):
+def test_source_grad_stacks_list_arguments_of_numpy_functions(name):
     f, x = FRONT_END[name]
-    d = wg.compile(f).grad() if engine == "compile" else wg.source_grad(f)
+    np.testing.assert_allclose(wg.source_grad(f)(x), WANT[name], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(FRONT_END))
+def test_compile_is_right_or_refuses(name):
+    f, x = FRONT_END[name]
     try:
-        got = d(x)
+        got = wg.compile(f).grad()(x)
     except (TypeError, ValueError, AttributeError):
         return
     np.testing.assert_allclose(got, WANT[name], rtol=1e-12)
@@ -83,5 +88,5 @@ def test_the_compiled_list_is_one_stacked_array():
 
 
 def test_numpy_reduction_of_a_list_in_compile_is_refused_with_a_remedy():
-    with pytest.raises(TypeError, match="wengert.numpy"):
+    with pytest.raises(TypeError, match=r"np.mean\(wnp.stack\(\[a, b\]\)\)"):
         wg.compile(lambda a: np.mean([a, a * a])).grad()(3.0)

@@ -91,7 +91,9 @@ def main(argv=None):
     a.add_argument("target", metavar="FILE.py:FUNCTION")
     a.add_argument("--table", action="store_true", help="each forward statement beside its reverse "
                                                         "counterpart")
-    a.add_argument("--args", default=None, help="example arguments, a Python expression with np (floats)")
+    a.add_argument("--args", default=None, help="example arguments as in a call, by position or name, "
+                                                "e.g. 'v=np.ones(3), n=4' (np is NumPy; the others: "
+                                                "defaults, else 1.0)")
     a.add_argument("--argnums", default="0", help="the arguments to differentiate, e.g. 0 or 0,1 (0)")
     a.add_argument("--jvp", action="store_true", help="print the forward-mode (tangent) program instead")
     a.add_argument("--checkpoint", default="all", choices=("all", "binomial", "ctz"),

@@ -196,6 +196,57 @@ def _is_user_function(f):
     return not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR))
 
 
+class _ListArguments:
+    """A NumPy (or ``wengert.numpy``) function whose list and tuple arguments holding traced values
+    (``np.mean([a, b])``, ``np.dot([1.0, a], x)``) are first stacked into one array, as NumPy
+    reads such a list; other attributes (``np.add.reduce``) are the function's own."""
+
+    __slots__ = ("fun",)
+
+    def __init__(self, fun):
+        self.fun = fun
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*[_stacked(a) for a in args], **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.fun, name)
+
+
+def _stacked(a):
+    if type(a) is not list and type(a) is not tuple:
+        return a
+    found = []
+    _map_symbols(a, found.append)
+    if not any(s.var.dtype.kind in "fc" for s in found):
+        return a
+    try:
+        return wnp.array(a)
+    except (ValueError, TypeError):  # ragged, or arrays of different shapes: the function reports it
+        return a
+
+
+class _ArrayModule:
+    """``numpy`` or ``wengert.numpy`` (and their submodules) as the function being transformed sees
+    them: their functions take lists of traced values (see :class:`_ListArguments`)."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module):
+        self.module = module
+
+    def __getattr__(self, name):
+        value = getattr(self.module, name)
+        if isinstance(value, types.ModuleType):
+            return _ArrayModule(value)
+        if isinstance(value, type) or not callable(value):
+            return value
+        return _ListArguments(value)
+
+
+_ARRAY_MODULES = frozenset((id(np), id(wnp)))
+
+
 class _Scope(dict):
     """The names an expression sees: the interpreter's variables, then the closure, then globals
     (user functions wrapped to be interpreted inline, ``math`` sent to ``wengert.numpy``)."""
@@ -216,6 +267,8 @@ class _Scope(dict):
             raise KeyError(name)
         if value is math:
             return _MathShim()
+        if id(value) in _ARRAY_MODULES:
+            return _ArrayModule(value)
         if _is_user_function(value):
             return _UserCall(it, value)
         raise KeyError(name)
@@ -283,6 +336,73 @@ def _has_jump(stmts):
         if isinstance(s, ast.If) and (_has_jump(s.body) or _has_jump(s.orelse)):
             return True
     return False
+
+
+_UNROLL_LIMIT = 10000
+_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
+                       "popitem", "sort", "reverse", "__setitem__", "__delitem__", "__iadd__"))
+_CONTAINER_TYPES = (list, dict)
+
+
+def _base_name(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _mutated_names(stmts):
+    """``(name, node)`` for each name whose object ``stmts`` change in place: ``acc.append(...)``
+    and the other mutating methods, ``acc[k] = ...``, ``acc[k] += ...``, ``acc += ...``."""
+    found = []
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in _MUTATORS:
+                found.append((_base_name(node.func.value), node))
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                found.append((_base_name(node.value), node))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                found.append((node.target.id, node))
+    return [(n, node) for n, node in found if n is not None]
+
+
+def _snapshot(values):
+    """Every list and dict reachable from ``values`` (through lists, dicts and tuples), with a
+    shallow copy of its contents: what :func:`_changed` compares against."""
+    seen, out, todo = set(), [], list(values)
+    while todo:
+        v = todo.pop()
+        t = type(v)
+        if t is list or t is dict:
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            out.append((v, list(v) if t is list else dict(v)))
+            todo.extend(v if t is list else v.values())
+        elif t is tuple:
+            todo.extend(v)
+    return out
+
+
+def _changed(snapshot):
+    """The lists and dicts of ``snapshot`` whose contents changed since."""
+    out = []
+    for obj, saved in snapshot:
+        if type(obj) is list:
+            if len(obj) != len(saved) or any(a is not b for a, b in zip(obj, saved)):
+                out.append(obj)
+        elif obj.keys() != saved.keys() or any(obj[k] is not saved[k] for k in saved):
+            out.append(obj)
+    return out
+
+
+def _restore(snapshot):
+    for obj, saved in snapshot:
+        if type(obj) is list:
+            obj[:] = saved
+        else:
+            obj.clear()
+            obj.update(saved)
 
 
 def _same_type(a, b):
@@ -463,10 +583,33 @@ class _Interpreter:
                                      f"{len(target.elts)} names")
             for tg, v in zip(target.elts, values):
                 self.assign(tg, v, mark, node)
+        elif t is ast.Subscript and isinstance(self.container(target, node), _CONTAINER_TYPES):
+            container, key = self.container(target, node), self.key(target, node)
+            container[key] = value
         elif t is ast.Subscript and isinstance(target.value, ast.Name):
             self.subscript_update(target, lambda old, idx: indexing.index_update(old, idx, value), node)
         else:
             raise self.error(node, f"assignment to a {t.__name__}")
+
+    def container(self, target, node):
+        """The list or dict ``target`` (a subscript) stores into, or None when it is not one."""
+        if not isinstance(target.value, (ast.Name, ast.Subscript)):
+            return None
+        if isinstance(target.value, ast.Name):
+            value = self.env.get(target.value.id)
+        else:
+            value = self.eval(target.value)
+        return value if isinstance(value, _CONTAINER_TYPES) else None
+
+    def key(self, target, node):
+        """The static key of ``target[key]`` on a list or dict (a traced index is refused)."""
+        key = self.eval(target.slice)
+        found = []
+        _map_symbols(key, found.append)
+        if found:
+            raise self.error(node, "a list or dict indexed by a traced value (its key is not known when "
+                                   "the program is built; use an array)")
+        return key
 
     def subscript_update(self, target, update, node):
         name = target.value.id
@@ -490,8 +633,20 @@ class _Interpreter:
             mark = self.mark()
             cur = self.env[target.id] if target.id in self.env else self.eval(
                 ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target))
+            if isinstance(cur, _CONTAINER_TYPES):  # acc += [...]: in place, as Python does
+                if not isinstance(s.op, ast.Add) and not (type(cur) is list and isinstance(s.op, ast.Mult)):
+                    raise self.error(s, f"augmented assignment {type(s.op).__name__} to a "
+                                        f"{type(cur).__name__}")
+                self.env[target.id] = operator.iadd(cur, value) if isinstance(s.op, ast.Add) else \
+                    operator.imul(cur, value)
+                return
             with np.errstate(all="ignore"):
                 self.env[target.id] = self.name_result(op(cur, value), target.id, mark)
+        elif isinstance(target, ast.Subscript) and isinstance(self.container(target, s), _CONTAINER_TYPES):
+            container, key = self.container(target, s), self.key(target, s)
+            mark = self.mark()
+            with np.errstate(all="ignore"):
+                container[key] = self.name_result(op(container[key], value), _clean_key(target), mark)
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             if isinstance(s.op, ast.Add):
                 self.subscript_update(target, lambda old, idx: indexing.index_add(old, idx, value), s)
@@ -507,6 +662,7 @@ class _Interpreter:
     def branch(self, cond, body, orelse, node, reset_jump=False):
         outer = self.builder.statements
         env0 = dict(self.env)
+        snapshot = _snapshot(env0.values())
         arms = []
         for stmts in (body, orelse):
             self.env = dict(env0)
@@ -515,6 +671,15 @@ class _Interpreter:
             self.builder.statements = outer  # leave the other arm: arms share nothing
             self.builder.statements = []
             self.block(stmts)
+            changed = _changed(snapshot)
+            if changed:  # both arms are recorded: the change would happen whichever arm runs
+                _restore(snapshot)
+                names = sorted(n for n, v in env0.items() if any(v is c for c in changed)) or ["a list"]
+                raise TransformError(
+                    f"at {self.where(node)} (in {self.parsed.name}): this if on a traced value changes "
+                    f"{', '.join(names)} in place in an arm (append, item assignment, ...); both arms are "
+                    f"recorded, so the change would happen whichever arm runs. Compute both values, choose "
+                    f"with wnp.where, or change it after the if. {_TAPE}")
             arms.append((self.builder.statements, self.env))
         self.builder.statements = outer
         (then, env_t), (orelse_nodes, env_e) = arms
@@ -619,6 +784,75 @@ class _Interpreter:
         snapshots = args[1] if len(args) > 1 else kwargs.get("snapshots")
         return policy, snapshots
 
+    def changes_containers(self, s, carried):
+        """Whether the loop ``s`` changes a list or dict in place (``acc.append``, ``acc[k] = ...``)
+        or rebinds a variable holding one: then it is unrolled (see :meth:`unroll`). A global
+        list or dict changed in place is refused (tracing would change it)."""
+        local = set(_assigned(self.parsed.node.body)) | {a.arg for a in self.parsed.node.args.args}
+        for name, node in _mutated_names(s.body):
+            if name in self.env:
+                if isinstance(self.env[name], _CONTAINER_TYPES):
+                    return True
+            elif name not in local and isinstance(self.fun.__globals__.get(name), _CONTAINER_TYPES):
+                raise self.error(node, f"changing the global {type(self.fun.__globals__[name]).__name__} "
+                                       f"{name} in place (tracing the function would change it)")
+        return any(isinstance(self.env[n], (list, dict, tuple)) for n in carried)
+
+    def unroll(self, s, kind, bounds, target, over, test, policy):
+        """A loop that changes lists or dicts (``acc.append(x[i] ** 2)``), run at build time: its
+        body is recorded once per iteration, so each push, ``len(acc)``, ``acc[-1]``, ``sum(acc)``
+        and ``np.stack(acc)`` see every iteration's value. The trip count must be known when the
+        program is built: ``range`` of static bounds, an array's first axis, or a ``while`` whose
+        condition depends on static values only."""
+        what = f"{'a for' if kind == 'for' else 'a while'} loop changing a list or dict (it is unrolled)"
+        if policy is not None:
+            raise self.error(s, f"wg.checkpointed around {what}")
+        if kind == "for":
+            if not all(isinstance(b, (int, np.integer)) for b in bounds):
+                raise self.error(s, f"{what} over a range whose bounds are traced values")
+            if len(range(*bounds)) > _UNROLL_LIMIT:
+                raise TransformError(f"at {self.where(s)} (in {self.parsed.name}): {what} of "
+                                     f"{len(range(*bounds))} iterations (at most {_UNROLL_LIMIT} are "
+                                     f"unrolled). "
+                                     f"Collect the values in an array instead (wnp.zeros(n), then out[i] = "
+                                     f"...), which stays a loop. {_TAPE}")
+            for i in range(*bounds):
+                if over is not None:
+                    mark = self.mark()
+                    self.env[target] = self.name_result(over[i], target, mark)
+                else:
+                    self.env[target] = i
+                if self.iteration(s, what):
+                    break
+            return
+        for count in range(_UNROLL_LIMIT + 1):
+            cond = self.test(test)
+            if type(cond) is Symbol:
+                raise TransformError(
+                    f"at {self.where(s)} (in {self.parsed.name}): {what} whose condition depends on traced "
+                    f"values: the number of iterations is not known when the program is built. Make the "
+                    f"trip count static (a for loop over range(n)), or collect the values in an array "
+                    f"(wnp.zeros(n) and .at[i].set, or index assignment). {_TAPE}")
+            if not cond:
+                return
+            if count == _UNROLL_LIMIT:
+                raise TransformError(f"at {self.where(s)} (in {self.parsed.name}): {what} ran more than "
+                                     f"{_UNROLL_LIMIT} iterations while the program was built. {_TAPE}")
+            if self.iteration(s, what):
+                return
+
+    def iteration(self, s, what):
+        """One iteration of an unrolled loop; whether it left the loop (a static ``break``)."""
+        jump, brk = self.env.get(_JUMP, False), self.env.get(_BRK, False)
+        self.env[_JUMP] = False
+        self.env[_BRK] = False
+        self.block(s.body)
+        left = self.env.get(_BRK, False)
+        if type(left) is Symbol:
+            raise self.error(s, f"break on a traced condition in {what}")
+        self.env[_JUMP], self.env[_BRK] = jump, brk
+        return bool(left)
+
     def while_loop(self, s):
         self.loop(s, "while", test=s.test)
 
@@ -627,8 +861,12 @@ class _Interpreter:
         if kind == "for" and static and len(range(*bounds)) == 0:
             return  # never runs (e.g. over an empty array): nothing to record, as for a false while test
         names = [n for n in _assigned(s.body) if n in self.env and n != target]
+        if self.changes_containers(s, names):
+            self.unroll(s, kind, bounds, target, over, test, policy)
+            return
         outer = self.builder.statements
         env0 = dict(self.env)
+        snapshot = _snapshot(env0.values())  # a helper function may change a list it is passed
         likes = {n: self.env[n] for n in names}
         for n in names:
             if not _numeric(likes[n]):
@@ -665,7 +903,17 @@ class _Interpreter:
                     self.env[target] = isym
             self.env[_JUMP] = False
             self.env[_BRK] = False
-            self.block(s.body)
+            try:
+                self.block(s.body)
+            except Exception:
+                if not _changed(snapshot):
+                    raise
+            if _changed(snapshot):  # recorded once, it would change them once: run every iteration
+                _restore(snapshot)
+                self.builder.statements = outer
+                self.env = env0
+                self.unroll(s, kind, bounds, target, over, test, policy)
+                return
             body = self.builder.statements
             body_outs = [self.env[n] for n in names]
             brk = self.env.get(_BRK, False)
@@ -768,6 +1016,22 @@ def _zero_like(v):
     if type(ex) is float:
         return 0.0
     return np.zeros(np.shape(ex), np.result_type(ex))
+
+
+def _clean_key(target):
+    name = _base_name(target)
+    return name if name else "item"
+
+
+def _map_symbols(obj, f):
+    t = type(obj)
+    if t is Symbol:
+        f(obj)
+    elif t is tuple or t is list:
+        for o in obj:
+            _map_symbols(o, f)
+    elif t is slice:
+        _map_symbols((obj.start, obj.stop, obj.step), f)
 
 
 def _clean(name):

@@ -18,18 +18,26 @@ from wengert.program.tracing import is_input_leaf
 __all__ = ["source_grad", "source_jvp", "adjoint_table"]
 
 
-def _key(args):
+_TAPE_EQUIVALENT = {"grad": "wg.grad", "jvp": "wg.jvp"}
+
+
+def _key(args, name="grad", fun_name="f"):
     key = []
-    for a in args:
+    for k, a in enumerate(args):
         if is_input_leaf(a):
             key.append(("in", np.shape(a), np.result_type(a).str, type(a) is float))
-        else:
-            try:
-                hash(a)
-            except TypeError:
-                raise TypeError(f"source_grad: argument {a!r} is neither an array or number nor a hashable "
-                                f"static value") from None
-            key.append(("static", type(a).__name__, a))
+            continue
+        if isinstance(a, (list, tuple, dict)):
+            raise TypeError(f"source_{name}({fun_name}): argument {k} is a {type(a).__name__}; the source "
+                            f"transformation takes arrays, numbers and static values (ints, strings, "
+                            f"None). Pass its entries as separate arguments, or use "
+                            f"{_TAPE_EQUIVALENT[name]}, which takes pytrees")
+        try:
+            hash(a)
+        except TypeError:
+            raise TypeError(f"source_{name}({fun_name}): argument {k} ({type(a).__name__}) is neither an "
+                            f"array or number nor a hashable static value") from None
+        key.append(("static", type(a).__name__, a))
     return tuple(key)
 
 
@@ -47,7 +55,7 @@ class _SourceDerivative:
 
     def program(self, *args):
         """The derivative program for arguments like ``args``."""
-        key = _key(args)
+        key = _key(args, self.kind, getattr(self.fun, "__name__", "f"))
         prog = self._cache.get(key)
         if prog is None:
             prog = self._cache[key] = self._build(from_source(self.fun, *args))

@@ -1,58 +1,148 @@
-"""``python -m wengert adjoint FILE.py:FUNCTION [--table] [--args EXPR] [--argnums 0,1] [--jvp]
+"""``python -m wengert adjoint FILE.py:FUNCTION [--table] [--args ARGS] [--argnums 0,1] [--jvp]
 [--checkpoint all|binomial|ctz] [--snapshots S]``:
-the derivative program built from a function's source, or the second seed's two-column view."""
+the derivative program built from a function's source, or the second seed's two-column view.
+
+``--args`` gives the example arguments the program is specialised to, as in a call: by position
+(``np.ones(3), 4``) or by name (``v=np.ones(3), n=4``), with ``np`` for NumPy; a parameter given
+no value takes its default, else the float 1.0. Bad input (no such file or function, an expression
+that does not evaluate, arguments the function cannot run on) prints one paragraph and exits
+with status 2; a function outside the transformable subset exits with status 1."""
 
 import importlib.util
+import inspect
 import os
 import sys
 
 import numpy as np
 
-__all__ = ["run", "load_function"]
+__all__ = ["run", "load_function", "example_arguments", "BadInput"]
+
+_PROG = "python -m wengert adjoint"
+_HINT = ("give example arguments with --args, e.g. --args 'v=np.ones(3), n=4' (by position or by name; "
+         "np is NumPy)")
+
+
+class BadInput(Exception):
+    """Input the command cannot work with: reported in one paragraph, exit status 2."""
 
 
 def load_function(target):
     """The function named by ``FILE.py:FUNCTION`` (the file is imported as a module)."""
     path, sep, name = target.rpartition(":")
     if not sep or not path or not name:
-        raise SystemExit(f"python -m wengert adjoint: expected FILE.py:FUNCTION, got {target!r}")
+        raise BadInput(f"expected FILE.py:FUNCTION, got {target!r}")
     if not os.path.isfile(path):
-        raise SystemExit(f"python -m wengert adjoint: no file {path!r}")
+        raise BadInput(f"no file {path!r}")
     module_name = "wengert_adjoint_" + "".join(c if c.isalnum() else "_" for c in os.path.basename(path))
     spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None:
+        raise BadInput(f"{path} is not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
         spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - the user's module failed to import: say how, in one line
+        raise BadInput(f"importing {path} failed: {type(e).__name__}: {e}{_user_line(e, path)}") from None
     finally:
         sys.path.pop(0)
     fun = getattr(module, name, None)
     if fun is None or not callable(fun):
-        raise SystemExit(f"python -m wengert adjoint: {path} defines no function {name!r}")
+        raise BadInput(f"{path} defines no function {name!r}")
     return fun
+
+
+def _user_line(error, path):
+    tb, found = error.__traceback__, ""
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(path):
+            found = f" (line {tb.tb_lineno})"
+        tb = tb.tb_next
+    return found
+
+
+def _collect(*args, **kwargs):
+    return args, kwargs
+
+
+def example_arguments(fun, text):
+    """The positional example arguments for ``fun`` that ``--args TEXT`` gives (see the module docs)."""
+    try:
+        params = [p for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    args, kwargs = (), {}
+    if text:
+        try:
+            args, kwargs = eval(f"_collect({text})", {"np": np, "_collect": _collect})  # noqa: S307 - the user's own argument
+        except Exception as e:  # noqa: BLE001 - any error in the expression: one paragraph
+            raise BadInput(f"--args {text!r} does not evaluate: {type(e).__name__}: {e}. Write the arguments "
+                           f"as in a call, e.g. --args 'v=np.ones(3), n=4' (np is NumPy)") from None
+    names = [p.name for p in params]
+    unknown = [k for k in kwargs if k not in names]
+    if unknown:
+        raise BadInput(f"--args names {', '.join(unknown)}, which {fun.__name__}({', '.join(names)}) "
+                       f"does not take")
+    if len(args) > len(params):
+        raise BadInput(f"--args gives {len(args)} arguments; {fun.__name__}({', '.join(names)}) takes "
+                       f"{len(params)}")
+    out = []
+    for k, p in enumerate(params):
+        if k < len(args):
+            if p.name in kwargs:
+                raise BadInput(f"--args gives {p.name} twice (by position and by name)")
+            out.append(args[k])
+        elif p.name in kwargs:
+            out.append(kwargs[p.name])
+        elif p.default is not p.empty:
+            if any(q.name in kwargs for q in params[k + 1:]):
+                out.append(p.default)
+            else:
+                break
+        else:
+            out.append(1.0)
+    return tuple(out)
+
+
+def _describe(fun, example):
+    names = [p for p in inspect.signature(fun).parameters][:len(example)]
+    shown = []
+    for n, a in zip(names, example):
+        shown.append(f"{n}=<array {a.dtype}{list(a.shape)}>" if isinstance(a, np.ndarray) else f"{n}={a!r}")
+    return f"{fun.__name__}({', '.join(shown)})"
 
 
 def run(args):
     """Print the program (or the table); returns the exit status."""
     import wengert as wg
 
-    fun = load_function(args.target)
-    example = ()
-    if args.args:
-        value = eval(args.args, {"np": np, "__builtins__": __builtins__})  # noqa: S307 - the user's own argument
-        example = value if isinstance(value, tuple) else (value,)
-    nums = tuple(int(a) for a in args.argnums.split(",") if a.strip())
-    argnums = nums[0] if len(nums) == 1 else nums
     try:
+        fun = load_function(args.target)
+        example = example_arguments(fun, args.args)
+        try:
+            nums = tuple(int(a) for a in args.argnums.split(",") if a.strip())
+        except ValueError:
+            raise BadInput(f"--argnums {args.argnums!r}: expected positions, e.g. 0 or 0,1") from None
+        argnums = nums[0] if len(nums) == 1 else nums
         policy = {"checkpoint": getattr(args, "checkpoint", "all"),
                   "snapshots": getattr(args, "snapshots", None)}
         d = wg.source_jvp(fun) if args.jvp else wg.source_grad(fun, argnums, **policy)
-        d.program(*example)
+        try:
+            d.program(*example)
+        except wg.TransformError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the function did not run on these arguments: one paragraph
+            hint = "" if args.args else f"; {_HINT}"
+            raise BadInput(f"building the derivative of {_describe(fun, example)} failed: "
+                           f"{type(e).__name__}: {e}{hint}") from None
         print(d.table() if args.table and not args.jvp else d.source, end="")
         if args.table and not args.jvp:
             print()
+    except BadInput as e:
+        print(f"{_PROG}: {e}", file=sys.stderr)
+        return 2
     except wg.TransformError as e:
-        print(f"python -m wengert adjoint: {e}", file=sys.stderr)
+        print(f"{_PROG}: {e}", file=sys.stderr)
         return 1
     return 0

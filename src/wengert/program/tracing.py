@@ -124,7 +124,9 @@ class Symbol(ArrayBox):
 
     def __array__(self, dtype=None, copy=None):
         self._refuse("Converting to a NumPy array (np.asarray, or a NumPy function without a rule)",
-                     "Use wengert.numpy functions, or differentiate with the tape (wg.grad).")
+                     "Use wengert.numpy functions; a list holding traced values given to a NumPy "
+                     "function (np.mean([a, b])) is stacked first: np.mean(wnp.stack([a, b])); or "
+                     "differentiate with the tape (wg.grad).")
 
     def __setitem__(self, idx, value):
         """``x[idx] = value``: the symbol now stands for ``index_update(x, idx, value)`` (as the tape's
