@@ -9,7 +9,7 @@ NumPy array or a Python number would silently drop its derivative, so it raises 
 import numpy as np
 
 import wengert.numpy as wnp
-from wengert import mutation
+from wengert import _exits, mutation
 from wengert.numpy import _dispatch
 from wengert.ops import elementwise as ew
 from wengert.ops import indexing, modular, nondiff, products
@@ -60,9 +60,13 @@ class ArrayBox:
         return ew.power(other, self)
 
     def __matmul__(self, other):
+        if type(other) is list or type(other) is tuple:  # x @ [1., 2.]: NumPy's array of the list
+            other = wnp.asarray(other)
         return products.matmul(self, other)
 
     def __rmatmul__(self, other):
+        if type(other) is list or type(other) is tuple:
+            other = wnp.asarray(other)
         return products.matmul(other, self)
 
     def __floordiv__(self, other):
@@ -145,7 +149,10 @@ class ArrayBox:
         return indexing.IndexUpdates(self)
 
     def __len__(self):
-        return len(self.value)
+        try:
+            return len(self.value)
+        except TypeError:  # a Python float: NumPy's words for a 0-d array
+            raise TypeError("len() of unsized object (a 0-d traced value)") from None
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -153,33 +160,54 @@ class ArrayBox:
     def __bool__(self):
         return bool(self.value)
 
-    # -- conversions that would lose the derivative ------------------------------------------------
+    # -- exits: conversions to plain Python numbers or NumPy arrays would lose the derivative, so
+    # they raise, naming the user's line (see wengert._exits). Comparisons, bool(), len() and iteration
+    # (which yields traced elements) stay: they lose no derivative.
+    def _kind(self):
+        """What kind of traced value this is, for error messages."""
+        return "a traced value"
+
     def _refuse(self, what, instead):
-        raise TypeError(
-            f"{what} of a traced value (shape {self.shape}) would drop its derivative. {instead}")
+        raise _exits.refusal(self, what, instead)
 
     def __float__(self):
-        self._refuse("float()", "Use wengert.numpy functions instead of math; call .item() on a "
-                     "detached value if the number itself is wanted.")
+        self._refuse("float()", "Keep it traced: use wengert.numpy functions (wnp.sin, wnp.exp, ...) instead "
+                     "of math's; if the number alone is wanted (printing, logging), write "
+                     "float(wg.stop_gradient(x)).")
 
     def __int__(self):
-        self._refuse("int()", "Integer results carry no derivative: convert x.detach() instead.")
+        self._refuse("int()", "An int carries no derivative: write int(wg.stop_gradient(x)) if the integer "
+                     "is wanted, or wnp.floor(x) to stay traced.")
 
     def __index__(self):
-        self._refuse("Using as an index", "Index with an integer array or x.detach() instead.")
+        self._refuse("Use as a Python index (range(x), seq[x], a shape)",
+                     "Index with int(wg.stop_gradient(x)) or an integer array.")
 
     def __complex__(self):
-        self._refuse("complex()", "Use wengert.numpy functions instead of cmath.")
+        self._refuse("complex()", "Keep it traced: use wengert.numpy functions instead of cmath's; "
+                     "complex(wg.stop_gradient(x)) gives the number alone.")
+
+    def item(self, *args):
+        """Refused: a Python number cannot carry the derivative (as ``jax.Array.item`` on a tracer)."""
+        self._refuse("x.item()", "Use x itself (a traced scalar works in arithmetic and wengert.numpy "
+                     "functions; x.reshape(()) makes a 0-d one); if the number alone is wanted "
+                     "(printing, logging), write float(wg.stop_gradient(x)).")
+
+    def tolist(self):
+        """Refused: Python numbers cannot carry the derivative."""
+        self._refuse("x.tolist()", "Use x itself, or list(x) for a list of traced rows; if the numbers "
+                     "alone are wanted, write np.asarray(wg.stop_gradient(x)).tolist().")
 
     def __array__(self, dtype=None, copy=None):
         caller = _dispatch.scipy_caller()
         if caller is not None:
             raise _dispatch.scipy_refusal(caller)
         self._refuse(
-            "Converting to a NumPy array (np.asarray, np.array, or a NumPy function without a "
-            "dispatch)",
-            "Call wengert.numpy functions (plain NumPy functions dispatch to them), or use "
-            "x.detach() when the derivative is not wanted.")
+            "Conversion to a plain NumPy array (np.asarray(x), np.array([..., x, ...]), or a NumPy "
+            "function given a list that holds x)",
+            "Call wengert.numpy functions (plain NumPy functions given x itself dispatch to them): "
+            "wnp.array / wnp.stack for lists of traced values; use wg.stop_gradient(x) when the "
+            "derivative is not wanted.")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return _dispatch.ufunc_call(ufunc, method, inputs, kwargs)
@@ -267,6 +295,8 @@ class ArrayBox:
         return wnp.clip(self, min, max)
 
     def astype(self, dtype):
+        """ndarray.astype. To an integer or boolean dtype the result is a step function of x, a constant
+        whose derivative is zero almost everywhere (as ``np.floor``; JAX and PyTorch agree)."""
         return shape_ops.astype(self, dtype)
 
     def argmax(self, axis=None):

@@ -23,6 +23,9 @@ class Dual(ArrayBox):
         self.tangent = tangent
         self._trace = trace
 
+    def _kind(self):
+        return "a value traced by wg.jvp (forward mode)"
+
     def __repr__(self):
         return f"Dual({self.value!r}, tangent={self.tangent!r}, level={self._trace.level})"
 

@@ -31,9 +31,11 @@ tests/test_fast_paths.py checks every primitive with a Python-float path against
 at special points (+-0, +-1, negative, +-inf, nan, huge, tiny).
 """
 
+import numpy as np
 from numpy import float64 as _float64
 
-from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
+from wengert import _exits
+from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, contains_box, unbox_all
 
 __all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
            "defvjp_accumulate", "defvjp_inplace", "defvjp_float", "NoRuleError"]
@@ -201,13 +203,108 @@ def primitive(fun=None, *, name=None):
     Like ``autograd.extend.primitive`` and ``jax.custom_vjp``. Use as ``wg.primitive(f)`` or as a
     decorator; then give rules with :func:`defvjp` and :func:`defjvp`. A rule may return an
     output-shaped result for a broadcast argument: it is summed back to the argument's shape (and
-    a tangent broadcast to the output's), as for NumPy's own broadcasting functions.
+    a tangent broadcast to the output's), as for NumPy's own broadcasting functions. Anything else
+    of the wrong shape, or not an array or a number, is an error naming the primitive and argument.
+    Traced values must be positional arguments of their own: one inside a list, tuple or dict
+    argument (or a keyword argument) is refused, since the rules are given per positional argument.
     """
     if fun is None:
         return lambda f: primitive(f, name=name)
     from wengert.ops.broadcasting import broadcast_tangent, unbroadcast  # ops sit above this module
 
-    return Primitive(fun, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
+    return UserPrimitive(fun, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
+
+
+class UserPrimitive(Primitive):
+    """A primitive made by :func:`primitive`: its calls and its rules' results are checked. (The rule
+    table's own primitives are plain :class:`Primitive` objects and skip these checks.)"""
+
+    def __call__(self, *args, **kwargs):
+        for i, a in enumerate(args):
+            t = type(a)
+            if (t is list or t is tuple or t is dict) and contains_box(a):
+                self._refuse_nested(f"argument {i} is a {t.__name__} holding a traced value")
+        for k, v in kwargs.items():
+            if contains_box(v):
+                self._refuse_nested(f"keyword argument '{k}' holds a traced value")
+        return Primitive.__call__(self, *args, **kwargs)
+
+    def _refuse_nested(self, what):
+        raise TypeError(
+            f"wg.primitive '{self.__name__}': {what}{_exits.where()}. Its rules are given per positional "
+            f"argument (wg.defvjp({self.__name__}, rule_for_arg0, rule_for_arg1, ...)), so that value would "
+            f"be differentiated through the body of '{self.__name__}' instead of by its rule. Pass each "
+            f"traced value as a positional argument of its own, e.g. {self.__name__}(x, a, b) rather than "
+            f"{self.__name__}(x, (a, b)).")
+
+
+def _checked(prim, mode, argnum, rule):
+    """``rule`` of user primitive ``prim``, with its result checked (kind and shape) on every call."""
+    if mode == "VJP":
+        def checked(g, out, *args, **kwargs):
+            result = rule(g, out, *args, **kwargs)
+            _check_result(prim, mode, argnum, result, args, out)
+            return result
+    else:
+        def checked(t, out, *args, **kwargs):
+            result = rule(t, out, *args, **kwargs)
+            _check_result(prim, mode, argnum, result, args, out)
+            return result
+    checked.__name__ = checked.__qualname__ = getattr(rule, "__name__", "rule")
+    checked.__wrapped__ = rule
+    return checked
+
+
+def _checked_argnum(prim, mode, rule):
+    def checked(argnum, g, out, *args, **kwargs):
+        result = rule(argnum, g, out, *args, **kwargs)
+        _check_result(prim, mode, argnum, result, args, out)
+        return result
+    checked.__name__ = checked.__qualname__ = getattr(rule, "__name__", "rule")
+    checked.__wrapped__ = rule
+    return checked
+
+
+_NUMBERS = (float, int, complex, np.ndarray, np.number)
+
+
+def _shape(x):
+    x = unbox_all(x)
+    return tuple(x.shape) if hasattr(x, "shape") else ()
+
+
+def _check_result(prim, mode, argnum, result, args, out):
+    """A VJP result must have the argument's shape (or the output's, for an argument broadcast to it);
+    a JVP result the output's shape (or one that broadcasts to it). Both must be arrays or numbers."""
+    definer = "defvjp" if mode == "VJP" else "defjvp"
+    head = f"wg.{definer}: the {mode} rule of primitive '{prim.__name__}' for argument {argnum}"
+    if type(result) not in BOX_TYPES and not isinstance(result, _NUMBERS):
+        if result is None:
+            fix = ("return zeros (wnp.zeros_like(x)) for an argument without effect, or give None in place "
+                   f"of the rule in wg.{definer} to mark the argument as not differentiable")
+        else:
+            fix = "return a NumPy array or a number (computed with wengert.numpy functions)"
+        got = "None" if result is None else f"{type(result).__name__} {result!r:.60}"
+        raise TypeError(f"{head} returned {got}; {fix}.")
+    got, out_shape = _shape(result), _shape(out)
+    if mode == "VJP":
+        want = _shape(args[argnum]) if argnum < len(args) else None
+        if want is None or got == want or (got == out_shape and _broadcasts(want, out_shape)):
+            return
+        raise ValueError(f"{head} returned shape {got}, but the argument has shape {want} (the output has "
+                         f"shape {out_shape}): a VJP rule returns the cotangent of its argument, of the "
+                         f"argument's shape.")
+    if _broadcasts(got, out_shape):
+        return
+    raise ValueError(f"{head} returned shape {got}, but the output has shape {out_shape}: a JVP rule returns "
+                     f"the output's tangent, of the output's shape.")
+
+
+def _broadcasts(shape, to):
+    try:
+        return np.broadcast_shapes(shape, to) == to
+    except ValueError:
+        return False
 
 
 def _check_prim(prim, definer):
@@ -240,6 +337,8 @@ def defvjp(prim, *rules):
     prim = _as_primitive(prim)
     _check_prim(prim, "defvjp")
     _check_rules(prim, rules, "defvjp")
+    if isinstance(prim, UserPrimitive):
+        rules = [None if r is None else _checked(prim, "VJP", i, r) for i, r in enumerate(rules)]
     prim.vjps = tuple(rules)
     prim.vjp_argnum = None
     _note_extra(prim)
@@ -252,6 +351,8 @@ def defjvp(prim, *rules):
     prim = _as_primitive(prim)
     _check_prim(prim, "defjvp")
     _check_rules(prim, rules, "defjvp")
+    if isinstance(prim, UserPrimitive):
+        rules = [None if r is None else _checked(prim, "JVP", i, r) for i, r in enumerate(rules)]
     prim.jvps = tuple(rules)
     prim.jvp_argnum = None
     return prim
@@ -261,6 +362,8 @@ def defvjp_argnum(prim, rule):
     """One VJP rule for every argument (for variadic primitives): ``rule(argnum, g, out, *args)``."""
     prim = _as_primitive(prim)
     _check_prim(prim, "defvjp_argnum")
+    if isinstance(prim, UserPrimitive):
+        rule = _checked_argnum(prim, "VJP", rule)
     prim.vjp_argnum = rule
     prim.vjp_missing = frozenset()
     prim.vjp_extra = True
@@ -346,6 +449,8 @@ def defjvp_argnum(prim, rule):
     """One JVP rule for every argument (for variadic primitives): ``rule(argnum, t, out, *args)``."""
     prim = _as_primitive(prim)
     _check_prim(prim, "defjvp_argnum")
+    if isinstance(prim, UserPrimitive):
+        rule = _checked_argnum(prim, "JVP", rule)
     prim.jvp_argnum = rule
     return prim
 

@@ -19,9 +19,10 @@ from collections import namedtuple
 
 import numpy as np
 
+from wengert import _exits
 from wengert.mutation import resolve_tape, versions_by_box
 from wengert.reverse import Node, ReverseTrace, backward_pass, is_inexact
-from wengert.trace import register_box
+from wengert.trace import BOX_TYPES, register_box
 
 __all__ = ["Tape", "Var", "Grad", "Entry"]
 
@@ -46,6 +47,9 @@ class Var(Node):
         seed = 1.0 if type(value) is float else np.ones_like(value)
         adj, nodes = backward_pass([(self, seed)], keep_all=True, tape=self._trace.entries)
         return Grad(adj, nodes, self)
+
+    def _kind(self):
+        return "a wg.Tape variable"
 
     def __repr__(self):
         name = getattr(self, "name", None)
@@ -86,11 +90,20 @@ class Tape(ReverseTrace):
 
     def var(self, value, name=None):
         """A new independent variable on this tape."""
+        if type(value) in BOX_TYPES:
+            _refuse_mixing("tape.var", value)
         if not is_inexact(value):
             value = float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float)
         v = self.leaf(value)
         v.name = name
         return v
+
+    def apply(self, prim, args, kwargs):
+        # the general path (apply1/apply2 come here with anything but this tape's own variables)
+        for a in args:
+            if type(a) in BOX_TYPES and a._trace is not self:
+                _refuse_mixing(prim.__name__, a)
+        return ReverseTrace.apply(self, prim, args, kwargs)
 
     def __len__(self):
         return len(self.entries)
@@ -128,6 +141,20 @@ class Tape(ReverseTrace):
 
     def __repr__(self):
         return f"<Tape: {len(self)} operations>"
+
+
+def _refuse_mixing(operation, other):
+    """A Tape records only its own variables: a value of another engine reaching it is an error."""
+    if isinstance(other, Var):
+        kind, engines = "a variable of another wg.Tape", "Two Tapes are separate engines"
+    else:
+        kind, engines = other._kind(), "A Tape is an engine separate from wg.grad, wg.jvp and eager tensors"
+    given = "" if operation == "tape.var" else "a wg.Tape variable and "
+    raise TypeError(
+        f"{operation} was given {given}{kind}{_exits.where()}. {engines}: a Tape records "
+        f"only its own variables, so the derivative would be lost. Use one "
+        f"engine: make every input a variable of the one tape (tape.var(...)) and read z.grad().wrt(v), or "
+        f"write the function without a Tape and differentiate it with wg.grad.")
 
 
 def _inputs(node):

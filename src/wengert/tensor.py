@@ -149,15 +149,26 @@ class Tensor(Node):
                                "tensor.detach().numpy() instead.")
         return np.asarray(self.value)
 
-    def item(self):
-        """The value of a one-element tensor as a Python number (no derivative)."""
-        v = self.value
-        while type(v) in BOX_TYPES:
-            v = v.value
-        return v if type(v) is float else np.asarray(v).item()
+    def _kind(self):
+        if self._trace is EAGER:
+            return "a tensor that requires grad"
+        return "a value traced by a reverse-mode transform (wg.grad, wg.vjp, wg.jacrev, ...)"
+
+    def item(self, *args):
+        """The value of a one-element eager tensor as a Python number, without its derivative
+        (``torch.Tensor.item``: the way to log a loss). Inside a transform (``wg.grad``, ...) it is
+        refused, as ``float()`` is: the number would silently drop the derivative there."""
+        if self._trace is not EAGER or _traced_by_transform(self):
+            ArrayBox.item(self)
+        v = unbox_all(self.value)
+        return v if type(v) is float and not args else np.asarray(v).item(*args)
 
     def tolist(self):
-        return np.asarray(unbox_all(self)).tolist()
+        """The eager tensor's value as nested Python lists, without its derivative
+        (``torch.Tensor.tolist``); refused inside a transform, as :meth:`item` is."""
+        if self._trace is not EAGER or _traced_by_transform(self):
+            ArrayBox.tolist(self)
+        return np.asarray(unbox_all(self.value)).tolist()
 
     def __array__(self, dtype=None, copy=None):
         if self.requires_grad:

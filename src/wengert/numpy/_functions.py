@@ -28,11 +28,20 @@ def _ndim(x):
     return len(_shape(x))
 
 
+def _operand(a):
+    """A list or tuple given as an array argument, as NumPy reads it: one array, a traced stack when
+    it holds traced values (HIPS autograd's habit), so that rules never see a list."""
+    if type(a) is list or type(a) is tuple:
+        return array(a)
+    return a
+
+
 # -- reductions ----------------------------------------------------------------------------------
 
 
 def _reduce_args(fname, a, axis, dtype, out):
     _no_out(fname, out)
+    a = _operand(a)
     if axis is not None:
         reductions.normalize_axis(axis, _ndim(a), fname)
     if dtype is not None:
@@ -43,8 +52,10 @@ def _reduce_args(fname, a, axis, dtype, out):
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False):  # noqa: A001
-    """numpy.sum."""
+    """numpy.sum (also of a list holding traced values)."""
     if axis is None and dtype is None and out is None:
+        if type(a) is list or type(a) is tuple:
+            a = array(a)
         return reductions.sum(a, keepdims=keepdims)
     a, axis = _reduce_args("sum", a, axis, dtype, out)
     return reductions.sum(a, axis=axis, keepdims=keepdims)
@@ -59,7 +70,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False):
 def max(a, axis=None, out=None, keepdims=False):  # noqa: A001
     """numpy.max (ties share the gradient equally)."""
     if axis is None and out is None:
-        return reductions.amax(a, keepdims=keepdims)
+        return reductions.amax(_operand(a), keepdims=keepdims)
     a, axis = _reduce_args("max", a, axis, None, out)
     return reductions.amax(a, axis=axis, keepdims=keepdims)
 
@@ -111,6 +122,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 def dot(a, b, out=None):
     """numpy.dot: multiply for scalars, matmul up to 2-D, tensordot over (last, second-last)."""
     _no_out("dot", out)
+    a, b = _operand(a), _operand(b)
     na, nb = _ndim(a), _ndim(b)
     if na == 0 or nb == 0:
         return elementwise.multiply(a, b)
@@ -121,6 +133,7 @@ def dot(a, b, out=None):
 
 def inner(a, b):
     """numpy.inner: sum over the last axes."""
+    a, b = _operand(a), _operand(b)
     na, nb = _ndim(a), _ndim(b)
     if na == 0 or nb == 0:
         return elementwise.multiply(a, b)
@@ -130,18 +143,19 @@ def inner(a, b):
 def outer(a, b, out=None):
     """numpy.outer (composed: a column times a row)."""
     _no_out("outer", out)
+    a, b = _operand(a), _operand(b)
     return elementwise.multiply(shape_ops.reshape(a, (-1, 1)), shape_ops.reshape(b, (1, -1)))
 
 
 def matmul(x1, x2, out=None):
     """numpy.matmul."""
     _no_out("matmul", out)
-    return products.matmul(x1, x2)
+    return products.matmul(_operand(x1), _operand(x2))
 
 
 def tensordot(a, b, axes=2):
     """numpy.tensordot."""
-    return products.tensordot(a, b, axes)
+    return products.tensordot(_operand(a), _operand(b), axes)
 
 
 def einsum(subscripts, *operands, out=None, optimize=False):
