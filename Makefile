@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test bench demo lint clean
+.PHONY: test fuzz bench demo lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ $(VENV)/.bench: pyproject.toml | $(PY)
 test: $(VENV)/.test
 	$(PY) -m ruff check .
 	$(PY) -m pytest -n 2
+
+# Random programs through every engine, for FUZZ_MINUTES; the report goes to build/fuzz-report.md.
+FUZZ_MINUTES ?= 30
+fuzz: $(VENV)/.test
+	$(PY) -m tests.fuzz.run --minutes $(FUZZ_MINUTES) --report build/fuzz-report.md
 
 demo: $(VENV)/.demo
 	$(PY) -m wengert demo

@@ -1,0 +1,195 @@
+"""Every engine on one generated program, against the others and against finite differences.
+
+``check(program)`` runs, for ``f`` (a real scalar) and ``f_vec`` (its live results):
+
+- value: ``wg.compile(f)(*ARGS) == f(*ARGS)``;
+- the tape: ``wg.grad(f, ARGNUMS)`` (the reference of the other engines), with the arguments' structure,
+  shapes and dtypes (float32 stays float32); ``wg.vjp(f_vec)`` with ``f``'s weights as cotangent;
+- dual numbers: ``wg.jvp(f_vec)`` paired with the weights equals the gradient's directional
+  derivative; ``wg.jacfwd(f)`` equals the gradient (one array argument);
+- programs: ``wg.compile(f).grad(ARGNUMS)`` and ``wg.source_grad(f, ARGNUMS)`` (no pytree argument:
+  ``source_grad`` takes arrays and numbers) equal the tape;
+- finite differences: central differences of ``f`` in float64 along a random direction (Richardson
+  extrapolated; a direction along which they do not settle is a kink nearby, and the example is
+  rejected); float32 programs: the gradient equals the one of the same program run in float64;
+- second order (float64, one array argument of at most ``MAX_HESSIAN`` elements):
+  ``wg.hessian(f) == wg.jacfwd(wg.grad(f))``, ``wg.hvp`` equals ``H @ t``, and both the central
+  differences of ``wg.grad(f)``.
+
+Engines agree to rounding (``ENGINE_RTOL``), finite differences to their accuracy (``FD_RTOL``), both
+relative to the largest entry of the reference. ``skip`` names checks to leave out (``known``).
+"""
+
+import numpy as np
+from hypothesis import assume
+
+import wengert as wg
+from wengert.tree import tree_flatten, tree_map, tree_unflatten
+
+ENGINE_RTOL = {np.float64: 1e-9, np.float32: 2e-4}
+FD_RTOL = 1e-6
+F32_RTOL = 2e-3
+MAX_HESSIAN = 12
+CHECKS = ("value", "tape", "vjp", "jvp", "jacfwd", "compile", "source", "fd", "float32", "hessian", "hvp")
+
+
+class Mismatch(AssertionError):
+    """Two engines (or an engine and finite differences) disagree on a generated program."""
+
+
+def close(got, want, what, rtol, scale=None):
+    got_leaves, got_def = tree_flatten(got)
+    want_leaves, want_def = tree_flatten(want)
+    if got_def != want_def:
+        raise Mismatch(f"{what}: structure {got_def}, expected {want_def}")
+    if scale is None:
+        scale = max([float(np.max(np.abs(np.asarray(w, dtype=np.complex128)), initial=0.0))
+                     for w in want_leaves] + [1e-30])
+    for k, (g, w) in enumerate(zip(got_leaves, want_leaves)):
+        if np.shape(g) != np.shape(w):
+            raise Mismatch(f"{what}[{k}]: shape {np.shape(g)}, expected {np.shape(w)}")
+        err = float(np.max(np.abs(np.asarray(g, dtype=np.complex128) - np.asarray(w, dtype=np.complex128)),
+                           initial=0.0))
+        if not err <= rtol * scale:
+            raise Mismatch(f"{what}[{k}]: off by {err:.3g} (scale {scale:.3g}, rtol {rtol:g})\n"
+                           f"got  {np.asarray(g)!r}\nwant {np.asarray(w)!r}")
+
+
+def _selected(args, argnums):
+    return args[argnums] if isinstance(argnums, int) else tuple(args[i] for i in argnums)
+
+
+def _direction(args, argnums, seed=0):
+    """A random tangent for every argument: nonzero on the differentiated ones, zero elsewhere."""
+    rng = np.random.default_rng(seed)
+    nums = (argnums,) if isinstance(argnums, int) else argnums
+
+    def one(x, on):
+        t = rng.standard_normal(np.shape(x)) if on else np.zeros(np.shape(x))
+        return float(t) if isinstance(x, float) else t.astype(np.asarray(x).dtype)
+
+    return tuple(tree_map(lambda x, i=i: one(x, i in nums), a) for i, a in enumerate(args))
+
+
+def _dot(gs, ts):
+    g_leaves, t_leaves = tree_flatten(gs)[0], tree_flatten(ts)[0]
+    return sum(float(np.sum(np.asarray(g, dtype=np.float64) * np.asarray(t, dtype=np.float64)))
+               for g, t in zip(g_leaves, t_leaves))
+
+
+def _abs_dot(gs, ts):
+    g_leaves, t_leaves = tree_flatten(gs)[0], tree_flatten(ts)[0]
+    return sum(float(np.sum(np.abs(np.asarray(g, dtype=np.float64) * np.asarray(t, dtype=np.float64))))
+               for g, t in zip(g_leaves, t_leaves))
+
+
+def _as64(tree):
+    return tree_map(lambda x: x if isinstance(x, float) else np.asarray(x, dtype=np.float64), tree)
+
+
+def _shift(args, ts, h):
+    return tuple(tree_map(lambda x, t: x + h * t, a, d) for a, d in zip(args, ts))
+
+
+def central(fun, args, ts, h=1e-5):
+    """Richardson-extrapolated central difference of ``fun`` at ``args`` along ``ts``, and its error
+    estimate (large near a kink)."""
+    with np.errstate(all="ignore"):
+        def d(step):
+            hi, lo = fun(*_shift(args, ts, step)), fun(*_shift(args, ts, -step))
+            return tree_map(lambda p, m: (np.asarray(p, dtype=np.float64) - np.asarray(m, dtype=np.float64))
+                            / (2 * step), hi, lo)
+        d1, d2 = d(h), d(h / 2)
+    est = tree_map(lambda a, b: (4 * b - a) / 3, d1, d2)
+    err = max(float(np.max(np.abs(a - b), initial=0.0)) for a, b in zip(tree_flatten(d1)[0],
+                                                                         tree_flatten(d2)[0]))
+    return est, err
+
+
+def _leaf_dtype_ok(g, x):
+    if isinstance(x, float):
+        return np.ndim(g) == 0
+    return np.shape(g) == np.shape(x) and np.asarray(g).dtype == np.asarray(x).dtype
+
+
+def check(prog, skip=frozenset()):
+    f, f_vec, args, argnums = prog.f, prog.f_vec, prog.args, prog.argnums
+    rtol = ENGINE_RTOL[prog.dtype]
+    with np.errstate(all="ignore"):
+        value = f(*args)
+    if "value" not in skip:
+        close(wg.compile(f)(*args), value, "wg.compile(f) value", rtol)
+
+    grad = wg.grad(f, argnums)(*args)  # the reference of the other engines
+    g_leaves, g_def = tree_flatten(grad)
+    x_leaves, x_def = tree_flatten(_selected(args, argnums))
+    if g_def != x_def:
+        raise Mismatch(f"wg.grad: structure {g_def}, the arguments' {x_def}")
+    for k, (g, x) in enumerate(zip(g_leaves, x_leaves)):
+        if not _leaf_dtype_ok(g, x):
+            raise Mismatch(f"wg.grad leaf {k}: {type(g).__name__} {np.shape(g)} {np.asarray(g).dtype} for "
+                           f"an argument {type(x).__name__} {np.shape(x)} {np.asarray(x).dtype}")
+
+    if "vjp" not in skip:
+        out, vjp_fun = wg.vjp(f_vec, *args)
+        weights = tuple(getattr(prog.module, w) for w in prog.weights)
+        ct = tree_unflatten(tree_flatten(out)[1], [np.broadcast_to(w, np.shape(o)).astype(np.asarray(o).dtype)
+                                                  for w, o in zip(weights, tree_flatten(out)[0])])
+        close(_selected(vjp_fun(ct), argnums), grad, "wg.vjp(f_vec) with f's weights", rtol)
+
+    ts = _direction(args, argnums)
+    directional = _dot(grad, _selected(ts, argnums))
+    dir_scale = _abs_dot(grad, _selected(ts, argnums)) + 1e-30
+    fd_floor = 1e-6 * (abs(float(np.real(value))) + 1.0)  # rounding in f, amplified by 1 / step
+    if "jvp" not in skip:
+        _, out_t = wg.jvp(f, args, ts)
+        close(out_t, directional, "wg.jvp(f) against grad . t", rtol, dir_scale)
+    if "jacfwd" not in skip and isinstance(argnums, int) and not isinstance(args[argnums], (dict, tuple)):
+        close(wg.jacfwd(f, argnums)(*args), grad, "wg.jacfwd(f)", rtol)
+    if "compile" not in skip:
+        close(wg.compile(f).grad(argnums)(*args), grad, "wg.compile(f).grad", rtol)
+    if "source" not in skip and not prog.pytree:
+        close(wg.source_grad(f, argnums)(*args), grad, "wg.source_grad(f)", rtol)
+
+    if "fd" not in skip:
+        args64, ts64 = _as64(args), _as64(ts)
+        fd, err = central(f, args64, ts64)
+        assume(err <= 1e-4 * (dir_scale + abs(float(fd))))  # a kink within reach of the steps
+        if prog.dtype is np.float64:
+            close(directional, fd, "grad . t against central differences", FD_RTOL, dir_scale + fd_floor)
+        elif "float32" not in skip:
+            grad64 = wg.grad(f, argnums)(*args64)
+            close(tree_map(lambda g: np.asarray(g, dtype=np.float64), grad), grad64,
+                  "float32 gradient against the float64 one", F32_RTOL)
+            close(_dot(grad64, _selected(ts64, argnums)), fd,
+                  "grad . t (float64) against central differences", FD_RTOL,
+                  _abs_dot(grad64, _selected(ts64, argnums)) + fd_floor)
+
+    if prog.dtype is np.float64 and isinstance(argnums, int):
+        _second_order(prog, skip, rtol)
+
+
+def _second_order(prog, skip, rtol):
+    f, args, i = prog.f, prog.args, prog.argnums
+    x = args[i]
+    if isinstance(x, (dict, tuple)) or np.size(x) > MAX_HESSIAN:
+        return
+
+    def fx(x):
+        return f(*args[:i], x, *args[i + 1:])
+
+    t = _direction((x,), 0, seed=1)[0]
+    g = wg.grad(fx)
+    fd, err = central(g, (x,), (t,))
+    # finite differences of the gradient are accurate relative to it and to the result
+    scale = max(float(np.max(np.abs(fd), initial=0)), float(np.max(np.abs(g(x)), initial=0)), 1e-30)
+    if "hessian" not in skip:
+        h = wg.hessian(fx)(x)
+        close(h, wg.jacfwd(g)(x), "wg.hessian(f) against wg.jacfwd(wg.grad(f))", rtol)
+        ht = np.tensordot(h, t, axes=np.ndim(x)) if np.ndim(x) else h * t
+        assume(err <= 1e-4 * (float(np.max(np.abs(fd), initial=0)) + 1))
+        close(ht, fd, "wg.hessian(f) . t against central differences of wg.grad(f)", FD_RTOL * 10, scale)
+    if "hvp" not in skip:
+        close(wg.hvp(fx, (x,), (t,)), wg.jvp(g, (x,), (t,))[1], "wg.hvp(f) against wg.jvp(wg.grad(f))", rtol)
+        hv = wg.hvp(fx, (x,), (t,))
+        close(hv, fd, "wg.hvp(f) against central differences of wg.grad(f)", FD_RTOL * 10, scale)

@@ -1,0 +1,3 @@
+"""The fuzz tests' Hypothesis profiles (``profiles.py``) are registered on import of this folder."""
+
+from . import profiles  # noqa: F401 - registers ci, fuzz and dev
