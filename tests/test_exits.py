@@ -259,3 +259,11 @@ def test_what_the_store_error_says_to_write_works(engine):
 
     for f in (updated, stacked):
         np.testing.assert_allclose(ENGINES[engine](f, X0.copy()), _finite_differences(f, X0), rtol=1e-6)
+
+
+def test_tape_var_takes_an_eager_constant_but_not_a_tensor_that_requires_grad():
+    tape = wg.Tape()
+    v = tape.var(wg.tensor([1.0, 2.0]))
+    np.testing.assert_allclose(wnp.sum(v * v).grad().wrt(v), [2.0, 4.0])
+    with pytest.raises(TypeError, match="tape.var was given a tensor that requires grad at .*test_exits.py"):
+        tape.var(wg.tensor(1.0, requires_grad=True))
