@@ -10,7 +10,8 @@ below lists each exit with its outcome in each engine:
   astype), checked against central finite differences;
 - ``RAISES``: an error whose message names this file and the exit's line;
 - ``DETACHES``: the eager tensor's ``item()``/``tolist()`` give plain numbers without derivative, as
-  ``torch.Tensor.item`` does (the way to log a loss); only there.
+  ``torch.Tensor.item`` does (the way to log a loss), and ``wg.tensor(t)`` copies it without its
+  graph, as ``torch.tensor`` does; only there.
 """
 
 import inspect
@@ -21,6 +22,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
+from wengert._exits import ExitError
 
 KEPT, RAISES, DETACHES = "kept", "raises", "detaches"
 X0 = np.array([1.3, 0.7, 2.1])
@@ -75,6 +77,8 @@ EXITS = {
                       {"tensor": (DETACHES, lambda x: [x.sum(), 0, 0])}),
     "tolist": (lambda x: x.tolist()[0] * x[1], RAISES, {"tensor": (DETACHES, lambda x: [0, x[0], 0])}),
     "np.asarray": (lambda x: np.asarray(x)[0] * x[1], RAISES, {}),
+    # a new leaf from a traced value; from an eager tensor, a copy without its graph (torch.tensor)
+    "wg.tensor(x)": (lambda x: wnp.sum(wg.tensor(x) * x), RAISES, {"tensor": (DETACHES, lambda x: x)}),
     "np.array of a list": (lambda x: np.array([x[0], x[1]])[0] * x[1], RAISES, {}),
     "np.sum of a list": (lambda x: np.sum([1.0, x[0] * x[1]]), RAISES, {}),
     "np.mean of a list": (lambda x: np.mean([x[0], x[1]]), RAISES, {}),
@@ -158,6 +162,8 @@ def test_exit(name, engine, outcome):
         where = f"{os.path.basename(__file__)}, line {_exit_line(f)}"
         assert where in message, message
         assert "would drop its derivative" in message or "not known while a program is traced" in message
+        if engine != "compile":  # a program trace refuses with its own TracingError
+            assert isinstance(error, ExitError) or isinstance(error.__cause__, ExitError)
 
 
 def test_messages_say_what_to_write_instead():
@@ -238,3 +244,26 @@ def test_grad_of_a_tape_variable_still_nests():
     v = tape.var(3.0)
     g = wg.grad(lambda x: x * x * v)(v)  # 2 x v at x = v: 2 v**2, recorded on the tape
     assert g.value == 18.0 and g.grad().wrt(v) == 12.0
+
+
+@pytest.mark.parametrize("engine", ["grad", "jvp", "tape", "tensor"])
+def test_what_the_store_error_says_to_write_works(engine):
+    def updated(x):
+        buf = np.zeros(3)
+        buf = wnp.index_update(buf, 0, x[0] * x[1])
+        buf[1] = x[2] ** 2  # buf is traced now
+        return wnp.sum(buf)
+
+    def stacked(x):
+        return wnp.sum(wnp.stack([x[i] ** 2 for i in range(3)]))
+
+    for f in (updated, stacked):
+        np.testing.assert_allclose(ENGINES[engine](f, X0.copy()), _finite_differences(f, X0), rtol=1e-6)
+
+
+def test_tape_var_takes_an_eager_constant_but_not_a_tensor_that_requires_grad():
+    tape = wg.Tape()
+    v = tape.var(wg.tensor([1.0, 2.0]))
+    np.testing.assert_allclose(wnp.sum(v * v).grad().wrt(v), [2.0, 4.0])
+    with pytest.raises(TypeError, match="tape.var was given a tensor that requires grad at .*test_exits.py"):
+        tape.var(wg.tensor(1.0, requires_grad=True))

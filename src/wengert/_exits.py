@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["refusal", "user_site", "where"]
+__all__ = ["ExitError", "refusal", "user_site", "where"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
@@ -25,6 +25,12 @@ _STORE_INSTEAD = (
     "A plain NumPy array cannot hold a derivative. Collect the values in a list and write "
     "wnp.stack(values) (or wnp.array(values)); or update functionally, buf = wnp.index_update(buf, i, "
     "value) (JAX's buf.at[i].set(value)), after which buf is traced and buf[j] = ... works too.")
+
+
+class ExitError(TypeError):
+    """A traced value was about to leave for a plain number or array. NumPy restates one raised while
+    storing into a float array as its own ValueError ("setting an array element with a sequence"),
+    keeping this as the ``__cause__``: a caller may raise that cause in its place."""
 
 
 def _outside(path):
@@ -67,14 +73,14 @@ def _numpy_function(frame):
     return sub + frame.f_code.co_name
 
 
-def refusal(box, what, instead, error=TypeError):
+def refusal(box, what, instead, error=ExitError):
     """The error for exit ``what`` (``"float()"``) of ``box``, naming the user's line; ``instead`` says
     what to write. A store into a plain array (``buf[i] = x``), and a NumPy function converting a list
     that holds ``box``, are recognised and explained as such."""
     frame, inside = user_site()
-    where = ""
+    at = ""
     if frame is not None:
-        where = f" at {_location(frame)}"
+        at = f" at {_location(frame)}"
         # the frames that called the conversion method (ours, e.g. Tensor.__float__ -> ArrayBox.__float__)
         last = max((i for i, f in enumerate(inside) if f.f_code.co_name in _CONVERSIONS and _in_wengert(f)),
                    default=None)
@@ -86,12 +92,25 @@ def refusal(box, what, instead, error=TypeError):
             name = _numpy_function(callers[-1])
             what = (f"numpy.{name}, which converts its argument to a plain array itself (NumPy passes "
                     f"wengert a traced value, but not a list holding one)")
-            instead = (f"Write wnp.{name}(...) (import wengert.numpy as wnp): wengert.numpy's "
-                       f"functions take lists of traced values; or first make the list one traced array "
-                       f"with wnp.stack(list).")
+            if _wengert_has(name):
+                instead = (f"Write wnp.{name}(wnp.stack(values)) (import wengert.numpy as wnp); "
+                           f"wnp.{name}(values) where it is a reduction or a product (wnp.sum, wnp.mean, "
+                           f"wnp.dot, ...), which stack a list themselves.")
+            else:
+                instead = (f"wengert.numpy has no {name}: make the list one traced array with "
+                           f"wnp.stack(values) and compose wengert.numpy functions, or define it with "
+                           f"wg.primitive and wg.defvjp.")
     kind = box._kind() if hasattr(box, "_kind") else "a traced value"
-    return error(f"{what}, applied to {kind} of shape {box.shape}{where}, would drop its derivative. "
+    return error(f"{what}, applied to {kind} of shape {box.shape}{at}, would drop its derivative. "
                  f"{instead}")
+
+
+def _wengert_has(name):
+    """Whether wengert.numpy (if imported; it sits above this module) has ``name`` (``linalg.norm``)."""
+    module = sys.modules.get("wengert.numpy")
+    for part in name.split("."):
+        module = getattr(module, part, None)
+    return module is not None
 
 
 def _storing(frame):

@@ -240,16 +240,10 @@ class UserPrimitive(Primitive):
 
 def _checked(prim, mode, argnum, rule):
     """``rule`` of user primitive ``prim``, with its result checked (kind and shape) on every call."""
-    if mode == "VJP":
-        def checked(g, out, *args, **kwargs):
-            result = rule(g, out, *args, **kwargs)
-            _check_result(prim, mode, argnum, result, args, out)
-            return result
-    else:
-        def checked(t, out, *args, **kwargs):
-            result = rule(t, out, *args, **kwargs)
-            _check_result(prim, mode, argnum, result, args, out)
-            return result
+    def checked(g_or_t, out, *args, **kwargs):
+        result = rule(g_or_t, out, *args, **kwargs)
+        _check_result(prim, mode, argnum, result, args, out)
+        return result
     checked.__name__ = checked.__qualname__ = getattr(rule, "__name__", "rule")
     checked.__wrapped__ = rule
     return checked
@@ -291,9 +285,10 @@ def _check_result(prim, mode, argnum, result, args, out):
         want = _shape(args[argnum]) if argnum < len(args) else None
         if want is None or got == want or (got == out_shape and _broadcasts(want, out_shape)):
             return
+        hint = " (wnp.broadcast_to(c, wnp.shape(x)) repeats a scalar c)" if got == () else ""
         raise ValueError(f"{head} returned shape {got}, but the argument has shape {want} (the output has "
                          f"shape {out_shape}): a VJP rule returns the cotangent of its argument, of the "
-                         f"argument's shape.")
+                         f"argument's shape{hint}.")
     if _broadcasts(got, out_shape):
         return
     raise ValueError(f"{head} returned shape {got}, but the output has shape {out_shape}: a JVP rule returns "

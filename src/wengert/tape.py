@@ -91,7 +91,10 @@ class Tape(ReverseTrace):
     def var(self, value, name=None):
         """A new independent variable on this tape."""
         if type(value) in BOX_TYPES:
-            _refuse_mixing("tape.var", value)
+            eager_constant = value._trace.level == 0 and getattr(value, "requires_grad", True) is False
+            if not eager_constant or type(value.value) in BOX_TYPES:
+                _refuse_mixing("tape.var", value)
+            value = value.value  # an eager tensor that records nothing: its data
         if not is_inexact(value):
             value = float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float)
         v = self.leaf(value)

@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 
+from wengert import _exits
 from wengert.box import ArrayBox
 from wengert.mutation import assign, augmented_assign, note_inplace_write
 from wengert.ops import elementwise as ew
@@ -151,7 +152,7 @@ class Tensor(Node):
 
     def _kind(self):
         if self._trace is EAGER:
-            return "a tensor that requires grad"
+            return "a tensor that requires grad" if self.requires_grad else "a tensor"
         return "a value traced by a reverse-mode transform (wg.grad, wg.vjp, wg.jacrev, ...)"
 
     def item(self, *args):
@@ -300,6 +301,12 @@ def _traced_by_transform(x):
     return False
 
 
+def _first_box(x):
+    if type(x) in BOX_TYPES:
+        return x
+    return next(b for b in map(_first_box, x) if b is not None) if type(x) in (list, tuple) else None
+
+
 def _requires_grad(x):
     t = type(x)
     if t is Tensor:
@@ -324,8 +331,15 @@ def tensor(data, requires_grad=False, dtype=None):
     """A new leaf tensor holding (a copy of) ``data`` (``torch.tensor``).
 
     Python floats stay Python floats (a 0-d tensor); everything else becomes a NumPy array,
-    float64 by default for Python numbers, as in NumPy.
+    float64 by default for Python numbers, as in NumPy. An eager tensor is copied without its graph,
+    as ``torch.tensor`` copies; a value traced by a transform (``wg.grad``, ...) is refused, since
+    the new leaf would silently drop its derivative.
     """
+    if _traced_by_transform(data):
+        raise _exits.refusal(
+            _first_box(data), "wg.tensor(x)",
+            "Use x itself (it is already a traced value, with all of Tensor's methods), or "
+            "wg.stop_gradient(x) for a constant.")
     data = unbox_all(data)
     if type(data) is float and dtype is None:
         value = data
