@@ -47,6 +47,8 @@ DOUBLE_IN_NUMPY = {
     # case id -> NumPy's or SciPy's own call on float32 input, which returns double: wengert's value
     # follows it (its derivatives still have their argument's and value's dtypes)
     "diff-2": lambda: np.diff(X32, prepend=0.5),
+    "fft.fftfreq-0": lambda: np.fft.fftfreq(5, X32[0]),
+    "fft.rfftfreq-0": lambda: np.fft.rfftfreq(6, X32[0]),
     "float_power-0": lambda: np.float_power(X32, X32),
     "quantile-0": lambda: np.quantile(X32, [0.3, 0.5]),
     "gammainc-0": lambda: sp.gammainc(2.5, X32),

@@ -200,8 +200,9 @@ class ArrayBox:
 
     def __array__(self, dtype=None, copy=None):
         caller = _dispatch.scipy_caller()
-        if caller is not None:
+        if caller is not None and not _dispatch.has_wengert_version(caller):
             raise _dispatch.scipy_refusal(caller)
+        # else a NumPy function with a wengert.numpy version, given a list that holds x: said by _refuse
         self._refuse(
             "Conversion to a plain NumPy array (np.asarray(x), np.array([..., x, ...]), or a NumPy "
             "function given a list that holds x)",

@@ -13,9 +13,8 @@ import wengert.numpy as wnp
 from wengert.forward import Dual, ForwardTrace
 from wengert.ops.nondiff import zeros_like
 from wengert.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
-from wengert.tape import Var
 from wengert.tensor import Tensor
-from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
+from wengert.trace import BOX_TYPES, unbox_all
 from wengert.tree import (
     _LEAF,
     argnums_checked,
@@ -49,21 +48,6 @@ def _argnums_tuple(fun, argnums, nargs, transform):
     return single, argnums_resolved(nums, nargs, _where(transform, fun, argnums))
 
 
-def _holds_tape_var(x):
-    while type(x) in BOX_TYPES and type(x) not in SYMBOLIC_TYPES:
-        if type(x) is Var:
-            return True
-        x = x.value
-    return False
-
-
-def _refuse_tape_var(fun, transform, what):
-    raise TypeError(
-        f"wg.{transform}({_name(fun)}): {what} is a variable of a wg.Tape. Tape variables and "
-        f"wg.{transform} are separate engines: use one of them -- give wg.{transform} plain floats "
-        f"and arrays, or record the whole computation on the tape and call .grad() on its result.")
-
-
 def _refuse_output(out, fun, transform, wanted):
     """The function returned None or a string (or a tape's variable) where ``wanted`` was due."""
     if out is None:
@@ -73,14 +57,10 @@ def _refuse_output(out, fun, transform, wanted):
         if isinstance(leaf, (str, bytes)):
             raise TypeError(f"wg.{transform}({_name(fun)}): the function returned a string "
                             f"({leaf!r:.40}); it must return {wanted}.")
-        if _holds_tape_var(leaf):
-            _refuse_tape_var(fun, transform, "the function's result")
 
 
 def _check_leaf(value, transform, fun, argnum):
-    if type(value) in BOX_TYPES:
-        if _holds_tape_var(value):
-            _refuse_tape_var(fun, transform, f"argument {argnum}")
+    if type(value) in BOX_TYPES:  # a traced value (of an outer transform or a Tape below): nesting
         return
     if not is_inexact(value):
         kind = type(value).__name__ if not hasattr(value, "dtype") else f"dtype {value.dtype}"
@@ -232,12 +212,8 @@ def _value_and_grad_call(fun, args, kwargs, single, nums, has_aux):
     _check_scalar(out, v, fun)
     if type(out) in BOX_TYPES and out._trace is trace:
         value = out.value
-        if type(value) in BOX_TYPES and _holds_tape_var(value):
-            _refuse_tape_var(fun, "grad", "the function's result")
         adj, _ = backward_pass([(out, _ones(v))], tape=trace.entries)
     else:
-        if type(out) in BOX_TYPES and _holds_tape_var(out):
-            _refuse_tape_var(fun, "grad", "the function's result")
         value = out
         adj = {}
     trace.entries = trace.mutations = None

@@ -15,10 +15,15 @@ def test_known_broken_reproducer(entry):
     entry.reproducer()
 
 
+@pytest.mark.parametrize("entry", [pytest.param(k, id=k.key) for k in known.FIXED])
+def test_fixed_reproducer(entry):
+    entry.reproducer()
+
+
 def test_known_entries_are_described():
     from .checks import CHECKS
 
-    keys = [k.key for k in known.KNOWN_BROKEN]
+    keys = [k.key for k in known.KNOWN_BROKEN + known.FIXED]
     assert len(keys) == len(set(keys))
     for k in known.KNOWN_BROKEN:
         assert k.description and k.area and k.skips <= set(CHECKS), k.key

@@ -13,7 +13,7 @@ import wengert.numpy as wnp
 from wengert.numpy import _classification as _table
 
 __all__ = ["UnsupportedNumpyFunction", "unsupported", "ufunc_call", "function_call", "scipy_caller",
-           "scipy_refusal"]
+           "scipy_refusal", "has_wengert_version"]
 
 
 class UnsupportedNumpyFunction(TypeError):
@@ -152,6 +152,16 @@ def _numpy_caller(frame):
             break
         frame = frame.f_back
     return found
+
+
+def has_wengert_version(caller):
+    """Whether ``caller`` (``numpy.real``, from :func:`scipy_caller`) is a NumPy function that
+    wengert.numpy has with a derivative (then a list holding a traced value is the problem)."""
+    namespace, _, name = caller.rpartition(".")
+    if not namespace.startswith("numpy"):
+        return False
+    found = _table.entry(namespace, name)
+    return found is not None and found.kind != _table.UNSUPPORTED
 
 
 def scipy_refusal(caller):

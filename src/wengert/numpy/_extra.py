@@ -29,8 +29,11 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """numpy.linspace; differentiable in ``start`` and ``stop`` (as jax.numpy.linspace)."""
     if not (contains_box(start) or contains_box(stop)):
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
-    steps = np.linspace(0.0, 1.0, num, endpoint)  # start + (stop - start) * t: NumPy's values to rounding
+    # start + (stop - start) * t: NumPy's values to rounding, in NumPy's dtype (float32 stays float32)
+    weak = [v if type(v) in (int, float, complex) else None for v in (start, stop)]  # as NumPy: weak
     start, stop = F.asarray(start), F.asarray(stop)
+    kind = np.result_type(*(w if w is not None else v.dtype for w, v in zip(weak, (start, stop))), 1.0)
+    steps = np.linspace(0.0, 1.0, num, endpoint, dtype=np.finfo(kind).dtype)
     ndim = len(np.broadcast_shapes(_shape(start), _shape(stop)))
     t = steps.reshape((-1,) + (1,) * ndim)
     out = start + (stop - start) * t
@@ -56,6 +59,8 @@ def copy(a, order="K", subok=False):
     """numpy.copy: a new traced value equal to ``a``."""
     if not contains_box(a):
         return np.copy(a, order=order, subok=subok)
+    if type(a) is list or type(a) is tuple:  # a list holding traced values: its array is already new
+        return F.array(a)
     return elementwise.positive(a)
 
 
