@@ -186,6 +186,24 @@ def test_integer_valued_ufuncs_return_no_floats_on_traced_values(name):
     np.testing.assert_array_equal(seen[0], ufunc(*(np.array([0.5, np.inf, -2.0]),) * ufunc.nin))
 
 
+@pytest.mark.parametrize("name,call", [
+    ("result_type", np.result_type), ("isscalar", np.isscalar), ("all", lambda x: np.all(x > 0)),
+    ("any", lambda x: np.any(x > 1)), ("isin", lambda x: np.isin(x, [0.5])), ("argwhere", np.argwhere),
+    ("array_equiv", lambda x: np.array_equiv(x, x)), ("searchsorted", lambda x: np.searchsorted(x, 1.0)),
+    ("count_nonzero", np.count_nonzero), ("lexsort", lambda x: np.lexsort((x, -x))),
+])
+def test_integer_valued_functions_read_traced_values_by_value(name, call):
+    x, seen = np.array([0.5, 1.5, 2.5]), []
+
+    def f(v):
+        seen.append(call(v))  # plain NumPy, dispatched on the traced value
+        return wnp.sum(v * v)
+
+    np.testing.assert_array_equal(wg.grad(f)(x), 2 * x)
+    assert not hasattr(seen[0], "_trace")
+    np.testing.assert_array_equal(seen[0], call(x))
+
+
 # -- unsupported: a traced value raises an error that names the function ---------------------------
 
 def _dispatches(fun):

@@ -221,6 +221,11 @@ def test_modular_arithmetic_on_python_floats_forward_mode_and_broadcasting():
     gx, gy = wg.grad(lambda x, y: wnp.sum(x % y), (0, 1))(x, y)
     np.testing.assert_array_equal(gx, [[3.0], [3.0]])
     np.testing.assert_array_equal(gy, -np.floor_divide(x, y).sum(axis=0))
+    q, r = np.divmod(MOD_X, MOD_Y)  # the ufunc, dispatched: its quotient carries no derivative
+    g = wg.grad(lambda x: wnp.sum(np.divmod(x, MOD_Y)[1] + np.divmod(x, MOD_Y)[0]))(MOD_X)
+    np.testing.assert_array_equal(g, 1.0)
+    np.testing.assert_array_equal(wnp.divmod(MOD_X, MOD_Y)[0], q)
+    np.testing.assert_array_equal(wnp.divmod(MOD_X, MOD_Y)[1], r)
     h = wg.hessian(lambda v: wnp.sum(v % 0.7 * v))(np.array([0.3, 1.1]))
     np.testing.assert_allclose(h, 2 * np.eye(2))  # d2/dv2 of (v - k*0.7) * v with k constant
 

@@ -252,6 +252,7 @@ from wengert.ops.nondiff import (
     zeros_like,
 )
 from wengert.primitive import nondiff_primitive as _nondiff_primitive
+from wengert.trace import unbox_all as _unbox_all
 
 # Constructors from shapes: NumPy's own (a traced shape is refused by its __index__).
 zeros = _np.zeros
@@ -276,7 +277,7 @@ def _derive_names():
             namespace[name] = namespace[entry.alias_of]
         elif (entry.kind in (_table.INTEGER, _table.ZERO) and name not in namespace
               and hasattr(_np, name)):
-            namespace[name] = _nondiff_primitive(getattr(_np, name), name)
+            namespace[name] = _nondiff_primitive(_reading_values(getattr(_np, name)), name)
     for name in _table.PLAIN_VALUES_ONLY:
         namespace[name] = _plain_values_only(name)
     present = [n for n in _table.TABLE["numpy"] if hasattr(_np, n)]
@@ -284,6 +285,18 @@ def _derive_names():
     differentiable += _table.names("wengert.numpy", _table.DIFFERENTIABLE)
     no_derivative = [n for n in present if _table.TABLE["numpy"][n].kind in (_table.ZERO, _table.INTEGER)]
     return differentiable, no_derivative
+
+
+def _reading_values(numpy_fun):
+    """``numpy_fun`` on the values of its arguments, traced ones inside lists and tuples included
+    (``np.lexsort((x, -x))``): its result carries no derivative."""
+
+    def on_values(*args, **kwargs):
+        return numpy_fun(*_unbox_all(args), **_unbox_all(kwargs))
+
+    on_values.__name__ = on_values.__qualname__ = numpy_fun.__name__
+    on_values.__doc__ = f"numpy.{numpy_fun.__name__}: no derivative."
+    return on_values
 
 
 def _plain_values_only(name):
