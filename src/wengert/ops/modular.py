@@ -36,7 +36,7 @@ def _with_numpy_fallback(np_fun, float_op):
     def on_floats(x, y):
         try:
             return float_op(x, y)
-        except (ZeroDivisionError, ValueError):
+        except (ZeroDivisionError, ValueError, OverflowError):
             return float(np_fun(x, y))
 
     def impl(x, y):
@@ -65,10 +65,9 @@ def _trunc_quotient(x, y, out):
 
 
 def _trunc_quotient_float(x, y, out):
-    try:
-        return float(round((x - out) / y))
-    except (ZeroDivisionError, ValueError, OverflowError):
-        return math.nan
+    """The same for Python floats (NumPy's rint: inf and nan pass through, as on arrays)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.rint(np.true_divide(x - out, y)))
 
 
 remainder = _broadcasting_binary(_with_numpy_fallback(np.remainder, operator.mod), "remainder")
