@@ -168,7 +168,7 @@ def _takes_floats(ufunc):
 
 
 INTEGER_UFUNCS = [n for n in table.names("numpy", table.INTEGER)
-                  if isinstance(getattr(np, n), np.ufunc) and _takes_floats(getattr(np, n))]
+                  if isinstance(getattr(np, n, None), np.ufunc) and _takes_floats(getattr(np, n))]
 
 
 @pytest.mark.parametrize("name", INTEGER_UFUNCS)
@@ -213,7 +213,7 @@ def _dispatches(fun):
 
 UNSUPPORTED_DISPATCHED = [pytest.param(ns, n, id=f"{ns}.{n}") for ns in sorted(MODULES)
                           for n in table.names(ns, table.UNSUPPORTED)
-                          if _dispatches(getattr(MODULES[ns], n))]
+                          if _dispatches(getattr(MODULES[ns], n, None))]
 
 
 @pytest.mark.parametrize("namespace,name", UNSUPPORTED_DISPATCHED)
