@@ -324,14 +324,9 @@ __all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE + list(_table.PLAIN_VALUES_ONLY)
 
 def __getattr__(name):
     entry = _table.entry("numpy", name)
-    if entry is not None and entry.kind == _table.UNSUPPORTED:
-        raise AttributeError(
-            f"wengert.numpy has no '{name}': numpy.{name} has no derivative rule in wengert; "
-            f"{entry.note}. Or define it with wg.primitive and wg.defvjp/wg.defjvp "
-            f"(see docs/adding-a-primitive.md).")
-    if hasattr(_np, name):
+    if (entry is None or entry.kind != _table.UNSUPPORTED) and hasattr(_np, name):  # a newer NumPy's
         raise AttributeError(
             f"wengert.numpy has no '{name}': numpy.{name} has no derivative rule in wengert. "
             f"Compose it from wengert.numpy functions, or define it with wg.primitive and "
             f"wg.defvjp/wg.defjvp (see docs/adding-a-primitive.md).")
-    raise AttributeError(f"module 'wengert.numpy' has no attribute '{name}'")
+    raise _table.missing_attribute("numpy", name)
