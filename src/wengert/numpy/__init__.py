@@ -252,6 +252,7 @@ from wengert.ops.nondiff import (
     zeros_like,
 )
 from wengert.primitive import nondiff_primitive as _nondiff_primitive
+from wengert.trace import contains_box as _contains_box
 from wengert.trace import unbox_all as _unbox_all
 
 # Constructors from shapes: NumPy's own (a traced shape is refused by its __index__).
@@ -300,13 +301,12 @@ def _reading_values(numpy_fun):
 
 
 def _plain_values_only(name):
+    """NumPy's ``name`` for plain arguments; traced ones raise the error naming it."""
     numpy_fun = getattr(_np, name)
 
     def constructor(*args, **kwargs):
-        from wengert.trace import contains_box  # noqa: PLC0415 - kept out of the module's names
-
-        if contains_box(args) or contains_box(kwargs):
-            from wengert.numpy._dispatch import unsupported  # noqa: PLC0415 - imports this module
+        if _contains_box(args) or _contains_box(kwargs):
+            from wengert.numpy._dispatch import unsupported  # here: _dispatch imports this module
 
             raise unsupported(name)
         return numpy_fun(*args, **kwargs)
