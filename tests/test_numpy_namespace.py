@@ -221,6 +221,11 @@ def test_modular_arithmetic_on_python_floats_forward_mode_and_broadcasting():
     gx, gy = wg.grad(lambda x, y: wnp.sum(x % y), (0, 1))(x, y)
     np.testing.assert_array_equal(gx, [[3.0], [3.0]])
     np.testing.assert_array_equal(gy, -np.floor_divide(x, y).sum(axis=0))
+    q, r = np.divmod(MOD_X, MOD_Y)  # the ufunc, dispatched: its quotient carries no derivative
+    g = wg.grad(lambda x: wnp.sum(np.divmod(x, MOD_Y)[1] + np.divmod(x, MOD_Y)[0]))(MOD_X)
+    np.testing.assert_array_equal(g, 1.0)
+    np.testing.assert_array_equal(wnp.divmod(MOD_X, MOD_Y)[0], q)
+    np.testing.assert_array_equal(wnp.divmod(MOD_X, MOD_Y)[1], r)
     h = wg.hessian(lambda v: wnp.sum(v % 0.7 * v))(np.array([0.3, 1.1]))
     np.testing.assert_allclose(h, 2 * np.eye(2))  # d2/dv2 of (v - k*0.7) * v with k constant
 
@@ -272,3 +277,22 @@ def test_numpy2_names_match_numpy_on_plain_and_traced_values(ours, theirs, args)
             g = g.value if hasattr(g, "_trace") else g
             np.testing.assert_allclose(g, w, rtol=1e-14)
             assert np.shape(g) == np.shape(w)
+
+
+SPECIAL = [0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, 1e300, 1e-300, 7.0]
+
+
+@pytest.mark.parametrize("name", ["remainder", "fmod", "floor_divide"])
+def test_modular_float_fast_path_equals_the_array_path_at_special_points(name):
+    fun = getattr(wnp, name)
+    with np.errstate(all="ignore"):
+        for x in SPECIAL:
+            for y in SPECIAL:
+                on_floats, on_arrays = fun(x, y), fun(np.array(x), np.array(y))
+                assert type(on_floats) is float
+                assert repr(on_floats) == repr(float(on_arrays)), (x, y)
+                if name == "floor_divide":
+                    continue
+                g_floats = wg.grad(fun, (0, 1))(x, y)
+                g_arrays = wg.grad(fun, (0, 1))(np.array(x), np.array(y))
+                assert repr(tuple(map(float, g_floats))) == repr(tuple(map(float, g_arrays))), (x, y)

@@ -252,6 +252,8 @@ from wengert.ops.nondiff import (
     zeros_like,
 )
 from wengert.primitive import nondiff_primitive as _nondiff_primitive
+from wengert.trace import contains_box as _contains_box
+from wengert.trace import unbox_all as _unbox_all
 
 # Constructors from shapes: NumPy's own (a traced shape is refused by its __index__).
 zeros = _np.zeros
@@ -276,7 +278,7 @@ def _derive_names():
             namespace[name] = namespace[entry.alias_of]
         elif (entry.kind in (_table.INTEGER, _table.ZERO) and name not in namespace
               and hasattr(_np, name)):
-            namespace[name] = _nondiff_primitive(getattr(_np, name), name)
+            namespace[name] = _nondiff_primitive(_reading_values(getattr(_np, name)), name)
     for name in _table.PLAIN_VALUES_ONLY:
         namespace[name] = _plain_values_only(name)
     present = [n for n in _table.TABLE["numpy"] if hasattr(_np, n)]
@@ -286,14 +288,25 @@ def _derive_names():
     return differentiable, no_derivative
 
 
+def _reading_values(numpy_fun):
+    """``numpy_fun`` on the values of its arguments, traced ones inside lists and tuples included
+    (``np.lexsort((x, -x))``): its result carries no derivative."""
+
+    def on_values(*args, **kwargs):
+        return numpy_fun(*_unbox_all(args), **_unbox_all(kwargs))
+
+    on_values.__name__ = on_values.__qualname__ = numpy_fun.__name__
+    on_values.__doc__ = f"numpy.{numpy_fun.__name__}: no derivative."
+    return on_values
+
+
 def _plain_values_only(name):
+    """NumPy's ``name`` for plain arguments; traced ones raise the error naming it."""
     numpy_fun = getattr(_np, name)
 
     def constructor(*args, **kwargs):
-        from wengert.trace import contains_box  # noqa: PLC0415 - kept out of the module's names
-
-        if contains_box(args) or contains_box(kwargs):
-            from wengert.numpy._dispatch import unsupported  # noqa: PLC0415 - imports this module
+        if _contains_box(args) or _contains_box(kwargs):
+            from wengert.numpy._dispatch import unsupported  # here: _dispatch imports this module
 
             raise unsupported(name)
         return numpy_fun(*args, **kwargs)
@@ -311,14 +324,9 @@ __all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE + list(_table.PLAIN_VALUES_ONLY)
 
 def __getattr__(name):
     entry = _table.entry("numpy", name)
-    if entry is not None and entry.kind == _table.UNSUPPORTED:
-        raise AttributeError(
-            f"wengert.numpy has no '{name}': numpy.{name} has no derivative rule in wengert; "
-            f"{entry.note}. Or define it with wg.primitive and wg.defvjp/wg.defjvp "
-            f"(see docs/adding-a-primitive.md).")
-    if hasattr(_np, name):
+    if (entry is None or entry.kind != _table.UNSUPPORTED) and hasattr(_np, name):  # a newer NumPy's
         raise AttributeError(
             f"wengert.numpy has no '{name}': numpy.{name} has no derivative rule in wengert. "
             f"Compose it from wengert.numpy functions, or define it with wg.primitive and "
             f"wg.defvjp/wg.defjvp (see docs/adding-a-primitive.md).")
-    raise AttributeError(f"module 'wengert.numpy' has no attribute '{name}'")
+    raise _table.missing_attribute("numpy", name)

@@ -19,7 +19,7 @@ the function whose rules it shares (``arccos``).
 from collections import namedtuple
 
 __all__ = ["DIFFERENTIABLE", "ZERO", "INTEGER", "UNSUPPORTED", "Entry", "TABLE", "NAMESPACES",
-           "names", "entry", "PLAIN_VALUES_ONLY"]
+           "names", "entry", "missing_attribute", "PLAIN_VALUES_ONLY"]
 
 DIFFERENTIABLE = "differentiable"
 ZERO = "zero derivative almost everywhere"
@@ -53,6 +53,19 @@ def names(namespace, *kinds):
 def entry(namespace, name):
     """The table's entry for ``namespace.name``, or None."""
     return TABLE.get(namespace, {}).get(name)
+
+
+def missing_attribute(namespace, name):
+    """The AttributeError for ``wengert.<namespace>.<name>`` (``numpy.fft``, ``hfft``): what NumPy's
+    function lacks and what to write instead, where the table knows."""
+    ours = "wengert." + namespace
+    found = entry(namespace, name)
+    if found is not None and found.kind == UNSUPPORTED:
+        return AttributeError(
+            f"{ours} has no '{name}': {namespace}.{name} has no derivative rule in wengert; "
+            f"{found.note}. Or define it with wg.primitive and wg.defvjp/wg.defjvp "
+            f"(see docs/adding-a-primitive.md).")
+    return AttributeError(f"module '{ours}' has no attribute '{name}'")
 
 
 # -- numpy: differentiable -------------------------------------------------------------------------

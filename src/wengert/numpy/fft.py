@@ -17,6 +17,10 @@ DIFFERENTIABLE = _table.names("numpy.fft", _table.DIFFERENTIABLE)  # the classif
 NOT_DIFFERENTIABLE = _table.names("numpy.fft", _table.INTEGER, _table.ZERO)
 __all__ = DIFFERENTIABLE + NOT_DIFFERENTIABLE
 
+
+def __getattr__(name):
+    raise _table.missing_attribute("numpy.fft", name)  # unsupported names: the table says what to do
+
 fftfreq = np.fft.fftfreq  # NumPy's own: differentiable in the sample spacing d (its arithmetic on d is ours)
 rfftfreq = np.fft.rfftfreq
 

@@ -37,7 +37,7 @@ def _with_numpy_fallback(np_fun, float_op):
     def on_floats(x, y):
         try:
             out = float_op(x, y)
-        except (ZeroDivisionError, ValueError):
+        except (ZeroDivisionError, ValueError, OverflowError):
             return float(np_fun(_float64(x), y))
         if out != out and x == x and y == y:  # inf % 1.0: Python's nan is silent, NumPy warns
             return float(np_fun(_float64(x), y))
@@ -69,10 +69,9 @@ def _trunc_quotient(x, y, out):
 
 
 def _trunc_quotient_float(x, y, out):
-    try:
-        return float(round((x - out) / y))
-    except (ZeroDivisionError, ValueError, OverflowError):  # as the array rule: rint of inf or nan
-        return float(np.rint(_float64(x - out) / y))
+    """The same for Python floats (NumPy's rint: inf and nan pass through, as on arrays)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.rint(np.true_divide(x - out, y)))
 
 
 remainder = _broadcasting_binary(_with_numpy_fallback(np.remainder, operator.mod), "remainder")
