@@ -159,7 +159,7 @@ def adjoint_table(program):
         made = {o for n in rev if type(n) is Statement for o in n.outs}
         rev_lines = _lines([n for n in rev], mod) if rev else []
         for a, c in contribs:
-            cvar = getattr(c, "var", None)
+            cvar = getattr(c, "variable", None)
             if cvar is not None and cvar not in made:
                 rev_lines.append(f"{a.name}_bar += {cvar.name}")
         rev_lines = rev_lines or [""]
