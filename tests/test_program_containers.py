@@ -215,6 +215,11 @@ def test_container_changes_give_the_right_gradient(fun):
     got = wg.source_grad(fun)(X)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
     assert np.any(got != 0)
+    np.testing.assert_allclose(wg.compile(fun).grad()(X), want, rtol=1e-12, atol=1e-14)
+    t = np.array([0.3, -0.7, 1.1])
+    value, tangent = wg.source_jvp(fun)((X,), (t,))
+    assert value == pytest.approx(fun(X))
+    assert tangent == pytest.approx(want @ t)
 
 
 def plain_loop(x):

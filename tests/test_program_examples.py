@@ -105,3 +105,21 @@ def test_a_pytree_argument_is_refused_by_the_right_name(make, name, remedy, arg)
     call = (lambda d: d((arg,), (arg,))) if name == "source_jvp" else (lambda d: d(arg))
     with pytest.raises(TypeError, match=rf"{name}\(first\): argument 0 is a {type(arg).__name__}.*{remedy}"):
         call(make(first))
+
+
+def var_method(x):
+    return x.var() + x.std() * x.mean()
+
+
+def index_of_a_0d_result(x):
+    return np.sum(np.sin(x)[None]) + np.exp(x)[...] * np.cos(x)[()]
+
+
+@pytest.mark.parametrize("fun, x", [(var_method, np.array([0.5, -1.0, 2.0])),
+                                    (index_of_a_0d_result, np.array(0.3))], ids=["var-method", "index-0d"])
+def test_array_methods_and_0d_results(fun, x):
+    want = wg.grad(fun)(x)
+    np.testing.assert_allclose(want, _fd(fun, x), rtol=1e-6)
+    np.testing.assert_allclose(wg.compile(fun).grad()(x), want, rtol=1e-12)
+    np.testing.assert_allclose(wg.source_grad(fun)(x), want, rtol=1e-12)
+    assert float(wg.compile(fun)(x)) == pytest.approx(float(fun(x)))

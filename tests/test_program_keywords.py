@@ -53,3 +53,22 @@ def test_positional_calls_still_use_the_cache_after_keyword_calls():
 def test_an_unknown_keyword_is_named():
     with pytest.raises(TypeError, match="scaled: got an unexpected keyword argument 'bogus'"):
         wg.compile(scaled)(X, bogus=1.0)
+
+
+def test_source_grad_binds_keywords_as_python_does():
+    d = wg.source_grad(scaled)
+    np.testing.assert_allclose(d(X, scale=3.0), wg.grad(scaled)(X, scale=3.0))
+    np.testing.assert_allclose(d(x=X, shift=0.5), wg.grad(scaled)(X, shift=0.5))
+    with pytest.raises(TypeError, match="scaled_grad: got an unexpected keyword argument 'bogus'"):
+        d(X, bogus=1.0)
+
+
+def test_keywords_named_like_the_dispatchers_parameters_are_keywords():
+    def two(x, y):
+        return x * y
+
+    c = wg.compile(two)
+    assert c(2.0, 3.0) == 6.0
+    with pytest.raises(TypeError, match="two: missing a required argument: 'y'"):
+        c(2.0, a1=3.0)
+    assert c(2.0, y=4.0) == 8.0

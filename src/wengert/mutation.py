@@ -110,11 +110,11 @@ def rebind(box, result, what):
 
     if type(box) in SYMBOLIC_TYPES:  # a program's symbol: it now stands for the update's variable
         if type(new) is type(box) and new._trace is box._trace:
-            box.var, box.example = new.var, new.example
+            box.variable, box.example = new.variable, new.example
             return
         from wengert.program.tracing import TracingError
 
-        raise TracingError(f"{what} on the traced value {box.var.name} with a value traced by another "
+        raise TracingError(f"{what} on the traced value {box.variable.name} with a value traced by another "
                            f"differentiation ({type(new).__name__}): pass that value as an argument instead")
 
     if type(box) is Dual:

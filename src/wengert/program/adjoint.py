@@ -42,10 +42,10 @@ class _Tracer:
 
     def name(self, value, base):
         """Give a variable this trace just created the name ``base`` (``base2``, ... if taken)."""
-        if type(value) is Symbol and value.var in self._unnamed():
-            self.builder.names.discard(value.var.name)
-            value.var.name = self.builder.fresh(base)
-            self._fresh.discard(value.var)
+        if type(value) is Symbol and value.variable in self._unnamed():
+            self.builder.names.discard(value.variable.name)
+            value.variable.name = self.builder.fresh(base)
+            self._fresh.discard(value.variable)
         return value
 
     def _unnamed(self):
@@ -76,7 +76,7 @@ class _Tracer:
         return active
 
     def result(self, value):
-        return value.var if type(value) is Symbol else value
+        return value.variable if type(value) is Symbol else value
 
 
 def _complete_examples(program):

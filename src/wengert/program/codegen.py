@@ -240,7 +240,10 @@ def _call(stmt, name, a, kw, mod, as_float):
         mod.math.add(MATH_BINARY[name])
         return f"{MATH_BINARY[name]}({a[0]}, {a[1]})"
     if name == "getitem":
-        return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}[{index_expr(stmt.args[1], mod.value)}]"
+        x = stmt.args[0]
+        if type(x) is Variable and x.kind == "scalar":  # a Python float at run time when math made it
+            return f"np.asarray({mod.value(x)})[{index_expr(stmt.args[1], mod.value)}]"
+        return f"{mod.operand(x, _ATOM, strict=False)}[{index_expr(stmt.args[1], mod.value)}]"
     if name in HELPERS:
         mod.helpers.add(name)
         return f"{name}({', '.join(a)}{kw})"

@@ -127,7 +127,8 @@ class _Entry:
         # The parameters are named (a missing one is _MISSING, which fails its check): keyword
         # arguments reach ``slow`` without costing a positional call anything.
         namespace["_MISSING"] = _MISSING
-        head = "".join(f"{p}=_MISSING, " for p in self.params)
+        # Positional-only: f(x, a1=3.0) is a keyword argument, not the parameter a1.
+        head = "".join(f"{p}=_MISSING, " for p in self.params) + ("/, " if self.params else "")
         given = "".join(f"{p}, " for p in self.params)
         lines = [f"def dispatch({head}*rest, **kwargs):",
                  f"    if {' and '.join(checks) if checks else 'True'} and not rest and not kwargs:",

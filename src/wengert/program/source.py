@@ -218,7 +218,7 @@ def _stacked(a):
         return a
     found = []
     _map_symbols(a, found.append)
-    if not any(s.var.dtype.kind in "fc" for s in found):
+    if not any(s.variable.dtype.kind in "fc" for s in found):
         return a
     try:
         return wnp.array(a)
@@ -461,7 +461,7 @@ class _Interpreter:
                     if bool(v) != is_and:  # static short circuit: False for and, True for or
                         return bool(v)
                     continue
-                if v.var.dtype.kind != "b":
+                if v.variable.dtype.kind != "b":
                     v = v != 0
                 result = v if result is None else (nondiff.logical_and(result, v) if is_and
                                                    else nondiff.logical_or(result, v))
@@ -470,7 +470,7 @@ class _Interpreter:
             v = self.test(expr.operand)
             if type(v) is not Symbol:
                 return not v
-            return nondiff.logical_not(v if v.var.dtype.kind == "b" else v != 0)
+            return nondiff.logical_not(v if v.variable.dtype.kind == "b" else v != 0)
         if t is ast.Compare and len(expr.ops) > 1:
             parts, left = [], expr.left
             for op, right in zip(expr.ops, expr.comparators):
@@ -489,9 +489,9 @@ class _Interpreter:
         """Give the variable just recorded for ``value`` the user's name ``base``."""
         if type(value) is Symbol:
             made = {o for s in self.builder.statements[mark:] if hasattr(s, "prim") for o in s.outs}
-            if value.var in made and not value.var.name.startswith(base):
-                self.builder.names.discard(value.var.name)
-                value.var.name = self.builder.fresh(base)
+            if value.variable in made and not value.variable.name.startswith(base):
+                self.builder.names.discard(value.variable.name)
+                value.variable.name = self.builder.fresh(base)
         return value
 
     def sym(self, var):
@@ -550,7 +550,7 @@ class _Interpreter:
         elif t is ast.If:
             test = self.test(s.test)
             if type(test) is Symbol:
-                if test.var.dtype.kind != "b":
+                if test.variable.dtype.kind != "b":
                     test = test != 0
                 self.branch(test, s.body, s.orelse, s)
             else:
@@ -716,7 +716,7 @@ class _Interpreter:
             ev.append(_unsym(b))
             env[name] = self.sym(var)
         self.env = env
-        cond = cond.var if type(cond) is Symbol else cond
+        cond = cond.variable if type(cond) is Symbol else cond
         self.builder.statements.append(If(cond, then, orelse_nodes, outs, tv, ev, lineno=node.lineno))
 
     # -- loops -----------------------------------------------------------------------------------
@@ -741,9 +741,9 @@ class _Interpreter:
             return
         seq = self.eval(it)
         if type(seq) is Symbol:
-            if not seq.var.shape:
+            if not seq.variable.shape:
                 raise self.error(s, "iterating over a 0-d array")
-            self.loop(s, "for", bounds=[0, seq.var.shape[0], 1], target=target, over=seq, policy=policy)
+            self.loop(s, "for", bounds=[0, seq.variable.shape[0], 1], target=target, over=seq, policy=policy)
         elif isinstance(seq, (list, tuple)):
             if policy is not None:
                 raise self.error(s, "wg.checkpointed around a list (the loop is unrolled)")
@@ -883,7 +883,7 @@ class _Interpreter:
             if kind == "while":
                 cond = self.test(test)
                 cond_block = self.builder.statements
-                if type(cond) is Symbol and cond.var.dtype.kind != "b":
+                if type(cond) is Symbol and cond.variable.dtype.kind != "b":
                     cond = cond != 0
                 if type(cond) is not Symbol:
                     if not cond:  # never runs
@@ -942,8 +942,8 @@ class _Interpreter:
         for n, o in zip(names, outs):
             env[n] = self.sym(o)
         self.env = env
-        brk_value = None if brk is False else (True if brk is True else brk.var)
-        cond_value = cond.var if type(cond) is Symbol else cond
+        brk_value = None if brk is False else (True if brk is True else brk.variable)
+        cond_value = cond.variable if type(cond) is Symbol else cond
         loop = Loop(kind, body, headers, [_unsym(env0[n]) for n in names],
                     [_unsym(o) for o in body_outs], outs, index=index, bounds=bounds,
                     cond_block=cond_block, cond=cond_value, brk=brk_value, lineno=s.lineno)
@@ -980,7 +980,7 @@ class _Builder(ProgramBuilder):
 
     def forget(self, var):
         """Reuse no statement whose result is ``var`` (it was rewritten)."""
-        for key in [k for k, (_b, s) in self._seen.items() if s.var is var]:
+        for key in [k for k, (_b, s) in self._seen.items() if s.variable is var]:
             del self._seen[key]
 
     def apply(self, prim, args, kwargs):
@@ -998,7 +998,7 @@ class _Builder(ProgramBuilder):
 def _cse_key(x):
     t = type(x)
     if t is Symbol:
-        return ("v", id(x.var))
+        return ("v", id(x.variable))
     if t in (int, float, bool, str, type(None)) or isinstance(x, wengert.Primitive):
         return (t.__name__, x)
     if t is tuple or t is list:
@@ -1043,7 +1043,7 @@ def _ex(v):
 
 
 def _unsym(v):
-    return v.var if type(v) is Symbol else v
+    return v.variable if type(v) is Symbol else v
 
 
 def _numeric(v):

@@ -58,9 +58,9 @@ class _SymbolicPass:
     def name(self, value, base, mark):
         if type(value) is Symbol:
             made = {o for s in self.b.statements[mark:] if type(s) is Statement for o in s.outs}
-            if value.var in made:
-                self.b.names.discard(value.var.name)
-                value.var.name = self.b.fresh(base)
+            if value.variable in made:
+                self.b.names.discard(value.variable.name)
+                value.variable.name = self.b.fresh(base)
         return value
 
 
@@ -86,7 +86,7 @@ class _Reverser(_SymbolicPass):
         A = self.acc.get(var)
         if A is not None:
             last = self.b.statements[-1] if self.b.statements else None
-            cvar = c.var if type(c) is Symbol else None
+            cvar = c.variable if type(c) is Symbol else None
             if (A.kind == "array" and type(last) is Statement and cvar is not None and last.out is cvar
                     and last.prim.__name__ == "untake"):
                 g, idx, _shape = last.args
@@ -241,7 +241,8 @@ class _Reverser(_SymbolicPass):
             if _is_float(h):
                 C = Variable(self.b.fresh(f"{h.name}_bar"), h.shape, h.dtype, h.kind)
                 g = adj.pop(o, None)
-                self.emit(Assign([C], [g.var if type(g) is Symbol else (g if g is not None else _zeros(h))]))
+                start = g.variable if type(g) is Symbol else (g if g is not None else _zeros(h))
+                self.emit(Assign([C], [start]))
                 carry.append((h, C))
         outer = self.b.statements
         rev = self.b.statements = []
@@ -258,7 +259,7 @@ class _Reverser(_SymbolicPass):
         ends = []
         for h, _C in carry:
             g = adj_b.get(h)
-            ends.append(g.var if type(g) is Symbol else (g if g is not None else _zeros(h)))
+            ends.append(g.variable if type(g) is Symbol else (g if g is not None else _zeros(h)))
         if carry:
             self.emit(Assign([C for _, C in carry], ends))
         local = set(defined(fwd_body)) | set(node.headers) | ({node.index} if node.index else set())
@@ -396,7 +397,7 @@ def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshot
     results = []
     for v in wrt:
         g = adj.get(v)
-        results.append(g.var if type(g) is Symbol else (g if g is not None else _zeros(v)))
+        results.append(g.variable if type(g) is Symbol else (g if g is not None else _zeros(v)))
     outputs = ([out] if with_value else []) + results
     tree = _LEAF if single else (tuple, None, tuple(_LEAF for _ in nums))
     if with_value:
@@ -456,7 +457,7 @@ class _Tangents(_SymbolicPass):
     def _value(self, v, tan):
         if type(v) is Variable and v in tan:
             t = tan[v]
-            return t.var if type(t) is Symbol else t
+            return t.variable if type(t) is Symbol else t
         return _zeros(v if type(v) is Variable else Variable.like("c", v))
 
     def if_(self, node, tan):

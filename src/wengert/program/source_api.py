@@ -81,8 +81,26 @@ class _SourceDerivative:
         return adjoint_table(self._latest())
 
 
+    def _positional(self, args, kwargs):
+        """``args`` and ``kwargs`` as positional arguments, bound as Python binds them."""
+        import inspect
+
+        try:
+            bound = inspect.signature(self.fun).bind(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{self.__name__}: {e}") from None
+        if bound.kwargs:  # a default skipped before a parameter given by name: filled in
+            bound.apply_defaults()
+        if bound.kwargs:
+            raise TypeError(f"{self.__name__}: keyword-only arguments ({', '.join(bound.kwargs)}) are "
+                            f"outside what the source transformation takes; give them by position")
+        return bound.args
+
+
 class _Grad(_SourceDerivative):
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = self._positional(args, kwargs)
         prog = self.program(*args)
         flat = [a for a in args if is_input_leaf(a)]
         return prog(*flat)
@@ -141,7 +159,7 @@ def adjoint_table(program):
         made = {o for n in rev if type(n) is Statement for o in n.outs}
         rev_lines = _lines([n for n in rev], mod) if rev else []
         for a, c in contribs:
-            cvar = getattr(c, "var", None)
+            cvar = getattr(c, "variable", None)
             if cvar is not None and cvar not in made:
                 rev_lines.append(f"{a.name}_bar += {cvar.name}")
         rev_lines = rev_lines or [""]

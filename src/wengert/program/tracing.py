@@ -79,32 +79,33 @@ class Symbol(ArrayBox):
     """A traced value without data: a Variable of the program being recorded, and a placeholder
     of its shape and dtype for abstract evaluation."""
 
-    __slots__ = ("var", "example", "_trace")
+    __slots__ = ("variable", "example", "_trace")  # not "var": ndarray.var is a method
 
     def __init__(self, var, example, trace):
-        self.var = var
+        self.variable = var
         self.example = example
         self._trace = trace
 
     @property
     def shape(self):
-        return self.var.shape
+        return self.variable.shape
 
     @property
     def dtype(self):
-        return self.var.dtype
+        return self.variable.dtype
 
     def __len__(self):
-        if not self.var.shape:
+        if not self.variable.shape:
             raise TypeError("len() of a 0-d traced value")
-        return self.var.shape[0]
+        return self.variable.shape[0]
 
     def __repr__(self):
-        return f"<symbol {self.var.name}: {self.var.describe()}>"
+        return f"<symbol {self.variable.name}: {self.variable.describe()}>"
 
     def _refuse(self, what, instead=_REMEDY):
         raise TracingError(
-            f"{what} of the traced value {self.var.name} ({self.var.describe()}){_where()}: its value is "
+            f"{what} of the traced value {self.variable.name} ({self.variable.describe()}){_where()}: its "
+            f"value is "
             f"not known while a program is traced (wg.Program.from_trace, wg.compile). {instead}")
 
     def __bool__(self):
@@ -132,18 +133,18 @@ class Symbol(ArrayBox):
         """``x[idx] = value``: the symbol now stands for ``index_update(x, idx, value)`` (as the tape's
         boxes, see ``wengert.mutation``); a traced boolean mask is refused (data-dependent)."""
         if _has_bool_symbol(idx):
-            if type(idx) is Symbol and idx.var.shape == self.var.shape and np.ndim(value) == 0:
+            if type(idx) is Symbol and idx.variable.shape == self.variable.shape and np.ndim(value) == 0:
                 new = elementwise.where(idx, value, self)  # x[mask] = scalar: the same as a where
-                if new.var.dtype != self.var.dtype:
-                    new = shape_ops.astype(new, self.var.dtype)
-                self.var, self.example = new.var, new.example
+                if new.variable.dtype != self.variable.dtype:
+                    new = shape_ops.astype(new, self.variable.dtype)
+                self.variable, self.example = new.variable, new.example
                 return
             self._refuse("Assignment through a traced boolean mask (x[mask] = ...) of other than a "
                          "scalar to a mask of x's shape", "Use x = wnp.where(mask, value, x) instead.")
         ArrayBox.__setitem__(self, idx, value)
 
     def __radd__(self, other):  # sum(...)'s start value 0 (ArrayBox's reads the box's value)
-        if type(other) is int and self.var.kind == "float":
+        if type(other) is int and self.variable.kind == "float":
             other = float(other)
         return elementwise.add(other, self)
 
@@ -168,11 +169,11 @@ class Symbol(ArrayBox):
 
     def __array_function__(self, func, types, args, kwargs):
         if func is np.shape:
-            return self.var.shape
+            return self.variable.shape
         if func is np.ndim:
-            return len(self.var.shape)
+            return len(self.variable.shape)
         if func is np.size:
-            return int(np.prod(self.var.shape))
+            return int(np.prod(self.variable.shape))
         if func is np.result_type:
             return np.result_type(*[a.example if type(a) is Symbol else a for a in args])
         return ArrayBox.__array_function__(self, func, types, args, kwargs)
@@ -225,7 +226,7 @@ class ProgramBuilder(Trace):
     def _example(self, x):
         if type(x) is Symbol:
             if x._trace is not self:
-                raise TracingError(f"a symbol of another program ({x.var.name}) reached this trace")
+                raise TracingError(f"a symbol of another program ({x.variable.name}) reached this trace")
             return x.example
         if type(x) in BOX_TYPES:
             raise TracingError(
@@ -295,7 +296,7 @@ def _all_numbers(obj):
 
 def _has_float_symbol(obj):
     found = []
-    _map_leaves(obj, lambda x: found.append(x) if type(x) is Symbol and x.var.dtype.kind in "fc" else x)
+    _map_leaves(obj, lambda x: found.append(x) if type(x) is Symbol and x.variable.dtype.kind in "fc" else x)
     return bool(found)
 
 
@@ -328,7 +329,7 @@ def _evaluate_generic(prim, ex_args, ex_kwargs, error):
 
 
 def _symbol_to_var(x):
-    return x.var if type(x) is Symbol else x
+    return x.variable if type(x) is Symbol else x
 
 
 _CONTAINERS = (tuple, list, dict)
@@ -345,7 +346,7 @@ def _map_leaves(obj, f):
 
 def _has_bool_symbol(obj):
     found = []
-    _map_leaves(obj, lambda x: found.append(x) if type(x) is Symbol and x.var.dtype.kind == "b" else x)
+    _map_leaves(obj, lambda x: found.append(x) if type(x) is Symbol and x.variable.dtype.kind == "b" else x)
     return bool(found)
 
 
