@@ -13,7 +13,7 @@ else:
     from wengert.scipy import linalg as wsl
 
     def _spd(a):
-        return a @ a.T + 3.0 * np.eye(3)
+        return a @ a.T + 3.0 * np.eye(3, dtype=a.dtype)  # in the argument's precision
 
     COMPOSED = {
         "scipy.linalg.cholesky": [(lambda a: wsl.cholesky(_spd(a)), (R(3, 3),)),

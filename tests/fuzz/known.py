@@ -80,14 +80,6 @@ def _var_method():
 _PLACEHOLDER_OPS = {"linalg:det", "linalg:slogdet", "linalg:solve", "linalg:cholesky"}
 
 KNOWN_BROKEN = [
-    Known("index-0d-result", "program (a 0-d array's elementwise result becomes a Python float)",
-          "compile/source_grad of np.sin(x)[None] (or .reshape, np.expand_dims...) for a 0-d array x: "
-          "TypeError 'float' object is not subscriptable",
-          lambda p: any(feature.startswith("0d:") for feature in p.features),
-          frozenset({"value", "compile", "source"}), _index_0d_result),
-    Known("var-method", "program (tracing.py: the traced value's slot 'var' hides ndarray.var)",
-          "compile/source_grad of x.var(): TypeError 'Variable' object is not callable",
-          lambda p: "method:var" in p.features, frozenset({"value", "compile", "source"}), _var_method),
 ]
 
 # Found by the fuzzer and fixed since: their reproducers run as regular tests (test_found.py).
@@ -103,4 +95,12 @@ FIXED = [
           lambda p: bool(_PLACEHOLDER_OPS & p.features)
           or ("unary:arccos" in p.features and "arg:float" in p.features),
           frozenset({"source"}), _source_grad_of_det),
+    Known("index-0d-result", "program (a 0-d array's elementwise result becomes a Python float)",
+          "compile/source_grad of np.sin(x)[None] (or .reshape, np.expand_dims...) for a 0-d array x: "
+          "TypeError 'float' object is not subscriptable",
+          lambda p: any(feature.startswith("0d:") for feature in p.features),
+          frozenset({"value", "compile", "source"}), _index_0d_result),
+    Known("var-method", "program (tracing.py: the traced value's slot 'var' hides ndarray.var)",
+          "compile/source_grad of x.var(): TypeError 'Variable' object is not callable",
+          lambda p: "method:var" in p.features, frozenset({"value", "compile", "source"}), _var_method),
 ]
