@@ -40,13 +40,14 @@ def _where(transform, fun, argnums):
 
 def _argnums(fun, argnums, transform):
     """``argnums`` checked once, when the transform is made (an int or a tuple of ints)."""
-    return argnums_checked(argnums, _where(transform, fun, argnums))
+    return argnums_checked(argnums, lambda: _where(transform, fun, argnums))
 
 
 def _argnums_tuple(fun, argnums, nargs, transform):
     """``(single, nums)`` for a call with ``nargs`` positional arguments: in range, none twice."""
-    single, nums = argnums_checked(argnums, _where(transform, fun, argnums))
-    return single, argnums_resolved(nums, nargs, _where(transform, fun, argnums))
+    where = lambda: _where(transform, fun, argnums)  # noqa: E731 - the message, only when needed
+    single, nums = argnums_checked(argnums, where)
+    return single, argnums_resolved(nums, nargs, where)
 
 
 def _holds_tape_var(x):
@@ -170,7 +171,9 @@ def _tape_trace():
 
 
 def _ones(value):
-    v = unbox_all(value)
+    if type(value) is float:
+        return 1.0
+    v = unbox_all(value)  # elementwise_grad of elementwise_grad: the output is traced
     if type(v) is float:
         return 1.0
     if isinstance(v, np.generic):
