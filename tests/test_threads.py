@@ -35,6 +35,15 @@ def tensor_grad(x):
     return t.grad
 
 
+def tensor_assign(x):
+    """An eager tensor assigned into: its versions are logged on the eager trace, shared by threads."""
+    t = wg.tensor(x, requires_grad=True)
+    u = t * 1.0
+    u[1] = u[0] * u[2]
+    (u ** 2).sum().backward()
+    return t.grad
+
+
 def decay(y, t, k):
     return -k * y
 
@@ -51,6 +60,7 @@ JOBS = {
     "grad": lambda i: wg.grad(chain)(0.3 + 0.01 * i),
     "hessian": lambda i: wg.hessian(loss)(X + 0.01 * i),
     "Tensor.backward": lambda i: tensor_grad(X + 0.01 * i),
+    "Tensor assignment": lambda i: tensor_assign(X + 0.01 * i),
     "compile": lambda i: compiled_grad(X + 0.01 * i),
     "odeint": lambda i: ode_grads(0.5 + 0.1 * (i % 3)),
     # one compiled function called with three signatures at once: each call must run its own
