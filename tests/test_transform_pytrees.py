@@ -210,3 +210,10 @@ def test_jvp_gives_a_scalar_value_and_tangent_of_one_type():
     assert (v, t) == (9.0, 6.0) and type(v) is type(t) is float
     v, t = wg.jvp(lambda x: x ** 2, (np.float32(3.0),), (np.float32(1.0),))
     assert type(v) is type(t) is np.float32
+
+
+def test_jacobian_of_an_output_traced_only_by_an_outer_transform_is_zero():
+    for jac in (wg.jacrev, wg.jacfwd):
+        outer = wg.grad(lambda y: wnp.sum(jac(lambda x: {"c": y * np.ones(3), "x": y * x})(np.ones(2))["c"]))
+        assert outer(1.5) == 0.0
+        assert wg.grad(lambda y: wnp.sum(jac(lambda x: y * x)(np.ones(2))))(1.5) == 2.0

@@ -445,10 +445,10 @@ def _basis(value):
 def _block(parts, out_value, in_value, out_first):
     """One block of a Jacobian, shape ``out.shape + in.shape``, from its rows (``out_first``: one
     per output element, each shaped like the input) or its columns (one per input element)."""
+    out_value, in_value = unbox_all(out_value), unbox_all(in_value)
     out_shape, in_shape = np.shape(out_value), np.shape(in_value)
-    if not parts:
-        dtype = np.result_type(in_value, out_value) if out_first else np.result_type(out_value)
-        return np.zeros(out_shape + in_shape, dtype)
+    if not parts:  # an output that does not depend on the input, or an empty one
+        return np.zeros(out_shape + in_shape, np.result_type(in_value, out_value))
     stacked = wnp.stack(parts)
     if not out_first:  # (n_in, *out) -> (*out, n_in)
         n_out = len(out_shape)
