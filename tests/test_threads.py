@@ -35,6 +35,15 @@ def tensor_grad(x):
     return t.grad
 
 
+def tensor_assign(x):
+    """An eager tensor assigned into: its versions are logged on the eager trace, shared by threads."""
+    t = wg.tensor(x, requires_grad=True)
+    u = t * 1.0
+    u[1] = u[0] * u[2]
+    (u ** 2).sum().backward()
+    return t.grad
+
+
 def decay(y, t, k):
     return -k * y
 
@@ -45,12 +54,20 @@ def ode_grads(k):
 
 
 compiled_grad = wg.compile(loss).grad()
+block = wg.checkpoint(lambda x: wnp.tanh(W @ x[:4]) * wnp.sum(x))
+
+
+def iterated(x):
+    return wnp.sum(wg.iterate(lambda v: wnp.sin(v) * 0.9 + 0.1 * v, x, 9, checkpoint="binomial") ** 2)
 compiled_shapes = wg.compile(lambda x, y: wnp.sum(wnp.sin(x) * x) * y).value_and_grad((0, 1))
 
 JOBS = {
     "grad": lambda i: wg.grad(chain)(0.3 + 0.01 * i),
     "hessian": lambda i: wg.hessian(loss)(X + 0.01 * i),
     "Tensor.backward": lambda i: tensor_grad(X + 0.01 * i),
+    "Tensor assignment": lambda i: tensor_assign(X + 0.01 * i),
+    "checkpoint": lambda i: wg.grad(lambda x: wnp.sum(block(x) ** 2))(X + 0.01 * i),
+    "iterate, binomial": lambda i: wg.grad(iterated)(X + 0.01 * i),
     "compile": lambda i: compiled_grad(X + 0.01 * i),
     "odeint": lambda i: ode_grads(0.5 + 0.1 * (i % 3)),
     # one compiled function called with three signatures at once: each call must run its own

@@ -125,13 +125,12 @@ def test_grad_value_and_grad_vjp_jvp_against_jax(jax, kind):
     (jval, jaux), jg = jax.jit(jax.value_and_grad(lambda p: (loss(jnp, p), {"k": p}), has_aux=True))(p)
     same_tree((val, aux, g), (jval, jaux, jg))
     out, back = wg.vjp(lambda p: vector(wnp, p), p)
-    jout, jback = jax.vjp(jax.jit(lambda p: vector(jnp, p)), p)
-    same_tree(out, jout)
     ct = wg.tree_map(lambda o: np.cos(np.arange(np.size(o)).reshape(np.shape(o))), out)
-    same_tree(back(ct), jback(ct))
+    jout, jct = jax.jit(lambda p, ct: (lambda o, b: (o, b(ct)))(*jax.vjp(lambda p: vector(jnp, p), p)))(p, ct)
+    same_tree((out, back(ct)), (jout, jct))
     t = wg.tree_map(lambda x: np.full(np.shape(x), 0.3), p)
     same_tree(wg.jvp(lambda p: vector(wnp, p), (p,), (t,)),
-              jax.jvp(jax.jit(lambda p: vector(jnp, p)), (p,), (t,)))
+              jax.jit(lambda p, t: jax.jvp(lambda p: vector(jnp, p), (p,), (t,)))(p, t))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -151,7 +150,7 @@ def test_several_argnums_and_pytree_outputs_against_jax(jax):
         return {"s": m.sum(x * p["w"][0]) * y, "t": (x * y, m.sin(p["w"][1]))}
 
     x, p, y = V, {"w": (V[::-1], M)}, 0.8
-    for argnums in [0, (1, 2), (2, 0, 1)]:
+    for argnums in [0, (2, 0, 1)]:
         for ours, theirs in [(wg.jacrev, jax.jacrev), (wg.jacfwd, jax.jacfwd)]:
             same_tree(ours(lambda *a: f(wnp, *a), argnums)(x, p, y),
                       jax.jit(theirs(lambda *a: f(jnp, *a), argnums))(x, p, y))
@@ -182,9 +181,8 @@ def test_hvp_of_pytrees_against_jax(jax):
 
 
 def test_scalar_blocks_of_python_floats_are_arrays_of_shape_zero_dims(jax):
-    same_tree(wg.jacfwd(lambda x: x ** 3)(2.0), jax.jacfwd(lambda x: x ** 3)(2.0))
-    same_tree(wg.jacrev(lambda x: x ** 3)(2.0), jax.jacrev(lambda x: x ** 3)(2.0))
-    same_tree(wg.hessian(lambda x: x ** 3)(2.0), jax.hessian(lambda x: x ** 3)(2.0))
+    for ours, theirs in [(wg.jacfwd, jax.jacfwd), (wg.jacrev, jax.jacrev), (wg.hessian, jax.hessian)]:
+        same_tree(ours(lambda x: x ** 3)(2.0), jax.jit(theirs(lambda x: x ** 3))(2.0))
 
 
 def test_empty_inputs_and_outputs_give_empty_blocks(jax):
@@ -192,7 +190,7 @@ def test_empty_inputs_and_outputs_give_empty_blocks(jax):
     e = np.zeros(0)
     for ours, theirs in [(wg.jacrev, jax.jacrev), (wg.jacfwd, jax.jacfwd)]:
         same_tree(ours(lambda x, y: (x * 2, wnp.sum(y) * x[:0]), argnums=(0, 1))(V, e),
-                  theirs(lambda x, y: (x * 2, jnp.sum(y) * x[:0]), argnums=(0, 1))(V, e))
+                  jax.jit(theirs(lambda x, y: (x * 2, jnp.sum(y) * x[:0]), argnums=(0, 1)))(V, e))
 
 
 def test_nested_elementwise_grad_three_levels_against_jax(jax):
@@ -201,7 +199,7 @@ def test_nested_elementwise_grad_three_levels_against_jax(jax):
     d1, d2, d3 = d(wnp.sin), d(d(wnp.sin)), d(d(d(wnp.sin)))
     jg, sin = jax.grad, jax.numpy.sin
     for ours, theirs in [(d1, jg(sin)), (d2, jg(jg(sin))), (d3, jg(jg(jg(sin))))]:
-        np.testing.assert_allclose(ours(x), jax.vmap(theirs)(x), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(ours(x), jax.jit(jax.vmap(theirs))(x), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(d3(x), -np.cos(x), rtol=1e-12)
     np.testing.assert_allclose(d(d(lambda v: v ** 3))(x), 6 * x)
     assert d(d(wnp.sin))(0.5) == pytest.approx(-np.sin(0.5))
@@ -212,3 +210,10 @@ def test_jvp_gives_a_scalar_value_and_tangent_of_one_type():
     assert (v, t) == (9.0, 6.0) and type(v) is type(t) is float
     v, t = wg.jvp(lambda x: x ** 2, (np.float32(3.0),), (np.float32(1.0),))
     assert type(v) is type(t) is np.float32
+
+
+def test_jacobian_of_an_output_traced_only_by_an_outer_transform_is_zero():
+    for jac in (wg.jacrev, wg.jacfwd):
+        outer = wg.grad(lambda y: wnp.sum(jac(lambda x: {"c": y * np.ones(3), "x": y * x})(np.ones(2))["c"]))
+        assert outer(1.5) == 0.0
+        assert wg.grad(lambda y: wnp.sum(jac(lambda x: y * x)(np.ones(2))))(1.5) == 2.0

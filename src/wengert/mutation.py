@@ -22,6 +22,7 @@ operation (PyTorch's version counters), instead of returning a wrong gradient.
 """
 
 import bisect
+import threading
 import weakref
 
 import numpy as np
@@ -160,7 +161,10 @@ def rebind(box, result, what):
     if old.requires_grad and not fresh:  # old may have children, or be a leaf: log the version
         log = trace.mutations
         if log is None:
-            log = trace.mutations = {}
+            with _LOG_LOCK:  # the eager trace is shared by threads: one log, whoever makes it
+                log = trace.mutations
+                if log is None:
+                    log = trace.mutations = {}
         key = id(box)
         entry = log.get(key)
         if entry is None or entry[0]() is not box:
@@ -252,6 +256,8 @@ def leaf_aliases(log):
 
 
 # -- in-place writes outside recording (eager tensors): version stamps --------------------------------
+
+_LOG_LOCK = threading.Lock()
 
 INPLACE_WRITES = {}
 """id(array) -> (weak reference to the array, stamp, description) of in-place writes to eager tensors."""

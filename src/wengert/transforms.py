@@ -39,13 +39,14 @@ def _where(transform, fun, argnums):
 
 def _argnums(fun, argnums, transform):
     """``argnums`` checked once, when the transform is made (an int or a tuple of ints)."""
-    return argnums_checked(argnums, _where(transform, fun, argnums))
+    return argnums_checked(argnums, lambda: _where(transform, fun, argnums))
 
 
 def _argnums_tuple(fun, argnums, nargs, transform):
     """``(single, nums)`` for a call with ``nargs`` positional arguments: in range, none twice."""
-    single, nums = argnums_checked(argnums, _where(transform, fun, argnums))
-    return single, argnums_resolved(nums, nargs, _where(transform, fun, argnums))
+    where = lambda: _where(transform, fun, argnums)  # noqa: E731 - the message, only when needed
+    single, nums = argnums_checked(argnums, where)
+    return single, argnums_resolved(nums, nargs, where)
 
 
 def _refuse_output(out, fun, transform, wanted):
@@ -150,7 +151,9 @@ def _tape_trace():
 
 
 def _ones(value):
-    v = unbox_all(value)
+    if type(value) is float:
+        return 1.0
+    v = unbox_all(value)  # elementwise_grad of elementwise_grad: the output is traced
     if type(v) is float:
         return 1.0
     if isinstance(v, np.generic):
@@ -418,10 +421,10 @@ def _basis(value):
 def _block(parts, out_value, in_value, out_first):
     """One block of a Jacobian, shape ``out.shape + in.shape``, from its rows (``out_first``: one
     per output element, each shaped like the input) or its columns (one per input element)."""
+    out_value, in_value = unbox_all(out_value), unbox_all(in_value)
     out_shape, in_shape = np.shape(out_value), np.shape(in_value)
-    if not parts:
-        dtype = np.result_type(in_value, out_value) if out_first else np.result_type(out_value)
-        return np.zeros(out_shape + in_shape, dtype)
+    if not parts:  # an output that does not depend on the input, or an empty one
+        return np.zeros(out_shape + in_shape, np.result_type(in_value, out_value))
     stacked = wnp.stack(parts)
     if not out_first:  # (n_in, *out) -> (*out, n_in)
         n_out = len(out_shape)

@@ -97,10 +97,15 @@ def _is_index(a):
 
 
 def argnums_checked(argnums, where):
-    """``(single, nums)`` for ``argnums``, an int or a tuple/list of ints; ``where`` starts the
-    error message (``"wg.grad(f, argnums=0.0)"``). Any other value is a TypeError naming it."""
+    """``(single, nums)`` for ``argnums``, an int or a tuple/list of ints; ``where`` (a string, or a
+    function making it, called only for an error) starts the error message
+    (``"wg.grad(f, argnums=0.0)"``). Any other value is a TypeError naming it."""
+    if type(argnums) is int:
+        return True, (argnums,)
     if _is_index(argnums):
         return True, (int(argnums),)
+    if callable(where):
+        where = where()
     if isinstance(argnums, (tuple, list)):
         for a in argnums:
             if not _is_index(a):
@@ -115,6 +120,10 @@ def argnums_resolved(nums, nargs, where, arity="the function was called with"):
     """``nums`` (from :func:`argnums_checked`) as indices ``0 <= a < nargs``. Out of range, or one
     argument named twice (``(0, 0)``, or ``(0, -2)`` of two), is a ValueError: a derivative with
     respect to the same argument twice has no one meaning."""
+    if len(nums) == 1 and 0 <= nums[0] < nargs:
+        return nums
+    if callable(where):
+        where = where()
     seen = {}
     out = []
     for a in nums:
