@@ -219,6 +219,11 @@ def _rhs(stmt, mod, safe):
     # Python floats, and NumPy float64 scalars (math returns a float of the same value: NumPy's
     # scalar path costs twenty times more), go through math.
     as_float = not safe and (out.kind == "float" or (out.kind == "scalar" and out.dtype == np.float64))
+    if name == "power" and as_float and not _integral(stmt.args[1]):
+        # Python's x ** y is complex for a negative x and a fractional y, where NumPy's is nan;
+        # math.pow raises there instead, and the NumPy variant gives nan (see _source)
+        mod.math.add("pow")
+        return f"pow({a[0]}, {a[1]})", _ATOM
     if name in OPERATORS and len(a) == 2 and not kw:
         op = OPERATORS[name]
         p = _PRECEDENCE[op]
@@ -228,6 +233,12 @@ def _rhs(stmt, mod, safe):
     if name in UNARY_OPERATORS:
         return f"{UNARY_OPERATORS[name]}{mod.operand(stmt.args[0], _UNARY, strict=False)}", _UNARY
     return _call(stmt, name, a, kw, mod, as_float), _ATOM
+
+
+def _integral(y):
+    """Whether exponent ``y`` is a constant integer (then Python's ** is real: no complex results)."""
+    return isinstance(y, (int, float, np.integer, np.floating)) and not isinstance(y, bool) \
+        and float(y).is_integer()
 
 
 def _call(stmt, name, a, kw, mod, as_float):
@@ -442,6 +453,9 @@ def _source(program, safe, fallback=None):
     mod = _Module(used | set(names))
     outputs = {o for o in program.outputs if type(o) is Variable}
     body = [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
+    floats = [n for v, n in zip(program.inputs, names) if v.kind == "float"]
+    if safe and floats:  # the NumPy-only variant: Python floats as np.float64, so that / and ** are NumPy's
+        body = [f"    {', '.join(floats)} = {', '.join(f'np.float64({n})' for n in floats)}"] + body
     counts = use_counts(program)
     fused = _fused_chooser_adds(program, counts)
     for s, x in _negated_sums(program, counts).items():
@@ -471,8 +485,10 @@ def _source(program, safe, fallback=None):
         outs.append(f"{text}.copy()" if shared else text)
     body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})")
     head = module_head(mod)
-    if fallback and mod.math:  # math's domain errors: run the NumPy-only variant, which gives nan/inf
-        rerun = ["    except (ValueError, OverflowError):", f"        return {fallback}({', '.join(names)})"]
+    if fallback and (mod.math or floats or any(s.outs[0].kind == "float" for s in program.statements)):
+        # Python refuses what NumPy answers with inf or nan (math's domain errors, 1.0 / 0.0, overflow):
+        # the NumPy-only variant runs instead, giving NumPy's values and warnings
+        rerun = ["    except (ArithmeticError, ValueError):", f"        return {fallback}({', '.join(names)})"]
         body = ["    try:"] + ["    " + line for line in body] + rerun
     text = "\n".join(head) + f"\n\ndef {program.name}({', '.join(names)}):\n" + "\n".join(body) + "\n"
     return text, mod

@@ -97,13 +97,29 @@ class _SourceDerivative:
         return bound.args
 
 
+def _run(prog, flat):
+    """``prog(*flat)`` with NumPy's arithmetic on Python floats: where Python refuses what NumPy
+    answers with inf or nan (``1.0 / 0.0``, math's domain errors) or answers with a complex number
+    (``(-1.0) ** 0.5``), the program runs again on ``np.float64``, as the tape's fast paths do."""
+    try:
+        out = prog(*flat)
+    except (ArithmeticError, ValueError):
+        if not any(type(a) is float for a in flat):
+            raise
+        return prog(*[np.float64(a) if type(a) is float else a for a in flat])
+    if (type(out) is complex or (type(out) is tuple and any(type(o) is complex for o in out))) \
+            and any(type(a) is float for a in flat) and not any(type(a) is complex for a in flat):
+        return prog(*[np.float64(a) if type(a) is float else a for a in flat])
+    return out
+
+
 class _Grad(_SourceDerivative):
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = self._positional(args, kwargs)
         prog = self.program(*args)
         flat = [a for a in args if is_input_leaf(a)]
-        return prog(*flat)
+        return _run(prog, flat)
 
 
 class _Jvp(_SourceDerivative):
@@ -114,7 +130,7 @@ class _Jvp(_SourceDerivative):
         prog = self.program(*primals)
         flat = [a for a in primals if is_input_leaf(a)]
         flat_t = [t for a, t in zip(primals, tangents) if is_input_leaf(a)]
-        return prog(*(flat + flat_t))
+        return _run(prog, flat + flat_t)
 
 
 def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
