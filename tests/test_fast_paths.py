@@ -257,7 +257,7 @@ def _convention(name, args):
                             or any(not 1e-100 < abs(a) < 1e100 for a in args if a == a and a != 0)):
         # JAX's hypot rule gives nan at an infinite or a tiny argument, 1.06 at (1e300, 1e300) and
         # 0.5 at (0, 0); wengert's, x / hypot(x, y) as PyTorch's, gives 0, 1 and 0.71 there, nan
-        # at (0, 0) (no derivative): test_hypot_matches_pytorch compares it at every point.
+        # at (0, 0) (no derivative): see HYPOT_WHERE_JAX_DIFFERS.
         return "JAX's hypot rule"
     return None
 
@@ -284,15 +284,22 @@ def test_derivatives_at_special_points_match_jax(name):
     assert not differ, f"{name}: wengert and JAX differ at {differ}"
 
 
-def test_hypot_matches_pytorch():
-    torch = pytest.importorskip("torch")
-    for args in _points(2):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            ours = wg.grad(wnp.hypot, argnums=(0, 1))(*args)
-        leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in args]
-        torch.hypot(*leaves).backward()
-        assert all(_same_number(u, float(t.grad)) for u, t in zip(ours, leaves)), (args, ours)
+HYPOT_WHERE_JAX_DIFFERS = {
+    (0.0, 0.0): (math.nan, math.nan), (0.0, 1e-300): (0.0, 1.0), (1.0, math.inf): (0.0, math.nan),
+    (math.inf, 1.0): (math.nan, 0.0), (1e300, 1e300): (math.sqrt(0.5), math.sqrt(0.5)),
+}
+"""wengert's hypot derivative where JAX's differs: PyTorch's values (x / hypot(x, y), 0 / 0 = nan
+at the origin, inf / inf = nan at an infinite argument)."""
+
+
+@pytest.mark.parametrize("args", sorted(HYPOT_WHERE_JAX_DIFFERS))
+def test_hypot_where_jax_differs_matches_pytorch(args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ours = wg.grad(wnp.hypot, argnums=(0, 1))(*args)
+        on_arrays = wg.grad(wnp.hypot, argnums=(0, 1))(*_as_arrays(args))
+    for a, b, expected in zip(ours, on_arrays, HYPOT_WHERE_JAX_DIFFERS[args]):
+        assert _same_number(a, expected) and _same_number(b, expected), (args, ours, on_arrays)
 
 
 def test_a_negative_base_to_a_fractional_power_is_nan_as_in_numpy():
