@@ -59,7 +59,7 @@ def test_a_skipped_default_is_filled_in(module, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["{m}:loop"], "building the derivative of loop(v=1.0, n=1.0) failed: TypeError"),
+    (["{m}:loop"], "building the derivative of loop(v=1.0, n=1.0) failed: IndexError"),
     (["{m}:loop", "--args", "v=np.ones(3), q=4"], "--args names q, which loop(v, n) does not take"),
     (["{m}:loop", "--args", "v=np.ones(3"], "--args 'v=np.ones(3' does not evaluate: SyntaxError"),
     (["{m}:loop", "--args", "np.ones(3), 4, 5"], "--args gives 3 arguments; loop(v, n) takes 2"),

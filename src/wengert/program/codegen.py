@@ -488,7 +488,8 @@ def _source(program, safe, fallback=None):
     if fallback and (mod.math or floats or any(s.outs[0].kind == "float" for s in program.statements)):
         # Python refuses what NumPy answers with inf or nan (math's domain errors, 1.0 / 0.0, overflow):
         # the NumPy-only variant runs instead, giving NumPy's values and warnings
-        rerun = ["    except (ArithmeticError, ValueError):", f"        return {fallback}({', '.join(names)})"]
+        rerun = ["    except (ArithmeticError, ValueError):",
+                 f"        return {fallback}({', '.join(names)})"]
         body = ["    try:"] + ["    " + line for line in body] + rerun
     text = "\n".join(head) + f"\n\ndef {program.name}({', '.join(names)}):\n" + "\n".join(body) + "\n"
     return text, mod
