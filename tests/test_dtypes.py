@@ -9,6 +9,7 @@ Then, for every output and every input:
   test here checks); a listed case that turns single fails, so the lists stay true;
 - the VJP (the gradient) has the dtype of its input, and the JVP tangent the dtype of its output,
   always: a derivative never changes the precision the user chose;
+- the second derivative (forward over reverse) has its input's dtype too;
 - value, VJP and JVP agree with the float64 run to single-precision tolerance.
 """
 
@@ -41,6 +42,10 @@ PROMOTED_BY_THE_CASE = {
     "stdtr-1": "a float64 array of degrees of freedom",
     "linalg.adjugate_jvp-2": "a float64 matrix",
     "scipy.stats.dirichlet-2": "a float64 x",
+    "scipy.linalg.cholesky-0": "adds 3.0 * np.eye(3), float64",
+    "scipy.linalg.cholesky-1": "adds 3.0 * np.eye(3), float64",
+    "scipy.linalg.cho_factor-0": "adds 3.0 * np.eye(3), float64",
+    "scipy.linalg.cho_factor-1": "adds 3.0 * np.eye(3), float64",
 }
 
 DOUBLE_IN_NUMPY = {
@@ -117,6 +122,9 @@ def _run(fun, args, single):
     u = _random_like(out, rng, single)
     grads = back(u)
     _, tangent = jvp(fun, args, v)
+    if single:  # second order: forward over reverse (a Hessian-vector product) keeps the dtype too
+        _, second = jvp(lambda *xs: vjp(fun, *xs)[1](u), args, v)
+        return args, out, grads, tangent, second
     return args, out, grads, tangent
 
 
@@ -144,7 +152,7 @@ ALL = [pytest.param(table, name, i, id=f"{name}-{i}")
 def test_single_precision_stays_single(table, name, i):
     fun, args = TABLES[table][name][i]
     case = f"{name}-{i}"
-    args32, out32, grads32, tangent32 = _run(fun, args, single=True)
+    args32, out32, grads32, tangent32, second32 = _run(fun, args, single=True)
     _, out64, grads64, tangent64 = _run(fun, args, single=False)
     bad = []
     doubles = [_dtype(o) in (np.float64, np.complex128, np.longdouble) for o in _leaves(out32)]
@@ -155,9 +163,11 @@ def test_single_precision_stays_single(table, name, i):
     for k, (t, o) in enumerate(zip(_leaves(tangent32), _leaves(out32))):
         if _dtype(o).kind in "fc" and _dtype(t) != _dtype(o):
             bad.append(f"JVP tangent {k} is {_dtype(t)} for a {_dtype(o)} value")
-    for k, (g, a) in enumerate(zip(_leaves(grads32), _leaves(args32))):
+    for k, (g, h, a) in enumerate(zip(_leaves(grads32), _leaves(second32), _leaves(args32))):
         if _dtype(a).kind in "fc" and _dtype(g) != _dtype(a):
             bad.append(f"VJP {k} is {_dtype(g)} for a {_dtype(a)} input")
+        if _dtype(a).kind in "fc" and _dtype(h) != _dtype(a):
+            bad.append(f"second derivative (JVP of the VJP) {k} is {_dtype(h)} for a {_dtype(a)} input")
     assert not bad, f"{case}: " + "; ".join(bad)
     for what, a, b in (("value", out32, out64), ("VJP", grads32, grads64), ("JVP", tangent32, tangent64)):
         for x, y in zip(_leaves(a), _leaves(b)):

@@ -436,3 +436,45 @@ def test_a_linalg_error_inside_a_rule_names_the_function_and_shape(monkeypatch):
     monkeypatch.setattr(la.solve, "fun", broken)
     with pytest.raises(la.SingularDerivativeError, match=r"cholesky: .*shape \(3, 3\).*Singular matrix"):
         wg.grad(lambda x: wnp.sum(wla.cholesky(x)))(SPD)
+
+
+@pytest.mark.filterwarnings("ignore:Matrix is singular")  # SciPy's own warning for the value
+def test_sqrtm_at_a_singular_matrix_refuses_a_derivative():
+    wsl = pytest.importorskip("wengert.scipy.linalg")
+    for a in (np.diag([4.0, 0.0]), np.ones((2, 2)), np.zeros((2, 2))):
+        with pytest.raises(la.SingularDerivativeError, match=r"sqrtm: the 2x2 .* singular"):
+            wg.grad(lambda x: wnp.sum(wsl.sqrtm(x)))(a)
+    check_grads(wsl.sqrtm, np.diag([4.0, 1.0]) + 0.1, order=1)
+
+
+def test_pinv_and_lstsq_of_rank_deficient_matrices_follow_jax(jax64):
+    """The derivative along matrices of the same rank (NumPy's pinv jumps where the rank changes):
+    JAX's and PyTorch's convention, documented in wengert.ops.linalg."""
+    jnp = jax64.numpy
+    a = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
+    b = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(wg.grad(lambda x: wnp.sum(wla.pinv(x) ** 2))(a),
+                               jax64.grad(lambda x: jnp.sum(jnp.linalg.pinv(x) ** 2))(a), atol=1e-12)
+    np.testing.assert_allclose(wg.grad(lambda x: wnp.sum(wla.lstsq(x, b)[0]))(a),
+                               jax64.grad(lambda x: jnp.sum(jnp.linalg.lstsq(x, b)[0]))(a), atol=1e-12)
+
+
+def test_matrix_power_with_negative_powers_agrees_with_jax(jax64):
+    jnp = jax64.numpy
+    for n in (-1, -2, -3):
+        want = jax64.grad(lambda x: jnp.sum(jnp.linalg.matrix_power(x, n)))(A)
+        np.testing.assert_allclose(wg.grad(lambda x: wnp.sum(wla.matrix_power(x, n)))(A), want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name,fun", [
+    ("qr", lambda x: wnp.sum(wla.qr(x).Q) + wnp.sum(wla.qr(x).R)),
+    ("eigvalsh", lambda x: wnp.sum(wla.eigvalsh(x) ** 2)),
+    ("cholesky", lambda x: wnp.sum(wla.cholesky(x))),
+    ("det", wla.det), ("svdvals", lambda x: wnp.sum(wla.svdvals(x))),
+    ("slogdet", lambda x: wla.slogdet(x)[1]), ("inv", lambda x: wnp.sum(wla.inv(x))),
+])
+def test_float32_gradients_and_tangents_of_public_linalg_stay_float32(name, fun):
+    x = SPD.astype(np.float32)
+    assert wg.grad(fun)(x).dtype == np.float32
+    value, tangent = wg.jvp(fun, (x,), (np.ones((3, 3), np.float32),))
+    assert np.result_type(value) == np.float32 and np.result_type(tangent) == np.float32

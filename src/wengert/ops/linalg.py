@@ -16,7 +16,16 @@ a non-square matrix are not unique: their tangents are NaN, and a cotangent reac
 ``NotImplementedError`` (a zero one there is fine). Complex eigen and singular vectors (also
 ``eig``'s of a real matrix) are unique only up to a phase per column: their derivatives hold for
 phase-invariant functions (as in JAX and PyTorch). ``pinv``'s derivative assumes the rank stays
-constant (and, with ``hermitian=True``, a Hermitian input, as NumPy's values do).
+constant (and, with ``hermitian=True``, a Hermitian input, as NumPy's values do): at a
+rank-deficient matrix it is the derivative along matrices of that rank, as in JAX and PyTorch.
+
+Where a derivative does not exist or is not unique -- ``qr`` of a matrix with dependent columns,
+``eig`` of a defective matrix -- the rules raise :class:`SingularDerivativeError` (a
+``LinAlgError``) naming the NumPy function and the shape; any ``LinAlgError`` from a solve inside a
+rule is re-raised so too (:func:`name_singular_errors`). ``det`` and ``slogdet`` live in
+``wengert.ops.determinant`` (derivatives through the adjugate, exact at singular matrices).
+Constants a rule mixes in (identity, triangle masks) take the argument's dtype: float32 stays
+float32.
 """
 
 import hashlib

@@ -21,7 +21,9 @@ import scipy.linalg as sla
 
 from wengert.ops import broadcasting, indexing, products, shape
 from wengert.ops.elementwise import add, multiply
+from wengert.ops.linalg import SingularDerivativeError, name_singular_errors
 from wengert.primitive import Primitive, defjvp, defvjp
+from wengert.trace import is_symbolic, unbox_all
 
 __all__ = ["solve_triangular", "cholesky_lower", "solve_sylvester", "expm", "sqrtm", "frechet_expm"]
 
@@ -174,6 +176,41 @@ def _sqrtm_impl(a):
     return sla.sqrtm(a)
 
 
+def _check_sqrtm(out):
+    """Refuse where ``X X_dot + X_dot X = A_dot`` has no unique solution: two eigenvalues of the
+    square root X with ``l_i + l_j = 0`` (a zero eigenvalue of a singular A, where sqrt's slope is
+    infinite); the Sylvester solve would return large meaningless numbers there."""
+    if is_symbolic(out):
+        return
+    x = np.asarray(unbox_all(out))
+    lam = np.linalg.eigvals(x)
+    sums = np.abs(lam[:, None] + lam[None, :])
+    scale = max(np.max(np.abs(lam), initial=0.0), np.max(np.abs(x), initial=0.0), np.finfo(float).tiny)
+    if np.min(sums, initial=np.inf) <= 1e3 * np.finfo(x.dtype).eps * scale:
+        raise SingularDerivativeError(
+            f"sqrtm: the {x.shape[0]}x{x.shape[1]} matrix is singular (its square root has a zero "
+            f"eigenvalue, or two that sum to zero), where the matrix square root has no derivative "
+            f"(like sqrt at 0). Differentiate at a matrix away from it (e.g. add a small multiple "
+            f"of the identity).")
+
+
+def _sqrtm_vjp(g, out, a):
+    _check_sqrtm(out)
+    return solve_sylvester(_mT(out), _mT(out), g)
+
+
+def _sqrtm_jvp(t, out, a):
+    _check_sqrtm(out)
+    return solve_sylvester(out, out, t)
+
+
 sqrtm = Primitive(_sqrtm_impl, name="sqrtm")
-defvjp(sqrtm, lambda g, out, a: solve_sylvester(_mT(out), _mT(out), g))
-defjvp(sqrtm, lambda t, out, a: solve_sylvester(out, out, t))
+defvjp(sqrtm, _sqrtm_vjp)
+defjvp(sqrtm, _sqrtm_jvp)
+
+_USER_NAMES = {solve_triangular: "scipy.linalg.solve_triangular", cholesky_lower: "scipy.linalg.cholesky",
+               solve_sylvester: "scipy.linalg.solve_sylvester", expm: "scipy.linalg.expm",
+               sqrtm: "scipy.linalg.sqrtm"}
+for _prim, _what in _USER_NAMES.items():
+    name_singular_errors(_prim, _what)
+del _prim, _what
