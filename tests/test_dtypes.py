@@ -42,10 +42,6 @@ PROMOTED_BY_THE_CASE = {
     "stdtr-1": "a float64 array of degrees of freedom",
     "linalg.adjugate_jvp-2": "a float64 matrix",
     "scipy.stats.dirichlet-2": "a float64 x",
-    "scipy.linalg.cholesky-0": "adds 3.0 * np.eye(3), float64",
-    "scipy.linalg.cholesky-1": "adds 3.0 * np.eye(3), float64",
-    "scipy.linalg.cho_factor-0": "adds 3.0 * np.eye(3), float64",
-    "scipy.linalg.cho_factor-1": "adds 3.0 * np.eye(3), float64",
 }
 
 DOUBLE_IN_NUMPY = {
