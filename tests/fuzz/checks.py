@@ -6,14 +6,15 @@
 - the tape: ``wg.grad(f, ARGNUMS)`` (the reference of the other engines), with the arguments' structure,
   shapes and dtypes (float32 stays float32); ``wg.vjp(f_vec)`` with ``f``'s weights as cotangent;
 - dual numbers: ``wg.jvp(f_vec)`` paired with the weights equals the gradient's directional
-  derivative; ``wg.jacfwd(f)`` equals the gradient (one array argument);
+  derivative; ``wg.jacfwd(f)`` and ``wg.jacrev(f)`` equal the gradient;
 - programs: ``wg.compile(f).grad(ARGNUMS)`` and ``wg.source_grad(f, ARGNUMS)`` (no pytree argument:
   ``source_grad`` takes arrays and numbers) equal the tape;
 - finite differences: central differences of ``f`` in float64 along a random direction (Richardson
   extrapolated; a direction along which they do not settle is a kink nearby, and the example is
   rejected); float32 programs: the gradient equals the one of the same program run in float64;
-- second order (float64, one array argument of at most ``MAX_HESSIAN`` elements):
-  ``wg.hessian(f) == wg.jacfwd(wg.grad(f))``, ``wg.hvp`` equals ``H @ t``, and both the central
+- second order (float64, differentiated arguments arrays or floats of at most ``MAX_HESSIAN``
+  elements in all): ``wg.hessian(f, ARGNUMS) == wg.jacfwd(wg.grad(f))`` (nested blocks for several
+  arguments, as ``jax.hessian``), ``wg.hvp`` equals ``wg.jvp(wg.grad(f))``, and both the central
   differences of ``wg.grad(f)``.
 
 Engines agree to rounding (``ENGINE_RTOL``), finite differences to their accuracy (``FD_RTOL``), both
@@ -30,7 +31,8 @@ ENGINE_RTOL = {np.float64: 1e-9, np.float32: 2e-4}
 FD_RTOL = 1e-6
 F32_RTOL = 2e-3
 MAX_HESSIAN = 12
-CHECKS = ("value", "tape", "vjp", "jvp", "jacfwd", "compile", "source", "fd", "float32", "hessian", "hvp")
+CHECKS = ("value", "tape", "vjp", "jvp", "jacfwd", "jacrev", "compile", "source", "fd", "float32", "hessian",
+          "hvp")
 
 
 class Mismatch(AssertionError):
@@ -144,8 +146,9 @@ def check(prog, skip=frozenset()):
     if "jvp" not in skip:
         _, out_t = wg.jvp(f, args, ts)
         close(out_t, directional, "wg.jvp(f) against grad . t", rtol, dir_scale)
-    if "jacfwd" not in skip and isinstance(argnums, int) and not isinstance(args[argnums], (dict, tuple)):
-        close(wg.jacfwd(f, argnums)(*args), grad, "wg.jacfwd(f)", rtol)
+    for name, jac in (("jacfwd", wg.jacfwd), ("jacrev", wg.jacrev)):
+        if name not in skip:
+            close(jac(f, argnums)(*args), grad, f"wg.{name}(f)", rtol)
     if "compile" not in skip:
         close(wg.compile(f).grad(argnums)(*args), grad, "wg.compile(f).grad", rtol)
     if "source" not in skip and not prog.pytree:
@@ -165,31 +168,42 @@ def check(prog, skip=frozenset()):
                   "grad . t (float64) against central differences", FD_RTOL,
                   _abs_dot(grad64, _selected(ts64, argnums)) + fd_floor)
 
-    if prog.dtype is np.float64 and isinstance(argnums, int):
+    if prog.dtype is np.float64:
         _second_order(prog, skip, rtol)
 
 
 def _second_order(prog, skip, rtol):
-    f, args, i = prog.f, prog.args, prog.argnums
-    x = args[i]
-    if isinstance(x, (dict, tuple)) or np.size(x) > MAX_HESSIAN:
+    """Hessian blocks, HVPs and the Jacobian of the gradient, on the differentiated arguments."""
+    f, args, argnums = prog.f, prog.args, prog.argnums
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else argnums
+    xs = tuple(args[i] for i in nums)
+    if any(isinstance(x, (dict, tuple)) for x in xs) or sum(np.size(x) for x in xs) > MAX_HESSIAN:
         return
 
-    def fx(x):
-        return f(*args[:i], x, *args[i + 1:])
+    def fs(*xs):
+        full = list(args)
+        for i, x in zip(nums, xs):
+            full[i] = x
+        return f(*full)
 
-    t = _direction((x,), 0, seed=1)[0]
-    g = wg.grad(fx)
-    fd, err = central(g, (x,), (t,))
+    which = 0 if single else tuple(range(len(xs)))
+    ts = _direction(xs, tuple(range(len(xs))), seed=1)
+    g = wg.grad(fs, which)
+    fd, err = central(g, xs, ts)
+    assume(err <= 1e-4 * (max(float(np.max(np.abs(d), initial=0)) for d in tree_flatten(fd)[0]) + 1))
     # finite differences of the gradient are accurate relative to it and to the result
-    scale = max(float(np.max(np.abs(fd), initial=0)), float(np.max(np.abs(g(x)), initial=0)), 1e-30)
+    scale = max([float(np.max(np.abs(d), initial=0)) for d in tree_flatten((fd, g(*xs)))[0]] + [1e-30])
     if "hessian" not in skip:
-        h = wg.hessian(fx)(x)
-        close(h, wg.jacfwd(g)(x), "wg.hessian(f) against wg.jacfwd(wg.grad(f))", rtol)
-        ht = np.tensordot(h, t, axes=np.ndim(x)) if np.ndim(x) else h * t
-        assume(err <= 1e-4 * (float(np.max(np.abs(fd), initial=0)) + 1))
-        close(ht, fd, "wg.hessian(f) . t against central differences of wg.grad(f)", FD_RTOL * 10, scale)
+        h = wg.hessian(fs, which)(*xs)
+        close(h, wg.jacfwd(g, which)(*xs), "wg.hessian(f) against wg.jacfwd(wg.grad(f))", rtol)
+        blocks = ((h,),) if single else h
+        ht = tuple(sum(np.tensordot(blocks[r][c], ts[c], axes=np.ndim(ts[c])) for c in range(len(xs)))
+                   for r in range(len(xs)))
+        close(ht[0] if single else ht, fd, "wg.hessian(f) . t against central differences of wg.grad(f)",
+              FD_RTOL * 10, scale)
     if "hvp" not in skip:
-        close(wg.hvp(fx, (x,), (t,)), wg.jvp(g, (x,), (t,))[1], "wg.hvp(f) against wg.jvp(wg.grad(f))", rtol)
-        hv = wg.hvp(fx, (x,), (t,))
+        hv = wg.hvp(fs, xs, ts)  # an array for one primal, a tuple for several
+        hv = (hv,) if len(xs) == 1 and not single else hv
+        close(hv, wg.jvp(g, xs, ts)[1], "wg.hvp(f) against wg.jvp(wg.grad(f))", rtol)
         close(hv, fd, "wg.hvp(f) against central differences of wg.grad(f)", FD_RTOL * 10, scale)

@@ -77,6 +77,32 @@ def _var_method():
     np.testing.assert_allclose(wg.source_grad(f)(x), wg.grad(f)(x), rtol=1e-12)
 
 
+def _jacobian_of_pytree():
+    def f(p):
+        return np.sum(p["w"] * p["b"])
+
+    p = {"w": np.array([1.0, 2.0]), "b": np.array([3.0, 4.0])}
+    for jac in (wg.jacfwd, wg.jacrev):
+        got = jac(f)(p)
+        assert set(got) == {"w", "b"}
+        np.testing.assert_allclose(got["w"], p["b"])
+
+
+def _hessian_of_several():
+    def f(x, y):
+        return np.sum(np.sin(x) * y ** 2)
+
+    x, y = np.array([0.5, 1.0, 1.5]), np.array([[2.0], [3.0]])
+    h = wg.hessian(f, (0, 1))(x, y)
+    assert [[np.shape(b) for b in row] for row in h] == [[(3, 3), (3, 2, 1)], [(2, 1, 3), (2, 1, 2, 1)]]
+    np.testing.assert_allclose(h[0][1], np.cos(x)[:, None, None] * 2 * y[None])
+
+
+def _selects_pytree(p):
+    nums = (p.argnums,) if isinstance(p.argnums, int) else p.argnums
+    return any(isinstance(p.args[i], (dict, tuple)) for i in nums)
+
+
 _PLACEHOLDER_OPS = {"linalg:det", "linalg:slogdet", "linalg:solve", "linalg:cholesky"}
 
 KNOWN_BROKEN = [
@@ -96,6 +122,14 @@ KNOWN_BROKEN = [
           "TypeError 'float' object is not subscriptable",
           lambda p: any(feature.startswith("0d:") for feature in p.features),
           frozenset({"value", "compile", "source"}), _index_0d_result),
+    Known("jacobian-pytree", "transforms (pytree arguments of jacfwd/jacrev)",
+          "wg.jacfwd/wg.jacrev of a function of a dict or tuple of arrays: TypeError 'arguments and results "
+          "must be single arrays'",
+          _selects_pytree, frozenset({"jacfwd", "jacrev"}), _jacobian_of_pytree),
+    Known("hessian-argnums", "transforms (hessian and jacfwd of several arguments)",
+          "wg.hessian(f, argnums=(0, 1)) and wg.jacfwd(wg.grad(f, (0, 1)), (0, 1)) with arguments of "
+          "different shapes: ValueError 'inhomogeneous shape'; the blocks must nest as jax.hessian's",
+          lambda p: not isinstance(p.argnums, int), frozenset({"hessian"}), _hessian_of_several),
     Known("var-method", "program (tracing.py: the traced value's slot 'var' hides ndarray.var)",
           "compile/source_grad of x.var(): TypeError 'Variable' object is not callable",
           lambda p: "method:var" in p.features, frozenset({"value", "compile", "source"}), _var_method),
