@@ -27,7 +27,8 @@ from hypothesis import assume
 import wengert as wg
 from wengert.tree import tree_flatten, tree_map, tree_unflatten
 
-ENGINE_RTOL = {np.float64: 1e-9, np.float32: 2e-4}
+ENGINE_RTOL = {np.float64: 1e-9, np.float32: 2e-4, np.complex128: 1e-9, np.complex64: 2e-4}
+WIDER = {np.float32: np.float64, np.complex64: np.complex128}
 FD_RTOL = 1e-6
 F32_RTOL = 2e-3
 MAX_HESSIAN = 12
@@ -68,25 +69,38 @@ def _direction(args, argnums, seed=0):
 
     def one(x, on):
         t = rng.standard_normal(np.shape(x)) if on else np.zeros(np.shape(x))
-        return float(t) if isinstance(x, float) else t.astype(np.asarray(x).dtype)
+        if np.iscomplexobj(x):
+            t = t + 1j * (rng.standard_normal(np.shape(x)) if on else 0)
+        if isinstance(x, (float, complex)):
+            return type(x)(t)
+        return t.astype(np.asarray(x).dtype)
 
     return tuple(tree_map(lambda x, i=i: one(x, i in nums), a) for i, a in enumerate(args))
 
 
 def _dot(gs, ts):
+    """The directional derivative along ``ts`` of a function with gradient ``gs``: for a complex
+    argument z = x + iy the gradient is df/dx - i df/dy (as JAX's), so it is Re(sum(g t))."""
     g_leaves, t_leaves = tree_flatten(gs)[0], tree_flatten(ts)[0]
-    return sum(float(np.sum(np.asarray(g, dtype=np.float64) * np.asarray(t, dtype=np.float64)))
+    return sum(float(np.sum(np.real(np.asarray(g, dtype=np.complex128) * np.asarray(t, dtype=np.complex128))))
                for g, t in zip(g_leaves, t_leaves))
 
 
 def _abs_dot(gs, ts):
     g_leaves, t_leaves = tree_flatten(gs)[0], tree_flatten(ts)[0]
-    return sum(float(np.sum(np.abs(np.asarray(g, dtype=np.float64) * np.asarray(t, dtype=np.float64))))
+    return sum(float(np.sum(np.abs(np.asarray(g, dtype=np.complex128) * np.asarray(t, dtype=np.complex128))))
                for g, t in zip(g_leaves, t_leaves))
 
 
 def _as64(tree):
-    return tree_map(lambda x: x if isinstance(x, float) else np.asarray(x, dtype=np.float64), tree)
+    """Every leaf in double precision (float64 or complex128)."""
+    def wide(x):
+        if isinstance(x, (float, complex)):
+            return x
+        x = np.asarray(x)
+        return x.astype(WIDER.get(x.dtype.type, x.dtype.type))
+
+    return tree_map(wide, tree)
 
 
 def _shift(args, ts, h):
@@ -110,6 +124,8 @@ def central(fun, args, ts, h=1e-5):
 
 def _leaf_dtype_ok(g, x):
     if isinstance(x, float):
+        return np.ndim(g) == 0 and np.isrealobj(g)
+    if isinstance(x, complex):
         return np.ndim(g) == 0
     return np.shape(g) == np.shape(x) and np.asarray(g).dtype == np.asarray(x).dtype
 
@@ -117,6 +133,9 @@ def _leaf_dtype_ok(g, x):
 def check(prog, skip=frozenset()):
     f, f_vec, args, argnums = prog.f, prog.f_vec, prog.args, prog.argnums
     rtol = ENGINE_RTOL[prog.dtype]
+    cplx = np.dtype(prog.dtype).kind == "c"
+    if cplx:  # Jacobians and Hessians of a real function of complex arguments: conventions differ
+        skip = skip | {"jacfwd", "jacrev", "hessian", "hvp"}
     with np.errstate(all="ignore"):
         value = f(*args)
     if "value" not in skip:
@@ -135,8 +154,9 @@ def check(prog, skip=frozenset()):
     if "vjp" not in skip:
         out, vjp_fun = wg.vjp(f_vec, *args)
         weights = tuple(getattr(prog.module, w) for w in prog.weights)
-        ct = tree_unflatten(tree_flatten(out)[1], [np.broadcast_to(w, np.shape(o)).astype(np.asarray(o).dtype)
-                                                  for w, o in zip(weights, tree_flatten(out)[0])])
+        ct = tree_unflatten(tree_flatten(out)[1], [
+            np.broadcast_to(w if np.iscomplexobj(o) else np.real(w), np.shape(o)).astype(np.asarray(o).dtype)
+            for w, o in zip(weights, tree_flatten(out)[0])])
         close(_selected(vjp_fun(ct), argnums), grad, "wg.vjp(f_vec) with f's weights", rtol)
 
     ts = _direction(args, argnums)
@@ -158,12 +178,11 @@ def check(prog, skip=frozenset()):
         args64, ts64 = _as64(args), _as64(ts)
         fd, err = central(f, args64, ts64)
         assume(err <= 1e-4 * (dir_scale + abs(float(fd))))  # a kink within reach of the steps
-        if prog.dtype is np.float64:
+        if prog.dtype in (np.float64, np.complex128):
             close(directional, fd, "grad . t against central differences", FD_RTOL, dir_scale + fd_floor)
         elif "float32" not in skip:
             grad64 = wg.grad(f, argnums)(*args64)
-            close(tree_map(lambda g: np.asarray(g, dtype=np.float64), grad), grad64,
-                  "float32 gradient against the float64 one", F32_RTOL)
+            close(_as64(grad), grad64, "single precision gradient against the double precision one", F32_RTOL)
             close(_dot(grad64, _selected(ts64, argnums)), fd,
                   "grad . t (float64) against central differences", FD_RTOL,
                   _abs_dot(grad64, _selected(ts64, argnums)) + fd_floor)

@@ -103,3 +103,20 @@ def test_inplace_tie_rules_equal_the_ordinary_ones(fun):
             got = inplace(g, out, x, y)
             assert got is not None
             np.testing.assert_array_equal(np.broadcast_to(want, np.shape(got)), got, err_msg=f"{x}, {y}, {i}")
+
+
+@pytest.mark.parametrize("x", [0.5, -0.5, np.float64(0.5), np.array(0.5)])
+def test_a_float_result_indexes_as_a_numpy_scalar(x):
+    """Found by the fuzzer: ``np.abs(x)[None]`` for a float x is NumPy's ``array([0.5])``; on the
+    tape ``np.abs`` returns a Python float (wengert's scalar), which could not be indexed."""
+    def f(x):
+        return np.sum(np.abs(np.sin(x))[None] * np.array([2.0, 3.0])[:, None]) + np.sin(x)[...]
+
+    slope = 5.0 * np.sign(np.sin(x)) * np.cos(x) + np.cos(x)
+    assert wg.grad(f)(x) == pytest.approx(slope, rel=1e-14)
+    assert wg.jvp(f, (x,), (1.0,))[1] == pytest.approx(slope, rel=1e-14)
+    assert wg.hessian(f)(x) == pytest.approx(-np.sin(x) * (5.0 * np.sign(np.sin(x)) + 1), rel=1e-14)
+    with pytest.raises(IndexError, match="invalid index to scalar"):  # as NumPy's scalars
+        wg.grad(lambda x: np.abs(x)[0])(x)
+    z = 0.5 + 1j
+    assert wg.grad(lambda z: np.sum(np.real(np.square(z)[None])))(z) == 1 + 2j  # 2x + 2iy, as JAX
