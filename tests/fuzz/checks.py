@@ -3,16 +3,20 @@
 ``check(program)`` runs, for ``f`` (a real scalar) and ``f_vec`` (its live results):
 
 - value: ``wg.compile(f)(*ARGS) == f(*ARGS)``;
-- the tape: ``wg.grad(f, ARGNUMS)`` (the reference of the other engines), with the arguments' structure,
-  shapes and dtypes (float32 stays float32); ``wg.vjp(f_vec)`` with ``f``'s weights as cotangent;
-- dual numbers: ``wg.jvp(f_vec)`` paired with the weights equals the gradient's directional
-  derivative; ``wg.jacfwd(f)`` and ``wg.jacrev(f)`` equal the gradient;
+- the tape: ``wg.grad(f, ARGNUMS)`` (the reference of the other engines), with the arguments'
+  structure, shapes and dtypes (float32 stays float32); ``wg.value_and_grad(f)`` (an untraced value);
+  ``wg.vjp(f_vec)`` with ``f``'s weights as cotangent;
+- dual numbers: ``wg.jvp(f)`` equals the gradient's directional derivative; ``wg.jacfwd(f)`` and
+  ``wg.jacrev(f)`` equal the gradient (complex arguments: left out, the conventions differ);
+- complex programs (complex128, complex64): ``f`` is ``Re(sum(w * f_vec))``, and the gradient
+  with respect to z = x + iy is df/dx - i df/dy, as JAX's;
 - programs: ``wg.compile(f).grad(ARGNUMS)`` and ``wg.source_grad(f, ARGNUMS)`` (no pytree argument:
   ``source_grad`` takes arrays and numbers) equal the tape;
 - finite differences: central differences of ``f`` in float64 along a random direction (Richardson
   extrapolated; a direction along which they do not settle is a kink nearby, and the example is
-  rejected); float32 programs: the gradient equals the one of the same program run in float64;
-- second order (float64, differentiated arguments arrays or floats of at most ``MAX_HESSIAN``
+  rejected); float32 (complex64) programs: the gradient equals the one of the same program run in
+  float64 (complex128), and that one the central differences;
+- second order (float64 only, differentiated arguments arrays or floats of at most ``MAX_HESSIAN``
   elements in all): ``wg.hessian(f, ARGNUMS) == wg.jacfwd(wg.grad(f))`` (nested blocks for several
   arguments, as ``jax.hessian``), ``wg.hvp`` equals ``wg.jvp(wg.grad(f))``, and both the central
   differences of ``wg.grad(f)``.
@@ -32,8 +36,8 @@ WIDER = {np.float32: np.float64, np.complex64: np.complex128}
 FD_RTOL = 1e-6
 F32_RTOL = 2e-3
 MAX_HESSIAN = 12
-CHECKS = ("value", "tape", "vjp", "jvp", "jacfwd", "jacrev", "compile", "source", "fd", "float32", "hessian",
-          "hvp")
+CHECKS = ("value", "tape", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "compile", "source", "fd",
+          "float32", "hessian", "hvp")
 
 
 class Mismatch(AssertionError):
@@ -150,6 +154,14 @@ def check(prog, skip=frozenset()):
         if not _leaf_dtype_ok(g, x):
             raise Mismatch(f"wg.grad leaf {k}: {type(g).__name__} {np.shape(g)} {np.asarray(g).dtype} for "
                            f"an argument {type(x).__name__} {np.shape(x)} {np.asarray(x).dtype}")
+
+    if "value_and_grad" not in skip:
+        v, g = wg.value_and_grad(f, argnums)(*args)
+        close(v, value, "wg.value_and_grad(f) value", rtol)
+        close(g, grad, "wg.value_and_grad(f) gradient", rtol)
+        if np.ndim(v) or type(v) not in (float, type(value)):
+            raise Mismatch(f"wg.value_and_grad(f) value: {type(v).__name__} {np.shape(v)}, f gives "
+                           f"{type(value).__name__}")
 
     if "vjp" not in skip:
         out, vjp_fun = wg.vjp(f_vec, *args)
