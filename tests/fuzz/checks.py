@@ -36,8 +36,8 @@ WIDER = {np.float32: np.float64, np.complex64: np.complex128}
 FD_RTOL = 1e-6
 F32_RTOL = 2e-3
 MAX_HESSIAN = 12
-CHECKS = ("value", "tape", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "compile", "source", "fd",
-          "float32", "hessian", "hvp")
+CHECKS = ("value", "tape", "dtype", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "compile", "source",
+          "fd", "float32", "hessian", "hvp")
 
 
 class Mismatch(AssertionError):
@@ -151,7 +151,7 @@ def check(prog, skip=frozenset()):
     if g_def != x_def:
         raise Mismatch(f"wg.grad: structure {g_def}, the arguments' {x_def}")
     for k, (g, x) in enumerate(zip(g_leaves, x_leaves)):
-        if not _leaf_dtype_ok(g, x):
+        if "dtype" not in skip and not _leaf_dtype_ok(g, x):
             raise Mismatch(f"wg.grad leaf {k}: {type(g).__name__} {np.shape(g)} {np.asarray(g).dtype} for "
                            f"an argument {type(x).__name__} {np.shape(x)} {np.asarray(x).dtype}")
 
@@ -178,6 +178,11 @@ def check(prog, skip=frozenset()):
     if "jvp" not in skip:
         _, out_t = wg.jvp(f, args, ts)
         close(out_t, directional, "wg.jvp(f) against grad . t", rtol, dir_scale)
+        outs, outs_t = wg.jvp(f_vec, args, ts)  # each tangent has its result's dtype (float32 stays)
+        for k, (o, t) in enumerate(zip(tree_flatten(outs)[0], tree_flatten(outs_t)[0])):
+            if np.shape(t) != np.shape(o) or ("dtype" not in skip and np.result_type(t) != np.result_type(o)):
+                raise Mismatch(f"wg.jvp(f_vec) tangent {k}: {np.shape(t)} {np.result_type(t)}, its result "
+                               f"{np.shape(o)} {np.result_type(o)}")
     for name, jac in (("jacfwd", wg.jacfwd), ("jacrev", wg.jacrev)):
         if name not in skip:
             close(jac(f, argnums)(*args), grad, f"wg.{name}(f)", rtol)
@@ -224,7 +229,7 @@ def _second_order(prog, skip, rtol):
     fd, err = central(g, xs, ts)
     assume(err <= 1e-4 * (max(float(np.max(np.abs(d), initial=0)) for d in tree_flatten(fd)[0]) + 1))
     # finite differences of the gradient are accurate relative to it and to the result
-    scale = max([float(np.max(np.abs(d), initial=0)) for d in tree_flatten((fd, g(*xs)))[0]] + [1e-30])
+    scale = max([float(np.max(np.abs(d), initial=0)) for d in tree_flatten((fd, g(*xs)))[0]] + [1e-6])
     if "hessian" not in skip:
         h = wg.hessian(fs, which)(*xs)
         close(h, wg.jacfwd(g, which)(*xs), "wg.hessian(f) against wg.jacfwd(wg.grad(f))", rtol)

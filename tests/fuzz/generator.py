@@ -476,7 +476,7 @@ def linalg(b):
     eye = b.const(4.0 * np.eye(n))
     m = f"({a} + {eye})"
     name = b.draw(st.sampled_from(["inv", "det", "slogdet", "solve", "norm", "cholesky", "eigvalsh",
-                                   "matrix_power"]))
+                                   "matrix_power", "qr", "svdvals", "eigh"]))
     if name == "inv":
         expr = f"np.linalg.inv({m})"
     elif name == "det":
@@ -496,6 +496,19 @@ def linalg(b):
         if np.min(np.diff(w)) < 0.1:
             return
         expr = f"np.linalg.eigvalsh({sym})"
+    elif name == "qr":
+        expr = f"np.linalg.qr({m})[1]"
+    elif name == "svdvals":
+        sv = np.linalg.svd(np.asarray(b.evaluate(m), dtype=np.float64), compute_uv=False)
+        if np.min(-np.diff(sv)) < 0.1:
+            return
+        expr = f"np.linalg.svd({m}, compute_uv=False)"
+    elif name == "eigh":
+        sym = f"({m} + {m}.T)"
+        w = np.linalg.eigvalsh(np.asarray(b.evaluate(sym), dtype=np.float64))
+        if np.min(np.diff(w)) < 0.1:
+            return
+        expr = f"np.linalg.eigh({sym})[0]"
     else:
         expr = f"np.linalg.matrix_power({m}, 2)"
     b.emit(expr, f"linalg:{name}", [picked[0]])

@@ -98,6 +98,26 @@ def _hessian_of_several():
     np.testing.assert_allclose(h[0][1], np.cos(x)[:, None, None] * 2 * y[None])
 
 
+_F32_LINALG = {"linalg:det", "linalg:slogdet", "linalg:cholesky", "linalg:eigvalsh", "linalg:qr",
+               "linalg:svdvals", "linalg:eigh"}
+
+
+def _float32_linalg():
+    m = (4.0 * np.eye(3) + np.arange(9.0).reshape(3, 3) / 10).astype(np.float32)
+    funs = {"det": np.linalg.det, "slogdet": lambda a: np.linalg.slogdet(a)[1],
+            "cholesky": lambda a: np.linalg.cholesky(a @ a.T),
+            "eigvalsh": lambda a: np.linalg.eigvalsh(a + a.T),
+            "qr": lambda a: np.linalg.qr(a)[1], "svdvals": lambda a: np.linalg.svd(a, compute_uv=False),
+            "eigh": lambda a: np.linalg.eigh(a + a.T)[0]}
+    wrong = {}
+    for name, fun in funs.items():
+        _, t = wg.jvp(fun, (m,), (np.ones_like(m),))
+        g = wg.grad(lambda a: np.sum(fun(a)))(m)
+        if np.result_type(t) != np.float32 or g.dtype != np.float32:
+            wrong[name] = (np.result_type(t).name, g.dtype.name)
+    assert not wrong, f"(tangent, gradient) dtypes of float32 inputs: {wrong}"
+
+
 def _selects_pytree(p):
     nums = (p.argnums,) if isinstance(p.argnums, int) else p.argnums
     return any(isinstance(p.args[i], (dict, tuple)) for i in nums)
@@ -130,6 +150,11 @@ KNOWN_BROKEN = [
           "wg.hessian(f, argnums=(0, 1)) and wg.jacfwd(wg.grad(f, (0, 1)), (0, 1)) with arguments of "
           "different shapes: ValueError 'inhomogeneous shape'; the blocks must nest as jax.hessian's",
           lambda p: not isinstance(p.argnums, int), frozenset({"hessian"}), _hessian_of_several),
+    Known("float32-linalg", "linalg (float32 in, float64 out)",
+          "float32 JVP tangents of det, slogdet, cholesky, eigvalsh, qr, svd(compute_uv=False), eigh come "
+          "back float64; the float32 gradient of qr too",
+          lambda p: p.dtype is np.float32 and bool(_F32_LINALG & p.features), frozenset({"dtype"}),
+          _float32_linalg),
     Known("var-method", "program (tracing.py: the traced value's slot 'var' hides ndarray.var)",
           "compile/source_grad of x.var(): TypeError 'Variable' object is not callable",
           lambda p: "method:var" in p.features, frozenset({"value", "compile", "source"}), _var_method),
