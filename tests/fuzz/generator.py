@@ -33,7 +33,7 @@ LIMIT = 1e3
 """A statement whose value exceeds this is left out (so float32 keeps its digits)."""
 
 SHAPES = [(), (3,), (2, 3), (2, 1), (1, 3), (4,), (3, 3), (2, 2, 3)]
-FAMILIES = ("elementwise", "reductions", "shape", "indexing", "products", "linalg")
+FAMILIES = ("elementwise", "reductions", "shape", "indexing", "products", "linalg", "control")
 DTYPES = {"float64": np.float64, "float32": np.float32,
           "complex128": np.complex128, "complex64": np.complex64}
 _DTYPE_TEXT = {np.float64: "np.float64", np.float32: "np.float32", np.complex128: "np.complex128",
@@ -514,8 +514,47 @@ def linalg(b):
     b.emit(expr, f"linalg:{name}", [picked[0]])
 
 
+def control(b):
+    """A loop: an update carried through iterations, or values appended to a list and combined."""
+    first = b.pick()
+    if first is None:
+        return
+    a, v = first
+    second = b.pick(lambda w: _broadcasts(v, w)
+                    and np.broadcast_shapes(np.shape(v), np.shape(w)) == np.shape(v))
+    n = b.draw(st.integers(1, 3))
+    name = f"v{len(b.lines)}"
+    kind = b.draw(st.sampled_from(["carry", "while", "append_sum", "append_stack", "append_last"]))
+    if kind == "carry":
+        lines = [f"{name} = {a}", f"for i in range({n}):",
+                 f"    {name} = np.tanh({name}) * 0.9 + {second[0]} * i"]
+    elif kind == "while":
+        lines = [f"{name} = {a}", "i = 0", f"while i < {n}:",
+                 f"    {name} = np.sin({name}) + 0.5 * {second[0]}", "    i += 1"]
+    else:
+        combine = {"append_sum": "sum(acc)", "append_stack": "np.stack(acc)",
+                   "append_last": "acc[-1] + acc[0]"}
+        lines = ["acc = []", f"for i in range({n}):",
+                 f"    acc.append(np.sin({a}) * (i + 1.0) + {second[0]})", f"{name} = {combine[kind]}"]
+    env = {"np": np, **b.const_values, **dict(b.pool)}
+    try:
+        with np.errstate(all="raise"):
+            exec("\n".join(lines), env)  # noqa: S102 - our own generated text
+    except (FloatingPointError, ValueError):
+        return
+    value = env[name]
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "fc" or not np.all(np.isfinite(arr)) or np.max(np.abs(arr)) > LIMIT:
+        return
+    b.lines.extend(lines)
+    b.pool.append((name, value))
+    b.consumed.update([a, second[0]])
+    b.features.add(f"control:{kind}")
+
+
 STEPS = {"elementwise": (unary, binary), "reductions": (reduction,), "shape": (shape_op,),
-         "indexing": (indexing,), "products": (product,), "linalg": (linalg,), "complex": (cunary, cbinary)}
+         "indexing": (indexing,), "products": (product,), "linalg": (linalg,), "complex": (cunary, cbinary),
+         "control": (control,)}
 
 
 # -- the program ------------------------------------------------------------------------------------

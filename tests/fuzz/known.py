@@ -118,6 +118,17 @@ def _float32_linalg():
     assert not wrong, f"(tangent, gradient) dtypes of float32 inputs: {wrong}"
 
 
+def _source_list_append():
+    def f(x):
+        acc = []
+        for i in range(3):
+            acc.append(x[i] ** 2)
+        return np.sum(np.stack(acc)) + acc[-1]
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(wg.source_grad(f)(x), [2.0, 4.0, 12.0])
+
+
 def _selects_pytree(p):
     nums = (p.argnums,) if isinstance(p.argnums, int) else p.argnums
     return any(isinstance(p.args[i], (dict, tuple)) for i in nums)
@@ -155,6 +166,12 @@ KNOWN_BROKEN = [
           "back float64; the float32 gradient of qr too",
           lambda p: p.dtype is np.float32 and bool(_F32_LINALG & p.features), frozenset({"dtype"}),
           _float32_linalg),
+    Known("source-list-append", "program (source_grad of lists appended to in a loop)",
+          "source_grad of a loop that appends to a list, then np.stack/sum/acc[-1]: a gradient of zeros "
+          "(silently wrong)",
+          lambda p: any(feature.startswith("control:append") for feature in p.features),
+          frozenset({"source"}),
+          _source_list_append),
     Known("var-method", "program (tracing.py: the traced value's slot 'var' hides ndarray.var)",
           "compile/source_grad of x.var(): TypeError 'Variable' object is not callable",
           lambda p: "method:var" in p.features, frozenset({"value", "compile", "source"}), _var_method),
