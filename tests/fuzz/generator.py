@@ -1,14 +1,14 @@
 """Random programs over the rule table, as a Hypothesis strategy (``programs``).
 
-A program is real Python source: straight-line NumPy statements over its arguments (arrays, Python
-floats, dicts and tuples of arrays), written to a file under a temporary folder and imported, so that
-``wg.source_grad`` reads it as it reads a user's file. It is built while being evaluated on its own
-inputs, so every statement knows its operands' shapes and values; that is how it stays away from
-the points where a derivative does not exist: ``log``/``sqrt``/division get positive operands,
-``exp``/``cosh`` bounded ones, ``max``/``abs``/``maximum``/``clip`` a gap of at least ``GAP`` to any
-tie or kink (adding a constant with distinct entries, or leaving the statement out), matrices to
-invert are diagonally dominant. Everything is drawn from Hypothesis (the inputs through one integer),
-so a failure shrinks to a short program and replays exactly.
+A program is real Python source: NumPy statements (and a few loops) over its arguments (arrays,
+Python floats, dicts and tuples of arrays; real or complex), written to a file under a temporary
+folder and imported, so that ``wg.source_grad`` reads it as it reads a user's file. It is built
+while being evaluated on its own inputs, so every statement knows its operands' shapes and values;
+that is how it stays away from the points where a derivative does not exist: ``log``/``sqrt``/
+division get positive operands, ``exp``/``cosh`` bounded ones, ``max``/``abs``/``maximum``/``clip``
+a gap of at least ``GAP`` to any tie or kink (adding a constant with distinct entries, or leaving
+the statement out), matrices to invert are diagonally dominant. Everything is drawn from Hypothesis
+(the inputs through one integer), so a failure shrinks to a short program and replays exactly.
 
 The module holds ``f(*ARGS)`` (a real scalar: the live results weighted by constants), ``f_vec``
 (the same body, returning the live results themselves), ``ARGS`` and ``ARGNUMS``: a failing program
@@ -18,7 +18,6 @@ is a self-contained reproducer.
 import atexit
 import hashlib
 import importlib.util
-import itertools
 import shutil
 import sys
 import tempfile
@@ -703,7 +702,3 @@ def programs(draw, families=FAMILIES, dtypes=("float64", "float32"), pytrees=Tru
     features = b.features | {f"arg:{type(a).__name__}" for a in args} | {f"dtype:{np.dtype(dtype).name}"}
     return Program(source, tuple(args), argnums, dtype, features, pytree, tuple(weights))
 
-
-def describe_features():
-    """Every feature name the generator can record (for the report)."""
-    return sorted(itertools.chain((f"unary:{n}" for n in UNARY), (f"binary:{n}" for n in BINARY)))

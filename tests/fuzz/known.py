@@ -134,7 +134,24 @@ def _selects_pytree(p):
     return any(isinstance(p.args[i], (dict, tuple)) for i in nums)
 
 
-_PLACEHOLDER_OPS = {"linalg:det", "linalg:slogdet", "linalg:solve", "linalg:cholesky"}
+_PLACEHOLDER_OPS = {"linalg:det", "linalg:slogdet", "linalg:solve", "linalg:cholesky", "linalg:qr"}
+
+
+def _two_sums():
+    def f(x):
+        return np.sum(np.sin(np.sum(x, axis=0))) + np.sum(np.cos(np.sum(x, axis=0) * 2.0))
+
+    x = np.arange(6.0).reshape(2, 3) / 10
+    got = wg.compile(f).grad()(x)
+    assert got.shape == (2, 3), got.shape
+    np.testing.assert_allclose(got, wg.grad(f)(x), rtol=1e-12)
+
+
+def _reductions_over_axes(p):
+    body = p.source.split("def f(")[1].split("def f_vec(")[0]
+    lines = body.splitlines()
+    return sum(1 for line in lines if ("sum(" in line and "axis=" in line) or "einsum(" in line) >= 2
+
 
 KNOWN_BROKEN = [
     Known("max-of-float", "program (rendering.py: the generated chooser_weights)",
@@ -143,8 +160,8 @@ KNOWN_BROKEN = [
           lambda p: bool({"reduce-0d:max", "reduce-0d:min"} & p.features),
           frozenset({"compile", "source"}), _max_of_float),
     Known("source-placeholders", "program (source_grad builds rules on placeholder ones)",
-          "source_grad of np.linalg.det/slogdet/solve/cholesky: LinAlgError 'Singular matrix' at any input; "
-          "of np.arccos of a float: ZeroDivisionError",
+          "source_grad of np.linalg.det/slogdet/solve/cholesky/qr: LinAlgError 'Singular matrix' at any "
+          "input; of np.arccos of a float: ZeroDivisionError",
           lambda p: bool(_PLACEHOLDER_OPS & p.features)
           or ("unary:arccos" in p.features and "arg:float" in p.features),
           frozenset({"source"}), _source_grad_of_det),
@@ -172,6 +189,10 @@ KNOWN_BROKEN = [
           lambda p: any(feature.startswith("control:append") for feature in p.features),
           frozenset({"source"}),
           _source_list_append),
+    Known("compile-broadcast-merge", "program (passes: two adjoints broadcast back from reductions, added)",
+          "wg.compile(f).grad() where x is reduced twice, np.sum(x, axis=0) (or einsum('ij->j')) in two "
+          "places: the gradient has the reduced shape (1, 3), not x's (2, 3) (silently wrong shape)",
+          _reductions_over_axes, frozenset({"compile"}), _two_sums),
     Known("var-method", "program (tracing.py: the traced value's slot 'var' hides ndarray.var)",
           "compile/source_grad of x.var(): TypeError 'Variable' object is not callable",
           lambda p: "method:var" in p.features, frozenset({"value", "compile", "source"}), _var_method),
