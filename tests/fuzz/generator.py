@@ -1,14 +1,14 @@
 """Random programs over the rule table, as a Hypothesis strategy (``programs``).
 
-A program is real Python source: straight-line NumPy statements over its arguments (arrays, Python
-floats, dicts and tuples of arrays), written to a file under a temporary folder and imported, so that
-``wg.source_grad`` reads it as it reads a user's file. It is built while being evaluated on its own
-inputs, so every statement knows its operands' shapes and values; that is how it stays away from
-the points where a derivative does not exist: ``log``/``sqrt``/division get positive operands,
-``exp``/``cosh`` bounded ones, ``max``/``abs``/``maximum``/``clip`` a gap of at least ``GAP`` to any
-tie or kink (adding a constant with distinct entries, or leaving the statement out), matrices to
-invert are diagonally dominant. Everything is drawn from Hypothesis (the inputs through one integer),
-so a failure shrinks to a short program and replays exactly.
+A program is real Python source: NumPy statements (and a few loops) over its arguments (arrays,
+Python floats, dicts and tuples of arrays; real or complex), written to a file under a temporary
+folder and imported, so that ``wg.source_grad`` reads it as it reads a user's file. It is built
+while being evaluated on its own inputs, so every statement knows its operands' shapes and values;
+that is how it stays away from the points where a derivative does not exist: ``log``/``sqrt``/
+division get positive operands, ``exp``/``cosh`` bounded ones, ``max``/``abs``/``maximum``/``clip``
+a gap of at least ``GAP`` to any tie or kink (adding a constant with distinct entries, or leaving
+the statement out), matrices to invert are diagonally dominant. Everything is drawn from Hypothesis
+(the inputs through one integer), so a failure shrinks to a short program and replays exactly.
 
 The module holds ``f(*ARGS)`` (a real scalar: the live results weighted by constants), ``f_vec``
 (the same body, returning the live results themselves), ``ARGS`` and ``ARGNUMS``: a failing program
@@ -18,7 +18,6 @@ is a self-contained reproducer.
 import atexit
 import hashlib
 import importlib.util
-import itertools
 import shutil
 import sys
 import tempfile
@@ -33,8 +32,11 @@ LIMIT = 1e3
 """A statement whose value exceeds this is left out (so float32 keeps its digits)."""
 
 SHAPES = [(), (3,), (2, 3), (2, 1), (1, 3), (4,), (3, 3), (2, 2, 3)]
-FAMILIES = ("elementwise", "reductions", "shape", "indexing", "products", "linalg")
-DTYPES = {"float64": np.float64, "float32": np.float32}
+FAMILIES = ("elementwise", "reductions", "shape", "indexing", "products", "linalg", "control")
+DTYPES = {"float64": np.float64, "float32": np.float32,
+          "complex128": np.complex128, "complex64": np.complex64}
+_DTYPE_TEXT = {np.float64: "np.float64", np.float32: "np.float32", np.complex128: "np.complex128",
+               np.complex64: "np.complex64"}
 
 
 # -- the statements ---------------------------------------------------------------------------------
@@ -64,7 +66,7 @@ class Builder:
         """A module-level constant (the program's dtype for floats); returns its name."""
         value = np.asarray(value, dtype=self.dtype if kind == "float" else value.dtype)
         name = f"C{len(self.consts)}"
-        dt = {np.float64: "np.float64", np.float32: "np.float32"}.get(value.dtype.type, f"np.{value.dtype}")
+        dt = _DTYPE_TEXT.get(value.dtype.type, f"np.{value.dtype}")
         self.consts[name] = f"np.array({value.tolist()!r}, dtype={dt})"
         self.const_values[name] = value
         return name
@@ -84,7 +86,7 @@ class Builder:
         except (FloatingPointError, ValueError, IndexError, TypeError, np.linalg.LinAlgError):
             return None
         arr = np.asarray(value)
-        if (arr.dtype.kind != "f" or arr.size == 0 or not np.all(np.isfinite(arr))
+        if (arr.dtype.kind not in "fc" or arr.size == 0 or not np.all(np.isfinite(arr))
                 or np.max(np.abs(arr)) > LIMIT):
             return None
         return value
@@ -237,6 +239,39 @@ def _broadcasts(v, w):
         return False
 
 
+CUNARY = {
+    # complex-safe: entire functions, and the ones below with their operand kept off their poles
+    "sin": "np.sin({a})", "cos": "np.cos({a})", "exp": "np.exp({a})", "square": "np.square({a})",
+    "conj": "np.conj({a})", "negative": "-{a}", "times_i": "{a} * 1j", "real": "np.real({a})",
+    "imag": "np.imag({a})", "abs2": "np.abs({a}) ** 2", "pow3": "{a} ** 3", "abs": "np.abs({a})",
+    "reciprocal": "1.0 / {a}", "tanh": "np.tanh({a})",
+}
+
+
+def cunary(b):
+    name = b.draw(st.sampled_from(sorted(CUNARY)))
+    picked = b.pick()
+    if picked is None:
+        return
+    a, v = picked
+    if name in ("exp", "sin", "cos", "tanh"):
+        a, v = b.bounded(a, v, 1.0)
+    if name in ("abs", "reciprocal") and _min_abs(v) < 0.3:
+        return
+    b.emit(CUNARY[name].format(a=a), f"complex:{name}", [picked[0]])
+
+
+def cbinary(b):
+    name = b.draw(st.sampled_from(["add", "sub", "mul", "div"]))
+    first = b.pick()
+    if first is None:
+        return
+    second = b.pick(lambda w: _broadcasts(first[1], w))
+    if name == "div" and _min_abs(second[1]) < 0.3:
+        return
+    b.emit(BINARY[name].format(a=first[0], b=second[0]), f"complex:{name}", [first[0], second[0]])
+
+
 def _axis(b, v):
     nd = np.ndim(v)
     choices = [None] + list(range(-nd, nd)) + ([(0, nd - 1)] if nd >= 2 else [])
@@ -244,14 +279,15 @@ def _axis(b, v):
 
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "var", "std", "norm", "logsumexp")
+COMPLEX_REDUCTIONS = ("sum", "mean", "prod", "var", "norm")
 
 
 def reduction(b):
-    name = b.draw(st.sampled_from(REDUCTIONS))
     picked = b.pick()
     if picked is None:
         return
     a, v = picked
+    name = b.draw(st.sampled_from(REDUCTIONS if np.isrealobj(v) else COMPLEX_REDUCTIONS))
     axis = _axis(b, v)
     keepdims = b.draw(st.booleans())
     if name in ("max", "min"):
@@ -439,7 +475,7 @@ def linalg(b):
     eye = b.const(4.0 * np.eye(n))
     m = f"({a} + {eye})"
     name = b.draw(st.sampled_from(["inv", "det", "slogdet", "solve", "norm", "cholesky", "eigvalsh",
-                                   "matrix_power"]))
+                                   "matrix_power", "qr", "svdvals", "eigh"]))
     if name == "inv":
         expr = f"np.linalg.inv({m})"
     elif name == "det":
@@ -459,13 +495,65 @@ def linalg(b):
         if np.min(np.diff(w)) < 0.1:
             return
         expr = f"np.linalg.eigvalsh({sym})"
+    elif name == "qr":
+        expr = f"np.linalg.qr({m})[1]"
+    elif name == "svdvals":
+        sv = np.linalg.svd(np.asarray(b.evaluate(m), dtype=np.float64), compute_uv=False)
+        if np.min(-np.diff(sv)) < 0.1:
+            return
+        expr = f"np.linalg.svd({m}, compute_uv=False)"
+    elif name == "eigh":
+        sym = f"({m} + {m}.T)"
+        w = np.linalg.eigvalsh(np.asarray(b.evaluate(sym), dtype=np.float64))
+        if np.min(np.diff(w)) < 0.1:
+            return
+        expr = f"np.linalg.eigh({sym})[0]"
     else:
         expr = f"np.linalg.matrix_power({m}, 2)"
     b.emit(expr, f"linalg:{name}", [picked[0]])
 
 
+def control(b):
+    """A loop: an update carried through iterations, or values appended to a list and combined."""
+    first = b.pick()
+    if first is None:
+        return
+    a, v = first
+    second = b.pick(lambda w: _broadcasts(v, w)
+                    and np.broadcast_shapes(np.shape(v), np.shape(w)) == np.shape(v))
+    n = b.draw(st.integers(1, 3))
+    name = f"v{len(b.lines)}"
+    kind = b.draw(st.sampled_from(["carry", "while", "append_sum", "append_stack", "append_last"]))
+    if kind == "carry":
+        lines = [f"{name} = {a}", f"for i in range({n}):",
+                 f"    {name} = np.tanh({name}) * 0.9 + {second[0]} * i"]
+    elif kind == "while":
+        lines = [f"{name} = {a}", "i = 0", f"while i < {n}:",
+                 f"    {name} = np.sin({name}) + 0.5 * {second[0]}", "    i += 1"]
+    else:
+        combine = {"append_sum": "sum(acc)", "append_stack": "np.stack(acc)",
+                   "append_last": "acc[-1] + acc[0]"}
+        lines = ["acc = []", f"for i in range({n}):",
+                 f"    acc.append(np.sin({a}) * (i + 1.0) + {second[0]})", f"{name} = {combine[kind]}"]
+    env = {"np": np, **b.const_values, **dict(b.pool)}
+    try:
+        with np.errstate(all="raise"):
+            exec("\n".join(lines), env)  # noqa: S102 - our own generated text
+    except (FloatingPointError, ValueError):
+        return
+    value = env[name]
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "fc" or not np.all(np.isfinite(arr)) or np.max(np.abs(arr)) > LIMIT:
+        return
+    b.lines.extend(lines)
+    b.pool.append((name, value))
+    b.consumed.update([a, second[0]])
+    b.features.add(f"control:{kind}")
+
+
 STEPS = {"elementwise": (unary, binary), "reductions": (reduction,), "shape": (shape_op,),
-         "indexing": (indexing,), "products": (product,), "linalg": (linalg,)}
+         "indexing": (indexing,), "products": (product,), "linalg": (linalg,), "complex": (cunary, cbinary),
+         "control": (control,)}
 
 
 # -- the program ------------------------------------------------------------------------------------
@@ -525,10 +613,9 @@ def load(source):
 
 
 def _leaf_text(x):
-    if isinstance(x, float):
+    if isinstance(x, (float, complex)):
         return repr(x)
-    dt = "np.float64" if x.dtype == np.float64 else "np.float32"
-    return f"np.array({x.tolist()!r}, dtype={dt})"
+    return f"np.array({x.tolist()!r}, dtype={_DTYPE_TEXT[x.dtype.type]})"
 
 
 def _arg_text(a):
@@ -546,19 +633,23 @@ def programs(draw, families=FAMILIES, dtypes=("float64", "float32"), pytrees=Tru
     dtype = DTYPES[draw(st.sampled_from(dtypes))]
     nargs = draw(st.integers(1, 3))
     kinds = ARG_KINDS if pytrees else ARG_KINDS[:2]
+    cplx = np.dtype(dtype).kind == "c"
     seed = draw(st.integers(0, 2 ** 32 - 1))
     rng = np.random.default_rng(seed)
     b = Builder(draw, dtype)
     args, params, unpack = [], [], []
     for i in range(nargs):
         kind = draw(st.sampled_from(kinds))
-        if kind == "float" and dtype is np.float32:
+        if kind == "float" and dtype in (np.float32, np.complex64):
             kind = "array"
 
         def leaf(kind=kind):
             if kind == "float":
-                return float(np.round(rng.standard_normal(), 3)) or 0.5
-            return rng.standard_normal(draw(st.sampled_from(SHAPES))).astype(dtype)
+                re, im = np.round(rng.standard_normal(2), 3)
+                return (complex(re, im) if cplx else float(re)) or 0.5
+            shape = draw(st.sampled_from(SHAPES))
+            x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if cplx else 0)
+            return np.asarray(x).astype(dtype)
 
         if kind in ("array", "float"):
             x = leaf()
@@ -584,7 +675,10 @@ def programs(draw, families=FAMILIES, dtypes=("float64", "float32"), pytrees=Tru
     values = dict(b.pool)
     weights = []
     for n in live:
-        w = np.round(np.random.default_rng(len(weights)).standard_normal(np.shape(values[n])), 2)
+        wrng = np.random.default_rng(len(weights))
+        w = np.round(wrng.standard_normal(np.shape(values[n])), 2)
+        if cplx:
+            w = w + 1j * np.round(wrng.standard_normal(np.shape(values[n])), 2)
         weights.append(b.const(w))
     if len(params) == 1:
         argnums = 0
@@ -593,7 +687,8 @@ def programs(draw, families=FAMILIES, dtypes=("float64", "float32"), pytrees=Tru
         argnums = chosen[0] if len(chosen) == 1 and draw(st.booleans()) else tuple(sorted(chosen))
     sig = ", ".join(params)
     body = "".join(f"    {line}\n" for line in b.lines)
-    total = " + ".join(f"np.sum({n} * {w})" for n, w in zip(live, weights))
+    total = " + ".join((f"np.sum(np.real({n} * {w}))" if cplx else f"np.sum({n} * {w})")
+                       for n, w in zip(live, weights))
     outs = ", ".join(live) + ("," if len(live) == 1 else "")
     source = (
         "import numpy as np\n\n"
@@ -604,10 +699,6 @@ def programs(draw, families=FAMILIES, dtypes=("float64", "float32"), pytrees=Tru
         + f"def f_vec({sig}):\n{body}    return ({outs})\n"
     )
     pytree = any(isinstance(a, (dict, tuple)) for a in args)
-    features = b.features | {f"arg:{type(a).__name__}" for a in args}
+    features = b.features | {f"arg:{type(a).__name__}" for a in args} | {f"dtype:{np.dtype(dtype).name}"}
     return Program(source, tuple(args), argnums, dtype, features, pytree, tuple(weights))
 
-
-def describe_features():
-    """Every feature name the generator can record (for the report)."""
-    return sorted(itertools.chain((f"unary:{n}" for n in UNARY), (f"binary:{n}" for n in BINARY)))

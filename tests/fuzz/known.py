@@ -77,7 +77,81 @@ def _var_method():
     np.testing.assert_allclose(wg.source_grad(f)(x), wg.grad(f)(x), rtol=1e-12)
 
 
-_PLACEHOLDER_OPS = {"linalg:det", "linalg:slogdet", "linalg:solve", "linalg:cholesky"}
+def _jacobian_of_pytree():
+    def f(p):
+        return np.sum(p["w"] * p["b"])
+
+    p = {"w": np.array([1.0, 2.0]), "b": np.array([3.0, 4.0])}
+    for jac in (wg.jacfwd, wg.jacrev):
+        got = jac(f)(p)
+        assert set(got) == {"w", "b"}
+        np.testing.assert_allclose(got["w"], p["b"])
+
+
+def _hessian_of_several():
+    def f(x, y):
+        return np.sum(np.sin(x) * y ** 2)
+
+    x, y = np.array([0.5, 1.0, 1.5]), np.array([[2.0], [3.0]])
+    h = wg.hessian(f, (0, 1))(x, y)
+    assert [[np.shape(b) for b in row] for row in h] == [[(3, 3), (3, 2, 1)], [(2, 1, 3), (2, 1, 2, 1)]]
+    np.testing.assert_allclose(h[0][1], np.cos(x)[:, None, None] * 2 * y[None])
+
+
+_F32_LINALG = {"linalg:det", "linalg:slogdet", "linalg:cholesky", "linalg:eigvalsh", "linalg:qr",
+               "linalg:svdvals", "linalg:eigh"}
+
+
+def _float32_linalg():
+    m = (4.0 * np.eye(3) + np.arange(9.0).reshape(3, 3) / 10).astype(np.float32)
+    funs = {"det": np.linalg.det, "slogdet": lambda a: np.linalg.slogdet(a)[1],
+            "cholesky": lambda a: np.linalg.cholesky(a @ a.T),
+            "eigvalsh": lambda a: np.linalg.eigvalsh(a + a.T),
+            "qr": lambda a: np.linalg.qr(a)[1], "svdvals": lambda a: np.linalg.svd(a, compute_uv=False),
+            "eigh": lambda a: np.linalg.eigh(a + a.T)[0]}
+    wrong = {}
+    for name, fun in funs.items():
+        _, t = wg.jvp(fun, (m,), (np.ones_like(m),))
+        g = wg.grad(lambda a: np.sum(fun(a)))(m)
+        if np.result_type(t) != np.float32 or g.dtype != np.float32:
+            wrong[name] = (np.result_type(t).name, g.dtype.name)
+    assert not wrong, f"(tangent, gradient) dtypes of float32 inputs: {wrong}"
+
+
+def _source_list_append():
+    def f(x):
+        acc = []
+        for i in range(3):
+            acc.append(x[i] ** 2)
+        return np.sum(np.stack(acc)) + acc[-1]
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(wg.source_grad(f)(x), [2.0, 4.0, 12.0])
+
+
+def _selects_pytree(p):
+    nums = (p.argnums,) if isinstance(p.argnums, int) else p.argnums
+    return any(isinstance(p.args[i], (dict, tuple)) for i in nums)
+
+
+_PLACEHOLDER_OPS = {"linalg:det", "linalg:slogdet", "linalg:solve", "linalg:cholesky", "linalg:qr"}
+
+
+def _two_sums():
+    def f(x):
+        return np.sum(np.sin(np.sum(x, axis=0))) + np.sum(np.cos(np.sum(x, axis=0) * 2.0))
+
+    x = np.arange(6.0).reshape(2, 3) / 10
+    got = wg.compile(f).grad()(x)
+    assert got.shape == (2, 3), got.shape
+    np.testing.assert_allclose(got, wg.grad(f)(x), rtol=1e-12)
+
+
+def _reductions_over_axes(p):
+    body = p.source.split("def f(")[1].split("def f_vec(")[0]
+    lines = body.splitlines()
+    return sum(1 for line in lines if ("sum(" in line and "axis=" in line) or "einsum(" in line) >= 2
+
 
 KNOWN_BROKEN = [
 ]
@@ -90,8 +164,8 @@ FIXED = [
           lambda p: bool({"reduce-0d:max", "reduce-0d:min"} & p.features),
           frozenset({"compile", "source"}), _max_of_float),
     Known("source-placeholders", "program (source_grad builds rules on placeholder ones)",
-          "source_grad of np.linalg.det/slogdet/solve/cholesky: LinAlgError 'Singular matrix' at any input; "
-          "of np.arccos of a float: ZeroDivisionError",
+          "source_grad of np.linalg.det/slogdet/solve/cholesky/qr: LinAlgError 'Singular matrix' at any "
+          "input; of np.arccos of a float: ZeroDivisionError",
           lambda p: bool(_PLACEHOLDER_OPS & p.features)
           or ("unary:arccos" in p.features and "arg:float" in p.features),
           frozenset({"source"}), _source_grad_of_det),
@@ -100,6 +174,29 @@ FIXED = [
           "TypeError 'float' object is not subscriptable",
           lambda p: any(feature.startswith("0d:") for feature in p.features),
           frozenset({"value", "compile", "source"}), _index_0d_result),
+    Known("jacobian-pytree", "transforms (pytree arguments of jacfwd/jacrev)",
+          "wg.jacfwd/wg.jacrev of a function of a dict or tuple of arrays: TypeError 'arguments and results "
+          "must be single arrays'",
+          _selects_pytree, frozenset({"jacfwd", "jacrev"}), _jacobian_of_pytree),
+    Known("hessian-argnums", "transforms (hessian and jacfwd of several arguments)",
+          "wg.hessian(f, argnums=(0, 1)) and wg.jacfwd(wg.grad(f, (0, 1)), (0, 1)) with arguments of "
+          "different shapes: ValueError 'inhomogeneous shape'; the blocks must nest as jax.hessian's",
+          lambda p: not isinstance(p.argnums, int), frozenset({"hessian"}), _hessian_of_several),
+    Known("float32-linalg", "linalg (float32 in, float64 out)",
+          "float32 JVP tangents of det, slogdet, cholesky, eigvalsh, qr, svd(compute_uv=False), eigh come "
+          "back float64; the float32 gradient of qr too",
+          lambda p: p.dtype is np.float32 and bool(_F32_LINALG & p.features), frozenset({"dtype"}),
+          _float32_linalg),
+    Known("source-list-append", "program (source_grad of lists appended to in a loop)",
+          "source_grad of a loop that appends to a list, then np.stack/sum/acc[-1]: a gradient of zeros "
+          "(silently wrong)",
+          lambda p: any(feature.startswith("control:append") for feature in p.features),
+          frozenset({"source"}),
+          _source_list_append),
+    Known("compile-broadcast-merge", "program (passes: two adjoints broadcast back from reductions, added)",
+          "wg.compile(f).grad() where x is reduced twice, np.sum(x, axis=0) (or einsum('ij->j')) in two "
+          "places: the gradient has the reduced shape (1, 3), not x's (2, 3) (silently wrong shape)",
+          _reductions_over_axes, frozenset({"compile"}), _two_sums),
     Known("var-method", "program (tracing.py: the traced value's slot 'var' hides ndarray.var)",
           "compile/source_grad of x.var(): TypeError 'Variable' object is not callable",
           lambda p: "method:var" in p.features, frozenset({"value", "compile", "source"}), _var_method),

@@ -40,13 +40,14 @@ def main(argv=None):
                 head = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 failures.setdefault(head, (name, text))
                 print(f"[fuzz] {name}: {head}", file=sys.stderr, flush=True)
+            write_report(opts.report, time.monotonic() - start, rounds, failures, quiet=True)  # so far
         print(f"[fuzz] round {rounds}: {STATS['programs']} programs, {len(failures)} failures",
               file=sys.stderr, flush=True)
     write_report(opts.report, time.monotonic() - start, rounds, failures)
     return 1 if failures else 0
 
 
-def write_report(path, seconds, rounds, failures):
+def write_report(path, seconds, rounds, failures, quiet=False):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     pending = [k for k in known.KNOWN_BROKEN if not known.enabled(k)]
     features = sorted((n, c) for n, c in STATS.items() if ":" in n)
@@ -64,7 +65,8 @@ def write_report(path, seconds, rounds, failures):
     lines += [f"- `{n}`: {c}" for n, c in features]
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
-    print(f"[fuzz] {STATS['programs']} programs, {len(failures)} failures: {path}", file=sys.stderr)
+    if not quiet:
+        print(f"[fuzz] {STATS['programs']} programs, {len(failures)} failures: {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ SUITES = {
     "indexing": dict(families=("elementwise", "indexing", "reductions")),
     "products": dict(families=("elementwise", "products", "reductions")),
     "linalg": dict(families=("elementwise", "linalg", "products")),
+    "control": dict(families=("elementwise", "control", "reductions")),
+    "complex": dict(families=("complex", "reductions", "shape", "indexing", "products"),
+                    dtypes=("complex128", "complex64")),
     "everything": dict(families=FAMILIES, max_steps=10),
 }
 

@@ -209,8 +209,8 @@ def _tie_select_into(g, x, y):
     if not np.isfinite(g).all():
         return None
     keep = x > y
-    ties = x == y
-    if ties.any():
+    ties = x == y  # a Python bool where x and y are floats (g is then a 0-d array)
+    if ties.any() if type(ties) is np.ndarray else ties:
         keep = np.where(ties, 0.5, keep)
     np.multiply(g, keep, out=g)
     return g

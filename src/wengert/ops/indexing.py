@@ -19,14 +19,14 @@ __all__ = ["getitem", "untake", "index_update", "index_add", "IndexUpdates"]
 
 def _getitem_impl(x, idx):
     """``x[idx]``; a float64 scalar comes back as a Python float (wengert's scalars, as
-    everywhere: the arithmetic that follows takes the float fast paths). Such a scalar is indexed as
-    NumPy's float64 is (``s[None]``, ``s[()]``, ``s[...]``)."""
+    everywhere: the arithmetic that follows takes the float fast paths). A Python float or complex
+    (wengert's form of NumPy's scalars) indexes as NumPy's scalar would: ``x[None]``, ``x[...]``."""
     try:
         r = x[idx]
     except TypeError:
-        if type(x) is not float:
+        if type(x) is not float and type(x) is not complex:
             raise
-        r = _float64(x)[idx]
+        r = (_float64 if type(x) is float else np.complex128)(x)[idx]
     if type(r) is _float64:
         return float(r)
     return r
