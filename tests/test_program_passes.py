@@ -2,6 +2,7 @@
 
 import numpy as np
 
+import wengert as wg
 import wengert.numpy as wnp
 from wengert.program import Program
 from wengert.program import passes as P
@@ -147,3 +148,15 @@ def test_optimize_keeps_values():
     assert value == want_value
     for a, b in zip(grads, want_grads):
         np.testing.assert_array_equal(a, b)
+
+
+def test_two_broadcasts_into_one_sum_are_not_both_dropped():
+    """Each broadcast_to alone may be left to the add's own broadcasting, but not both at once:
+    the adjoint of x reduced twice along axis 0 had the reduced shape (found by the fuzzer)."""
+    def f(x):
+        return np.sum(np.sin(np.sum(x, axis=0))) + np.sum(np.cos(np.sum(x, axis=0) * 2.0))
+
+    x = np.arange(6.0).reshape(2, 3) / 10
+    got = wg.compile(f).grad()(x)
+    assert got.shape == (2, 3)
+    np.testing.assert_allclose(got, wg.grad(f)(x), rtol=1e-12)

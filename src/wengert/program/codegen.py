@@ -252,7 +252,7 @@ def _call(stmt, name, a, kw, mod, as_float):
         return f"{MATH_BINARY[name]}({a[0]}, {a[1]})"
     if name == "getitem":
         x = stmt.args[0]
-        if type(x) is Variable and x.kind == "scalar":  # a Python float at run time when math made it
+        if type(x) is Variable and x.kind in ("scalar", "float"):  # a Python float at run time: np.asarray
             return f"np.asarray({mod.value(x)})[{index_expr(stmt.args[1], mod.value)}]"
         return f"{mod.operand(x, _ATOM, strict=False)}[{index_expr(stmt.args[1], mod.value)}]"
     if name in HELPERS:

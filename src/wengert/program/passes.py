@@ -327,7 +327,9 @@ def elide_broadcasts(program):
             if u.prim.__name__ not in _BROADCASTING or u.kwargs:
                 ok = False
                 break
-            shapes = [x.shape if a is b else _shape(a) for a in u.args]
+            # with the broadcasts already dropped: two dropped at once may together lose the shape
+            shapes = [x.shape if a is b else _shape(alias.get(a, a) if type(a) is Variable else a)
+                      for a in u.args]
             try:
                 ok = np.broadcast_shapes(*shapes) == u.out.shape
             except ValueError:
