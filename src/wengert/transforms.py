@@ -10,6 +10,7 @@ import functools
 import numpy as np
 
 import wengert.numpy as wnp
+from wengert._exits import ExitError
 from wengert.forward import Dual, ForwardTrace
 from wengert.ops.nondiff import zeros_like
 from wengert.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
@@ -58,6 +59,14 @@ def _refuse_output(out, fun, transform, wanted):
         if isinstance(leaf, (str, bytes)):
             raise TypeError(f"wg.{transform}({_name(fun)}): the function returned a string "
                             f"({leaf!r:.40}); it must return {wanted}.")
+
+
+def _restate_exit(error):
+    """Raise the exit guard's error (``buf[i] = x`` into a plain float array) that NumPy restated as
+    its own "setting an array element with a sequence"; any other ValueError goes on as it is."""
+    if isinstance(error.__cause__, ExitError):
+        raise error.__cause__ from None
+    raise error
 
 
 def _check_leaf(value, transform, fun, argnum):
@@ -205,7 +214,10 @@ def _value_and_grad_call(fun, args, kwargs, single, nums, has_aux):
     """
     trace = _tape_trace()
     call_args, boxes = _boxed_call_args(trace, fun, args, nums, "grad")
-    out = fun(*call_args, **kwargs)
+    try:
+        out = fun(*call_args, **kwargs)
+    except ValueError as e:
+        _restate_exit(e)
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise TypeError(f"wg.grad({_name(fun)}, has_aux=True): the function must return a "
@@ -284,7 +296,10 @@ def _record(fun, primals, transform, has_aux):
     trace = _tape_trace()
     call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), transform)
     with gc_paused():
-        out = fun(*call_args)
+        try:
+            out = fun(*call_args)
+        except ValueError as e:
+            _restate_exit(e)
     aux = None
     if has_aux:
         out, aux = _split_aux(out, fun, transform)
@@ -387,7 +402,10 @@ def jvp(fun, primals, tangents, has_aux=False):
             duals.append(Dual(pv, tv, trace))
         call_args.append(tree_unflatten(p_def, duals))
     with gc_paused():
-        out = fun(*call_args)
+        try:
+            out = fun(*call_args)
+        except ValueError as e:
+            _restate_exit(e)
     if has_aux:
         out, aux = _split_aux(out, fun, "jvp")
     _refuse_output(out, fun, "jvp", "an array, a float or a pytree of them")
