@@ -22,6 +22,11 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
+from engines import by_compile as _by_compile
+from engines import by_grad as _by_grad
+from engines import by_jvp as _by_jvp
+from engines import by_tape as _by_tape
+from engines import by_tensor as _by_tensor
 from wengert._exits import ExitError
 
 KEPT, RAISES, DETACHES = "kept", "raises", "detaches"
@@ -99,30 +104,6 @@ EXITS = {
     "astype(float32)": (lambda x: wnp.sum(x.astype(np.float32) * x), KEPT, {}),
     "astype(complex)": (lambda x: wnp.sum(wnp.real(x.astype(complex) ** 2)), KEPT, {}),
 }
-
-
-def _by_grad(f, x):
-    return wg.grad(f)(x)
-
-
-def _by_jvp(f, x):
-    return np.array([wg.jvp(f, (x,), (e,))[1] for e in np.eye(len(x))])
-
-
-def _by_tape(f, x):
-    tape = wg.Tape()
-    v = tape.var(x)
-    return f(v).grad().wrt(v)
-
-
-def _by_tensor(f, x):
-    t = wg.tensor(x, requires_grad=True)
-    f(t).backward()
-    return t.grad.value
-
-
-def _by_compile(f, x):
-    return wg.compile(f).grad()(x)
 
 
 ENGINES = {"grad": _by_grad, "jvp": _by_jvp, "tape": _by_tape, "tensor": _by_tensor, "compile": _by_compile}

@@ -8,6 +8,10 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
+from engines import by_grad as _by_grad
+from engines import by_jvp as _by_jvp
+from engines import by_tape as _by_tape
+from engines import by_tensor as _by_tensor
 
 X0 = np.array([1.3, -0.7, 2.1])
 
@@ -36,26 +40,6 @@ PROGRAMS = {
     "array of [a, b]": lambda m, x: m.sum(m.array([x[0], x[1] * x[2]]) ** 2),
     "array of nested lists": lambda m, x: m.sum(m.array([[x[0], 1.0], [x[1], x[2]]]) ** 3),
 }
-
-
-def _by_grad(f, x):
-    return wg.grad(f)(x)
-
-
-def _by_jvp(f, x):
-    return np.array([wg.jvp(f, (x,), (e,))[1] for e in np.eye(len(x))])
-
-
-def _by_tape(f, x):
-    tape = wg.Tape()
-    v = tape.var(x)
-    return f(v).grad().wrt(v)
-
-
-def _by_tensor(f, x):
-    t = wg.tensor(x, requires_grad=True)
-    f(t).backward()
-    return t.grad.value
 
 
 ENGINES = {"grad": _by_grad, "jvp": _by_jvp, "tape": _by_tape, "tensor": _by_tensor}

@@ -1,0 +1,30 @@
+"""The gradient of ``f`` at a 1-d ``x`` by each engine that takes a plain function of one array:
+shared by the tests that enumerate cases across engines (exits, lists)."""
+
+import numpy as np
+
+import wengert as wg
+
+
+def by_grad(f, x):
+    return wg.grad(f)(x)
+
+
+def by_jvp(f, x):
+    return np.array([wg.jvp(f, (x,), (e,))[1] for e in np.eye(len(x))])
+
+
+def by_tape(f, x):
+    tape = wg.Tape()
+    v = tape.var(x)
+    return f(v).grad().wrt(v)
+
+
+def by_tensor(f, x):
+    t = wg.tensor(x, requires_grad=True)
+    f(t).backward()
+    return t.grad.value
+
+
+def by_compile(f, x):
+    return wg.compile(f).grad()(x)
