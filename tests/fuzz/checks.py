@@ -183,7 +183,7 @@ def check(prog, skip=frozenset()):
     ts = _direction(args, argnums)
     directional = _dot(grad, _selected(ts, argnums))
     dir_scale = _abs_dot(grad, _selected(ts, argnums)) + 1e-30
-    fd_floor = 1e-6 * (abs(float(np.real(value))) + 1.0)  # rounding in f, amplified by 1 / step
+    fd_floor = 1e-4 * (abs(float(np.real(value))) + 1.0)  # rounding in f (1e-16), amplified by 1 / step
     if "jvp" not in skip:
         _, out_t = wg.jvp(f, args, ts)
         close(out_t, directional, "wg.jvp(f) against grad . t", rtol, dir_scale, atol=atol)

@@ -137,6 +137,9 @@ def _selects_pytree(p):
 _PLACEHOLDER_OPS = {"linalg:det", "linalg:slogdet", "linalg:solve", "linalg:cholesky", "linalg:qr"}
 
 
+_PLACEHOLDER_UNARY = {"unary:arccos", "unary:arcsin", "unary:arctanh"}
+
+
 def _two_sums():
     def f(x):
         return np.sum(np.sin(np.sum(x, axis=0))) + np.sum(np.cos(np.sum(x, axis=0) * 2.0))
@@ -165,9 +168,9 @@ FIXED = [
           frozenset({"compile", "source"}), _max_of_float),
     Known("source-placeholders", "program (source_grad builds rules on placeholder ones)",
           "source_grad of np.linalg.det/slogdet/solve/cholesky/qr: LinAlgError 'Singular matrix' at any "
-          "input; of np.arccos of a float: ZeroDivisionError",
+          "input; of np.arccos/arcsin/arctanh of a float: ZeroDivisionError",
           lambda p: bool(_PLACEHOLDER_OPS & p.features)
-          or ("unary:arccos" in p.features and "arg:float" in p.features),
+          or (bool(_PLACEHOLDER_UNARY & p.features) and "arg:float" in p.features),
           frozenset({"source"}), _source_grad_of_det),
     Known("index-0d-result", "program (a 0-d array's elementwise result becomes a Python float)",
           "compile/source_grad of np.sin(x)[None] (or .reshape, np.expand_dims...) for a 0-d array x: "
