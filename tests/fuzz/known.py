@@ -1,4 +1,4 @@
-"""What the fuzzer found that is not fixed yet, in code owned elsewhere (``FOUND.md`` has the story).
+"""What the fuzzer found: pending (``KNOWN_BROKEN``) and fixed (``FIXED``) (``FOUND.md`` has the story).
 
 Each entry names the programs it affects and the checks to leave out on them, so the fuzz tests stay
 green while the fix is pending, and carries a minimal reproducer that ``test_found.py`` runs as an
