@@ -26,7 +26,7 @@ MATH_BINARY = {"arctan2": "atan2", "hypot": "hypot"}
 
 KNOWN_FAMILIES = frozenset(f"wengert.ops.{m}" for m in (
     "elementwise", "broadcasting", "reductions", "shape", "indexing", "products", "nondiff", "modular",
-    "accumulate")) | {"numpy", "builtins", "_operator", "operator", "wengert.program.ir"}
+)) | {"numpy", "builtins", "_operator", "operator", "wengert.program.ir"}
 """Modules whose primitives are spelled in NumPy; others are called through their implementation."""
 
 HELPERS = {
