@@ -1,6 +1,6 @@
 """Command line: ``python -m wengert demo`` (an MLP learns the digits), ``python -m wengert seed``
 (the first seed's tape example), ``python -m wengert adjoint FILE.py:FUNCTION`` (a derivative program
-built from source)."""
+built from source), ``python -m wengert rules`` (the rule table at a glance)."""
 
 import argparse
 import sys
@@ -50,6 +50,14 @@ def adjoint(args):
     return run(args)
 
 
+def rules(args):
+    """Print the rule table: every differentiable primitive, its modes and its facts."""
+    from wengert import _rules_table
+
+    print(_rules_table.render())
+    return 0
+
+
 def _positive(kind):
     def check(text):
         try:
@@ -86,6 +94,9 @@ def main(argv=None):
     d.set_defaults(run=demo)
     s = sub.add_parser("seed", help="the first seed's tape example, in reverse and forward mode")
     s.set_defaults(run=seed)
+    r = sub.add_parser("rules", help="the rule table: every differentiable primitive, its family, modes "
+                                     "and facts")
+    r.set_defaults(run=rules)
     a = sub.add_parser("adjoint", help="print the derivative program of FILE.py:FUNCTION, built from "
                                        "its source")
     a.add_argument("target", metavar="FILE.py:FUNCTION")

@@ -1,0 +1,34 @@
+"""``python -m wengert rules``: every differentiable primitive once, with its modes and facts."""
+
+import re
+
+from wengert import ops
+from wengert.__main__ import main
+
+
+def _table(capsys):
+    assert main(["rules"]) == 0
+    return capsys.readouterr().out
+
+
+def _row(text, name):
+    rows = [line for line in text.splitlines() if line.split("  ")[0].strip() == name]
+    assert len(rows) == 1, (name, rows)
+    return re.split(r"\s{2,}", rows[0].strip())
+
+
+def test_every_differentiable_primitive_is_listed_once(capsys):
+    text = _table(capsys)
+    listed = [line.split()[0] for line in text.splitlines()[2:] if line and not line[0].isdigit()]
+    assert sorted(listed) == sorted(ops.rule_table())
+    assert f"{len(listed)} primitives: " in text
+
+
+def test_modes_facts_and_spelling_of_known_primitives(capsys):
+    text = _table(capsys)
+    assert _row(text, "add") == ["add", "elementwise", "rev fwd float", "fresh, broadcasts", "a + b"]
+    assert _row(text, "sin")[1:3] == ["elementwise", "rev fwd float"]
+    assert _row(text, "sin")[-1] == "np.sin, math.sin on floats"
+    assert _row(text, "linalg.det")[1:3] == ["determinant", "rev fwd"]
+    assert _row(text, "yn")[2] == "rev(1) fwd(1)"  # yn(n, x): a derivative in x only
+    assert _row(text, "matmul")[3] == "linear in 0,1, fresh"
