@@ -1,4 +1,4 @@
-"""Checkpointing benchmark (issue 6): the gradient of a long loop over a large state, per policy.
+"""Checkpointing benchmark: the gradient of a long loop over a large state, per policy.
 
 x = a sin(x) + 0.1 x applied n = 1024 times to 100,000 float64 (a = 0.9), loss = sum(x_n), gradient
 with respect to x0 and a. Reports the median time of a full gradient and its peak memory:

@@ -1,4 +1,4 @@
-"""Issue 4's speed targets: ``wg.compile``'s generated gradient on the scalar chain and the tiny
+"""The compiled workloads: ``wg.compile``'s generated gradient on the scalar chain and the tiny
 network, against hand-written code, wengert's tape, PyTorch eager and ``jax.jit``. The one-time
 trace+compile time of wengert and JAX is measured once and shown in the note column.
 """
@@ -65,7 +65,7 @@ def compiled_scalar_chain(steps=10_000, jit_steps=500, rounds=9, x=0.3, y=0.9):
 
 
 def compiled_tiny_network(rounds=41, seed=0):
-    """The third seed's network, value and gradient by wg.compile."""
+    """The tiny network, value and gradient by wg.compile."""
     base = W.tiny_network(rounds=rounds, seed=seed)
     W1, W2, x, label = W.tiny_data(seed)
 

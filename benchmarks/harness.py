@@ -50,7 +50,7 @@ class Impl:
 
 @dataclass
 class Target:
-    """A performance target from the issue: wengert at least ``factor`` times faster than ``peer``
+    """A performance target: wengert at least ``factor`` times faster than ``peer``
     (``kind="speedup"``), or at most ``factor`` times ``peer``'s time (``kind="within"``)."""
 
     text: str
@@ -344,7 +344,7 @@ METHOD = (
     "every implementation once (a batch of calls sized to about the same duration, order rotating "
     "between rounds), and the table gives the median over rounds of the time per call. All run "
     "single-threaded, eagerly (JAX without jit), with the same formula in each library (logsumexp "
-    "written with max, as in the issue).")
+    "written with max).")
 
 
 def format_text(results, quick=False):
@@ -369,7 +369,7 @@ def format_text(results, quick=False):
             lines.append(line)
         lines += textwrap.wrap(_ratio_note(wres), 106, initial_indent="   ", subsequent_indent="   ")
         lines.append("")
-    lines.append("Targets (from the issue)" + (" — QUICK MODE: reduced sizes, not the real workloads"
+    lines.append("Targets" + (" — QUICK MODE: reduced sizes, not the real workloads"
                                                if quick else ""))
     for wres in results:
         for text, measured, verdict in evaluate_targets(wres):
@@ -389,7 +389,7 @@ def format_markdown(results, env, quick=False):
     """The environment header, tables and targets as Markdown."""
     lines = ["# wengert benchmarks", ""]
     if quick:
-        lines += ["**Quick mode: reduced sizes and rounds; not the issue's workloads.**", ""]
+        lines += ["**Quick mode: reduced sizes and rounds; not the full workloads.**", ""]
     for key, value in env.items():
         lines.append(f"- **{key}**: {value}")
     lines.append("- **rounds**: " + ", ".join(f"{w.workload.name} {w.rounds}" for w in results))
@@ -408,7 +408,7 @@ def format_markdown(results, env, quick=False):
                 row = row[:1] + ["**FAILED**"] + row[2:]
             lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
         lines += ["", _ratio_note(wres), ""]
-    lines += ["## Targets (from the issue)", "", "| workload | target | measured | verdict |",
+    lines += ["## Targets", "", "| workload | target | measured | verdict |",
               "|:--|:--|:--|:--|"]
     for wres in results:
         for text, measured, verdict in evaluate_targets(wres):

@@ -1,9 +1,9 @@
-"""The indexing workload of issue 3: the gradient of ``sum(v[i] * v[i] for i in range(n))``.
+"""The indexing workload: the gradient of ``sum(v[i] * v[i] for i in range(n))``.
 
 Each read ``v[i]`` has an adjoint of v's full size if it is built as a zero-filled array (HIPS autograd,
 PyTorch's index backward), which makes the backward pass O(n^2); adding into the adjoint in place makes
 it O(n). One workload per n, all named ``indexing-loop`` (times shown per element); :func:`summary` adds the
-log-log slope of time against n per implementation and checks the issue's targets.
+log-log slope of time against n per implementation and checks its targets.
 """
 
 import gc
@@ -26,7 +26,7 @@ TARGET_US = 5.0
 
 
 def loop_sum(v):
-    """The issue's program, the same in every library."""
+    """The program, the same in every library."""
     return sum(v[i] * v[i] for i in range(len(v)))
 
 

@@ -1,4 +1,4 @@
-"""Training-epoch workloads (issue 7): one epoch of SGD on an MLP, built from ``wengert.nn`` and
+"""Training-epoch workloads: one epoch of SGD on an MLP, built from ``wengert.nn`` and
 ``wengert.optim`` (``loss.backward(); opt.step()``), against the same model in hand-written NumPy
 and in PyTorch eager (plain tensors in the same layout, ``x @ W + b``, ``torch.optim.SGD``).
 

@@ -1,4 +1,4 @@
-"""The source-transformation workload of issue 5: the gradient of the loop
+"""The source-transformation workload: the gradient of the loop
 ``s = 0.0; for i in range(n): s += v[i] * v[i]`` built from its source (``wg.source_grad``).
 
 The derivative program keeps the loop: the forward loop pushes ``(v[i], i)`` on a stack, the reverse
@@ -31,7 +31,7 @@ TARGET_SLOPE = 1.1
 
 
 def loop_sum(v):
-    """The issue's element-wise loop."""
+    """The element-wise loop."""
     s = 0.0
     for i in range(len(v)):
         s += v[i] * v[i]

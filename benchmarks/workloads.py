@@ -1,4 +1,4 @@
-"""The workloads from the issue: a 10,000-step scalar chain, a tiny two-layer network and a
+"""The core workloads: a 10,000-step scalar chain, a tiny two-layer network and a
 784-512-512-10 MLP (float32 and float64), each with a hand-written gradient and one version per library.
 """
 
@@ -313,7 +313,7 @@ def mlp(dtype=np.float64, sizes=(784, 512, 512, 10), batch=128, rounds=31, seed=
 
 
 def all_workloads(quick=False):
-    """The issue's four workloads (``quick``: small sizes and few rounds, for smoke-testing)."""
+    """The four core workloads (``quick``: small sizes and few rounds, for smoke-testing)."""
     from benchmarks import source as source_loops
     from benchmarks.nn_workloads import nn_workloads  # it imports this module
 

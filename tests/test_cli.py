@@ -1,4 +1,4 @@
-"""The command line: ``python -m wengert seed`` prints the first seed's example; ``python -m wengert
+"""The command line: ``python -m wengert example`` prints a tape example; ``python -m wengert
 demo`` trains the digits MLP (run here for one epoch into a temporary folder)."""
 
 import shutil
@@ -18,8 +18,8 @@ def wengert(*args, check=True):
                           check=check)
 
 
-def test_seed_prints_the_seed_example():
-    text = wengert("seed").stdout
+def test_example_prints_the_tape_example():
+    text = wengert("example").stdout
     assert "a = x * y\n  b = sin(x)\n  z = a + b" in text
     assert "z = 2.579425538604203" in text
     assert text.count("5.077582561890373") == 2  # reverse and forward mode

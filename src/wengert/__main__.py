@@ -1,13 +1,13 @@
-"""Command line: ``python -m wengert demo`` (an MLP learns the digits), ``python -m wengert seed``
-(the first seed's tape example), ``python -m wengert adjoint FILE.py:FUNCTION`` (a derivative program
-built from source), ``python -m wengert rules`` (the rule table at a glance)."""
+"""Command line: ``python -m wengert demo`` (an MLP learns the digits), ``python -m wengert example``
+(a tape example in reverse and forward mode), ``python -m wengert adjoint FILE.py:FUNCTION`` (a
+derivative program built from source), ``python -m wengert rules`` (the rule table at a glance)."""
 
 import argparse
 import sys
 
 
-def seed(args):
-    """The first seed's example: z = x*y + sin(x) at (0.5, 4.2), on a tape, in reverse and forward mode."""
+def example(args):
+    """A first example: z = x*y + sin(x) at (0.5, 4.2), on a tape, in reverse and forward mode."""
     import wengert as wg
     import wengert.numpy as wnp
 
@@ -30,9 +30,9 @@ def seed(args):
 
     _, dzdx = wg.jvp(f, (0.5, 4.2), (1.0, 0.0))
     _, dzdy = wg.jvp(f, (0.5, 4.2), (0.0, 1.0))
-    print("\nForward mode (dual numbers, one sweep per seed):")
-    print(f"  seed dx=1, dy=0: dz/dx = {dzdx!r}")
-    print(f"  seed dx=0, dy=1: dz/dy = {dzdy!r}")
+    print("\nForward mode (dual numbers, one sweep per input direction):")
+    print(f"  direction dx=1, dy=0: dz/dx = {dzdx!r}")
+    print(f"  direction dx=0, dy=1: dz/dy = {dzdy!r}")
     return 0
 
 
@@ -92,8 +92,8 @@ def main(argv=None):
     d.add_argument("--seed", type=_seed_value, default=0, help="seed of the split, init and batches (0)")
     d.add_argument("--out", default="wengert-demo", help="folder for the outputs (./wengert-demo/)")
     d.set_defaults(run=demo)
-    s = sub.add_parser("seed", help="the first seed's tape example, in reverse and forward mode")
-    s.set_defaults(run=seed)
+    s = sub.add_parser("example", help="z = x*y + sin(x) on a tape, in reverse and forward mode")
+    s.set_defaults(run=example)
     r = sub.add_parser("rules", help="the rule table: every differentiable primitive, its family, modes "
                                      "and facts")
     r.set_defaults(run=rules)

@@ -59,7 +59,7 @@ def run(args):
     os.makedirs(args.out, exist_ok=True)
     print(f"wengert demo: an MLP 64-{args.hidden}-10 learns scikit-learn's handwritten digits "
           f"(seed {args.seed}, {args.epochs} epochs, Adam lr {args.lr})")
-    print("(the first seed's tape example: python -m wengert seed)")
+    print("(a tape example, in reverse and forward mode: python -m wengert example)")
     Xtr, Xte, ytr, yte = load_data(args.seed)
     print(f"data: {len(Xtr)} training and {len(Xte)} test images of 8x8 pixels, 10 classes")
 

@@ -43,7 +43,7 @@ _ALONE = _refcount_alone()
 def alone(g):
     """Whether the caller's local ``g`` -- a cotangent this pass popped off its adjoints -- is the
     only reference to an array that owns its memory: nothing else (a user, a node's saved values,
-    another adjoint, a view) can see it, so a rule may overwrite it (the second seed's linearity:
+    another adjoint, a view) can see it, so a rule may overwrite it (linearity:
     a value used once can be updated in place)."""
     return sys.getrefcount(g) == _ALONE and g.base is None and g.flags.writeable
 

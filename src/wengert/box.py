@@ -310,7 +310,7 @@ class ArrayBox:
         """A new traced value equal to this one (later assignments to either leave the other alone)."""
         return ew.positive(self)
 
-    # -- complex parts and cumulative methods (issue 3) ---------------------------------------
+    # -- complex parts and cumulative methods ---------------------------------------
     @property
     def real(self):
         return wnp.real(self)

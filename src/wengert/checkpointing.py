@@ -13,7 +13,7 @@ taking x_p to x_(p+1):
 The first ``reverse`` is that of the last step, right after the forward sweep: its recorded evaluation
 is also the one that gives x_n. A schedule thus evaluates ``advances + n`` steps in all, forward sweep
 included. ``wg.iterate`` executes these schedules; :class:`Stats` counts what it did.
-``print(ctz(16))`` draws a schedule as in the first seed's last section.
+``print(ctz(16))`` draws a schedule as a diagram.
 """
 
 import math
@@ -250,7 +250,7 @@ def _ctz_forward_sweep(n):
 
 
 def ctz(n):
-    """The first seed's CTZ schedule for ``n`` steps: online (the forward sweep does not need n),
+    """The CTZ schedule for ``n`` steps: online (the forward sweep does not need n),
     at most floor(log2 n) + 2 snapshots, each step recomputed O(log n) times."""
     n = _check_n(n, "ctz")
     if n == 0:
@@ -293,7 +293,7 @@ _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def render(schedule):
-    """The schedule drawn as in the first seed: X marks a state held, + a restored snapshot a
+    """The schedule drawn as a diagram: X marks a state held, + a restored snapshot a
     recomputation starts from; row 1 is the forward sweep, each later row a recomputation."""
     n = schedule.n
     if n == 0:

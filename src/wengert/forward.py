@@ -1,6 +1,6 @@
 """Forward mode: dual numbers. A ``Dual`` carries a primal value and its tangent.
 
-The first seed's Program B, run alongside the program: each primitive's JVP rules turn the
+Forward mode with dual numbers, run alongside the program: each primitive's JVP rules turn the
 arguments' tangents into the result's tangent, in program order. Arguments that carry no tangent
 contribute nothing (symbolic zeros: no rule is called for them).
 """

@@ -372,7 +372,7 @@ def defvjp_accumulate(prim, *rules):
     ``buffer`` -- an array of the argument's shape that the backward pass allocated and owns --
     in place, and returns nothing. A first-order backward pass uses it instead of the ordinary
     rule (which must exist too: higher-order passes, where ``g`` is itself traced, use that one
-    so the result stays differentiable). The seed's ``v_bar[i] += e_bar``.
+    so the result stays differentiable). The in-place ``v_bar[i] += e_bar``.
     """
     prim = _as_primitive(prim)
     _check_prim(prim, "defvjp_accumulate")
@@ -412,7 +412,7 @@ def defvjp_inplace(prim, *rules):
     but may compute it in ``g``'s memory (and return ``g``), or return None to decline (the
     ordinary rule is used then). The backward pass calls it only when ``g`` is a plain array
     that nothing else refers to (it owns it, and has popped it off its adjoints) and exactly one
-    argument takes a contribution, so ``g`` is not needed after the call: the second seed's
+    argument takes a contribution, so ``g`` is not needed after the call: the
     linearity argument (a value used once can be updated in place). ReLU's backward, g * (x > 0),
     then needs no new array, as in a hand-written backward pass.
     """

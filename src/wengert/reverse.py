@@ -11,7 +11,7 @@ and its parents. The backward pass
 - accumulates adjoints in buffers it owns, in place (``+=``) once it owns one, and never writes
   into an array it did not allocate (a user's array, a seed, another node's adjoint); a primitive
   with an accumulate rule (``x[idx]``) adds straight into its argument's buffer in a first-order
-  pass (``buffer[idx] += g``: the second seed's O(n) indexing adjoint); a float contribution to a
+  pass (``buffer[idx] += g``: an O(n) indexing adjoint); a float contribution to a
   read ``v[i]`` from ``*`` or ``+`` goes into that buffer directly, the read itself then skipped
   (not with ``keep_all``, which reports every node's adjoint);
 - first points references to boxes that were assigned to (``x[i] = v``, see ``mutation.py``) at

@@ -1,4 +1,4 @@
-"""The explicit tape of the first seed: a Wengert list you hold, read backwards for gradients.
+"""The explicit tape: a Wengert list you hold, read backwards for gradients.
 
     tape = wg.Tape()
     x = tape.var(0.5); y = tape.var(4.2)
@@ -8,7 +8,7 @@
 
 Every operation involving a tape's variables is appended to the tape in program order. The same
 tape serves any number of outputs (``v.grad()``); ``len(tape)`` counts its operations, iterating
-yields ``Entry(operation, inputs, output)``, and ``print(tape)`` lists it as the seed's Program A.
+yields ``Entry(operation, inputs, output)``, and ``print(tape)`` lists it as a straight-line program.
 The backward pass is the same one ``wg.grad`` and ``Tensor.backward`` use.
 """
 
@@ -34,7 +34,7 @@ _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", 
 
 @register_box
 class Var(Node):
-    """A variable on a :class:`Tape` (the seed's ``Var``): ``.value``, and ``.grad()``."""
+    """A variable on a :class:`Tape` : ``.value``, and ``.grad()``."""
 
     __slots__ = ("name",)  # what Tape.var was given
 
@@ -58,8 +58,8 @@ class Var(Node):
 
 
 class Grad:
-    """Adjoints of every variable with respect to one output; separate from the tape (the seed's
-    ``Grad``), so the tape can serve other outputs."""
+    """Adjoints of every variable with respect to one output, kept apart from the tape so that one
+    tape can serve several outputs."""
 
     def __init__(self, adjoints, nodes, output):
         self._adj = adjoints

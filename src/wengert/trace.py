@@ -7,7 +7,7 @@ box of the *highest* level to handle the call; that trace unboxes only its own b
 primitive again on what is left (which may still contain boxes of lower levels, which then handle
 the call in turn), and boxes the result.
 
-Why levels are needed -- perturbation confusion. Take the first seed's nesting test::
+Why levels are needed -- perturbation confusion. Take the classic nesting test::
 
     d/dx [ x * d/dy (x + y) ]   at any x, y   (= 1, since d/dy (x + y) = 1)
 

@@ -1,4 +1,4 @@
-"""wengert.viz: pictures of the tape, drawn the way the third seed's figures are.
+"""wengert.viz: pictures of the tape, drawn the way PyTorch's autograd graph pictures are.
 
 ``to_dot(value_or_tape)`` returns Graphviz DOT text for the recorded graph behind a ``Tensor``
 (or a tape's ``Var``), or for a whole :class:`~wengert.Tape`:

@@ -3,7 +3,7 @@
 Any NumPy index works: integers, slices, ``Ellipsis``, ``None``, integer arrays (repeated indices
 accumulate, through ``np.add.at``) and boolean masks. The index itself is never differentiated.
 
-``x[idx]`` also has an accumulate rule (the second seed's ``v_bar[i] += e_bar``): a first-order
+``x[idx]`` also has an accumulate rule (the in-place ``v_bar[i] += e_bar``): a first-order
 backward pass adds ``g`` into x's adjoint buffer in place, so reading ``v[i]`` for every ``i`` of a
 loop costs O(n) in the backward pass rather than one zero-filled array of v's size per read.
 """

@@ -8,7 +8,7 @@ stated reason:
 - ``softmax_cross_entropy`` (DyNet's ``pickneglogsoftmax``, PyTorch's ``cross_entropy`` from
   logits with integer labels, mean over the batch) for stability and speed: one node on the tape
   whose VJP is the familiar ``(softmax(x) - onehot(labels)) / N``; it is also the single
-  ``softmax`` function of the third seed's figure.
+  ``softmax`` function of PyTorch's autograd graph pictures.
 - ``relu`` for speed: one node and a mask, instead of ``maximum``'s tie bookkeeping.
 
 Rules call wengert's own functions, so second derivatives work.

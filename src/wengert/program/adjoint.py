@@ -1,6 +1,6 @@
 """Adjoint and tangent programs, traced from the rule table (no derivative rule is written twice).
 
-Reverse mode (the second seed): the new program is the forward statements, then each statement's
+Reverse mode: the new program is the forward statements, then each statement's
 adjoint in reverse order. Each adjoint is obtained by calling the primitive's VJP rules, exactly
 as the tape's backward pass does (``rule(g, out, *args, **kwargs)``, then ``grad_post``), on
 symbols: what the rules compute is recorded as statements. A variable used several times gets

@@ -1,4 +1,4 @@
-"""Rendering a Program: the seed's notation (``print``), plain NumPy source, a compiled function.
+"""Rendering a Program: SSA notation (``print``), plain NumPy source, a compiled function.
 
 The source is one Python module: ``import`` lines, module-level constants (``c0 = np.zeros(...)``,
 made once when the module is executed, never written into), small helper functions for the few
@@ -35,10 +35,10 @@ from wengert.program.rendering import (
 __all__ = ["pretty", "pretty_statement", "to_source", "compile_program"]
 
 
-# -- the seed's notation -------------------------------------------------------------------------
+# -- SSA notation -------------------------------------------------------------------------
 
 def pretty_statement(stmt):
-    """``v2 = v_1 * v0``: one statement in the seed's notation."""
+    """``v2 = v_1 * v0``: one statement in SSA notation."""
     name = stmt.prim.__name__
     args = [pretty_value(a) for a in stmt.args]
     outs = ", ".join(o.name for o in stmt.outs)
@@ -396,7 +396,7 @@ def _has_array(idx):
 
 
 def _fused_chooser_adds(program, counts):
-    """The second seed's point for max/min over all axes: ``buf += g * chooser_weights(out, x)``
+    """In-place accumulation for max/min over all axes: ``buf += g * chooser_weights(out, x)``
     (three statements, a dense array of weights nearly all 0) is written as one in-place update of
     the maxima only, ``add_chosen(buf, g, out, x)``. Returns {statement: arguments, or None to skip}."""
     producer = {st.outs[0]: st for st in program.statements}

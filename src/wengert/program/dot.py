@@ -1,4 +1,4 @@
-"""The dataflow graph of a Program in Graphviz dot, in the style of the third seed's figures:
+"""The dataflow graph of a Program in Graphviz dot, in the style of PyTorch's autograd graph pictures:
 one record per statement (``type | input | output``), ellipses for the inputs and the outputs.
 """
 
@@ -15,8 +15,8 @@ def _dot_escape(text):
 
 
 def to_dot(program):
-    """Graphviz dot of the dataflow graph, in the third seed's style: a record per statement
-    (``type | input | output``), ellipses for inputs and outputs."""
+    """Graphviz dot of the dataflow graph, in the style of PyTorch's autograd graph pictures: a record
+    per statement (``type | input | output``), ellipses for inputs and outputs."""
     names = param_names(program)
     lines = [f'digraph "{program.name}" {{', '    graph [rankdir = "LR"];',
              '    node [fontsize = "16" shape = "ellipse"];']

@@ -1,9 +1,9 @@
-"""The IR: a straight-line program in SSA/ANF form (the second seed's Wengert list as a program).
+"""The IR: a straight-line program in SSA/ANF form (a Wengert list as a program).
 
 Every :class:`Statement` applies one primitive of the rule table (``wengert.ops``) to variables and
 constants and assigns its result to a fresh :class:`Variable`: no compound expressions, every
 variable assigned once. A :class:`Program` has named inputs, statements and outputs; it prints
-as the seed writes it (``v1 = log(v_1)``), renders as plain NumPy source, and runs as a Python
+in SSA notation (``v1 = log(v_1)``), renders as plain NumPy source, and runs as a Python
 function made by ``exec`` of that source.
 """
 
@@ -16,7 +16,7 @@ __all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in"
 
 
 def _dup_impl(x, n=2):
-    """``(x, x, ...)``: one value, ``n`` uses (the second seed's explicit duplication)."""
+    """``(x, x, ...)``: one value, ``n`` uses (explicit duplication: every variable used once)."""
     return (x,) * n
 
 
@@ -60,7 +60,7 @@ class Variable:
 
 
 def var_name(k):
-    """The seed's naming: v_1 for v_{-1}, v0, v1, ..."""
+    """The naming: v_1 for v_{-1}, v0, v1, ..."""
     return f"v_{-k}" if k < 0 else f"v{k}"
 
 

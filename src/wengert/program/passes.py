@@ -1,11 +1,11 @@
 """Passes: each a small function from Program to Program (the input program is left unchanged).
 
-- ``eliminate_dead_code``: keep only what the outputs need (the third seed's BigNet/SmallNet).
+- ``eliminate_dead_code``: keep only what the outputs need (pruning).
 - ``eliminate_common_subexpressions``: one statement per distinct (primitive, arguments).
 - ``fold_constants``: evaluate statements on constants; drop ``x * 1``, ``x + 0``, and the zeros
   that linear operations carry (as JAX's symbolic zeros do, ``0 * x`` is taken as 0 even where x
   is inf or nan): the seeds' ones and zeros of an adjoint program disappear.
-- ``explicit_dup``: every variable used once, through ``dup`` (the second seed).
+- ``explicit_dup``: every variable used once, through ``dup``.
 - ``elide_broadcasts``: no ``broadcast_to`` copy where the operation using it broadcasts anyway.
 - ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` becomes
   ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else.

@@ -1,4 +1,4 @@
-"""How primitives and constants are spelled: in the seed's notation and in NumPy source.
+"""How primitives and constants are spelled: in SSA notation and in NumPy source.
 
 The tables here name the operators (``a + b``), ``math`` functions used for Python floats, and the
 small helper functions the generated source defines for the primitives NumPy cannot spell in one
@@ -132,7 +132,7 @@ def _scalar_text(v, source):
 
 
 def pretty_value(x):
-    """A constant or Variable in the seed's notation (arrays summarised)."""
+    """A constant or Variable in SSA notation (arrays summarised)."""
     from wengert.program.ir import Variable
 
     t = type(x)

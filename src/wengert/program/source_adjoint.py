@@ -11,7 +11,7 @@ Reverse mode. Each statement's adjoint is traced from its primitive's VJP rules 
   (unknown trip count) and loops left by ``break`` are reversed the same way.
 * Adjoints of variables defined outside a loop or an arm and used inside it are accumulated into
   buffers that the reverse pass allocated (``v_bar = zeros``), in place: ``v_bar[i] += g`` for the
-  adjoint of ``v[i]`` (the second seed's point: linear cost for element-wise loops).
+  adjoint of ``v[i]`` (linear cost for element-wise loops).
 
 Branches inside loops push the values of the arm that ran. Every name is derived from the user's:
 the adjoint of ``x`` is ``x_bar``; forward mode gives ``x_dot``.

@@ -1,5 +1,5 @@
 """``wg.source_grad`` and ``wg.source_jvp``: derivatives built from a function's source, and the
-second seed's two-column view (each forward statement beside its reverse-mode counterpart).
+two-column view (each forward statement beside its reverse-mode counterpart).
 
 The derivative program is specialised, like ``wg.compile``, to the shapes and dtypes of the array
 arguments and the values of the static ones (ints, ...): it is built on the first call with a new
@@ -77,7 +77,7 @@ class _SourceDerivative:
         return self._latest().source
 
     def table(self):
-        """The second seed's two-column view of the last program (floats before any call)."""
+        """The two-column view of the last program (floats before any call)."""
         return adjoint_table(self._latest())
 
 
@@ -135,7 +135,7 @@ class _Jvp(_SourceDerivative):
 
 def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     """The gradient of ``fun`` (one scalar output) as a program derived from its source: loops stay
-    loops, names follow the user's (``x_bar``); ``.source`` is the program, ``.table()`` the seed's
+    loops, names follow the user's (``x_bar``); ``.source`` is the program, ``.table()`` the
     two-column view. Unsupported constructs raise ``wg.TransformError`` (use ``wg.grad`` for them).
 
     ``checkpoint``: how every loop's reverse pass gets the values of its iterations. ``"all"`` (the
@@ -155,7 +155,7 @@ def source_jvp(fun):
     return _Jvp(fun, jvp_source, "jvp")
 
 
-# -- the seed's table -----------------------------------------------------------------------------------
+# -- the two-column table -----------------------------------------------------------------------------------
 
 def _lines(nodes, mod):
     lines = render_block(nodes, mod, 0)
@@ -163,7 +163,7 @@ def _lines(nodes, mod):
 
 
 def adjoint_table(program):
-    """Each forward statement beside its reverse-mode counterpart (the second seed's two columns):
+    """Each forward statement beside its reverse-mode counterpart (two columns):
     the derivative program is the left column top-down, then the right column bottom-up."""
     _text, mod = block_source(program.name, program.inputs, program.nodes, program.outputs,
                               stack=program.stack)

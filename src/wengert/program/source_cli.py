@@ -1,6 +1,6 @@
 """``python -m wengert adjoint FILE.py:FUNCTION [--table] [--args ARGS] [--argnums 0,1] [--jvp]
 [--checkpoint all|binomial|ctz] [--snapshots S]``:
-the derivative program built from a function's source, or the second seed's two-column view.
+the derivative program built from a function's source, or the two-column view.
 
 ``--args`` gives the example arguments the program is specialised to, as in a call: by position
 (``np.ones(3), 4``) or by name (``v=np.ones(3), n=4``), with ``np`` for NumPy; a parameter given

@@ -1,4 +1,4 @@
-"""Functional updates of loop-carried arrays written in place (the second seed's linearity argument).
+"""Functional updates of loop-carried arrays written in place (linearity: each adjoint is used once).
 
 ``out[i] = e`` in a loop is a functional update: ``out2 = index_update(out, i, e)``, a copy of the
 array per iteration. When the carried array ``out`` is read by nothing else in the body but scalar
