@@ -28,3 +28,14 @@ def by_tensor(f, x):
 
 def by_compile(f, x):
     return wg.compile(f).grad()(x)
+
+
+def finite_differences(f, x, eps=1e-6):
+    """Central differences of scalar ``f`` at ``x`` (any shape), in float64."""
+    x = np.asarray(x, float)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g

@@ -9,16 +9,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-
-
-def _fd(f, x, eps=1e-6):
-    x = np.asarray(x, float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
+from engines import finite_differences as _fd
 
 
 def arccos_of(a):

@@ -6,6 +6,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
+from engines import finite_differences as _fd
 
 X = np.array([0.5, -1.5])
 
@@ -36,16 +37,6 @@ FRONT_END = {
 
 WANT = {"mean": 3.5, "sum-axis0": np.array([3.0, 3.0]), "dot-list": np.array([1.0, 2.0]),
         "np-dot-list": np.array([1.0, 2.0]), "np-mean-list": 3.5, "dot-nested": np.array([3.0, -2.0])}
-
-
-def _fd(f, x, eps=1e-6):
-    x = np.asarray(x, float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 @pytest.mark.parametrize("name", list(CASES))
