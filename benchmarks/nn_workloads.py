@@ -52,7 +52,6 @@ def nn_epoch(name, sizes, batch, steps, lr=0.05, rounds=15, seed=0):
 
     def wengert_impl():
         from wengert import nn, optim
-
         model = nn.MLP(list(sizes))
         params = model.parameters()
         opt = optim.SGD(params, lr=lr)

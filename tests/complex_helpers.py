@@ -7,7 +7,7 @@ with real finite differences only."""
 
 import numpy as np
 
-from wengert.ops import cplx
+from wengert.rules import cplx
 
 
 def _split(out):

@@ -9,9 +9,9 @@ import numpy as np
 
 import wengert.numpy as wnp
 from rule_helpers import R
-from wengert.ops import complex as cx
-from wengert.ops import elementwise as E
-from wengert.ops import indexing, products, reductions, shape
+from wengert.rules import complex as cx
+from wengert.rules import elementwise as E
+from wengert.rules import indexing, products, reductions, shape
 
 
 def C(*shape, lo=-1.0, hi=1.0):

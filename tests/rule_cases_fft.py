@@ -1,4 +1,4 @@
-"""Systematic-test cases for the fft family (``wengert.ops.fft``) and ``wengert.numpy.fft``.
+"""Systematic-test cases for the fft family (``wengert.rules.fft``) and ``wengert.numpy.fft``.
 
 Every transform is checked on real and complex inputs, odd and even lengths, with cropping and
 zero-padding (``n``/``s``), on more than one axis and with each ``norm``. Complex inputs and
@@ -9,7 +9,7 @@ import numpy as np
 import wengert.numpy.fft as wfft
 from complex_helpers import realified_cases
 from rule_helpers import R
-from wengert.ops import fft
+from wengert.rules import fft
 
 rng = np.random.default_rng(7)
 

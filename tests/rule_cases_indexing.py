@@ -4,7 +4,7 @@
 import numpy as np
 
 from rule_helpers import R
-from wengert.ops.indexing import IndexUpdates, index_add, index_update
+from wengert.rules.indexing import IndexUpdates, index_add, index_update
 
 MASK = np.array([[True, False, True], [False, True, True]])
 REPEATED = np.array([0, 2, 0])

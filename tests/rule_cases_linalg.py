@@ -1,4 +1,4 @@
-"""Systematic-test cases for the linalg family (``wengert.ops.linalg``, ``wengert.ops.cplx``) and
+"""Systematic-test cases for the linalg family (``wengert.rules.linalg``, ``wengert.rules.cplx``) and
 the composed functions of ``wengert.numpy.linalg``.
 
 Inputs are well conditioned (``n I`` plus a small random part), with distinct eigen- and singular
@@ -12,9 +12,9 @@ import numpy as np
 import wengert.numpy.linalg as wla
 from complex_helpers import realified
 from rule_helpers import R
-from wengert.ops import broadcasting, cplx
-from wengert.ops import determinant as dt
-from wengert.ops import linalg as la
+from wengert.rules import broadcasting, cplx
+from wengert.rules import determinant as dt
+from wengert.rules import linalg as la
 
 
 def W(*shape):
@@ -82,7 +82,7 @@ CASES = {
     "linalg.qr_r": [(la.qr_r, (R(4, 3),)), (la.qr_r, (R(3, 3),)), (la.qr_r, (R(2, 3, 2),))],
     "linalg.pinv": [(la.pinv, (R(4, 3),)), (la.pinv, (R(2, 3),)), (la.pinv, (W(2, 3, 3),))],
 }
-if cplx.OWN_PARTS:  # without the core's complex parts (wengert.ops.complex), cplx has its own
+if cplx.OWN_PARTS:  # without the core's complex parts (wengert.rules.complex), cplx has its own
     CASES["cplx.conj"] = [(cplx.conj_values, (R(3),)), realified(cplx.conj_values, R(2, 2) + 1j * R(2, 2))]
     CASES["cplx.real"] = [(cplx.real_part, (R(3),)), realified(cplx.real_part, R(2, 2) + 1j * R(2, 2))]
 

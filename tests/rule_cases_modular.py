@@ -1,10 +1,10 @@
-"""Rule-table cases for modular arithmetic (``wengert.ops.modular``): ``remainder`` and ``fmod``,
+"""Rule-table cases for modular arithmetic (``wengert.rules.modular``): ``remainder`` and ``fmod``,
 at points where x / y is at least 0.09 away from an integer (both jump there)."""
 
 import numpy as np
 
 from rule_helpers import BINARY_SHAPES, R, rng
-from wengert.ops import modular
+from wengert.rules import modular
 
 
 def _away_from_jumps(sa, sb):

@@ -1,11 +1,11 @@
-"""Rule-table cases for the neural-network primitives (``wengert.ops.nn``) and the composed
+"""Rule-table cases for the neural-network primitives (``wengert.rules.nn``) and the composed
 activations and losses of ``wengert.nn``."""
 
 import numpy as np
 
 from rule_helpers import R, away, unary
 from wengert import nn
-from wengert.ops import nn as nn_ops
+from wengert.rules import nn as nn_ops
 
 LABELS_4 = np.array([2, 0, 1, 2])
 LABELS_23 = np.array([[0, 3, 1], [2, 2, 0]])

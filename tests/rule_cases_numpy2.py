@@ -5,7 +5,7 @@ import numpy as np
 
 import wengert.numpy as wnp
 from rule_helpers import R, away, binary, unary
-from wengert.ops import cumulative, more_elementwise
+from wengert.rules import cumulative, more_elementwise
 
 M = more_elementwise
 

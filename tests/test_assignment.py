@@ -272,7 +272,7 @@ def test_augmented_assignment_on_a_traced_python_float_rebinds_the_name_only():
 
 
 def test_mutation_versions_are_found_in_stamp_order():
-    from wengert.mutation import _version
+    from wengert.engines.mutation import _version
 
     versions = [(3, "a"), (7, "b"), (12, "c")]
     assert [_version(versions, k) for k in (0, 3, 6, 7, 11, 12, 20)] == ["a", "b", "b", "c", "c", None, None]

@@ -27,7 +27,7 @@ from engines import by_grad as _by_grad
 from engines import by_jvp as _by_jvp
 from engines import by_tape as _by_tape
 from engines import by_tensor as _by_tensor
-from wengert._exits import ExitError
+from wengert.core.exits import ExitError
 
 KEPT, RAISES, DETACHES = "kept", "raises", "detaches"
 X0 = np.array([1.3, 0.7, 2.1])

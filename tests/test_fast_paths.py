@@ -6,7 +6,7 @@ with a Python-float path -- found in the rule table, so a new one is covered wit
 file -- is run at special points (+-0, +-1, negative, +-inf, nan, huge, tiny), alone and in pairs,
 through both paths, comparing the value, the first derivative (reverse and forward mode), the
 second derivative, and the warnings and exceptions. The one allowed difference is listed in
-``ALLOWED_MISSING_WARNINGS`` (documented in ``wengert.primitive``'s docstring).
+``ALLOWED_MISSING_WARNINGS`` (documented in ``wengert.core.primitive``'s docstring).
 """
 
 import math
@@ -18,8 +18,8 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.ops import families
-from wengert.primitive import Primitive
+from wengert.core.primitive import Primitive
+from wengert.rules import families
 
 SPECIAL = (0.0, -0.0, 1.0, -1.0, -2.5, 0.5, 2.0, math.inf, -math.inf, math.nan,
            1e300, -1e300, 1e-300, 5e-324)

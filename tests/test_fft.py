@@ -1,7 +1,7 @@
 """wengert.numpy.fft: values against NumPy, NumPy's errors, and the VJPs of the real transforms
 against their dense Jacobians built from NumPy alone (odd and even lengths).
 
-Complex convention (HIPS autograd's and JAX's, ``wengert.ops.cplx``): a cotangent pairs with a
+Complex convention (HIPS autograd's and JAX's, ``wengert.rules.cplx``): a cotangent pairs with a
 tangent by ``Re(sum(u * t))``, so the VJP of a complex-linear map ``J`` is ``J^T u``."""
 
 import numpy as np
@@ -10,7 +10,7 @@ import pytest
 import wengert as wg
 import wengert.numpy as wnp
 import wengert.numpy.fft as wfft
-from wengert.ops import cplx
+from wengert.rules import cplx
 from wengert.testing import check_grads
 
 rng = np.random.default_rng(5)

@@ -9,8 +9,8 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.ops import rule_table
-from wengert.primitive import defvjp_float
+from wengert.core.primitive import defvjp_float
+from wengert.rules import rule_table
 
 FUSED = {name: prim for name, prim in rule_table().items() if prim.float_vjp is not None}
 POINTS = [0.3, 0.71, 1.4]  # inside every fused primitive's domain (log, sqrt, power, ...)

@@ -17,8 +17,8 @@ def test_cycles_are_the_strongly_connected_components():
 
 def test_the_package_graph_resolves_submodule_imports():
     known = graph_tool.modules()
-    assert "wengert.trace" in known and "wengert.ops.elementwise" in known
+    assert "wengert.core.trace" in known and "wengert.rules.elementwise" in known
     es = graph_tool.edges(known)
-    # `from wengert.ops import elementwise as ew` in reverse.py: an edge to the module, at module level
-    assert ("wengert.reverse", "wengert.ops.elementwise", False) in es
+    # `from wengert.rules import elementwise as ew` in reverse.py: an edge to the module, at module level
+    assert ("wengert.engines.reverse", "wengert.rules.elementwise", False) in es
     assert all(a != b for a, b, _ in es)

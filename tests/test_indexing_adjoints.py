@@ -7,8 +7,8 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.ops import indexing
-from wengert.primitive import defvjp_accumulate
+from wengert.core.primitive import defvjp_accumulate
+from wengert.rules import indexing
 from wengert.testing import check_grads
 
 rng = np.random.default_rng(3)

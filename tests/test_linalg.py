@@ -8,9 +8,9 @@ import wengert as wg
 import wengert.numpy as wnp
 import wengert.numpy.linalg as wla
 from complex_helpers import realified
-from wengert.ops import cplx
-from wengert.ops import determinant as dt
-from wengert.ops import linalg as la
+from wengert.rules import cplx
+from wengert.rules import determinant as dt
+from wengert.rules import linalg as la
 from wengert.testing import check_grads
 
 rng = np.random.default_rng(11)
@@ -419,8 +419,8 @@ def test_eig_of_an_ill_conditioned_but_not_defective_matrix_is_differentiated():
 
 
 def test_every_linalg_rule_names_the_user_function_on_a_linalg_error():
-    from wengert.ops import determinant, linalg
-    from wengert.primitive import Primitive
+    from wengert.core.primitive import Primitive
+    from wengert.rules import determinant, linalg
 
     for module in (linalg, determinant):
         for value in vars(module).values():
@@ -449,7 +449,7 @@ def test_sqrtm_at_a_singular_matrix_refuses_a_derivative():
 
 def test_pinv_and_lstsq_of_rank_deficient_matrices_follow_jax(jax64):
     """The derivative along matrices of the same rank (NumPy's pinv jumps where the rank changes):
-    JAX's and PyTorch's convention, documented in wengert.ops.linalg."""
+    JAX's and PyTorch's convention, documented in wengert.rules.linalg."""
     jnp = jax64.numpy
     a = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
     b = np.array([1.0, 2.0, 3.0])

@@ -5,7 +5,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.ops import rule_table
+from wengert.rules import rule_table
 from wengert.testing import check_grads
 
 

@@ -170,7 +170,7 @@ def test_every_docs_page_runs_as_a_session(name, tmp_path):
     ns = {}
     for line, _lang, code, _output in python_blocks(name):
         if name == "docs/tour.md" and line == python_blocks(name)[0][0]:
-            continue  # an excerpt of src/wengert/ops/elementwise.py: checked in the tour's test
+            continue  # an excerpt of src/wengert/rules/elementwise.py: checked in the tour's test
         ns, _, _ = run_with_claims(code, tmp_path, ns, tag=f"{Path(name).stem}_{line}")
 
 
@@ -339,7 +339,6 @@ def test_program_from_trace_and_compile(tmp_path):
 
 def test_checkpointing(tmp_path):
     from wengert import checkpointing
-
     ns, stdout, shown = run_block("README.md", "print(checkpointing.ctz(16))", tmp_path)
     assert stdout.strip() == shown.strip()  # the diagram
     x0 = ns["x0"]
@@ -402,9 +401,9 @@ def test_source_grad_checkpointed(tmp_path):
 
 def test_tour(tmp_path):
     excerpt = python_blocks("docs/tour.md")[0][2]
-    source = (ROOT / "src/wengert/ops/elementwise.py").read_text(encoding="utf-8")
+    source = (ROOT / "src/wengert/rules/elementwise.py").read_text(encoding="utf-8")
     for line in excerpt.splitlines():
-        assert line in source, f"docs/tour.md quotes a line that ops/elementwise.py no longer has: {line!r}"
+        assert line in source, f"docs/tour.md quotes a line that rules/elementwise.py no longer has: {line!r}"
     ns = {}
     outs = []
     for line, _lang, code, _output in python_blocks("docs/tour.md")[1:]:
@@ -456,10 +455,10 @@ def test_paths_named_in_the_docs_exist():
 
 
 def test_adding_a_primitive_accumulate_rule():
-    # the doc names defvjp_accumulate "from wengert.primitive" (the attribute wg.primitive is the decorator)
+    # the doc names defvjp_accumulate "from wengert.core.primitive" (wg.primitive is the decorator)
     text = " ".join((ROOT / "docs/adding-a-primitive.md").read_text(encoding="utf-8").split())
-    assert "`defvjp_accumulate(prim, rule(buffer, g, out, *args))` (from `wengert.primitive`)" in text
-    from wengert.primitive import defvjp_accumulate
+    assert "`defvjp_accumulate(prim, rule(buffer, g, out, *args))` (from `wengert.core.primitive`)" in text
+    from wengert.core.primitive import defvjp_accumulate
 
     @wg.primitive
     def pick(v, i):
@@ -531,7 +530,6 @@ def test_modules_in_the_docs_tables_exist():
 
 def test_checkpointing_bounds_in_the_prose():
     from wengert import checkpointing
-
     for n in range(1, 130):  # "ctz ... keeps at most ⌊log2 n⌋ + 2 states"
         assert checkpointing.ctz(n).peak_snapshots <= int(math.log2(n)) + 2
 

@@ -13,7 +13,7 @@ import pytest
 
 import wengert.numpy as wnp
 from rule_helpers import R, away, binary, distinct_pair, unary
-from wengert.ops import broadcasting, elementwise, indexing, products, reductions, rule_table, shape
+from wengert.rules import broadcasting, elementwise, indexing, products, reductions, rule_table, shape
 from wengert.testing import check_grads
 
 E = elementwise

@@ -2,7 +2,7 @@
 
 import re
 
-from wengert import ops
+from wengert import rules as ops
 from wengert.__main__ import main
 
 

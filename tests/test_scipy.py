@@ -17,8 +17,8 @@ import scipy.stats as sst  # noqa: E402
 
 import wengert as wg  # noqa: E402
 import wengert.numpy as wnp  # noqa: E402
+from wengert.core.primitive import NoRuleError  # noqa: E402
 from wengert.numpy._dispatch import UnsupportedNumpyFunction  # noqa: E402
-from wengert.primitive import NoRuleError  # noqa: E402
 from wengert.scipy import integrate, linalg, signal, special, stats  # noqa: E402
 from wengert.testing import check_grads  # noqa: E402
 
@@ -349,7 +349,7 @@ def test_without_scipy_wengert_works_and_wengert_scipy_says_how_to_install():
         sys.meta_path.insert(0, NoScipy())
         import numpy as np
         import wengert as wg
-        from wengert.ops import rule_table
+        from wengert.rules import rule_table
         assert "erf" not in rule_table() and "sin" in rule_table()
         assert wg.grad(lambda x: np.sum(np.sin(x)))(np.zeros(2)).tolist() == [1.0, 1.0]
         try:

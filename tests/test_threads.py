@@ -111,7 +111,7 @@ def test_transforms_tensors_and_compile_in_threads_match_one_thread(fast_switchi
 
 def test_gc_pause_counts_across_threads(fast_switching):
     """Pauses opened and closed in any order, from many threads, leave the collector on."""
-    from wengert.trace import gc_paused
+    from wengert.core.trace import gc_paused
 
     assert gc.isenabled()
     inside = threading.Barrier(4)
@@ -130,7 +130,7 @@ def test_gc_pause_counts_across_threads(fast_switching):
 
 
 def test_gc_pause_keeps_a_collector_that_was_off_off():
-    from wengert.trace import gc_paused
+    from wengert.core.trace import gc_paused
 
     gc.disable()
     try:

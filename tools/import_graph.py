@@ -29,7 +29,7 @@ def modules():
 
 
 def _resolve(name, known):
-    """The longest known module that ``name`` (``wengert.ops.linalg.det``) lies in."""
+    """The longest known module that ``name`` (``wengert.rules.linalg.det``) lies in."""
     while name and name not in known:
         name = name.rpartition(".")[0]
     return name or None

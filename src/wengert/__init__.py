@@ -7,27 +7,10 @@ traced values dispatch there. ``Program`` and ``compile`` derive derivative prog
 from the same rules.
 """
 
-from wengert._checkpoint import checkpoint, iterate
-from wengert.primitive import (
-    NoRuleError,
-    Primitive,
-    defjvp,
-    defjvp_argnum,
-    defvjp,
-    defvjp_accumulate,
-    defvjp_argnum,
-    defvjp_float,
-    defvjp_inplace,
-    primitive,
-)
-from wengert.program import Program
-from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
-from wengert.program.control import TransformError
-from wengert.program.source_api import source_grad, source_jvp
-from wengert.program.source_checkpoint import checkpointed
-from wengert.tape import Grad, Tape, Var
-from wengert.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
-from wengert.transforms import (
+from wengert.api.checkpointing.transforms import checkpoint, iterate
+from wengert.api.tape import Grad, Tape, Var
+from wengert.api.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
+from wengert.api.transforms import (
     elementwise_grad,
     grad,
     hessian,
@@ -40,7 +23,24 @@ from wengert.transforms import (
     value_and_grad,
     vjp,
 )
-from wengert.tree import tree_flatten, tree_map, tree_unflatten
+from wengert.core.primitive import (
+    NoRuleError,
+    Primitive,
+    defjvp,
+    defjvp_argnum,
+    defvjp,
+    defvjp_accumulate,
+    defvjp_argnum,
+    defvjp_float,
+    defvjp_inplace,
+    primitive,
+)
+from wengert.core.tree import tree_flatten, tree_map, tree_unflatten
+from wengert.program import Program
+from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
+from wengert.program.control import TransformError
+from wengert.program.source_api import source_grad, source_jvp
+from wengert.program.source_checkpoint import checkpointed
 
 __version__ = "0.1.0"
 

@@ -37,9 +37,8 @@ def example(args):
 
 
 def demo(args):
-    """Train an MLP on scikit-learn's digits (see ``wengert._demo``)."""
-    from wengert import _demo
-
+    """Train an MLP on scikit-learn's digits (see ``wengert.cli.demo``)."""
+    from wengert.cli import demo as _demo
     return _demo.run(args)
 
 
@@ -52,8 +51,7 @@ def adjoint(args):
 
 def rules(args):
     """Print the rule table: every differentiable primitive, its modes and its facts."""
-    from wengert import _rules_table
-
+    from wengert.cli import rules as _rules_table
     print(_rules_table.render())
     return 0
 

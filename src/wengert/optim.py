@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from wengert.trace import unbox_all
+from wengert.core.trace import unbox_all
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "StepLR", "CosineAnnealingLR"]
 

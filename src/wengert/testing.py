@@ -13,8 +13,8 @@ autograd and JAX, under which a holomorphic ``f`` has VJP ``g * f'(z)`` (docs/co
 
 import numpy as np
 
-from wengert.transforms import jvp, vjp
-from wengert.tree import tree_flatten, tree_unflatten
+from wengert.api.transforms import jvp, vjp
+from wengert.core.tree import tree_flatten, tree_unflatten
 
 __all__ = ["check_grads", "GradientCheckError"]
 

@@ -20,8 +20,8 @@ import subprocess
 
 import numpy as np
 
-from wengert.reverse import FREED, Node
-from wengert.tape import Tape
+from wengert.api.tape import Tape
+from wengert.engines.reverse import FREED, Node
 
 __all__ = ["to_dot", "render"]
 

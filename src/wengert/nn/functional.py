@@ -1,7 +1,7 @@
 """Activations and losses, as functions (``torch.nn.functional``'s names and meanings).
 
 They accept plain arrays, ``wg.Tensor``s and values traced by ``wg.grad``. Numerically delicate
-ones rest on the dedicated primitives of ``wengert.ops.nn`` (``log_softmax``,
+ones rest on the dedicated primitives of ``wengert.rules.nn`` (``log_softmax``,
 ``softmax_cross_entropy``); the others are composed from ``wengert.numpy``.
 """
 
@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 import wengert.numpy as wnp
-from wengert.ops import nn as nn_ops
+from wengert.rules import nn as nn_ops
 
 __all__ = ["relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
            "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]
@@ -73,7 +73,7 @@ def cross_entropy(logits, labels, reduction="mean"):
 
 
 def _plain(labels):
-    from wengert.trace import unbox_all
+    from wengert.core.trace import unbox_all
 
     return unbox_all(labels)
 

@@ -8,11 +8,11 @@ JAX's layout; PyTorch stores the transpose), which saves a transpose per call.
 import numpy as np
 
 import wengert.numpy as wnp
+from wengert.api.tensor import EAGER, Tensor, is_grad_enabled
+from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.nn import functional as F
 from wengert.nn import init
 from wengert.nn.module import Module, Parameter
-from wengert.tensor import EAGER, Tensor, is_grad_enabled
-from wengert.trace import BOX_TYPES, unbox_all
 
 __all__ = ["Linear", "Embedding", "Sequential", "MLP", "Dropout", "ReLU", "Tanh", "Sigmoid", "GELU",
            "Identity"]

@@ -16,8 +16,8 @@ import contextlib
 
 import numpy as np
 
-from wengert.tensor import EAGER, Tensor
-from wengert.trace import register_box, unbox_all
+from wengert.api.tensor import EAGER, Tensor
+from wengert.core.trace import register_box, unbox_all
 
 __all__ = ["Module", "Parameter", "SparseRows"]
 

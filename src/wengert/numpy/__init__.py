@@ -28,6 +28,9 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     uint8,
 )
 
+from wengert.core.primitive import nondiff_primitive as _nondiff_primitive
+from wengert.core.trace import contains_box as _contains_box
+from wengert.core.trace import unbox_all as _unbox_all
 from wengert.numpy import _classification as _table
 from wengert.numpy import fft, linalg
 from wengert.numpy._extra import (
@@ -173,7 +176,7 @@ from wengert.numpy._more_reductions import (
     quantile,
     trapezoid,
 )
-from wengert.ops.elementwise import (
+from wengert.rules.elementwise import (
     abs,
     absolute,
     add,
@@ -217,10 +220,10 @@ from wengert.ops.elementwise import (
     true_divide,
     trunc,
 )
-from wengert.ops.indexing import index_add, index_update  # functional x[idx] = v / np.add.at
-from wengert.ops.modular import divmod_ as divmod  # noqa: A004 - NumPy's name
-from wengert.ops.modular import floor_divide, fmod, mod, remainder
-from wengert.ops.nondiff import (
+from wengert.rules.indexing import index_add, index_update  # functional x[idx] = v / np.add.at
+from wengert.rules.modular import divmod_ as divmod  # noqa: A004 - NumPy's name
+from wengert.rules.modular import floor_divide, fmod, mod, remainder
+from wengert.rules.nondiff import (
     allclose,
     argmax,
     argmin,
@@ -251,9 +254,6 @@ from wengert.ops.nondiff import (
     size,
     zeros_like,
 )
-from wengert.primitive import nondiff_primitive as _nondiff_primitive
-from wengert.trace import contains_box as _contains_box
-from wengert.trace import unbox_all as _unbox_all
 
 # Constructors from shapes: NumPy's own (a traced shape is refused by its __index__).
 zeros = _np.zeros

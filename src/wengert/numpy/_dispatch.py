@@ -79,7 +79,9 @@ def ufunc_call(ufunc, method, inputs, kwargs):
     if method == "reduce" and ufunc in REDUCERS:
         return REDUCERS[ufunc](*inputs, **kwargs)
     if method == "at" and ufunc is np.add and len(inputs) == 3 and hasattr(inputs[0], "_trace"):
-        from wengert.mutation import add_at  # the traced array is rebound (see wengert.mutation)
+        from wengert.engines.mutation import (
+            add_at,  # the traced array is rebound (see wengert.engines.mutation)
+        )
 
         return add_at(*inputs)
     raise _unsupported(f"{_ufunc_name(ufunc)}.{method}")
@@ -97,7 +99,7 @@ def _scipy_ufunc(ufunc):
     if getattr(np, ufunc.__name__, None) is ufunc:
         return None
     try:
-        from wengert.ops.special import UFUNCS as scipy_ufuncs
+        from wengert.rules.special import UFUNCS as scipy_ufuncs
     except ImportError:
         return None
     return scipy_ufuncs.get(ufunc)

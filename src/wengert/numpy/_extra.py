@@ -4,10 +4,10 @@ matrix-vector products of NumPy 2. Nothing here defines a derivative."""
 
 import numpy as np
 
+from wengert.core.trace import contains_box
 from wengert.numpy import _functions as F
-from wengert.ops import broadcasting, cplx, elementwise, products, reductions
-from wengert.ops import shape as shape_ops
-from wengert.trace import contains_box
+from wengert.rules import broadcasting, cplx, elementwise, products, reductions
+from wengert.rules import shape as shape_ops
 
 __all__ = ["full", "linspace", "logspace", "copy", "astype", "rollaxis", "broadcast_arrays",
            "unstack", "hsplit", "vsplit", "dsplit", "matvec", "vecmat"]

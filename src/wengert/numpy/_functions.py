@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 
-from wengert.ops import broadcasting, elementwise, indexing, products, reductions
-from wengert.ops import complex as complex_parts
-from wengert.ops import shape as shape_ops
-from wengert.trace import BOX_TYPES, contains_box, unbox_all
+from wengert.core.trace import BOX_TYPES, contains_box, unbox_all
+from wengert.rules import broadcasting, elementwise, indexing, products, reductions
+from wengert.rules import complex as complex_parts
+from wengert.rules import shape as shape_ops
 
 _shape = broadcasting.shape_of
 

@@ -11,12 +11,12 @@ import builtins
 
 import numpy as np
 
+from wengert.core.primitive import nondiff_primitive
+from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
-from wengert.ops import broadcasting, elementwise, indexing, reductions
-from wengert.ops import complex as complex_parts
-from wengert.ops import shape as shape_ops
-from wengert.primitive import nondiff_primitive
-from wengert.trace import contains_box, is_symbolic, unbox_all
+from wengert.rules import broadcasting, elementwise, indexing, reductions
+from wengert.rules import complex as complex_parts
+from wengert.rules import shape as shape_ops
 
 _shape = broadcasting.shape_of
 _E = elementwise

@@ -9,12 +9,12 @@ import math
 
 import numpy as np
 
+from wengert.core.primitive import nondiff_primitive
+from wengert.core.trace import is_symbolic, unbox_all
 from wengert.numpy import _functions as F
-from wengert.ops import complex as complex_parts
-from wengert.ops import elementwise, more_elementwise
-from wengert.ops import shape as shape_ops
-from wengert.primitive import nondiff_primitive
-from wengert.trace import is_symbolic, unbox_all
+from wengert.rules import complex as complex_parts
+from wengert.rules import elementwise, more_elementwise
+from wengert.rules import shape as shape_ops
 
 _E = elementwise
 

@@ -3,15 +3,15 @@
 Same signatures as NumPy (``n``/``s`` resize by cropping or zero-padding, ``axis``/``axes``,
 ``norm``). Arguments are checked by NumPy itself on a one-element array first, so a bad ``norm``,
 ``n`` or ``axis`` raises NumPy's own error. Complex inputs and outputs follow the
-convention of ``wengert.ops.cplx`` (cotangent ``A^H g``); a real input gets a real gradient.
+convention of ``wengert.rules.cplx`` (cotangent ``A^H g``); a real input gets a real gradient.
 """
 
 import numpy as np
 
+from wengert.core.trace import BOX_TYPES
 from wengert.numpy import _classification as _table
-from wengert.ops import broadcasting, indexing
-from wengert.ops import fft as ops
-from wengert.trace import BOX_TYPES
+from wengert.rules import broadcasting, indexing
+from wengert.rules import fft as ops
 
 DIFFERENTIABLE = _table.names("numpy.fft", _table.DIFFERENTIABLE)  # the classification's
 NOT_DIFFERENTIABLE = _table.names("numpy.fft", _table.INTEGER, _table.ZERO)
@@ -128,7 +128,7 @@ def _real_n(a, s, axes, norm):
 
 
 def irfftn(a, s=None, axes=None, norm=None):
-    """numpy.fft.irfftn (reads the half spectrum; see wengert.ops.fft for the adjoint)."""
+    """numpy.fft.irfftn (reads the half spectrum; see wengert.rules.fft for the adjoint)."""
     a = _array(a)
     _check(np.fft.irfftn, a, s=s, axes=axes, norm=norm)
     return _inverse_real_n(a, s, axes, norm)

@@ -4,7 +4,7 @@ Decompositions return NumPy's named tuples' fields (``EighResult(eigenvalues, ei
 ``SVDResult(U, S, Vh)``, ...). Stacked matrices work wherever NumPy allows them. Bad arguments
 raise NumPy's own errors. The derivative's limits (repeated eigenvalues, ``full_matrices=True`` on
 non-square matrices, triangles read by ``cholesky``/``eigh``) are described in
-``wengert.ops.linalg``; ``norm``, ``matrix_power``, ``lstsq``, ``cond`` and ``multi_dot`` are
+``wengert.rules.linalg``; ``norm``, ``matrix_power``, ``lstsq``, ``cond`` and ``multi_dot`` are
 composed from primitives.
 """
 
@@ -13,12 +13,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from wengert.core.trace import BOX_TYPES, is_symbolic, unbox_all
 from wengert.numpy import _classification as _table
 from wengert.numpy import _functions as F
-from wengert.ops import broadcasting, cplx, determinant, elementwise, indexing, products, shape
-from wengert.ops import linalg as ops
-from wengert.ops.cplx import adjoint, is_complex, mT
-from wengert.trace import BOX_TYPES, is_symbolic, unbox_all
+from wengert.rules import broadcasting, cplx, determinant, elementwise, indexing, products, shape
+from wengert.rules import linalg as ops
+from wengert.rules.cplx import adjoint, is_complex, mT
 
 DIFFERENTIABLE = _table.names("numpy.linalg", _table.DIFFERENTIABLE)  # the classification's
 NOT_DIFFERENTIABLE = ["LinAlgError"] + _table.names("numpy.linalg", _table.INTEGER, _table.ZERO)
@@ -223,7 +223,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
 
 
 def _abs2(x):
-    """|x|**2, for complex x as Re(x)**2 + Im(x)**2 (wengert.ops.cplx, whatever the core's abs)."""
+    """|x|**2, for complex x as Re(x)**2 + Im(x)**2 (wengert.rules.cplx, whatever the core's abs)."""
     if not is_complex(x):
         return x * x
     re, im = cplx.real(x), cplx.real(x * -1j)

@@ -11,10 +11,10 @@ Adjoint programs are programs: their adjoints (second derivatives) come the same
 
 import numpy as np
 
-from wengert.ops import elementwise as ew
+from wengert.core.tree import _LEAF, argnums_checked, argnums_resolved
 from wengert.program.ir import Program, Variable, dup, map_vars, placeholder
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
-from wengert.tree import _LEAF, argnums_checked, argnums_resolved
+from wengert.rules import elementwise as ew
 
 __all__ = ["vjp_program", "grad_program", "jvp_program"]
 

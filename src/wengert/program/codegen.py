@@ -7,7 +7,7 @@ Python floats are computed with ``math`` (far cheaper than NumPy's scalar path);
 raises and NumPy would return nan or inf, the function runs again in a NumPy-only variant.
 Primitives NumPy cannot spell (``linalg.*``, ``fft.*``, SciPy's special functions, ``index_update``)
 are called through their implementation, which the source imports from the wengert module that
-defines it (``prim_linalg_det = _wengert_ops_linalg.det.fun``); only a primitive defined outside
+defines it (``prim_linalg_det = _wengert_rules_linalg.det.fun``); only a primitive defined outside
 wengert's modules, or a constant no source can spell (a Python function), is supplied in the
 namespace instead: such a source names it in a comment and is not self-contained.
 """
@@ -311,10 +311,10 @@ _LOCATIONS = {}
 
 def _importable(prim):
     """``(module, attribute path to the implementation)`` of a primitive defined in a module of
-    ``wengert.ops`` (or importable by the implementation's own name), or None."""
+    ``wengert.rules`` (or importable by the implementation's own name), or None."""
     if prim in _LOCATIONS:
         return _LOCATIONS[prim]
-    from wengert.ops import families
+    from wengert.rules import families
 
     found = None
     for module in families():

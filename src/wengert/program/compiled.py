@@ -14,10 +14,10 @@ from collections import namedtuple
 
 import numpy as np
 
+from wengert.core.trace import BOX_TYPES
+from wengert.core.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.program.ir import Program, Variable
 from wengert.program.passes import lower, optimize
-from wengert.trace import BOX_TYPES
-from wengert.tree import _LEAF, tree_flatten, tree_unflatten
 
 __all__ = ["compile_function", "CompiledFunction", "CacheInfo"]
 
@@ -254,8 +254,7 @@ class CompiledFunction:
 
     def _uncompiled(self, *args):
         """Called with values traced by another transform: run ``fun`` itself under it."""
-        from wengert import transforms
-
+        from wengert.api import transforms
         if self.transform == "grad":
             return transforms.grad(self.fun, self.argnums)(*args)
         if self.transform == "value_and_grad":

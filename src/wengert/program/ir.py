@@ -1,6 +1,6 @@
 """The IR: a straight-line program in SSA/ANF form (a Wengert list as a program).
 
-Every :class:`Statement` applies one primitive of the rule table (``wengert.ops``) to variables and
+Every :class:`Statement` applies one primitive of the rule table (``wengert.rules``) to variables and
 constants and assigns its result to a fresh :class:`Variable`: no compound expressions, every
 variable assigned once. A :class:`Program` has named inputs, statements and outputs; it prints
 in SSA notation (``v1 = log(v_1)``), renders as plain NumPy source, and runs as a Python
@@ -9,8 +9,8 @@ function made by ``exec`` of that source.
 
 import numpy as np
 
-from wengert.primitive import Primitive
-from wengert.tree import tree_flatten, tree_unflatten
+from wengert.core.primitive import Primitive
+from wengert.core.tree import tree_flatten, tree_unflatten
 
 __all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in", "placeholder", "dup"]
 

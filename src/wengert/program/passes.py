@@ -13,9 +13,9 @@
 
 import numpy as np
 
-from wengert.ops.elementwise import add, multiply, negative, subtract, true_divide
-from wengert.ops.indexing import index_add
 from wengert.program.ir import Statement, Variable, dup, map_vars
+from wengert.rules.elementwise import add, multiply, negative, subtract, true_divide
+from wengert.rules.indexing import index_add
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
            "explicit_dup", "accumulate_in_place", "elide_broadcasts", "factor_sums", "rewrite_algebra",

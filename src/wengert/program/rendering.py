@@ -24,7 +24,7 @@ MATH_UNARY = {"sqrt": "sqrt", "exp": "exp", "log": "log", "log2": "log2", "log10
               "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "absolute": "abs"}
 MATH_BINARY = {"arctan2": "atan2", "hypot": "hypot"}
 
-KNOWN_FAMILIES = frozenset(f"wengert.ops.{m}" for m in (
+KNOWN_FAMILIES = frozenset(f"wengert.rules.{m}" for m in (
     "elementwise", "broadcasting", "reductions", "shape", "indexing", "products", "nondiff", "modular",
 )) | {"numpy", "builtins", "_operator", "operator", "wengert.program.ir"}
 """Modules whose primitives are spelled in NumPy; others are called through their implementation."""

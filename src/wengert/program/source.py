@@ -31,11 +31,11 @@ import numpy as np
 
 import wengert
 import wengert.numpy as wnp
-from wengert.ops import indexing, nondiff
+from wengert.core.tree import tree_flatten
 from wengert.program.control import If, Loop, SourceProgram, TransformError
 from wengert.program.ir import Variable
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError, _identifier, is_input_leaf
-from wengert.tree import tree_flatten
+from wengert.rules import indexing, nondiff
 
 __all__ = ["from_source", "TransformError"]
 

@@ -19,7 +19,7 @@ the adjoint of ``x`` is ``x_bar``; forward mode gives ``x_dot``.
 
 import numpy as np
 
-from wengert.ops import elementwise as ew
+from wengert.core.tree import _LEAF, argnums_checked, argnums_resolved, tree_flatten
 from wengert.program.adjoint import _zeros
 from wengert.program.control import (
     Assign,
@@ -35,7 +35,7 @@ from wengert.program.control import (
 from wengert.program.ir import Statement, Variable, map_vars, placeholder
 from wengert.program.source import _Builder
 from wengert.program.tracing import Symbol, TracingError
-from wengert.tree import _LEAF, argnums_checked, argnums_resolved, tree_flatten
+from wengert.rules import elementwise as ew
 
 __all__ = ["grad_source", "jvp_source", "GradProgram"]
 
@@ -90,7 +90,7 @@ class _Reverser(_SymbolicPass):
             if (A.kind == "array" and type(last) is Statement and cvar is not None and last.out is cvar
                     and last.prim.__name__ == "untake"):
                 g, idx, _shape = last.args
-                from wengert.ops.indexing import index_add
+                from wengert.rules.indexing import index_add
 
                 self.b.statements[-1] = Statement((A,), index_add, (A, idx, g), inplace=True)
                 self.b.forget(cvar)  # its statement is gone: never reuse it
@@ -349,7 +349,7 @@ class GradProgram:
         return self._function
 
     def __call__(self, *flat):
-        from wengert.tree import tree_unflatten
+        from wengert.core.tree import tree_unflatten
 
         out = self.function(*flat)
         return tree_unflatten(self.out_tree, [out] if len(self.outputs) == 1 else list(out))

@@ -142,7 +142,7 @@ def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     default) keeps them on a stack (memory grows with the trip count); ``"binomial"`` (revolve,
     ``snapshots`` states, default ceil(log2 n); ``for`` loops over a range known when the program is
     generated) and ``"ctz"`` (online: also ``while`` loops and ``break``) keep a few loop states and
-    recompute iterations from them, following ``wengert.checkpointing``'s schedules."""
+    recompute iterations from them, following ``wengert.api.checkpointing.schedules``'s schedules."""
     from wengert.program.source_checkpoint import check_policy
 
     check_policy(checkpoint, snapshots, f"source_grad({getattr(fun, '__name__', fun)})")

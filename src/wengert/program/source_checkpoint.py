@@ -3,7 +3,7 @@
 The store-all reverse pass (``source_adjoint.py``) pushes each iteration's values on a stack: memory
 grows with the trip count. With ``checkpoint="binomial"`` or ``"ctz"`` a loop instead keeps a few
 *loop states* (the values of its loop-carried variables at the start of an iteration) and its
-reverse pass executes a schedule of ``wengert.checkpointing``:
+reverse pass executes a schedule of ``wengert.api.checkpointing.schedules``:
 
 * the forward loop runs as written, without pushing anything; at the top of an iteration it takes
   the schedule's snapshots of the state (binomial: the schedule's forward snapshots, known when the
@@ -25,7 +25,7 @@ kept from the forward loop until the reverse sweep starts from it.
 import inspect
 import textwrap
 
-from wengert.checkpointing import binomial, ctz_reverse_sweep
+from wengert.api.checkpointing.schedules import binomial, ctz_reverse_sweep
 from wengert.program.control import If, Loop, TransformError, _targets, _values, all_names, defined, reads
 from wengert.program.ir import Statement, Variable
 

@@ -96,7 +96,7 @@ def _plan(body, h, o, final):
 def _scatter_add(body, owned, final):
     """``b = owned + untake(g, idx, shape)`` (the adjoint of a read ``x[idx]``), where nothing else
     reads ``owned`` or the untake, as ``owned[idx] += g``: (rewrites, b), or None."""
-    from wengert.ops.indexing import index_add
+    from wengert.rules.indexing import index_add
 
     readers = [k for k, n in enumerate(body) if n is not final and owned in reads([n])]
     if len(readers) != 1 or type(body[readers[0]]) is not Statement:

@@ -19,13 +19,13 @@ import sys
 import numpy as np
 
 import wengert
-from wengert.box import ArrayBox
+from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
+from wengert.core.tree import tree_flatten, tree_unflatten
+from wengert.engines.box import ArrayBox
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
-from wengert.ops import elementwise, nondiff
-from wengert.ops import shape as shape_ops
 from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
-from wengert.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
-from wengert.tree import tree_flatten, tree_unflatten
+from wengert.rules import elementwise, nondiff
+from wengert.rules import shape as shape_ops
 
 __all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location"]
 
@@ -131,7 +131,7 @@ class Symbol(ArrayBox):
 
     def __setitem__(self, idx, value):
         """``x[idx] = value``: the symbol now stands for ``index_update(x, idx, value)`` (as the tape's
-        boxes, see ``wengert.mutation``); a traced boolean mask is refused (data-dependent)."""
+        boxes, see ``wengert.engines.mutation``); a traced boolean mask is refused (data-dependent)."""
         if _has_bool_symbol(idx):
             if type(idx) is Symbol and idx.variable.shape == self.variable.shape and np.ndim(value) == 0:
                 new = elementwise.where(idx, value, self)  # x[mask] = scalar: the same as a where

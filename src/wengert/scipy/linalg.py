@@ -10,8 +10,8 @@ overwritten).
 
 import numpy as np
 
-from wengert.ops import broadcasting, shape
-from wengert.ops import scipy_linalg as ops
+from wengert.rules import broadcasting, shape
+from wengert.rules import scipy_linalg as ops
 
 __all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "expm", "sqrtm",
            "solve_sylvester", "block_diag"]

@@ -1,7 +1,7 @@
 """wengert.scipy.signal: scipy.signal.convolve, differentiable in both inputs (real, n-d)."""
 
-from wengert.ops import broadcasting
-from wengert.ops import signal as ops
+from wengert.rules import broadcasting
+from wengert.rules import signal as ops
 
 __all__ = ["convolve"]
 

@@ -1,6 +1,6 @@
 """wengert.scipy.special: scipy.special's functions with derivatives (``import wengert.scipy.special``).
 
-Most are primitives of ``wengert.ops.special``; ``logsumexp``, ``softmax``, ``log_softmax`` and
+Most are primitives of ``wengert.rules.special``; ``logsumexp``, ``softmax``, ``log_softmax`` and
 ``multigammaln`` are composed from primitives. Derivatives with respect to integer orders
 (``polygamma``'s ``n``, ``jn``/``yn``'s ``n``), Bessel orders ``v`` and the shape parameters of
 ``gammainc``/``gammaincc``/``betainc`` are not defined: asking for them raises ``NoRuleError``
@@ -14,9 +14,10 @@ import math
 import numpy as np
 
 import wengert.numpy as wnp
-from wengert.ops.broadcasting import dtype_of, shape_of
-from wengert.ops.elementwise import absolute, exp, log
-from wengert.ops.special import (
+from wengert.core.trace import is_symbolic, unbox_all
+from wengert.rules.broadcasting import dtype_of, shape_of
+from wengert.rules.elementwise import absolute, exp, log
+from wengert.rules.special import (
     beta,
     betainc,
     betaln,
@@ -51,7 +52,6 @@ from wengert.ops.special import (
     y1,
     yn,
 )
-from wengert.trace import is_symbolic, unbox_all
 
 __all__ = [
     "erf", "erfc", "erfinv", "erfcinv", "gamma", "gammaln", "digamma", "psi", "polygamma",

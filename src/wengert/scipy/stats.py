@@ -20,10 +20,10 @@ import math
 import numpy as np
 
 import wengert.numpy as wnp
-from wengert.ops import broadcasting, indexing, scipy_linalg
-from wengert.ops import special as sp
-from wengert.ops.elementwise import exp, log, log1p, where
-from wengert.trace import contains_box, is_symbolic, unbox_all
+from wengert.core.trace import contains_box, is_symbolic, unbox_all
+from wengert.rules import broadcasting, indexing, scipy_linalg
+from wengert.rules import special as sp
+from wengert.rules.elementwise import exp, log, log1p, where
 
 __all__ = ["norm", "t", "gamma", "beta", "chi2", "poisson", "dirichlet", "multivariate_normal"]
 

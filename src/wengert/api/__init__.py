@@ -1,0 +1,2 @@
+"""The user-facing transforms (``grad``, ``jvp``, ...), ``Tape``, ``Tensor`` and checkpointing, built on
+the engines."""

@@ -1,0 +1,426 @@
+"""Recomputation: the engine behind ``wg.checkpoint`` and ``wg.iterate`` (``_checkpoint.py``).
+
+A checkpointed computation runs the user's function on plain values and records ONE node for the
+whole of it. The node's VJP runs it again, this time recording it, and backpropagates through the
+recording. Two difficulties, and how they are met:
+
+- **Closed-over traced values** (weights). The function is run under a *substitution trace*, newer
+  than every trace alive, whose boxes hold the function's inputs. A primitive call that involves
+  one of its boxes reaches it first (highest level); there, any box of an older trace is a value the
+  function closed over. The first run gives each such box a *slot*, in order of first sight; the
+  node takes the slots as extra arguments, so the outer derivative sends their cotangents back
+  through the usual graph. Later runs substitute, in the same order, the slot's value in the node's
+  arguments (a leaf of the recording). An operation on closed-over values alone (``w * 2``) does
+  not involve the function's inputs: the outer trace records it as usual, a new box each run, which
+  is why the order of first sight, and not identity, names the slots (the function must run the
+  same operations each time, as every checkpointing scheme assumes).
+- **Levels.** The node is a primitive call, so every trace involved (an outer ``grad`` of a
+  ``grad``, ``jvp``, eager tensors) unboxes its own values and records its own node, exactly as for
+  ``sin``; the VJP and JVP rules compute with whatever the node holds -- plain arrays, or the boxes
+  of older traces, which then record the recomputation: second derivatives are correct.
+
+Multiple float outputs are packed into one vector (the node has one output) and cut apart again.
+"""
+
+import numpy as np
+
+import wengert.numpy as wnp
+from wengert.api.checkpointing import schedules as sched
+from wengert.api.tensor import Tensor
+from wengert.api.transforms import jvp
+from wengert.core.primitive import Primitive, defjvp_argnum, defvjp_argnum
+from wengert.core.trace import BOX_TYPES, Trace, register_box, unbox_all
+from wengert.core.tree import describe, tree_flatten, tree_unflatten
+from wengert.engines.box import ArrayBox
+from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
+
+__all__ = ["Chain", "name_of"]
+
+
+def name_of(fun):
+    return getattr(fun, "__name__", repr(fun))
+
+
+@register_box
+class _Held(ArrayBox):
+    """A value inside a checkpointed function: an input, or computed from the inputs."""
+
+    __slots__ = ("value", "_trace")
+
+    def __init__(self, value, trace):
+        self.value = value
+        self._trace = trace
+
+    def __repr__(self):
+        return f"<value inside a checkpointed function: {self.value!r}>"
+
+
+class _Substitution(Trace):
+    """Runs a function on values it holds; boxes of older traces (closed-over values) are replaced
+    by ``resolve(box)``."""
+
+    __slots__ = ("resolve",)
+
+    def constant(self, value):
+        return value
+
+    def apply(self, prim, args, kwargs):
+        vals = list(args)
+        for i, a in enumerate(args):
+            if type(a) in BOX_TYPES:
+                vals[i] = a.value if a._trace is self else self.resolve(a)
+        out = prim(*vals, **kwargs)
+        if type(out) in BOX_TYPES or is_inexact(out):
+            return _Held(out, self)
+        return out
+
+
+def _fix(g, value):
+    """A leaf's cotangent in the leaf's own type (None stays None: a symbolic zero)."""
+    if g is None or type(g) in BOX_TYPES:
+        return g
+    if type(value) is float:
+        g = np.asarray(g)
+        return float(g) if g.dtype.kind != "c" else complex(g)
+    if np.shape(g) != np.shape(value):
+        return np.broadcast_to(g, np.shape(value)).copy()
+    return g
+
+
+def _zero(value):
+    v = unbox_all(value)
+    return 0.0 if type(v) is float else np.zeros(np.shape(v), np.result_type(v))
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+class Chain:
+    """A checkpointed computation: ``fun`` applied ``n`` times to a state given as leaves (once for
+    ``wg.checkpoint``), its closed-over slots, the schedule that reverses it, and its node's rules."""
+
+    def __init__(self, fun, name, kind, leaves, treedef):
+        self.fun = fun
+        self.name = name
+        self.kind = kind
+        self.in_def = treedef
+        self.in_plain = [unbox_all(v) for v in leaves]
+        self.in_float = [is_inexact(v) for v in self.in_plain]
+        self.slot_boxes, self.slot_plain, self.slot_float, self.slot_ids = [], [], [], {}
+        self.sequences = []  # evaluation j -> the slots it met, in order of first sight
+        self.interned = {}
+        self.schedule = None
+        self.n = 1
+        self.forward_state = None  # (vals, slots, current, back) kept by the forward sweep
+        self.precomputed = None  # (vals, packed output) for the node's first, primal, call
+        self.held = 0  # snapshots this chain holds (reported to Stats)
+        self.watchers = sched._watching()
+
+    def __del__(self):
+        if self.held:
+            sched._note_snapshots(-self.held, self.watchers)
+
+    # -- running the function ---------------------------------------------------------------------
+    def evaluate(self, j, leaves, slot_value):
+        """Evaluation ``j`` of the function on state ``leaves``: ``(output leaves, output treedef)``."""
+        sched._note_evaluation()
+        trace = _Substitution()
+        seq = self.sequences[j] if j < len(self.sequences) else None
+        order, seen, keep = [], {}, []
+
+        def resolve(box):
+            k = id(box)
+            if k in seen:
+                return seen[k]
+            keep.append(box)  # ids stay unique while this evaluation runs
+            if seq is None:
+                slot = self.slot_ids.get(k)
+                if slot is None:
+                    slot = self._new_slot(box)
+            elif len(order) < len(seq):
+                slot = seq[len(order)]
+            else:
+                raise self._nondeterministic(j)
+            order.append(slot)
+            v = seen[k] = slot_value(slot)
+            return v
+
+        trace.resolve = resolve
+        held = [_Held(v, trace) if f else v for v, f in zip(leaves, self.in_float)]
+        out = self.fun(tree_unflatten(self.in_def, held))
+        out_leaves, out_def = tree_flatten(out)
+        values = []
+        for o in out_leaves:
+            if type(o) in BOX_TYPES:
+                o = o.value if o._trace is trace else resolve(o)
+            values.append(o)
+        if seq is None:  # one shared tuple per distinct sequence: a long loop stores pointers only
+            seq = tuple(order)
+            self.sequences.append(self.interned.setdefault(seq, seq))
+        elif len(order) != len(seq):
+            raise self._nondeterministic(j)
+        return values, out_def
+
+    def _new_slot(self, box):
+        slot = len(self.slot_boxes)
+        plain = unbox_all(box)
+        self.slot_ids[id(box)] = slot
+        self.slot_boxes.append(box)
+        self.slot_plain.append(plain)
+        self.slot_float.append(is_inexact(plain))
+        return slot
+
+    def _nondeterministic(self, j):
+        what = f"step {j} of " if self.kind == "iterate" else ""
+        return RuntimeError(
+            f"wg.{self.kind}({self.name}): recomputing {what}the function used different closed-over "
+            f"traced values than its first run. Checkpointed functions must perform the same "
+            f"operations every time they run (no randomness or state changing between runs).")
+
+    def record(self, j, leaves, source):
+        """Evaluation ``j`` recorded on a fresh reverse trace: ``(output values, back)`` where
+        ``back(cotangents)`` gives ``(input cotangents, {slot: cotangent})``."""
+        trace = ReverseTrace(Tensor)
+        trace.entries = []
+        inputs = [trace.leaf(v) if f else v for v, f in zip(leaves, self.in_float)]
+        slot_leaves = {}
+
+        def slot_value(slot):
+            if not self.slot_float[slot]:
+                return self.slot_plain[slot]
+            leaf = slot_leaves.get(slot)
+            if leaf is None:
+                leaf = slot_leaves[slot] = trace.leaf(source(slot))
+            return leaf
+
+        with gc_paused():
+            outs, out_def = self.evaluate(j, inputs, slot_value)
+        values = [o.value if type(o) in BOX_TYPES and o._trace is trace else o for o in outs]
+
+        def back(cts):
+            seeds = [(o, c) for o, c in zip(outs, cts)
+                     if c is not None and type(o) in BOX_TYPES and o._trace is trace]
+            adj = backward_pass(seeds, tape=trace.entries)[0] if seeds else {}
+            trace.entries.clear()  # nodes and trace form a cycle, and the collector may be paused
+            ct_in = [_fix(adj.get(x), x.value) if f else None for x, f in zip(inputs, self.in_float)]
+            ct_slots = {s: _fix(adj.get(leaf), leaf.value) for s, leaf in slot_leaves.items()}
+            return ct_in, ct_slots
+
+        return values, out_def, back
+
+    def check_state(self, j, values, out_def):
+        """Step ``j`` of ``wg.iterate`` must return a state like its input."""
+        if out_def != self.in_def:
+            raise ValueError(
+                f"wg.iterate({self.name}): step {j} returned a state of structure {describe(out_def)}, "
+                f"but the state is {describe(self.in_def)}; the step must return the same structure.")
+        for i, (v, x) in enumerate(zip(values, self.in_plain)):
+            v = unbox_all(v)
+            if np.shape(v) != np.shape(x) or np.result_type(v) != np.result_type(x):
+                raise ValueError(
+                    f"wg.iterate({self.name}): step {j} changed state leaf {i} from shape "
+                    f"{np.shape(x)} {np.result_type(x)} to {np.shape(v)} {np.result_type(v)}; the step "
+                    f"must keep every leaf's shape and dtype (cast inside the step, or start from "
+                    f"an x0 of that shape and dtype).")
+
+    # -- snapshots --------------------------------------------------------------------------------
+    def snap(self, slots, slot, position, state):
+        before = len(slots)
+        del slots[slot:]
+        slots.append((position, state))
+        self._held(len(slots) - before)
+
+    def drop(self, slots, position):
+        before = len(slots)
+        while slots and slots[-1][0] >= position:
+            slots.pop()
+        self._held(len(slots) - before)
+
+    def _held(self, delta):
+        if delta:
+            self.held += delta
+            sched._note_snapshots(delta, self.watchers)
+
+    def sweep_forward(self, leaves, source):
+        """The schedule's forward sweep from x_0 = ``leaves``, then step n-1 recorded.
+        Returns ``(slots, x_(n-1), x_n values, back)``."""
+        slots = []
+        current = leaves
+        try:
+            for a in self.schedule[:self.schedule.first_reverse()]:
+                if a.kind == "advance":
+                    for j in range(a.position, a.position + a.steps):
+                        current = self.advance(j, current, source)
+                elif a.kind == "snapshot":
+                    self.snap(slots, a.slot, a.position, current)
+                else:  # restore: not part of a forward sweep, but harmless
+                    current = slots[a.slot][1]
+            discovering = self.n - 1 >= len(self.sequences)
+            values, out_def, back = self.record(self.n - 1, current, source)
+            if discovering and self.kind == "iterate":
+                self.check_state(self.n - 1, values, out_def)
+        except BaseException:
+            self.drop(slots, 0)
+            raise
+        return slots, current, values, back
+
+    def advance(self, j, leaves, source):
+        discovering = j >= len(self.sequences)
+        values, out_def = self.evaluate(j, leaves, lambda s: source(s) if self.slot_float[s]
+                                        else self.slot_plain[s])
+        if discovering and self.kind == "iterate":
+            self.check_state(j, values, out_def)
+        return values
+
+    # -- the node ------------------------------------------------------------------------------------
+    def node_args(self, leaves):
+        """The node's arguments: the float input leaves, then the float slots' boxes."""
+        self.x_args = [i for i, f in enumerate(self.in_float) if f]
+        self.slot_args = [s for s, f in enumerate(self.slot_float) if f]
+        self.arg_of_slot = {s: len(self.x_args) + k for k, s in enumerate(self.slot_args)}
+        return [leaves[i] for i in self.x_args] + [self.slot_boxes[s] for s in self.slot_args]
+
+    def _leaves_from(self, vals):
+        leaves = list(self.in_plain)
+        for k, i in enumerate(self.x_args):
+            leaves[i] = vals[k]
+        return leaves
+
+    def _source(self, vals):
+        return lambda s: vals[self.arg_of_slot[s]]
+
+    def make_node(self, args, out_values, out_def):
+        """Record the node on every trace among ``args``; return the output pytree."""
+        self.out_def = out_def
+        plain = [unbox_all(v) for v in out_values]
+        self.out_float = [is_inexact(v) for v in plain]
+        floats = [v for v, f in zip(plain, self.out_float) if f]
+        if not floats or not any(type(a) in BOX_TYPES for a in args):
+            self._release()
+            return tree_unflatten(out_def, out_values)
+        self.out_like = [_like(v) for v in floats]  # shapes and dtypes, without holding the values
+        self.precomputed = ([unbox_all(a) for a in args], _pack(floats))
+        prim = Primitive(self._impl, name=f"{self.kind}({self.name})")
+        defvjp_argnum(prim, self._vjp)
+        defjvp_argnum(prim, self._jvp)
+        out = prim(*args)
+        self.precomputed = None
+        parts = iter(_unpack(out, self.out_like))
+        leaves = [next(parts) if f else v for v, f in zip(plain, self.out_float)]
+        return tree_unflatten(out_def, leaves)
+
+    def _release(self):
+        if self.forward_state is not None:
+            self.drop(self.forward_state[1], 0)
+            self.forward_state = None
+
+    def _impl(self, *vals):
+        pre = self.precomputed
+        if pre is not None and len(pre[0]) == len(vals) and all(a is b for a, b in zip(pre[0], vals)):
+            self.precomputed = None
+            return pre[1]
+        return self._output(vals)
+
+    def _output(self, vals):
+        """The packed float outputs, recomputed from the node's arguments (nothing recorded here)."""
+        current, source = self._leaves_from(vals), self._source(vals)
+        for j in range(self.n):
+            current = self.advance(j, current, source)
+        return _pack([v for v, f in zip(current, self.out_float) if f])
+
+    def _jvp(self, argnum, t, out, *vals):
+        def f(v):
+            return self._output(vals[:argnum] + (v,) + vals[argnum + 1:])
+
+        return jvp(f, (vals[argnum],), (t,))[1]
+
+    def _vjp(self, argnum, g, out, *vals):
+        cache = getattr(self, "_cache", None)
+        if cache is None or cache[0] is not g or cache[1] is not out:
+            cache = self._cache = (g, out, self._reverse(g, vals))
+        if argnum == len(vals) - 1:
+            self._cache = None  # the backward pass asks for the arguments in order
+        return cache[2][argnum]
+
+    def _reverse(self, g, vals):
+        """All the node's argument cotangents: the schedule's reverse sweep."""
+        parts = iter(_unpack_cotangent(g, self.out_like))
+        ct = [next(parts) if f else None for f in self.out_float]
+        source = self._source(vals)
+        state = self.forward_state
+        self.forward_state = None
+        if state is not None and all(a is b for a, b in zip(state[0], vals)):
+            _, slots, current, back = state
+        else:
+            if state is not None:
+                self.drop(state[1], 0)
+            slots, current, _, back = self.sweep_forward(self._leaves_from(vals), source)
+        acc = {}
+        try:
+            for a in self.schedule[self.schedule.first_reverse():]:
+                if a.kind == "advance":
+                    for j in range(a.position, a.position + a.steps):
+                        current = self.advance(j, current, source)
+                elif a.kind == "snapshot":
+                    self.snap(slots, a.slot, a.position, current)
+                elif a.kind == "restore":
+                    current = slots[a.slot][1]
+                else:
+                    if back is None:
+                        back = self.record(a.position, current, source)[2]
+                    ct, ct_slots = back(ct)
+                    back = None
+                    for s, c in ct_slots.items():
+                        acc[s] = _add(acc.get(s), c)
+                    self.drop(slots, a.position)
+        finally:
+            self.drop(slots, 0)
+        grads = [ct[i] if ct[i] is not None else _zero(vals[k]) for k, i in enumerate(self.x_args)]
+        for s in self.slot_args:
+            c = acc.get(s)
+            grads.append(c if c is not None else _zero(vals[self.arg_of_slot[s]]))
+        return grads
+
+
+def _like(v):
+    """A stand-in for ``v`` with its type, shape and dtype, holding no data."""
+    return v if type(v) is float else np.broadcast_to(np.zeros((), np.result_type(v)), np.shape(v))
+
+
+def _pack(values):
+    """One value holding every float output (the value itself when there is one)."""
+    if len(values) == 1:
+        return values[0]
+    dtype = np.result_type(*[unbox_all(v) for v in values])
+    flat = [wnp.ravel(v) for v in values]
+    flat = [f if np.result_type(unbox_all(f)) == dtype else f.astype(dtype) for f in flat]
+    return wnp.concatenate(flat)
+
+
+def _unpack(packed, like):
+    """Cut ``packed`` (from :func:`_pack`) into values shaped as ``like``."""
+    if len(like) == 1:
+        return [packed]
+    parts, start = [], 0
+    for v in like:
+        shape, dtype = np.shape(v), np.result_type(v)
+        size = int(np.prod(shape))
+        part = wnp.reshape(packed[start:start + size], shape)
+        if np.result_type(unbox_all(part)) != dtype:
+            part = part.astype(dtype)
+        if type(v) is float and type(part) not in BOX_TYPES:
+            part = float(part)
+        parts.append(part)
+        start += size
+    return parts
+
+
+def _unpack_cotangent(g, like):
+    if len(like) == 1:
+        return [_fix(g, like[0])]
+    return [_fix(p, v) for p, v in zip(_unpack(g, like), like)]

@@ -1,0 +1,422 @@
+"""Checkpointing schedules as data: how to reverse a loop of n steps while holding few of its states.
+
+A schedule is a list of :class:`Action` s over the states x_0 ... x_n of ``x = step(x)``, step p
+taking x_p to x_(p+1):
+
+- ``advance p k``: from the current state x_p, evaluate k steps without recording them;
+- ``snapshot p -> slot j``: keep the current state x_p in slot j. Slots form a stack: writing slot j
+  drops every slot above it (the CTZ strategy's eviction; revolve never needs the slots above);
+- ``restore p <- slot j``: make the snapshot of x_p the current state;
+- ``reverse p``: evaluate step p from the current state x_p while recording it, and carry the
+  cotangent of x_(p+1) back to x_p. Snapshots of x_p and later states are dropped: never needed again.
+
+The first ``reverse`` is that of the last step, right after the forward sweep: its recorded evaluation
+is also the one that gives x_n. A schedule thus evaluates ``advances + n`` steps in all, forward sweep
+included. ``wg.iterate`` executes these schedules; :class:`Stats` counts what it did.
+``print(ctz(16))`` draws a schedule as a diagram.
+"""
+
+import math
+import threading
+from typing import NamedTuple
+
+__all__ = ["Action", "Schedule", "binomial", "ctz", "ctz_reverse_sweep", "Stats"]
+
+
+class Action(NamedTuple):
+    """One action of a schedule (see the module docstring): ``kind`` is "advance", "snapshot",
+    "restore" or "reverse"; ``position`` the state index it starts from."""
+
+    kind: str
+    position: int
+    steps: int = 0  # advance: how many steps; reverse: 1
+    slot: int = -1  # snapshot / restore: which slot
+
+    def __str__(self):
+        if self.kind == "advance":
+            return f"advance {self.position} -> {self.position + self.steps}"
+        if self.kind == "snapshot":
+            return f"snapshot {self.position} -> slot {self.slot}"
+        if self.kind == "restore":
+            return f"restore {self.position} <- slot {self.slot}"
+        return f"reverse {self.position}"
+
+
+_new = tuple.__new__  # schedules have up to n log n actions: skip NamedTuple's keyword handling
+
+
+def _advance(p, k):
+    return _new(Action, ("advance", p, k, -1))
+
+
+def _snapshot(p, slot):
+    return _new(Action, ("snapshot", p, 0, slot))
+
+
+def _restore(p, slot):
+    return _new(Action, ("restore", p, 0, slot))
+
+
+def _reverse(p):
+    return _new(Action, ("reverse", p, 1, -1))
+
+
+class Schedule(list):
+    """A list of :class:`Action` s reversing ``n`` steps, with its counts; ``str()`` draws it."""
+
+    def __init__(self, actions, n, policy, snapshots=None):
+        super().__init__(actions)
+        self.n = n
+        self.policy = policy
+        self.snapshots = snapshots
+        self._counts = _simulate(self, n)
+
+    @property
+    def advances(self):
+        """Steps evaluated without recording (forward sweep and recomputations)."""
+        return self._counts["advances"]
+
+    @property
+    def forward_advances(self):
+        """Advances of the forward sweep (before the first reverse)."""
+        return self._counts["forward"]
+
+    @property
+    def recomputations(self):
+        """Advances after the forward sweep: steps evaluated again from a snapshot."""
+        return self.advances - self.forward_advances
+
+    @property
+    def evaluations(self):
+        """Every step evaluation: advances plus one recorded evaluation per reversed step."""
+        return self.advances + self.n
+
+    @property
+    def peak_snapshots(self):
+        """The largest number of snapshots held at once."""
+        return self._counts["peak"]
+
+    def first_reverse(self):
+        """Index of the first ``reverse`` action: where the forward sweep ends."""
+        for i, a in enumerate(self):
+            if a.kind == "reverse":
+                return i
+        return len(self)
+
+    def __repr__(self):
+        return f"<{self.policy} schedule: {self.n} steps, {len(self)} actions>"
+
+    def __str__(self):
+        return render(self)
+
+
+def _simulate(actions, n):
+    """Check that ``actions`` reverse steps n-1, ..., 0 correctly; count advances and snapshots."""
+    slots = []  # positions held, bottom to top
+    current = 0
+    advances = forward = peak = 0
+    expected = n - 1
+    for a in actions:
+        kind, position, steps, slot = a
+        if kind == "advance":
+            if position != current or steps < 1:
+                raise ValueError(f"schedule: '{a}' but the current state is x_{current}")
+            current += steps
+            advances += steps
+            if expected == n - 1:
+                forward += steps
+        elif kind == "snapshot":
+            if position != current or not 0 <= slot <= len(slots):
+                raise ValueError(f"schedule: '{a}' with the current state x_{current} and {len(slots)} slots")
+            del slots[slot:]
+            slots.append(position)
+            if slot >= peak:
+                peak = slot + 1
+        elif kind == "restore":
+            if not (0 <= slot < len(slots) and slots[slot] == position):
+                raise ValueError(f"schedule: '{a}' but slot {slot} does not hold x_{position}")
+            current = position
+        elif kind == "reverse":
+            if position != current or position != expected:
+                raise ValueError(f"schedule: '{a}' with the current state x_{current}, "
+                                 f"when step {expected} is the next to reverse")
+            expected -= 1
+            while slots and slots[-1] >= position:
+                slots.pop()
+        else:
+            raise ValueError(f"schedule: unknown action {a!r}")
+    if expected != -1:
+        raise ValueError(f"schedule: steps {expected} ... 0 are never reversed")
+    return {"advances": advances, "forward": forward, "peak": peak}
+
+
+# -- Griewank's binomial schedule (revolve) ------------------------------------------------------
+
+def _repetitions(n, s):
+    """The r with C(s+r-1, s) < n <= C(s+r, s): how often the worst step is evaluated."""
+    r = 0
+    while math.comb(s + r, s) < n:
+        r += 1
+    return r
+
+
+def _min_advances(n, s):
+    """Griewank's minimal number of advances t(n, s) = r n - C(s+r, s+1) (0 for n <= 1)."""
+    if n <= 1:
+        return 0
+    if s == 1:
+        return n * (n - 1) // 2
+    r = _repetitions(n, s)
+    return r * n - math.comb(s + r, s + 1)
+
+
+def _split(n, s):
+    """Where to put the next snapshot when reversing n steps with s slots (s >= 2, n >= 2): a
+    position m for which m + t(n-m, s-1) + t(m, s) is Griewank's minimum t(n, s)."""
+    best = _min_advances(n, s)
+    r = _repetitions(n, s)
+    lo = max(1, n - math.comb(s - 1 + r, s - 1))
+    hi = min(n - 1, math.comb(s + r - 1, s))
+    for m in list(range(lo, hi + 1)) + list(range(1, n)):
+        if m + _min_advances(n - m, s - 1) + _min_advances(m, s) == best:
+            return m
+    raise AssertionError(f"no optimal split for n={n}, s={s}")  # pragma: no cover - cannot happen
+
+
+def binomial(n, snapshots=None):
+    """Griewank's optimal offline schedule ("revolve") for ``n`` steps and ``snapshots`` slots
+    (x_0's included; default ceil(log2 n)): the fewest advances, t = r n - C(s+r, s+1)."""
+    n = _check_n(n, "binomial")
+    s = default_snapshots(n) if snapshots is None else _check_snapshots(snapshots, "binomial")
+    actions = [_snapshot(0, 0)] if n else []
+    current = 0
+    tasks = [(0, n, 0, s)] if n else []  # reverse steps [start, end) with x_start in slot `base`
+    while tasks:
+        start, end, base, slots = tasks.pop()
+        if current != start:
+            actions.append(_restore(start, base))
+            current = start
+        length = end - start
+        if length == 1:
+            actions.append(_reverse(start))
+        elif slots == 1:
+            for p in range(end - 1, start - 1, -1):
+                if current != start:
+                    actions.append(_restore(start, base))
+                if p > start:
+                    actions.append(_advance(start, p - start))
+                actions.append(_reverse(p))
+                current = p
+        else:
+            m = _split(length, slots)
+            actions += [_advance(start, m), _snapshot(start + m, base + 1)]
+            current = start + m
+            tasks.append((start, start + m, base, slots))
+            tasks.append((start + m, end, base + 1, slots - 1))
+    return Schedule(actions, n, "binomial", s)
+
+
+def default_snapshots(n):
+    """The default number of snapshots of the binomial schedule: ceil(log2 n), at least 1."""
+    return max(1, math.ceil(math.log2(n))) if n > 1 else 1
+
+
+# -- the CTZ strategy (online) -------------------------------------------------------------------
+
+def _prefixes(p):
+    """p, p with its lowest set bit cleared, and so on down to 0: the states CTZ keeps at p."""
+    out = [p]
+    while p:
+        p &= p - 1
+        out.append(p)
+    return out[::-1]
+
+
+def ctz_forward(i):
+    """The snapshot CTZ takes on reaching x_i (i >= 1): slot popcount(i), dropping those above."""
+    return _snapshot(i, bin(i).count("1"))
+
+
+_FORWARD = [_snapshot(0, 0)]  # CTZ's forward sweep, as long as asked so far
+_FORWARD_LOCK = threading.Lock()
+
+
+def _ctz_forward_sweep(n):
+    """The forward sweep of ``ctz(n)``: the first 2n - 1 actions of any longer one (it is online)."""
+    with _FORWARD_LOCK:
+        for i in range(len(_FORWARD) // 2, n - 1):
+            _FORWARD.extend((_advance(i, 1), ctz_forward(i + 1)))
+        return _FORWARD[:2 * n - 1]
+
+
+def ctz(n):
+    """The CTZ schedule for ``n`` steps: online (the forward sweep does not need n),
+    at most floor(log2 n) + 2 snapshots, each step recomputed O(log n) times."""
+    n = _check_n(n, "ctz")
+    if n == 0:
+        return Schedule([], 0, "ctz")
+    actions = _ctz_forward_sweep(n)
+    actions += [_new(Action, a) for a in ctz_reverse_sweep(n)]
+    return Schedule(actions, n, "ctz")
+
+
+def ctz_reverse_sweep(n):
+    """The actions of ``ctz(n)`` after its forward sweep, as ``(kind, position, steps, slot)`` tuples,
+    computed as they are needed. Self-contained (no imports): the source transformation copies this
+    function into derivative programs whose loops' trip counts are known only at run time."""
+    held = [0]  # the positions held after the forward sweep: n-1's prefixes, slot by slot
+    p = n - 1
+    while p > 0:
+        held.insert(1, p)
+        p &= p - 1
+    if n > 0:
+        yield ("reverse", n - 1, 1, -1)
+    for p in range(n - 2, -1, -1):
+        while held[-1] > p:
+            held.pop()
+        q = held[-1]  # a prefix of p: p = q + the bits of p below q's lowest set bit
+        yield ("restore", q, 0, len(held) - 1)
+        rest = p - q
+        while rest:  # advance through p's prefixes above q, keeping each
+            bit = 1 << (rest.bit_length() - 1)
+            yield ("advance", q, bit, -1)
+            q += bit
+            yield ("snapshot", q, 0, len(held))
+            rest -= bit
+            held.append(q)
+        yield ("reverse", p, 1, -1)
+
+
+# -- drawing ---------------------------------------------------------------------------------------
+
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def render(schedule):
+    """The schedule drawn as a diagram: X marks a state held, + a restored snapshot a
+    recomputation starts from; row 1 is the forward sweep, each later row a recomputation."""
+    n = schedule.n
+    if n == 0:
+        return f"{schedule.policy} schedule for 0 steps: nothing to do"
+    width = 2 if n <= len(_DIGITS) else len(str(n - 1)) + 1
+    labels = [_DIGITS[i] if n <= len(_DIGITS) else str(i) for i in range(n)]
+    first = schedule.first_reverse()
+    held = []
+    for a in schedule[:first]:
+        if a.kind == "snapshot":
+            del held[a.slot:]
+            held.append(a.position)
+    forward_row = {p: "X" for p in held + [n - 1]}
+    rows = [[(0, n - 1, forward_row)]]
+    segment = None
+    for a in schedule[first:]:
+        if a.kind == "restore":
+            segment = {a.position: "+"}
+        elif a.kind == "advance" and segment is not None:
+            segment[a.position + a.steps] = "X"
+        elif a.kind == "snapshot" and segment is not None:
+            segment[a.position] = "X"
+        elif a.kind == "reverse":
+            if segment is not None and len(segment) > 1:
+                _place(rows, segment)
+            segment = None
+    lines = ["".join(label.ljust(width) for label in labels).rstrip()]
+    for row in rows:
+        cells = [" "] * n
+        for _, _, marks in row:
+            for p, c in marks.items():
+                cells[p] = c
+        lines.append("".join(c.ljust(width) for c in cells).rstrip())
+    lines.append(f"{schedule.policy}: {n} steps, at most {schedule.peak_snapshots} snapshots, "
+                 f"{schedule.evaluations} step evaluations ({schedule.forward_advances} forward, "
+                 f"{schedule.recomputations} recomputed, {n} recorded while reversing)")
+    return "\n".join(lines)
+
+
+def _place(rows, marks):
+    """Put a recomputation in the first row (after the forward sweep's) where it overlaps nothing."""
+    lo, hi = min(marks), max(marks)
+    for row in rows[1:]:
+        if all(hi < a or lo > b for a, b, _ in row):
+            row.append((lo, hi, marks))
+            return
+    rows.append([(lo, hi, marks)])
+
+
+# -- argument checks ---------------------------------------------------------------------------------
+
+def _check_n(n, where):
+    if isinstance(n, bool) or not isinstance(n, int) and not hasattr(n, "__index__"):
+        raise TypeError(f"{where}: the number of steps n must be an integer, got {n!r}")
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"{where}: the number of steps n must be >= 0, got {n}")
+    return n
+
+
+def _check_snapshots(s, where):
+    if isinstance(s, bool) or not isinstance(s, int) and not hasattr(s, "__index__"):
+        raise TypeError(f"{where}: snapshots must be an integer, got {s!r}")
+    s = int(s)
+    if s < 1:
+        raise ValueError(f"{where}: snapshots must be at least 1 (the initial state is one), got {s}")
+    return s
+
+
+# -- measurement -------------------------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def _active():
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+class Stats:
+    """Context manager counting step evaluations (forward and recomputation, by ``wg.iterate`` and
+    ``wg.checkpoint``) and the peak number of snapshots held at once::
+
+        with wengert.checkpointing.Stats() as stats:
+            wg.grad(loss)(x0)
+        stats.evaluations, stats.peak_snapshots
+
+    Snapshots count for the loops started inside the context. ``wg.iterate(..., checkpoint="all")``
+    takes no snapshots: its tape keeps every intermediate. ``wg.checkpoint`` counts its function's
+    evaluations, and one snapshot (its inputs) while it recomputes.
+    """
+
+    def __init__(self):
+        self.evaluations = 0
+        self.peak_snapshots = 0
+        self._held = 0
+
+    def __enter__(self):
+        _active().append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _active().remove(self)
+
+    def __repr__(self):
+        return f"Stats(evaluations={self.evaluations}, peak_snapshots={self.peak_snapshots})"
+
+
+def _note_evaluation():
+    for stats in _active():
+        stats.evaluations += 1
+
+
+def _watching():
+    """The Stats a loop starting now reports its snapshots to."""
+    return tuple(_active())
+
+
+def _note_snapshots(delta, watchers):
+    """``delta`` snapshots taken (positive) or released (negative) by a loop ``watchers`` watch."""
+    for stats in watchers:
+        stats._held += delta
+        if stats._held > stats.peak_snapshots:
+            stats.peak_snapshots = stats._held

@@ -1,0 +1,350 @@
+"""``Tensor``: the reverse-mode value, with PyTorch's habits (``requires_grad``, ``backward()``,
+``.grad``, ``detach()``, ``no_grad()``).
+
+Tensors made by ``wg.tensor`` live on the *eager* trace, the lowest level, which never closes:
+only operations that involve a tensor requiring a gradient are recorded, and ``y.backward()`` runs
+the backward pass from ``y``. Inside ``wg.grad`` and friends, the boxed arguments are Tensors too,
+on that transform's own trace.
+"""
+
+import threading
+
+import numpy as np
+
+from wengert.core import exits as _exits
+from wengert.core.trace import BOX_TYPES, register_box, unbox_all
+from wengert.engines.box import ArrayBox
+from wengert.engines.mutation import assign, augmented_assign, note_inplace_write
+from wengert.engines.reverse import Node, ReverseTrace, backward_pass, is_inexact
+from wengert.rules import elementwise as ew
+
+__all__ = ["Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
+
+_state = threading.local()
+
+
+def is_grad_enabled():
+    """Whether eager tensors record operations (``torch.is_grad_enabled``)."""
+    return getattr(_state, "enabled", True)
+
+
+class _GradMode:
+    def __init__(self, enabled):
+        self.enabled = enabled
+
+    def __enter__(self):
+        self.prev = is_grad_enabled()
+        _state.enabled = self.enabled
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+    def __call__(self, fun):
+        import functools
+
+        @functools.wraps(fun)
+        def wrapper(*args, **kwargs):
+            with _GradMode(self.enabled):
+                return fun(*args, **kwargs)
+
+        return wrapper
+
+
+def no_grad():
+    """Context manager (or decorator): eager tensors record nothing inside (``torch.no_grad``).
+
+    It concerns eager tensors only: ``wg.grad`` and the other transforms always differentiate
+    what they were asked to.
+    """
+    return _GradMode(False)
+
+
+def enable_grad():
+    """Context manager (or decorator) re-enabling recording inside ``no_grad``."""
+    return _GradMode(True)
+
+
+@register_box
+class Tensor(Node):
+    """A value that can carry a derivative. Make one with :func:`wengert.api.tensor`."""
+
+    __slots__ = ("_grad",)  # a leaf's accumulated gradient after backward()
+
+    # -- PyTorch's API ---------------------------------------------------------------------------
+    @property
+    def grad(self):
+        """Accumulated gradient of a leaf after ``backward()`` (a Tensor), or None."""
+        return getattr(self, "_grad", None)
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = None if value is None else _constant(unbox_all(value))
+
+    @property
+    def is_leaf(self):
+        return self._prim is None
+
+    @property
+    def grad_fn(self):
+        """Name of the primitive that made this tensor (None for leaves and constants)."""
+        return None if self._prim is None else self._prim.__name__
+
+    @property
+    def data(self):
+        """The same storage, detached from the graph (``torch.Tensor.data``)."""
+        return self.detach()
+
+    def backward(self, gradient=None, retain_graph=False):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (``torch.Tensor.backward``)."""
+        if self._trace is not EAGER:
+            raise RuntimeError(
+                "backward() called on a value traced by a wengert transform (wg.grad, wg.vjp, ...); "
+                "inside a transform return the value instead, and the transform differentiates it")
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward(): this tensor does not require grad and has no graph; create the "
+                "inputs with wg.tensor(..., requires_grad=True)")
+        value = self.value
+        if gradient is None:
+            if np.size(value) != 1:
+                raise RuntimeError(
+                    f"backward(): grad can be implicitly created only for scalar outputs; this "
+                    f"tensor has shape {self.shape}: pass gradient= of that shape")
+            seed = 1.0 if type(value) is float else np.ones_like(value)
+        else:
+            seed = unbox_all(gradient)
+            if np.shape(seed) != self.shape:
+                raise RuntimeError(
+                    f"backward(): gradient has shape {np.shape(seed)}, but the tensor has shape "
+                    f"{self.shape}")
+        adj, nodes = backward_pass([(self, seed)], retain_graph=retain_graph)
+        for node in nodes:
+            if node._prim is None and node.requires_grad:
+                g = adj.get(node)
+                if g is not None:
+                    node._accumulate_grad(g)
+
+    def _accumulate_grad(self, g):
+        if type(g) is not float:
+            g = np.array(g, dtype=self.dtype)  # a copy: never alias a seed or a user's array
+        prev = self.grad
+        self._grad = _constant(g if prev is None else prev.value + g)
+
+    def detach(self):
+        """The value without its graph, as a Tensor that does not require grad."""
+        return _constant(self.value)
+
+    def requires_grad_(self, requires_grad=True):
+        """Make this leaf tensor (not) require grad, in place."""
+        if self._prim is not None:
+            raise RuntimeError("requires_grad_() can only change leaf tensors; use detach() first")
+        if requires_grad:
+            _check_float(self.value, "requires_grad_()")
+        self.requires_grad = requires_grad
+        return self
+
+    def numpy(self):
+        """The value as a NumPy array (``torch.Tensor.numpy``); detach first if it requires grad."""
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return np.asarray(self.value)
+
+    def _kind(self):
+        if self._trace is EAGER:
+            return "a tensor that requires grad" if self.requires_grad else "a tensor"
+        return "a value traced by a reverse-mode transform (wg.grad, wg.vjp, wg.jacrev, ...)"
+
+    def item(self, *args):
+        """The value of a one-element eager tensor as a Python number, without its derivative
+        (``torch.Tensor.item``: the way to log a loss). Inside a transform (``wg.grad``, ...) it is
+        refused, as ``float()`` is: the number would silently drop the derivative there."""
+        if self._trace is not EAGER or _traced_by_transform(self):
+            ArrayBox.item(self)
+        v = unbox_all(self.value)
+        return v if type(v) is float and not args else np.asarray(v).item(*args)
+
+    def tolist(self):
+        """The eager tensor's value as nested Python lists, without its derivative
+        (``torch.Tensor.tolist``); refused inside a transform, as :meth:`item` is."""
+        if self._trace is not EAGER or _traced_by_transform(self):
+            ArrayBox.tolist(self)
+        return np.asarray(unbox_all(self.value)).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:
+            ArrayBox.__array__(self, dtype)
+        return np.asarray(self.value, dtype=dtype)
+
+    def __float__(self):
+        if self.requires_grad:
+            ArrayBox.__float__(self)
+        return float(self.value)
+
+    def __int__(self):
+        if self.requires_grad:
+            ArrayBox.__int__(self)
+        return int(self.value)
+
+    def __index__(self):
+        if self.requires_grad:
+            ArrayBox.__index__(self)
+        return int(self.value)
+
+    # -- in place: truly in place only where nothing is recorded; else rebound (see mutation.py) --------
+    def _inplace(self, op, other, symbol, functional):
+        if self._recording(other):
+            self._check_not_leaf(symbol)
+            return augmented_assign(self, functional, other, symbol)
+        other = unbox_all(other)
+        if isinstance(self.value, np.ndarray):
+            op(self.value, other, out=self.value, casting="same_kind")
+            note_inplace_write(self.value, f"'{symbol}' on a tensor of shape {self.shape}")
+        else:
+            self.value = op(self.value, other)
+        return self
+
+    def _recording(self, other=None):
+        """Whether an in-place update of this tensor by ``other`` must be recorded (a functional one)."""
+        if self._trace is not EAGER or _traced_by_transform(other):
+            return True
+        return is_grad_enabled() and (self.requires_grad or _requires_grad(other))
+
+    def _check_not_leaf(self, symbol):
+        if self._trace is EAGER and self._prim is None and self.requires_grad:
+            instead = "x = x " + symbol[:-1] + " y" if symbol.endswith("=") and len(symbol) <= 3 else \
+                "y = x.copy(); y[...] = ..."
+            raise RuntimeError(
+                f"in-place {symbol} on a leaf tensor that requires grad (PyTorch refuses it too): its "
+                f".grad would no longer belong to the value you created. Write {instead}, or update it "
+                f"inside `with wg.no_grad():`")
+
+    def __iadd__(self, other):
+        return self._inplace(np.add, other, "+=", ew.add)
+
+    def __isub__(self, other):
+        return self._inplace(np.subtract, other, "-=", ew.subtract)
+
+    def __imul__(self, other):
+        return self._inplace(np.multiply, other, "*=", ew.multiply)
+
+    def __itruediv__(self, other):
+        return self._inplace(np.true_divide, other, "/=", ew.true_divide)
+
+    def __ipow__(self, other):
+        return self._inplace(np.power, other, "**=", ew.power)
+
+    def __setitem__(self, idx, other):
+        if self._recording(other):
+            self._check_not_leaf("assignment x[...] = ...")
+            assign(self, idx, other)
+            return
+        self.value[unbox_all(idx)] = unbox_all(other)
+        note_inplace_write(self.value, f"assignment x[...] = ... into a tensor of shape {self.shape}")
+
+    def zero_(self):
+        """Set every element to zero, in place (e.g. ``p.grad.zero_()``)."""
+        return self._inplace(np.multiply, 0.0, "*=", ew.multiply)
+
+    def __repr__(self):
+        body = np.array2string(np.asarray(unbox_all(self.value)), separator=", ", prefix="tensor(")
+        extra = ""
+        if self._trace is not EAGER:
+            extra = f", traced at level {self._trace.level}"
+        elif self._prim is not None:
+            extra = f", grad_fn={self._prim.__name__}"
+        elif self.requires_grad:
+            extra = ", requires_grad=True"
+        return f"tensor({body}{extra})"
+
+
+class EagerTrace(ReverseTrace):
+    """The trace of ``wg.tensor`` values: lowest level, always open, switched off by no_grad."""
+
+    __slots__ = ()
+
+    def __init__(self, box_type):
+        super().__init__(box_type)
+        self.records_inline = False  # Node's inline recording is left to apply2, which honours no_grad
+
+    def apply(self, prim, args, kwargs):
+        if not is_grad_enabled():
+            plain = [a.value if type(a) in BOX_TYPES and a._trace is self else a for a in args]
+            return self.constant(prim(*plain, **kwargs))
+        return ReverseTrace.apply(self, prim, args, kwargs)
+
+    def apply1(self, prim, x, kwargs=None):
+        if not is_grad_enabled():
+            return self.apply(prim, (x,), kwargs or {})
+        return ReverseTrace.apply1(self, prim, x, kwargs)
+
+    def apply2(self, prim, x, y):
+        if not is_grad_enabled():
+            return self.apply(prim, (x, y), {})
+        return ReverseTrace.apply2(self, prim, x, y)
+
+    def constant(self, value):
+        return Tensor.make(value, self, None, None, None, (), False)
+
+
+EAGER = EagerTrace(Tensor)
+EAGER.level = 0
+
+
+def _traced_by_transform(x):
+    """Whether ``x`` is, or holds, a value traced by a transform (not an eager tensor)."""
+    t = type(x)
+    if t in BOX_TYPES:
+        return x._trace is not EAGER or type(x.value) in BOX_TYPES
+    if t is list or t is tuple:
+        return any(_traced_by_transform(v) for v in x)
+    return False
+
+
+def _first_box(x):
+    if type(x) in BOX_TYPES:
+        return x
+    return next(b for b in map(_first_box, x) if b is not None) if type(x) in (list, tuple) else None
+
+
+def _requires_grad(x):
+    t = type(x)
+    if t is Tensor:
+        return x.requires_grad
+    if t is list or t is tuple:
+        return any(_requires_grad(v) for v in x)
+    return False
+
+
+def _constant(value):
+    return Tensor.make(value, EAGER, None, None, None, (), False)
+
+
+def _check_float(value, where):
+    if not is_inexact(value):
+        raise RuntimeError(
+            f"{where}: only floating point and complex tensors can require gradients, got dtype "
+            f"{np.result_type(value)}; convert first, e.g. wg.tensor(data, dtype=float)")
+
+
+def tensor(data, requires_grad=False, dtype=None):
+    """A new leaf tensor holding (a copy of) ``data`` (``torch.tensor``).
+
+    Python floats stay Python floats (a 0-d tensor); everything else becomes a NumPy array,
+    float64 by default for Python numbers, as in NumPy. An eager tensor is copied without its graph,
+    as ``torch.tensor`` copies; a value traced by a transform (``wg.grad``, ...) is refused, since
+    the new leaf would silently drop its derivative.
+    """
+    if _traced_by_transform(data):
+        raise _exits.refusal(
+            _first_box(data), "wg.tensor(x)",
+            "Use x itself (it is already a traced value, with all of Tensor's methods), or "
+            "wg.stop_gradient(x) for a constant.")
+    data = unbox_all(data)
+    if type(data) is float and dtype is None:
+        value = data
+    else:
+        value = np.array(data, dtype=dtype)
+    if requires_grad:
+        _check_float(value, "wg.tensor(..., requires_grad=True)")
+    return Tensor.make(value, EAGER, None, None, None, (), bool(requires_grad))

@@ -1,0 +1,597 @@
+"""Function transforms: grad, value_and_grad, vjp, elementwise_grad (reverse mode); jvp (forward
+mode); jacrev, jacfwd, hessian, hvp (compositions). Semantics follow JAX and HIPS autograd.
+
+Each call opens a new trace, boxes the arguments asked for (their pytree leaves), runs the
+function, and reads the derivative off the result. Nesting works to any depth (see ``trace.py``).
+"""
+
+import functools
+
+import numpy as np
+
+import wengert.numpy as wnp
+from wengert.api.tensor import Tensor
+from wengert.core.exits import ExitError
+from wengert.core.trace import BOX_TYPES, unbox_all
+from wengert.core.tree import (
+    _LEAF,
+    argnums_checked,
+    argnums_resolved,
+    describe,
+    tree_flatten,
+    tree_map,
+    tree_unflatten,
+)
+from wengert.engines.forward import Dual, ForwardTrace
+from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
+from wengert.rules.nondiff import zeros_like
+
+__all__ = ["grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "jacrev", "jacobian",
+           "jacfwd", "hessian", "hvp", "stop_gradient"]
+
+
+def _name(fun):
+    return getattr(fun, "__name__", repr(fun))
+
+
+def _where(transform, fun, argnums):
+    return f"wg.{transform}({_name(fun)}, argnums={argnums!r})"
+
+
+def _argnums(fun, argnums, transform):
+    """``argnums`` checked once, when the transform is made (an int or a tuple of ints)."""
+    return argnums_checked(argnums, lambda: _where(transform, fun, argnums))
+
+
+def _argnums_tuple(fun, argnums, nargs, transform):
+    """``(single, nums)`` for a call with ``nargs`` positional arguments: in range, none twice."""
+    where = lambda: _where(transform, fun, argnums)  # noqa: E731 - the message, only when needed
+    single, nums = argnums_checked(argnums, where)
+    return single, argnums_resolved(nums, nargs, where)
+
+
+def _refuse_output(out, fun, transform, wanted):
+    """The function returned None or a string (or a tape's variable) where ``wanted`` was due."""
+    if out is None:
+        raise TypeError(f"wg.{transform}({_name(fun)}): the function returned None; it must return "
+                        f"{wanted}. Is a return statement missing?")
+    for leaf in tree_flatten(out)[0]:
+        if isinstance(leaf, (str, bytes)):
+            raise TypeError(f"wg.{transform}({_name(fun)}): the function returned a string "
+                            f"({leaf!r:.40}); it must return {wanted}.")
+
+
+def _restate_exit(error):
+    """Raise the exit guard's error (``buf[i] = x`` into a plain float array) that NumPy restated as
+    its own "setting an array element with a sequence"; any other ValueError goes on as it is."""
+    if isinstance(error.__cause__, ExitError):
+        raise error.__cause__ from None
+    raise error
+
+
+def _check_leaf(value, transform, fun, argnum):
+    if type(value) in BOX_TYPES:  # a traced value (of an outer transform or a Tape below): nesting
+        return
+    if not is_inexact(value):
+        kind = type(value).__name__ if not hasattr(value, "dtype") else f"dtype {value.dtype}"
+        raise TypeError(
+            f"wg.{transform}({_name(fun)}): argument {argnum} is {kind}; derivatives are taken with "
+            f"respect to float (or complex) values only. Pass it as a float, e.g. np.asarray(x, "
+            f"dtype=float), or leave it out of argnums.")
+
+
+def _is_complex(x):
+    x = unbox_all(x)
+    return type(x) is complex or np.result_type(x).kind == "c"
+
+
+def _check_complex(fun, transform, holomorphic, ins=(), outs=()):
+    """JAX's rule for Jacobians of complex functions: a complex input (jacfwd, hessian) or output
+    (jacrev) needs ``holomorphic=True``, which in turn needs complex inputs and outputs."""
+    for what, leaves in (("input", ins), ("output", outs)):
+        for leaf in leaves:
+            c = _is_complex(leaf)
+            if holomorphic and not c:
+                raise TypeError(
+                    f"wg.{transform}({_name(fun)}, holomorphic=True): an {what} is real "
+                    f"({np.result_type(unbox_all(leaf))}); holomorphic=True needs complex inputs and "
+                    f"outputs. Cast it (e.g. x + 0j), or leave holomorphic=False for real functions.")
+            if c and not holomorphic:
+                raise TypeError(
+                    f"wg.{transform}({_name(fun)}): an {what} is complex "
+                    f"({np.result_type(unbox_all(leaf))}); the Jacobian of a complex function is "
+                    f"only defined as a complex matrix when the function is holomorphic. Pass "
+                    f"holomorphic=True if it is (its derivative is then the complex derivative), or "
+                    f"split the values into real and imaginary parts and differentiate a real "
+                    f"function of them.")
+
+
+def _boxed_call_args(trace, fun, args, nums, transform):
+    """Replace the arguments at ``nums`` by pytrees of leaf boxes; also return those boxes."""
+    args = list(args)
+    boxes = []
+    for a in nums:
+        v = args[a]
+        if type(v) is float or (type(v) is np.ndarray and v.dtype.kind in "fc"):
+            box = trace.leaf(v)  # a single float leaf: no pytree machinery, nothing to check
+            boxes.append(([box], _LEAF))
+            args[a] = box
+            continue
+        leaves, treedef = tree_flatten(v)
+        for v in leaves:
+            _check_leaf(v, transform, fun, a)
+        mine = [trace.leaf(v) for v in leaves]
+        boxes.append((mine, treedef))
+        args[a] = tree_unflatten(treedef, mine)
+    return args, boxes
+
+
+def _unbox_out(trace, out):
+    return tree_map(lambda v: v.value if type(v) in BOX_TYPES and v._trace is trace else v, out)
+
+
+def _finish(g, value):
+    """The gradient for a leaf of value ``value`` (zero when it was not reached)."""
+    if type(g) is np.ndarray and type(value) is np.ndarray and g.shape == value.shape:
+        return g
+    if g is None:
+        return 0.0 if type(value) is float else zeros_like(value)
+    if type(g) in BOX_TYPES:
+        return g
+    if type(value) is float:
+        g = np.asarray(g)
+        return float(g) if g.dtype.kind != "c" else complex(g)
+    if isinstance(value, np.ndarray) and isinstance(g, np.ndarray) and g.shape != value.shape:
+        return np.broadcast_to(g, value.shape).copy()
+    return g
+
+
+def _gradients(adj, boxes):
+    return [_finish(adj.get(mine[0]), mine[0].value) if treedef is _LEAF else
+            tree_unflatten(treedef, [_finish(adj.get(b), b.value) for b in mine])
+            for mine, treedef in boxes]
+
+
+def _tape_trace():
+    """A reverse trace that keeps its Wengert list (read backwards by the backward pass)."""
+    trace = ReverseTrace(Tensor)
+    trace.entries = []
+    return trace
+
+
+def _ones(value):
+    if type(value) is float:
+        return 1.0
+    v = unbox_all(value)  # elementwise_grad of elementwise_grad: the output is traced
+    if type(v) is float:
+        return 1.0
+    if isinstance(v, np.generic):
+        return v.dtype.type(1)
+    return np.ones(np.shape(v), dtype=np.result_type(v))
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Function returning ``(fun(*args), gradient)`` (``jax.value_and_grad``).
+
+    ``fun`` must return a scalar (shape ``()``); with ``has_aux=True`` it returns
+    ``(scalar, aux)`` and the result is ``((value, aux), gradient)``. ``holomorphic=True`` (as in
+    JAX) asks for complex arguments and a complex result, whose derivative ``f'(z)`` it returns;
+    without it a complex result is seeded with 1 all the same (see ``grad``).
+    """
+    _argnums(fun, argnums, "grad")  # a TypeError now for argnums=0.0 or "x"
+    checked = {}  # len(args) -> validated argnums
+
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args, **kwargs):
+        n = len(args)
+        if n not in checked:
+            checked[n] = _argnums_tuple(fun, argnums, n, "grad")
+        single, nums = checked[n]
+        if holomorphic:
+            _check_holomorphic_args(fun, args, nums)
+        with gc_paused():  # through the call below, so that the graph it drops is freed meanwhile
+            return _value_and_grad_call(fun, args, kwargs, single, nums, has_aux)
+
+    return value_and_grad_fun
+
+
+def _check_holomorphic_args(fun, args, nums):
+    for a in nums:
+        for leaf in tree_flatten(args[a])[0]:
+            if not _is_complex(leaf):
+                raise TypeError(f"wg.grad({_name(fun)}, holomorphic=True): argument {a} is real "
+                                f"({np.result_type(unbox_all(leaf))}); holomorphic=True needs "
+                                f"complex arguments. Cast it (e.g. x + 0j).")
+
+
+def _value_and_grad_call(fun, args, kwargs, single, nums, has_aux):
+    """One call of ``value_and_grad(fun)``, made with the cyclic collector paused.
+
+    Nodes and their trace form a cycle (``node._trace``, ``trace.entries``): dropping the Wengert
+    list before returning lets reference counting free the whole graph as this frame's locals go,
+    still inside the pause. Left to the collector instead, every call's nodes would be rescanned by
+    it at least once (about 0.8 us per recorded operation on the scalar chain).
+    """
+    trace = _tape_trace()
+    call_args, boxes = _boxed_call_args(trace, fun, args, nums, "grad")
+    try:
+        out = fun(*call_args, **kwargs)
+    except ValueError as e:
+        _restate_exit(e)
+    if has_aux:
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError(f"wg.grad({_name(fun)}, has_aux=True): the function must return a "
+                            f"pair (scalar, aux), got {type(out).__name__}")
+        out, aux = out
+    v = unbox_all(out)
+    _check_scalar(out, v, fun)
+    if type(out) in BOX_TYPES and out._trace is trace:
+        value = out.value
+        adj, _ = backward_pass([(out, _ones(v))], tape=trace.entries)
+    else:
+        value = out
+        adj = {}
+    trace.entries = trace.mutations = None
+    grads = _gradients(adj, boxes)
+    g = grads[0] if single else tuple(grads)
+    if has_aux:
+        return (value, _unbox_out(trace, aux)), g
+    return value, g
+
+
+_INEXACT_SCALARS = frozenset((np.float64, np.float32, np.float16, np.longdouble, np.complex128, np.complex64))
+
+
+def _check_scalar(out, v, fun):
+    """``out`` (``v`` unboxed) must be a float scalar."""
+    if type(v) is float or type(v) in _INEXACT_SCALARS:
+        return
+    if v is None or isinstance(v, (str, bytes)):
+        _refuse_output(v, fun, "grad", "a float scalar")
+    if isinstance(out, (tuple, list, dict)):
+        raise TypeError(
+            f"wg.grad({_name(fun)}): the function returned a {type(out).__name__}; grad needs a "
+            f"scalar output. Use has_aux=True for (loss, extra) pairs, or wg.vjp / wg.jacrev.")
+    shape = np.shape(v)
+    if shape != ():
+        raise TypeError(
+            f"wg.grad({_name(fun)}): the function must return a scalar, but its output has shape "
+            f"{shape}. Reduce it (e.g. .sum()), or use wg.vjp, wg.elementwise_grad or wg.jacrev.")
+    if not is_inexact(v):
+        raise TypeError(
+            f"wg.grad({_name(fun)}): the output is {np.result_type(v)}, not float; "
+            f"integer and boolean results carry no derivative.")
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums`` (``jax.grad``).
+
+    The gradient has the structure of the argument (nested tuples/lists/dicts of arrays and floats).
+    Complex arguments follow HIPS autograd and JAX: for real-valued ``fun`` of ``z = x + iy`` the
+    gradient is ``dfun/dx - i dfun/dy`` (``2 conj(z)`` for ``|z|**2``; step along its conjugate to
+    descend); a complex-valued ``fun`` is seeded with 1, giving ``f'(z)`` for holomorphic ``f``.
+    Real arguments get real gradients. See docs/complex.md.
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
+
+    @functools.wraps(fun)
+    def grad_fun(*args, **kwargs):
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
+
+    return grad_fun
+
+
+def _split_aux(out, fun, transform):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"wg.{transform}({_name(fun)}, has_aux=True): the function must return a "
+                        f"pair (output, aux), got {type(out).__name__}")
+    return out
+
+
+def _record(fun, primals, transform, has_aux):
+    """Run ``fun`` on boxed ``primals`` on a new tape: ``(trace, boxes, out_leaves, out_def, aux)``."""
+    trace = _tape_trace()
+    call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), transform)
+    with gc_paused():
+        try:
+            out = fun(*call_args)
+        except ValueError as e:
+            _restate_exit(e)
+    aux = None
+    if has_aux:
+        out, aux = _split_aux(out, fun, transform)
+        aux = _unbox_out(trace, aux)
+    _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
+    out_leaves, out_def = tree_flatten(out)
+    return trace, boxes, out_leaves, out_def, aux
+
+
+def _own(v, trace):
+    return type(v) in BOX_TYPES and v._trace is trace
+
+
+def vjp(fun, *primals, has_aux=False):
+    """``(fun(*primals), vjp_fun)``; ``vjp_fun(cotangent)`` is a tuple, one entry per primal
+    (``jax.vjp``). ``vjp_fun`` may be called many times."""
+    trace, boxes, out_leaves, out_def, aux = _record(fun, primals, "vjp", has_aux)
+    value = tree_unflatten(out_def, [v.value if _own(v, trace) else v for v in out_leaves])
+
+    def vjp_fun(cotangent):
+        ct_leaves, ct_def = tree_flatten(cotangent)
+        if ct_def != out_def:
+            raise ValueError(f"vjp_fun: the cotangent's structure {describe(ct_def)} differs from "
+                             f"the output's {describe(out_def)}")
+        seeds = []
+        for i, (o, c) in enumerate(zip(out_leaves, ct_leaves)):
+            if np.shape(unbox_all(c)) != np.shape(unbox_all(o)):
+                raise ValueError(f"vjp_fun: cotangent leaf {i} has shape {np.shape(unbox_all(c))}, "
+                                 f"the output has shape {np.shape(unbox_all(o))}")
+            if _own(o, trace):
+                seeds.append((o, c))
+        adj = backward_pass(seeds, tape=trace.entries)[0] if seeds else {}
+        return tuple(_gradients(adj, boxes))
+
+    if has_aux:
+        return value, vjp_fun, aux
+    return value, vjp_fun
+
+
+def elementwise_grad(fun, argnums=0):
+    """Sum over outputs of their gradients: the derivative of an elementwise function
+    (``autograd.elementwise_grad``; the VJP with a cotangent of ones). It nests:
+    ``elementwise_grad(elementwise_grad(f))`` is the elementwise second derivative."""
+    _argnums(fun, argnums, "elementwise_grad")
+
+    @functools.wraps(fun)
+    def egrad_fun(*args, **kwargs):
+        single, nums = _argnums_tuple(fun, argnums, len(args), "elementwise_grad")
+        f = _restricted(fun, args, nums, kwargs)
+        out, back = vjp(f, *[args[a] for a in nums])
+        g = back(tree_map(_ones, out))
+        return g[0] if single else g
+
+    return egrad_fun
+
+
+def _restricted(fun, args, nums, kwargs):
+    """``fun`` as a function of the arguments at ``nums`` only, the others held fixed."""
+
+    def f(*chosen):
+        full = list(args)
+        for a, v in zip(nums, chosen):
+            full[a] = v
+        return fun(*full, **kwargs)
+
+    f.__name__ = _name(fun)
+    return f
+
+
+def _zero_tangent(o):
+    o = unbox_all(o)
+    return 0.0 if type(o) is float else zeros_like(o)
+
+
+_PY_SCALAR = {float: float, np.float64: float, complex: complex, np.complex128: complex}
+"""A float64 scalar's Python type: jvp gives a scalar's value and tangent as the same type."""
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """``(fun(*primals), tangent of the output)`` by dual numbers (``jax.jvp``)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("wg.jvp(fun, primals, tangents): primals and tangents must be tuples "
+                        "(one entry per argument), e.g. wg.jvp(f, (x,), (dx,))")
+    if len(primals) != len(tangents):
+        raise ValueError(f"wg.jvp: {len(primals)} primals but {len(tangents)} tangents")
+    trace = ForwardTrace()
+    call_args = []
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        p_leaves, p_def = tree_flatten(p)
+        t_leaves, t_def = tree_flatten(t)
+        if p_def != t_def:
+            raise ValueError(f"wg.jvp: tangent {i} has structure {describe(t_def)}, primal "
+                             f"{describe(p_def)}")
+        duals = []
+        for pv, tv in zip(p_leaves, t_leaves):
+            _check_leaf(pv, "jvp", fun, i)
+            if np.shape(unbox_all(pv)) != np.shape(unbox_all(tv)):
+                raise ValueError(f"wg.jvp: tangent of argument {i} has shape "
+                                 f"{np.shape(unbox_all(tv))}, the primal {np.shape(unbox_all(pv))}")
+            duals.append(Dual(pv, tv, trace))
+        call_args.append(tree_unflatten(p_def, duals))
+    with gc_paused():
+        try:
+            out = fun(*call_args)
+        except ValueError as e:
+            _restate_exit(e)
+    if has_aux:
+        out, aux = _split_aux(out, fun, "jvp")
+    _refuse_output(out, fun, "jvp", "an array, a float or a pytree of them")
+    out_leaves, out_def = tree_flatten(out)
+    values, tans = [], []
+    for o in out_leaves:
+        if type(o) is Dual and o._trace is trace:
+            v, t = o.value, o.tangent
+            if type(v) is not type(t) and type(v) in _PY_SCALAR and type(t) in _PY_SCALAR:
+                v, t = _PY_SCALAR[type(v)](v), _PY_SCALAR[type(t)](t)  # both Python numbers
+            values.append(v)
+            tans.append(t)
+        else:
+            values.append(o)
+            tans.append(_zero_tangent(o))
+    result = tree_unflatten(out_def, values), tree_unflatten(out_def, tans)
+    if has_aux:
+        return result + (tree_map(lambda v: v.value if type(v) is Dual and v._trace is trace else v, aux),)
+    return result
+
+
+def _basis(value):
+    """The standard basis of ``value``'s space, one array per element."""
+    shape, dtype = np.shape(value), np.result_type(value)
+    for k in range(int(np.prod(shape))):
+        e = np.zeros(shape, dtype)
+        e.flat[k] = 1
+        yield e if shape else (dtype.type(1) if type(value) is not float else 1.0)
+
+
+def _block(parts, out_value, in_value, out_first):
+    """One block of a Jacobian, shape ``out.shape + in.shape``, from its rows (``out_first``: one
+    per output element, each shaped like the input) or its columns (one per input element)."""
+    out_value, in_value = unbox_all(out_value), unbox_all(in_value)
+    out_shape, in_shape = np.shape(out_value), np.shape(in_value)
+    if not parts:  # an output that does not depend on the input, or an empty one
+        return np.zeros(out_shape + in_shape, np.result_type(in_value, out_value))
+    stacked = wnp.stack(parts)
+    if not out_first:  # (n_in, *out) -> (*out, n_in)
+        n_out = len(out_shape)
+        stacked = wnp.transpose(stacked, tuple(range(1, n_out + 1)) + (0,))
+    return wnp.reshape(stacked, out_shape + in_shape)
+
+
+def _check_out_leaves(fun, transform, values):
+    for i, v in enumerate(values):
+        if not is_inexact(v):
+            raise TypeError(f"wg.{transform}({_name(fun)}): output leaf {i} is "
+                            f"{np.result_type(v)}, not float; integer and boolean results carry "
+                            f"no derivative (return them as aux, with has_aux=True).")
+
+
+def _assemble(out_def, per_out, single):
+    """JAX's layout: the output's structure outside, the inputs' inside (a tuple over argnums
+    unless ``argnums`` was one int)."""
+    return tree_unflatten(out_def, [blocks[0] if single else tuple(blocks) for blocks in per_out])
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Jacobian by reverse mode, one backward pass per output element (``jax.jacrev``).
+
+    Arguments and results may be pytrees: the result has the output's structure outside and the
+    argument's inside (a tuple of them for a tuple ``argnums``), each block of shape
+    ``out.shape + in.shape``. A complex output needs ``holomorphic=True`` (then the complex
+    derivative); a complex input with a real output gives the gradient's convention,
+    ``df/dx - i df/dy``, as ``grad`` does.
+    """
+    _argnums(fun, argnums, "jacrev")
+
+    @functools.wraps(fun)
+    def jac_fun(*args, **kwargs):
+        single, nums = _argnums_tuple(fun, argnums, len(args), "jacrev")
+        f = _restricted(fun, args, nums, kwargs)
+        trace, boxes, out_leaves, out_def, aux = _record(f, [args[a] for a in nums], "jacrev", has_aux)
+        out_values = [o.value if _own(o, trace) else o for o in out_leaves]
+        _check_out_leaves(fun, "jacrev", [unbox_all(v) for v in out_values])
+        ins = [b.value for mine, _ in boxes for b in mine]
+        _check_complex(fun, "jacrev", holomorphic, ins if holomorphic else (), out_values)
+        per_out = []
+        for o, ov in zip(out_leaves, out_values):
+            rows = []
+            if _own(o, trace):
+                for e in _basis(unbox_all(ov)):
+                    adj = backward_pass([(o, e)], tape=trace.entries)[0]
+                    rows.append([[_finish(adj.get(b), b.value) for b in mine] for mine, _ in boxes])
+            per_out.append([tree_unflatten(treedef, [_block([r[k][j] for r in rows], ov, b.value, True)
+                                                     for j, b in enumerate(mine)])
+                            for k, (mine, treedef) in enumerate(boxes)])
+        trace.entries = trace.mutations = None
+        jac = _assemble(out_def, per_out, single)
+        return (jac, aux) if has_aux else jac
+
+    return jac_fun
+
+
+jacobian = jacrev
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Jacobian by forward mode, one JVP per input element (``jax.jacfwd``); the same layout as
+    :func:`jacrev`. A complex input needs ``holomorphic=True`` (then the complex derivative, equal
+    to ``jacrev``'s); a real input with a complex output gives the complex Jacobian ``d out / dx``.
+    """
+    return _jacfwd(fun, argnums, has_aux, holomorphic, "jacfwd")
+
+
+def _jacfwd(fun, argnums, has_aux, holomorphic, transform):
+    _argnums(fun, argnums, transform)
+
+    @functools.wraps(fun)
+    def jac_fun(*args, **kwargs):
+        single, nums = _argnums_tuple(fun, argnums, len(args), transform)
+        f = _restricted(fun, args, nums, kwargs)
+        chosen = [args[a] for a in nums]
+        flat = [tree_flatten(c) for c in chosen]
+        for k, (leaves, _) in enumerate(flat):
+            for leaf in leaves:
+                _check_leaf(leaf, transform, fun, nums[k])
+        _check_complex(fun, transform, holomorphic, [leaf for leaves, _ in flat for leaf in leaves])
+        cols = [[[] for _ in leaves] for leaves, _ in flat]  # [argnum][leaf] -> [out tangents]
+        out_def = out_values = aux = None
+        with gc_paused():
+            for k, (leaves, treedef) in enumerate(flat):
+                for j, leaf in enumerate(leaves):
+                    for e in _basis(unbox_all(leaf)):
+                        trace = ForwardTrace()
+                        moved = list(leaves)
+                        moved[j] = Dual(leaf, e, trace)
+                        call = list(chosen)
+                        call[k] = tree_unflatten(treedef, moved)
+                        out = f(*call)
+                        if has_aux:
+                            out, aux_k = _split_aux(out, fun, transform)
+                        if out_def is None:
+                            _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
+                            out_leaves, out_def = tree_flatten(out)
+                            out_values = [o.value if type(o) is Dual and o._trace is trace else o
+                                          for o in out_leaves]
+                            if has_aux:
+                                aux = tree_map(lambda v, t=trace: v.value if type(v) is Dual and
+                                               v._trace is t else v, aux_k)
+                        else:
+                            out_leaves = tree_flatten(out)[0]
+                        cols[k][j].append([o.tangent if type(o) is Dual and o._trace is trace else
+                                           _zero_tangent(o) for o in out_leaves])
+            if out_def is None:  # no input has an element: the function runs once, for its output
+                out = f(*chosen)
+                if has_aux:
+                    out, aux = _split_aux(out, fun, transform)
+                _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
+                out_values, out_def = tree_flatten(out)
+        _check_out_leaves(fun, transform, [unbox_all(v) for v in out_values])
+        if holomorphic:
+            _check_complex(fun, transform, True, outs=out_values)
+        per_out = [[tree_unflatten(treedef, [_block([c[i] for c in cols[k][j]], ov, leaf, False)
+                                             for j, leaf in enumerate(leaves)])
+                    for k, (leaves, treedef) in enumerate(flat)]
+                   for i, ov in enumerate(out_values)]
+        jac = _assemble(out_def, per_out, single)
+        return (jac, aux) if has_aux else jac
+
+    return jac_fun
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``). For a tuple
+    ``argnums`` the blocks nest as ``((H00, H01), (H10, H11))``, block ``Hij`` of shape
+    ``x_i.shape + x_j.shape``; pytree arguments nest likewise."""
+    _argnums(fun, argnums, "hessian")
+    return _jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic, "hessian")
+
+
+def hvp(fun, primals, tangents):
+    """Hessian-vector product by forward over reverse: the JVP of ``grad(fun)``.
+
+    With one primal it returns an array like that primal; with several, a tuple of them.
+    Primals may be pytrees (the tangents then have the same structure).
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("wg.hvp(fun, primals, tangents): primals and tangents must be tuples "
+                        "(one entry per argument), e.g. wg.hvp(f, (x,), (v,))")
+    n = len(primals)
+    g = grad(fun, argnums=0 if n == 1 else tuple(range(n)))
+    return jvp(g, tuple(primals), tuple(tangents))[1]
+
+
+def stop_gradient(x):
+    """``x`` as a constant at every level: no derivative flows through it (``jax.lax.stop_gradient``)."""
+    return tree_map(unbox_all, x)

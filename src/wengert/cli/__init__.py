@@ -1,0 +1,1 @@
+"""``python -m wengert``'s subcommands: the demo and the rule table at a glance."""

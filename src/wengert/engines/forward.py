@@ -1,0 +1,55 @@
+"""Forward mode: dual numbers. A ``Dual`` carries a primal value and its tangent.
+
+Forward mode with dual numbers, run alongside the program: each primitive's JVP rules turn the
+arguments' tangents into the result's tangent, in program order. Arguments that carry no tangent
+contribute nothing (symbolic zeros: no rule is called for them).
+"""
+
+from wengert.core.trace import BOX_TYPES, Trace, register_box
+from wengert.engines.box import ArrayBox
+from wengert.engines.reverse import is_inexact
+
+__all__ = ["Dual", "ForwardTrace"]
+
+
+@register_box
+class Dual(ArrayBox):
+    """A value with a tangent, on one forward-mode trace."""
+
+    __slots__ = ("value", "tangent", "_trace")
+
+    def __init__(self, value, tangent, trace):
+        self.value = value
+        self.tangent = tangent
+        self._trace = trace
+
+    def _kind(self):
+        return "a value traced by wg.jvp (forward mode)"
+
+    def __repr__(self):
+        return f"Dual({self.value!r}, tangent={self.tangent!r}, level={self._trace.level})"
+
+
+class ForwardTrace(Trace):
+    """One forward-mode sweep (``wg.jvp``)."""
+
+    __slots__ = ()
+
+    def constant(self, value):
+        return value
+
+    def apply(self, prim, args, kwargs):
+        unboxed = list(args)
+        tangents = []
+        for i, a in enumerate(args):
+            if type(a) in BOX_TYPES and a._trace is self:
+                unboxed[i] = a.value
+                tangents.append((i, a.tangent))
+        out = prim(*unboxed, **kwargs)
+        if not is_inexact(out):
+            return out
+        t_out = None
+        for i, t in tangents:
+            d = prim.jvp(i, t, out, unboxed, kwargs)
+            t_out = d if t_out is None else t_out + d
+        return Dual(out, t_out, self)

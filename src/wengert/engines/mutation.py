@@ -1,0 +1,312 @@
+"""Assignment on traced values: ``x[i] = v``, ``x[mask] = 0``, ``x += y``, ``x *= 2`` inside a
+differentiated function, and the check that protects the backward pass from in-place writes.
+
+Nothing is written in place while a derivative is being recorded. The new value is a functional
+update (``index_update``, or ``x + y`` cast back to x's dtype, as NumPy's in-place operators do),
+recorded like any other operation, and the box the user holds is *rebound* to it: its slots now hold
+the new node, and its former contents move to a fresh object, the old version. So every alias of
+``x`` sees the new value, the caller's arrays are never modified, and the old version's saved
+values stay intact -- a backward pass can never read an overwritten value through a traced box.
+
+Operations recorded *before* the assignment still point at the box object; they meant its old
+version. Each trace keeps a log ``box -> [(stamp, old version), ...]`` (stamp: where the new node
+stands in the trace's order), and the backward pass redirects such references to the version that
+was current when they were recorded (``resolve_tape`` for traces with a Wengert list,
+``resolve_parents`` while walking an eager graph). A mutated leaf answers for its original value.
+Costs: nothing unless a trace saw an assignment; then one extra scan of the nodes per backward pass.
+
+Where a value *is* overwritten in place -- an eager ``Tensor`` updated under ``no_grad()`` or without
+``requires_grad`` (an optimizer step, ``c[0] = 5``) -- :func:`note_inplace_write` stamps the array,
+and a later backward pass that still needs the array's old contents raises an error naming the
+operation (PyTorch's version counters), instead of returning a wrong gradient.
+"""
+
+import bisect
+import threading
+import weakref
+
+import numpy as np
+
+from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
+
+__all__ = ["assign", "add_at", "augmented_assign", "rebind", "resolve_tape", "resolve_parents",
+           "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
+
+_NODE_SLOTS = ("value", "_trace", "_prim", "_args", "_kwargs", "_parents", "_id", "requires_grad")
+
+
+def assign(box, idx, v):
+    """``box[idx] = v``: rebind ``box`` to ``index_update(box, idx, v)``."""
+    from wengert.rules.indexing import index_update
+
+    idx = unbox_all(idx)
+    rebind(box, _recorded(box, lambda: index_update(box, idx, v)), "x[...] = ...")
+
+
+def add_at(box, idx, v):
+    """``np.add.at(box, idx, v)``: rebind ``box`` to ``index_add(box, idx, v)`` (repeated indices add up)."""
+    from wengert.rules.indexing import index_add
+
+    idx = unbox_all(idx)
+    rebind(box, _recorded(box, lambda: index_add(box, idx, v)), "numpy.add.at")
+
+
+def augmented_assign(box, fun, other, symbol):
+    """``box op= other`` (``symbol`` like "+="), NumPy's rules: the result keeps box's shape and dtype."""
+    from wengert.rules import shape as shape_ops
+
+    if type(unbox_all(box)) is float:  # a Python float is immutable: ``s += x`` is ``s = s + x``
+        return fun(box, other)
+
+    def compute():
+        new = fun(box, other)
+        shape, new_shape = box.shape, _shape(new)
+        if new_shape != shape:
+            raise ValueError(f"{symbol}: non-broadcastable output operand with shape {shape} doesn't match "
+                             f"the broadcast shape {new_shape}")
+        want, have = box.dtype, _dtype(new)
+        if have != want:
+            if not np.can_cast(have, want, casting="same_kind"):
+                raise TypeError(f"{symbol}: cannot cast the result from {have!r} to {want!r} with casting "
+                                f"rule 'same_kind' (NumPy's rule for in-place operators)")
+            new = shape_ops.astype(new, want)
+        return new
+
+    rebind(box, _recorded(box, compute), f"'{symbol}'")
+    return box
+
+
+def _shape(x):
+    return np.shape(unbox_all(x))
+
+
+def _dtype(x):
+    x = unbox_all(x)
+    return np.dtype(np.float64) if type(x) is float else np.result_type(x)
+
+
+def _recorded(box, compute):
+    """``compute()``, and whether box is *fresh*: the new value's node is the only one recorded on box's
+    trace since box was made, so nothing else refers to box's current version."""
+    trace = box._trace
+    entries = getattr(trace, "entries", None)
+    if entries is not None:
+        before = len(entries)
+        latest = before > 0 and entries[-1] is box
+        new = compute()
+        return new, latest and len(entries) == before + 1 and entries[-1] is new
+    if hasattr(box, "_id") and box._prim is not None:
+        from wengert.engines.reverse import node_ids
+
+        probe = next(node_ids)
+        new = compute()
+        return new, box._id == probe - 1 and getattr(new, "_id", None) == probe + 1
+    return compute(), False
+
+
+def rebind(box, result, what):
+    """Make ``box`` hold ``new`` (from :func:`_recorded`), keeping its old version for the graph."""
+    new, fresh = result
+    from wengert.engines.forward import Dual
+
+    if type(box) in SYMBOLIC_TYPES:  # a program's symbol: it now stands for the update's variable
+        if type(new) is type(box) and new._trace is box._trace:
+            box.variable, box.example = new.variable, new.example
+            return
+        from wengert.program.tracing import TracingError
+
+        raise TracingError(f"{what} on the traced value {box.variable.name} with a value traced by another "
+                           f"differentiation ({type(new).__name__}): pass that value as an argument instead")
+
+    if type(box) is Dual:
+        if type(new) is Dual and new._trace is box._trace:
+            box.value, box.tangent = new.value, new.tangent
+            return
+        _refuse_nesting(box, new, what)
+        box.value = new
+        box.tangent = np.zeros_like(unbox_all(new)) if type(unbox_all(new)) is not float else 0.0
+        return
+    trace = box._trace
+    cls = type(box)
+    old = object.__new__(cls)
+    for slot in _NODE_SLOTS:
+        if hasattr(box, slot):
+            setattr(old, slot, getattr(box, slot))
+    entries = getattr(trace, "entries", None)
+    if type(new) is cls:
+        new._parents = tuple(old if p is box else p for p in new._parents)
+        for slot in _NODE_SLOTS:
+            if hasattr(new, slot):
+                setattr(box, slot, getattr(new, slot))
+            elif hasattr(box, slot):
+                delattr(box, slot)
+        new_entries = getattr(new._trace, "entries", None)
+        if new_entries and new_entries[-1] is new:  # box stands for the new node in its trace's list
+            new_entries[-1] = box
+        if new._trace is not trace:  # e.g. an eager tensor given a value traced by wg.grad
+            stamp = _now(entries)
+        elif entries is not None:
+            stamp = len(entries) - 1
+            if fresh:  # box's former entry is the one before: it is the old version now
+                entries[-2] = old
+        else:
+            stamp = new._id
+    else:
+        _refuse_nesting(box, new, what)
+        box.value = new
+        box._prim = box._args = box._kwargs = None
+        box._parents = ()
+        box.requires_grad = False
+        stamp = _now(entries)
+    if old.requires_grad and not fresh:  # old may have children, or be a leaf: log the version
+        log = trace.mutations
+        if log is None:
+            with _LOG_LOCK:  # the eager trace is shared by threads: one log, whoever makes it
+                log = trace.mutations
+                if log is None:
+                    log = trace.mutations = {}
+        key = id(box)
+        entry = log.get(key)
+        if entry is None or entry[0]() is not box:
+            # keyed by id, holding box weakly (a box's == is elementwise, so no WeakKeyDictionary)
+            entry = log[key] = (weakref.ref(box, lambda _, log=log, key=key: log.pop(key, None)), [])
+        entry[1].append((stamp, old))
+
+
+def versions_by_box(trace):
+    """The trace's log as ``{box: [(stamp, old version), ...]}`` (None when nothing was assigned)."""
+    log = getattr(trace, "mutations", None)
+    if not log:
+        return None
+    out = {}
+    for ref, versions in list(log.values()):
+        box = ref()
+        if box is not None:
+            out[box] = versions
+    return out or None
+
+
+def _now(entries):
+    """A stamp later than every node recorded so far (a position in ``entries``, or an eager id)."""
+    if entries is not None:
+        return len(entries)
+    from wengert.engines.reverse import node_ids
+
+    return next(node_ids)
+
+
+def _refuse_nesting(box, new, what):
+    if type(new) in BOX_TYPES:
+        raise TypeError(
+            f"{what}: the new value is traced by a transform that the array it is written into cannot "
+            f"follow (an inner transform's value into an outer one's array, or a forward-mode value into "
+            f"a reverse-mode tensor), so it could not carry the derivative. Build a new array instead: "
+            f"x = x.at[idx].set(v), or wnp.where(...)")
+
+
+def _version(versions, stamp):
+    """The version of a mutated box that was current at ``stamp`` (versions are in stamp order)."""
+    i = bisect.bisect_right(versions, stamp, key=_stamp)
+    return versions[i][1] if i < len(versions) else None
+
+
+def _stamp(version):
+    return version[0]
+
+
+def _current(log, q, stamp):
+    """Parent ``q`` as it was at ``stamp`` (q itself when it was not assigned to since)."""
+    if q is None or q not in log:
+        return q
+    v = _version(log[q], stamp)
+    return q if v is None else v
+
+
+def resolve_tape(entries, log):
+    """Redirect, in a trace's Wengert list, every reference to a mutated box to the version current
+    when it was made (entries themselves included). Returns the leaf aliases (see :func:`leaf_aliases`)."""
+    for p, node in enumerate(entries):
+        versions = log.get(node)
+        if versions is not None:
+            v = _version(versions, p)
+            if v is not None:
+                entries[p] = node = v
+        parents = node._parents
+        if any(q is not None and q in log for q in parents):
+            node._parents = tuple(_current(log, q, p) for q in parents)
+    return leaf_aliases(log)
+
+
+def resolve_parents(node, log):
+    """For an eager graph walk: point ``node``'s parents at the versions current when it was made."""
+    parents = node._parents
+    if any(q is not None and q in log for q in parents):
+        stamp = node._id
+        node._parents = tuple(_current(log, q, stamp) for q in parents)
+
+
+def leaf_aliases(log):
+    """``[(box, original leaf)]`` for every mutated box that started as a leaf."""
+    out = []
+    for box, versions in log.items():
+        first = versions[0][1]
+        if first._prim is None:
+            out.append((box, first))
+    return out
+
+
+# -- in-place writes outside recording (eager tensors): version stamps --------------------------------
+
+_LOG_LOCK = threading.Lock()
+
+INPLACE_WRITES = {}
+"""id(array) -> (weak reference to the array, stamp, description) of in-place writes to eager tensors."""
+
+
+def note_inplace_write(array, what):
+    """Record that ``array`` was just overwritten in place by ``what`` (an eager, unrecorded update)."""
+    if type(array) is not np.ndarray:
+        return
+    from wengert.engines.reverse import node_ids
+
+    key = id(array)
+    INPLACE_WRITES[key] = (weakref.ref(array, lambda ref: _forget_write(key, ref)), next(node_ids), what)
+
+
+def _forget_write(key, ref):
+    """An overwritten array is gone: drop its entry, unless the id already names a newer array's."""
+    entry = INPLACE_WRITES.get(key)
+    if entry is not None and entry[0] is ref:
+        INPLACE_WRITES.pop(key, None)
+
+
+def check_inplace_writes(order):
+    """Raise if a node in ``order`` (eager, newest first) saved an array overwritten after it was made."""
+    if not order:
+        return
+    oldest = order[-1]._id
+    relevant = {}
+    for key, (ref, stamp, what) in list(INPLACE_WRITES.items()):
+        array = ref()
+        if array is None:
+            INPLACE_WRITES.pop(key, None)  # its own callback, in another thread, may have run first
+        elif stamp > oldest:
+            relevant[key] = (array, stamp, what)
+    if not relevant:
+        return
+    for node in order:
+        prim = node._prim
+        args = node._args
+        if prim is None or type(args) is not tuple:
+            continue
+        for a in args + (node.value,):
+            if type(a) is not np.ndarray:
+                continue
+            for candidate in (a, a.base):
+                hit = relevant.get(id(candidate)) if candidate is not None else None
+                if hit is not None and hit[0] is candidate and node._id < hit[1]:
+                    raise RuntimeError(
+                        f"one of the values saved to differentiate '{prim.__name__}' (an array of shape "
+                        f"{a.shape}) was modified by an in-place operation ({hit[2]}) after "
+                        f"'{prim.__name__}' used it; its gradient could be wrong, so none is computed. Do "
+                        f"the in-place update after backward(), or on a copy (x = x.copy()).")

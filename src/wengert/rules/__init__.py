@@ -1,0 +1,44 @@
+"""The rule table: every primitive's implementation, VJP and JVP, defined once, by family.
+
+Families: ``elementwise`` (ufuncs), ``broadcasting`` (broadcast_to and its adjoint),
+``reductions``, ``shape``, ``indexing``, ``products``, and ``nondiff`` (functions whose result
+carries no derivative). Every engine -- tape, dual numbers, and later the program transformer --
+reads these rules; none defines a derivative of its own.
+"""
+
+# Import order matters: elementwise needs broadcasting's functions when it defines its primitives,
+# and importing elementwise first loads broadcasting (and what it needs) completely before that.
+from wengert.rules import elementwise  # noqa: I001
+import importlib
+import pkgutil
+
+from wengert.rules import broadcasting, indexing, nondiff, products, reductions, shape
+from wengert.core.primitive import Primitive
+
+__all__ = ["rule_table", "families"]
+
+OPTIONAL_DEPENDENCIES = ("scipy",)
+"""A family module that needs one of these is left out of the table when it is not installed."""
+
+
+def families():
+    """Every family module under ``wengert.rules`` (imported here), in name order."""
+    found = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        try:
+            found.append(importlib.import_module(f"{__name__}.{info.name}"))
+        except ModuleNotFoundError as e:
+            if (e.name or "").split(".")[0] not in OPTIONAL_DEPENDENCIES:
+                raise
+    return found
+
+
+def rule_table():
+    """Every differentiable primitive, by name (aliases such as ``abs`` listed once)."""
+    table = {}
+    for module in families():
+        for value in vars(module).values():
+            value = getattr(value, "primitive", value)  # fast entry points carry their Primitive
+            if isinstance(value, Primitive) and not value.nondiff and value not in table.values():
+                table[value.__name__] = value
+    return table

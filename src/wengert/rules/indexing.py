@@ -1,0 +1,192 @@
+"""Indexing: ``x[idx]`` and its adjoint ``untake`` (scatter-add into zeros), a linear pair.
+
+Any NumPy index works: integers, slices, ``Ellipsis``, ``None``, integer arrays (repeated indices
+accumulate, through ``np.add.at``) and boolean masks. The index itself is never differentiated.
+
+``x[idx]`` also has an accumulate rule (the in-place ``v_bar[i] += e_bar``): a first-order
+backward pass adds ``g`` into x's adjoint buffer in place, so reading ``v[i]`` for every ``i`` of a
+loop costs O(n) in the backward pass rather than one zero-filled array of v's size per read.
+"""
+
+import numpy as np
+
+from wengert.core.primitive import Primitive, binary_function, defjvp, defvjp, defvjp_accumulate
+from wengert.core.trace import unbox_all
+from wengert.rules import broadcasting
+
+__all__ = ["getitem", "untake", "index_update", "index_add", "IndexUpdates"]
+
+
+def _getitem_impl(x, idx):
+    """``x[idx]``; a float64 scalar comes back as a Python float (wengert's scalars, as
+    everywhere: the arithmetic that follows takes the float fast paths). A Python float or complex
+    (wengert's form of NumPy's scalars) indexes as NumPy's scalar would: ``x[None]``, ``x[...]``."""
+    try:
+        r = x[idx]
+    except TypeError:
+        if type(x) is not float and type(x) is not complex:
+            raise
+        r = (_float64 if type(x) is float else np.complex128)(x)[idx]
+    if type(r) is _float64:
+        return float(r)
+    return r
+
+
+_float64 = np.float64
+
+
+def _may_repeat(idx):
+    """Whether ``idx`` can select one element twice (it holds an integer array or list)."""
+    if type(idx) is int or type(idx) is slice:
+        return False
+    parts = idx if type(idx) is tuple else (idx,)
+    for p in parts:
+        if isinstance(p, (list, np.ndarray)) and np.asarray(p).dtype.kind in "iu":
+            return True
+    return False
+
+
+def _untake_impl(g, idx, shape):
+    """A zero array of ``shape`` with ``g`` added at ``idx`` (the adjoint of ``x[idx]``)."""
+    out = np.zeros(shape, dtype=broadcasting.dtype_of(g))
+    if _may_repeat(idx):
+        np.add.at(out, idx, g)
+    else:
+        out[idx] = g
+    return out
+
+
+def _getitem_accumulate(buffer, g, out, x, idx):
+    """``buffer[idx] += g`` in place (np.add.at where an element may be selected twice)."""
+    if type(idx) is int:
+        buffer[idx] += g
+    elif _may_repeat(idx):
+        np.add.at(buffer, idx, g)
+    else:
+        buffer[idx] += g
+
+
+getitem = binary_function(Primitive(_getitem_impl, name="getitem"))
+defvjp(getitem, lambda g, out, x, idx: untake(g, idx, broadcasting.shape_of(x)))
+defvjp_accumulate(getitem, _getitem_accumulate)
+defjvp(getitem, lambda t, out, x, idx: getitem(t, idx))
+
+untake = Primitive(_untake_impl, name="untake")
+defvjp(untake, lambda g, out, x, idx, shape: getitem(g, idx))
+defjvp(untake, lambda t, out, x, idx, shape: untake(t, idx, shape))
+
+
+# -- functional updates: x with x[idx] replaced (index_update) or incremented (index_add) --------------
+# NumPy's ``x[idx] = v`` and ``np.add.at(x, idx, v)`` without the mutation (JAX's ``x.at[idx].set(v)`` and
+# ``.add(v)``): the result is a new array of x's shape and dtype (v is cast to it, as NumPy does when it
+# assigns); x is never modified. ``v`` broadcasts to the shape of ``x[idx]``. With repeated integer
+# indices, ``index_add`` adds every value and ``index_update`` keeps the last one written (NumPy's
+# order), and the derivative with respect to v flows to that one only.
+
+
+def _index_update_impl(x, idx, v):
+    """``x`` with ``x[idx] = v``, as a new array (``x.at[idx].set(v)``)."""
+    out = np.array(x, copy=True)
+    out[idx] = v
+    return out
+
+
+def _index_add_impl(x, idx, v):
+    """``x`` with ``v`` added at ``idx`` (``np.add.at`` on a copy; ``x.at[idx].add(v)``)."""
+    out = np.array(x, copy=True)
+    if _may_repeat(idx):
+        np.add.at(out, idx, v)
+    else:
+        out[idx] += v
+    return out
+
+
+def _last_writes(idx, shape):
+    """1.0 where an element of ``x[idx]`` is the one a repeated-index assignment keeps, else 0.0."""
+    label = np.full(shape, -1, dtype=np.intp)
+    picked_shape = np.shape(label[idx])
+    order = np.arange(int(np.prod(picked_shape)), dtype=np.intp).reshape(picked_shape)
+    label[idx] = order
+    return (label[idx] == order).astype(float)
+
+
+def _update_value_vjp(g, out, x, idx, v):
+    picked = getitem(g, idx)
+    if _may_repeat(idx):
+        picked = picked * _last_writes(idx, broadcasting.shape_of(x))
+    return picked
+
+
+def _zeros_for(t, out):
+    return np.zeros(broadcasting.shape_of(out), dtype=np.result_type(broadcasting.dtype_of(out),
+                                                                     broadcasting.dtype_of(t)))
+
+
+def _fit_cotangent(c, arg):  # broadcasting's functions, looked up late: this module loads first
+    return broadcasting.unbroadcast(c, arg)
+
+
+def _fit_tangent(t, out):
+    return broadcasting.broadcast_tangent(t, out)
+
+
+index_update = Primitive(_index_update_impl, name="index_update", grad_post=_fit_cotangent,
+                         tangent_post=_fit_tangent)
+defvjp(index_update, lambda g, out, x, idx, v: index_update(g, idx, 0.0), None, _update_value_vjp)
+defjvp(index_update, lambda t, out, x, idx, v: index_update(t, idx, 0.0), None,
+       lambda t, out, x, idx, v: index_update(_zeros_for(t, out), idx, t))
+
+index_add = Primitive(_index_add_impl, name="index_add", grad_post=_fit_cotangent, tangent_post=_fit_tangent)
+defvjp(index_add, lambda g, out, x, idx, v: g, None, lambda g, out, x, idx, v: getitem(g, idx))
+defjvp(index_add, lambda t, out, x, idx, v: t, None,
+       lambda t, out, x, idx, v: index_add(_zeros_for(t, out), idx, t))
+
+
+class IndexUpdates:
+    """``x.at``: JAX's functional index updates on a traced value; ``x.at[idx]`` names the elements."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, idx):
+        return _IndexRef(self.x, unbox_all(idx))  # indices are never differentiated
+
+
+class _IndexRef:
+    """``x.at[idx]``: each method returns a new array; x is left as it was."""
+
+    __slots__ = ("x", "idx")
+
+    def __init__(self, x, idx):
+        self.x = x
+        self.idx = idx
+
+    def get(self):
+        """``x[idx]``."""
+        return getitem(self.x, self.idx)
+
+    def set(self, v):
+        """x with ``x[idx] = v`` (``index_update``)."""
+        return index_update(self.x, self.idx, v)
+
+    def add(self, v):
+        """x with v added at idx, repeated indices adding up (``index_add``, ``np.add.at``)."""
+        return index_add(self.x, self.idx, v)
+
+    def multiply(self, v):
+        """x with ``x[idx] *= v``."""
+        return index_update(self.x, self.idx, getitem(self.x, self.idx) * self._unique(v, "multiply"))
+
+    def divide(self, v):
+        """x with ``x[idx] /= v``."""
+        return index_update(self.x, self.idx, getitem(self.x, self.idx) / self._unique(v, "divide"))
+
+    def _unique(self, v, name):
+        if _may_repeat(self.idx) and not _last_writes(self.idx, broadcasting.shape_of(self.x)).all():
+            raise ValueError(
+                f"x.at[idx].{name}(v): idx selects some elements more than once, which wengert does not "
+                f"support for {name}; combine the factors per element first (e.g. with x.at[...].add on "
+                f"their logarithms), or pass unique indices")
+        return v

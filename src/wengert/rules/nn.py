@@ -1,0 +1,118 @@
+"""Neural-network primitives: ``relu``, ``log_softmax`` and ``softmax_cross_entropy``.
+
+Each is a primitive (rather than composed from ``maximum``, ``exp``, ``log`` and ``sum``) for a
+stated reason:
+
+- ``log_softmax`` for numerical stability: ``x - max(x) - log(sum(exp(x - max(x))))`` never
+  overflows, and its VJP ``g - softmax(x) * sum(g)`` needs no division by a tiny probability.
+- ``softmax_cross_entropy`` (DyNet's ``pickneglogsoftmax``, PyTorch's ``cross_entropy`` from
+  logits with integer labels, mean over the batch) for stability and speed: one node on the tape
+  whose VJP is the familiar ``(softmax(x) - onehot(labels)) / N``; it is also the single
+  ``softmax`` function of PyTorch's autograd graph pictures.
+- ``relu`` for speed: one node and a mask, instead of ``maximum``'s tie bookkeeping.
+
+Rules call wengert's own functions, so second derivatives work.
+"""
+
+import numpy as np
+
+from wengert.core.primitive import Primitive, defjvp, defvjp, nondiff_primitive, unary_function
+from wengert.rules import broadcasting, elementwise, reductions
+
+__all__ = ["relu", "log_softmax", "softmax_cross_entropy", "positive_mask", "one_hot"]
+
+
+# -- relu -------------------------------------------------------------------------------------
+
+def _relu_impl(x):
+    """max(x, 0) elementwise."""
+    if type(x) is float:
+        return 0.0 if x <= 0.0 else x  # nan stays nan, as in np.maximum
+    return np.maximum(x, np.zeros((), dtype=np.result_type(x)))
+
+
+def _positive_mask_impl(x):
+    """1 where x > 0, else 0, in x's float dtype (relu's derivative; 0 at x == 0, as PyTorch)."""
+    if type(x) is float:
+        return 1.0 if x > 0.0 else 0.0
+    return (x > 0).astype(np.result_type(x))
+
+
+positive_mask = nondiff_primitive(_positive_mask_impl, "positive_mask")
+
+relu = unary_function(Primitive(_relu_impl, name="relu"))
+defvjp(relu, lambda g, out, x: g * positive_mask(x))
+defjvp(relu, lambda t, out, x: t * positive_mask(x))
+
+
+# -- log_softmax ------------------------------------------------------------------------------
+
+def _check_axis_array(x, fname):
+    if np.ndim(x) == 0:
+        raise ValueError(f"{fname}: needs an array of at least one dimension, got a scalar")
+
+
+def _log_softmax_impl(x, axis=-1):
+    """x - logsumexp(x, axis), computed with the maximum subtracted first."""
+    _check_axis_array(x, "log_softmax")
+    x = np.asarray(x)
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+log_softmax = Primitive(_log_softmax_impl, name="log_softmax")
+defvjp(log_softmax, lambda g, out, x, axis=-1:
+       g - elementwise.exp(out) * reductions.sum(g, axis=axis, keepdims=True))
+defjvp(log_softmax, lambda t, out, x, axis=-1:
+       t - reductions.sum(elementwise.exp(out) * t, axis=axis, keepdims=True))
+
+
+# -- softmax_cross_entropy --------------------------------------------------------------------
+
+def _check_labels(logits, labels):
+    """``labels`` as an integer array matching ``logits.shape[:-1]``, values in [0, classes)."""
+    shape = np.shape(logits)
+    if len(shape) == 0:
+        raise ValueError("cross_entropy: logits must have a class axis (shape (..., classes)), got a scalar")
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy: labels must be integer class indices, got dtype {labels.dtype}; "
+                        f"for probabilities or 0/1 targets use binary_cross_entropy_with_logits")
+    if labels.shape != shape[:-1]:
+        raise ValueError(f"cross_entropy: logits of shape {shape} need labels of shape {shape[:-1]}, "
+                         f"got labels of shape {labels.shape}")
+    if labels.size and (labels.min() < 0 or labels.max() >= shape[-1]):
+        raise ValueError(f"cross_entropy: labels must lie in [0, {shape[-1]}), got values from "
+                         f"{labels.min()} to {labels.max()}")
+    return labels
+
+
+def _one_hot_impl(labels, shape, dtype):
+    """An array of ``shape`` (classes on the last axis): 1 at each label, 0 elsewhere."""
+    out = np.zeros(shape, dtype=dtype)
+    np.put_along_axis(out, np.asarray(labels)[..., None], 1, axis=-1)
+    return out
+
+
+one_hot = nondiff_primitive(_one_hot_impl, "one_hot")
+
+
+def _softmax_cross_entropy_impl(logits, labels):
+    """mean over positions of -log softmax(logits)[label]."""
+    labels = _check_labels(logits, labels)
+    lsm = _log_softmax_impl(logits)
+    picked = np.take_along_axis(lsm, labels[..., None], axis=-1)
+    return lsm.dtype.type(-picked.mean())
+
+
+def _ce_direction(logits, labels):
+    """d loss / d logits: (softmax(logits) - onehot(labels)) / N."""
+    n = max(int(np.prod(np.shape(labels))), 1)
+    target = one_hot(labels, broadcasting.shape_of(logits), broadcasting.dtype_of(logits))
+    return (elementwise.exp(log_softmax(logits)) - target) * (1.0 / n)
+
+
+softmax_cross_entropy = Primitive(_softmax_cross_entropy_impl, name="softmax_cross_entropy")
+defvjp(softmax_cross_entropy, lambda g, out, logits, labels: g * _ce_direction(logits, labels), None)
+defjvp(softmax_cross_entropy,
+       lambda t, out, logits, labels: reductions.sum(t * _ce_direction(logits, labels)), None)

@@ -1,0 +1,49 @@
+"""Functions whose results carry no derivative: comparisons, logic, predicates, arg-functions,
+and constructors that copy only a shape. Traced arguments are unboxed; the result is a constant.
+"""
+
+import operator
+
+import numpy as np
+
+from wengert.core.primitive import nondiff_primitive
+from wengert.rules.elementwise import _binary
+
+__all__ = [
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
+    "signbit", "argmax", "argmin", "argsort", "nonzero", "flatnonzero", "count_nonzero",
+    "zeros_like", "ones_like", "empty_like", "full_like", "shape", "ndim", "size",
+    "isclose", "allclose", "array_equal",
+]
+
+equal = nondiff_primitive(_binary(np.equal, operator.eq), "equal")
+not_equal = nondiff_primitive(_binary(np.not_equal, operator.ne), "not_equal")
+less = nondiff_primitive(_binary(np.less, operator.lt), "less")
+less_equal = nondiff_primitive(_binary(np.less_equal, operator.le), "less_equal")
+greater = nondiff_primitive(_binary(np.greater, operator.gt), "greater")
+greater_equal = nondiff_primitive(_binary(np.greater_equal, operator.ge), "greater_equal")
+logical_and = nondiff_primitive(np.logical_and)
+logical_or = nondiff_primitive(np.logical_or)
+logical_xor = nondiff_primitive(np.logical_xor)
+logical_not = nondiff_primitive(np.logical_not)
+isnan = nondiff_primitive(np.isnan)
+isinf = nondiff_primitive(np.isinf)
+isfinite = nondiff_primitive(np.isfinite)
+signbit = nondiff_primitive(np.signbit)
+argmax = nondiff_primitive(np.argmax)
+argmin = nondiff_primitive(np.argmin)
+argsort = nondiff_primitive(np.argsort)
+nonzero = nondiff_primitive(np.nonzero)
+flatnonzero = nondiff_primitive(np.flatnonzero)
+count_nonzero = nondiff_primitive(np.count_nonzero)
+zeros_like = nondiff_primitive(np.zeros_like)
+ones_like = nondiff_primitive(np.ones_like)
+empty_like = nondiff_primitive(np.empty_like)
+full_like = nondiff_primitive(np.full_like)
+shape = nondiff_primitive(np.shape)
+ndim = nondiff_primitive(np.ndim)
+size = nondiff_primitive(np.size)
+isclose = nondiff_primitive(np.isclose)
+allclose = nondiff_primitive(np.allclose)
+array_equal = nondiff_primitive(np.array_equal)

@@ -1,0 +1,185 @@
+"""Products: matmul, tensordot and einsum (``dot``, ``outer``, ``inner`` are composed from these).
+
+Every rule is another product of the same kind, so second derivatives are products again. Batch
+dimensions of ``matmul`` broadcast; ``unbroadcast`` sums them back (and casts dtypes).
+"""
+
+import string
+
+import numpy as np
+
+from wengert.core.primitive import Primitive, binary_function, defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from wengert.rules import broadcasting, shape
+
+__all__ = ["matmul", "tensordot", "einsum"]
+
+
+def _ndim(x):
+    return len(broadcasting.shape_of(x))
+
+
+def _mT(x):
+    """Swap the last two axes."""
+    if type(x) is np.ndarray:
+        return x.swapaxes(-1, -2)  # a plain array: nothing to record, skip the dispatch
+    n = _ndim(x)
+    return shape.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _add_axis(x, pos):
+    s = broadcasting.shape_of(x)
+    pos = pos % (len(s) + 1)
+    return shape.reshape(x, s[:pos] + (1,) + s[pos:])
+
+
+def _drop_axis(x, pos):
+    s = list(broadcasting.shape_of(x))
+    del s[pos]
+    return shape.reshape(x, tuple(s))
+
+
+def _matmul_impl(a, b):
+    """numpy.matmul (the ``@`` operator)."""
+    return a @ b
+
+
+def _matmul_vjp_a(g, out, a, b):
+    if type(g) is np.ndarray and type(b) is np.ndarray and g.ndim == 2 and b.ndim == 2:
+        return g @ b.T  # plain matrices (the common case): nothing is traced, skip the dispatch
+    na, nb = _ndim(a), _ndim(b)
+    if na == 1 and nb == 1:
+        return g * b
+    if nb == 1:  # a (..., n, k) @ b (k,) -> (..., n)
+        return _add_axis(g, -1) * b
+    if na == 1:  # a (k,) @ b (..., k, m) -> (..., m)
+        return _drop_axis(matmul(b, _add_axis(g, -1)), -1)
+    return matmul(g, _mT(b))
+
+
+def _matmul_vjp_b(g, out, a, b):
+    if type(g) is np.ndarray and type(a) is np.ndarray and g.ndim == 2 and a.ndim == 2:
+        return a.T @ g
+    na, nb = _ndim(a), _ndim(b)
+    if na == 1 and nb == 1:
+        return g * a
+    if na == 1:  # a (k,) @ b (..., k, m) -> (..., m)
+        return _add_axis(a, -1) * _add_axis(g, -2)
+    if nb == 1:  # a (..., n, k) @ b (k,) -> (..., n)
+        return _drop_axis(matmul(_mT(a), _add_axis(g, -1)), -1)
+    return matmul(_mT(a), g)
+
+
+matmul = binary_function(Primitive(_matmul_impl, name="matmul", grad_post=broadcasting.unbroadcast,
+                                   tangent_post=broadcasting.broadcast_tangent))
+defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
+defjvp(matmul, lambda t, out, a, b: matmul(t, b), lambda t, out, a, b: matmul(a, t))
+
+
+def _tensordot_axes(axes, na, nb):
+    """NumPy's ``axes`` argument as two lists of non-negative axes."""
+    if isinstance(axes, (int, np.integer)):
+        return list(range(na - axes, na)), list(range(axes))
+    ax_a, ax_b = axes
+    ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
+    ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+    return [a % na for a in ax_a], [b % nb for b in ax_b]
+
+
+def _tensordot_impl(a, b, axes=2):
+    """numpy.tensordot."""
+    return np.tensordot(a, b, axes)
+
+
+def _tensordot_vjp_a(g, out, a, b, axes=2):
+    na, nb = _ndim(a), _ndim(b)
+    ax_a, ax_b = _tensordot_axes(axes, na, nb)
+    free_a = [i for i in range(na) if i not in ax_a]
+    free_b = [j for j in range(nb) if j not in ax_b]
+    r = tensordot(g, b, (list(range(len(free_a), len(free_a) + len(free_b))), free_b))
+    dims = free_a + [ax_a[ax_b.index(j)] for j in sorted(ax_b)]
+    return shape.transpose(r, tuple(np.argsort(dims)))
+
+
+def _tensordot_vjp_b(g, out, a, b, axes=2):
+    na, nb = _ndim(a), _ndim(b)
+    ax_a, ax_b = _tensordot_axes(axes, na, nb)
+    free_a = [i for i in range(na) if i not in ax_a]
+    free_b = [j for j in range(nb) if j not in ax_b]
+    r = tensordot(a, g, (free_a, list(range(len(free_a)))))
+    dims = [ax_b[ax_a.index(i)] for i in sorted(ax_a)] + free_b
+    return shape.transpose(r, tuple(np.argsort(dims)))
+
+
+# unbroadcast as grad_post only fits dtypes here (e.g. a real argument of a complex product).
+tensordot = Primitive(_tensordot_impl, name="tensordot", grad_post=broadcasting.unbroadcast)
+defvjp(tensordot, _tensordot_vjp_a, _tensordot_vjp_b)
+defjvp(tensordot,
+       lambda t, out, a, b, axes=2: tensordot(t, b, axes),
+       lambda t, out, a, b, axes=2: tensordot(a, t, axes))
+
+
+def _parse_einsum(subscripts, shapes):
+    """Explicit subscripts: (list of input subscripts, output subscript), ellipses spelled out."""
+    subs = subscripts.replace(" ", "")
+    if "->" in subs:
+        ins, out = subs.split("->")
+    else:
+        ins, out = subs, None
+    ins = ins.split(",")
+    if len(ins) != len(shapes):
+        raise ValueError(f"einsum: {subscripts!r} names {len(ins)} operands, {len(shapes)} given")
+    used = set("".join(ins))
+    spare = [c for c in string.ascii_letters if c not in used]
+    n_ell = max((len(s) - (len(i) - 3) for i, s in zip(ins, shapes) if "..." in i), default=0)
+    ell = "".join(spare[:n_ell])
+    explicit = []
+    for i, s in zip(ins, shapes):
+        if "..." in i:
+            k = len(s) - (len(i) - 3)
+            i = i.replace("...", ell[n_ell - k:] if k else "")
+        explicit.append(i)
+    if out is None:
+        counts = "".join(explicit)
+        out = ell + "".join(sorted(c for c in set(counts) if counts.count(c) == 1 and c not in ell))
+    else:
+        out = out.replace("...", ell)
+    return explicit, out
+
+
+def _einsum_impl(subscripts, *operands, optimize=False):
+    """numpy.einsum."""
+    return np.einsum(subscripts, *operands, optimize=optimize)
+
+
+def _einsum_vjp(argnum, g, out, subscripts, *operands, optimize=False):
+    i = argnum - 1
+    shapes = [broadcasting.shape_of(o) for o in operands]
+    ins, out_subs = _parse_einsum(subscripts, shapes)
+    target = ins[i]
+    if len(set(target)) != len(target):
+        raise NotImplementedError(
+            f"einsum {subscripts!r}: the derivative with respect to an operand with a repeated "
+            f"subscript ({target!r}) is not supported; take the diagonal first with wnp.diagonal")
+    others = [o for j, o in enumerate(operands) if j != i]
+    other_subs = [s for j, s in enumerate(ins) if j != i]
+    available = set(out_subs).union(*other_subs) if other_subs else set(out_subs)
+    kept = "".join(c for c in target if c in available)
+    spec = ",".join([out_subs] + other_subs) + "->" + kept
+    r = einsum(spec, g, *others, optimize=optimize)
+    if kept != target:  # letters summed inside this operand alone: broadcast back
+        sizes = dict(zip(target, shapes[i]))
+        r = shape.reshape(r, tuple(sizes[c] if c in kept else 1 for c in target))
+        r = broadcasting.broadcast_to(r, shapes[i])
+    return r
+
+
+def _einsum_jvp(argnum, t, out, subscripts, *operands, optimize=False):
+    ops = list(operands)
+    ops[argnum - 1] = t
+    return einsum(subscripts, *ops, optimize=optimize)
+
+
+einsum = Primitive(_einsum_impl, name="einsum",
+                   grad_post=broadcasting.unbroadcast, tangent_post=broadcasting.broadcast_tangent)
+defvjp_argnum(einsum, _einsum_vjp)
+defjvp_argnum(einsum, _einsum_jvp)

@@ -1,0 +1,140 @@
+"""Reductions: sum, prod, max, min over axes (``mean``, ``var``, ``std`` are composed from these).
+
+Each rule puts the reduced axes back (``expand_reduced``) and broadcasts to the input's shape.
+``max``/``min`` split the cotangent equally between tied maxima, as HIPS autograd and JAX do.
+``prod`` is exact when inputs contain zeros (no division by zero).
+"""
+
+import numpy as np
+
+from wengert.core.primitive import Primitive, defjvp, defvjp, nondiff_primitive
+from wengert.rules import broadcasting, elementwise, shape
+
+__all__ = ["sum", "prod", "amax", "amin", "normalize_axis", "expand_reduced"]
+
+
+def normalize_axis(axis, ndim, fname="reduction"):
+    """``axis`` as a sorted tuple of non-negative ints; NumPy's AxisError when out of range."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(int(a), ndim, None)
+        out.append(int(a) % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fname}: duplicate value in 'axis': {axis!r}")
+    return tuple(sorted(out))
+
+
+def expand_reduced(g, x_shape, axis, keepdims):
+    """Broadcast a reduction's cotangent ``g`` back to the reduced input's shape ``x_shape``."""
+    if not keepdims and axis is not None:
+        axes = normalize_axis(axis, len(x_shape))
+        kept = tuple(1 if i in axes else n for i, n in enumerate(x_shape))
+        g = shape.reshape(g, kept)
+    return broadcasting.broadcast_to(g, x_shape)
+
+
+def _sum_impl(a, axis=None, keepdims=False):
+    """numpy.sum."""
+    if type(a) is np.ndarray:
+        return a.sum(axis=axis, keepdims=keepdims)  # the method skips NumPy's Python wrapper
+    return np.sum(a, axis=axis, keepdims=keepdims)
+
+
+sum = Primitive(_sum_impl, name="sum")  # noqa: A001 - NumPy's name
+defvjp(sum, lambda g, out, x, axis=None, keepdims=False:
+       expand_reduced(g, broadcasting.shape_of(x), axis, keepdims))
+defjvp(sum, lambda t, out, x, axis=None, keepdims=False: sum(t, axis=axis, keepdims=keepdims))
+
+
+def _prod_impl(a, axis=None, keepdims=False):
+    return np.prod(a, axis=axis, keepdims=keepdims)
+
+
+def _prod_partials(out, x, axis, keepdims):
+    """d prod / d x_i, the product of the other elements, without dividing by zero.
+
+    With q the product of the nonzero elements and z that of the zero ones (prod = q z):
+    a nonzero x_i gets q z / x_i; a zero x_i gets q times the product of the *other* zeros, i.e.
+    q with one zero, the other zero (written s - x_i, s the sum of the zeros) with two, 0 with
+    more. Written so, the partials have the right derivatives too (second order exact).
+    """
+    E = elementwise
+    is_zero = x == 0
+    zeros = np.sum(is_zero, axis=axis, keepdims=True)
+    q = prod(E.where(is_zero, 1.0, x), axis=axis, keepdims=True)
+    z = prod(E.where(is_zero, x, 1.0), axis=axis, keepdims=True)
+    nonzero_part = q * z / E.where(is_zero, 1.0, x)
+    s = sum(E.where(is_zero, x, 0.0), axis=axis, keepdims=True)
+    zero_part = q * E.where(zeros == 1, 1.0, E.where(zeros == 2, s - x, 0.0))
+    return E.where(is_zero, zero_part, nonzero_part)
+
+
+prod = Primitive(_prod_impl, name="prod")
+defvjp(prod, lambda g, out, x, axis=None, keepdims=False:
+       expand_reduced(g, broadcasting.shape_of(x), axis, keepdims) * _prod_partials(out, x, axis, keepdims))
+defjvp(prod, lambda t, out, x, axis=None, keepdims=False:
+       sum(t * _prod_partials(out, x, axis, keepdims), axis=axis, keepdims=keepdims))
+
+
+def _chooser_weights_impl(out, x, axis, keepdims):
+    """1/k on each of the k elements equal to the max (min) along ``axis``, 0 elsewhere."""
+    x = np.asarray(x)
+    o = out
+    if not keepdims and axis is not None:
+        axes = normalize_axis(axis, x.ndim)
+        o = np.reshape(o, tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
+    hit = x == o
+    if axis is None:  # one count: cheaper than a keepdims reduction and a broadcast division
+        w = hit.astype(x.dtype)
+        k = np.count_nonzero(hit)
+        if k != 1:
+            w /= k
+        return w
+    return hit / hit.sum(axis=axis, keepdims=True).astype(x.dtype)
+
+
+# The weights are piecewise constant in x: no derivative flows through them.
+chooser_weights = nondiff_primitive(_chooser_weights_impl, "chooser_weights")
+
+
+def _chooser_weights(out, x, axis, keepdims):
+    return chooser_weights(out, x, axis, keepdims)
+
+
+def _amax_impl(a, axis=None, keepdims=False):
+    """numpy.max."""
+    if type(a) is np.ndarray:
+        return a.max(axis=axis, keepdims=keepdims)
+    return np.max(a, axis=axis, keepdims=keepdims)
+
+
+def _chooser_vjp(g, out, x, axis=None, keepdims=False):
+    w = _chooser_weights(out, x, axis, keepdims)  # shaped like x
+    if axis is None and not keepdims:
+        return g * w  # g is a scalar: the product already has x's shape
+    return expand_reduced(g, broadcasting.shape_of(x), axis, keepdims) * w
+
+
+def _chooser_jvp(t, out, x, axis=None, keepdims=False):
+    return sum(t * _chooser_weights(out, x, axis, keepdims), axis=axis, keepdims=keepdims)
+
+
+amax = Primitive(_amax_impl, name="max")
+defvjp(amax, _chooser_vjp)
+defjvp(amax, _chooser_jvp)
+
+
+def _amin_impl(a, axis=None, keepdims=False):
+    """numpy.min."""
+    if type(a) is np.ndarray:
+        return a.min(axis=axis, keepdims=keepdims)
+    return np.min(a, axis=axis, keepdims=keepdims)
+
+
+amin = Primitive(_amin_impl, name="min")
+defvjp(amin, _chooser_vjp)
+defjvp(amin, _chooser_jvp)

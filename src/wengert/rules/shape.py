@@ -1,0 +1,129 @@
+"""Shape primitives: reshape, transpose, astype, concatenate, repeat (and repeat's adjoint).
+
+Everything else that moves data without arithmetic (expand_dims, squeeze, swapaxes, moveaxis,
+stack, split, tile, flip, ravel) is composed from these and indexing in ``wengert.numpy``.
+"""
+
+import numpy as np
+
+from wengert.core.primitive import Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from wengert.rules import broadcasting, elementwise, indexing
+
+__all__ = ["reshape", "transpose", "astype", "concatenate", "repeat", "sum_repeats"]
+
+
+def _reshape_impl(a, newshape):
+    """numpy.reshape (C order)."""
+    if type(a) is np.ndarray:
+        return a.reshape(newshape)
+    return np.reshape(a, newshape)
+
+
+reshape = Primitive(_reshape_impl, name="reshape")
+defvjp(reshape, lambda g, out, x, newshape: reshape(g, broadcasting.shape_of(x)))
+defjvp(reshape, lambda t, out, x, newshape: reshape(t, newshape))
+
+
+def _transpose_impl(a, axes=None):
+    """numpy.transpose."""
+    if type(a) is np.ndarray:
+        return a.transpose(axes)
+    return np.transpose(a, axes)
+
+
+def _inverse_perm(axes):
+    if axes is None:
+        return None
+    return tuple(np.argsort(axes))
+
+
+transpose = Primitive(_transpose_impl, name="transpose")
+defvjp(transpose, lambda g, out, x, axes=None: transpose(g, _inverse_perm(axes)))
+defjvp(transpose, lambda t, out, x, axes=None: transpose(t, axes))
+
+
+def _astype_impl(x, dtype):
+    """``x.astype(dtype)`` (a Python float becomes a 0-d array of that dtype)."""
+    return np.asarray(x).astype(dtype)
+
+
+def _astype_vjp(g, out, x, dtype):
+    want = broadcasting.dtype_of(x)
+    if want.kind != "c" and broadcasting.dtype_of(g).kind == "c":
+        g = broadcasting.real_part(g)  # complex made from a real input: only the real part flows back
+    return astype(g, want)
+
+
+astype = Primitive(_astype_impl, name="astype")
+defvjp(astype, _astype_vjp)
+defjvp(astype, lambda t, out, x, dtype: astype(t, dtype))
+
+
+def _concatenate_impl(*arrays, axis=0):
+    """numpy.concatenate, taking the arrays as separate arguments."""
+    return np.concatenate(arrays, axis=axis)
+
+
+def _concat_bounds(arrays, argnum, axis):
+    ax = axis % len(broadcasting.shape_of(arrays[argnum]))
+    start = 0
+    for a in arrays[:argnum]:
+        start += broadcasting.shape_of(a)[ax]
+    stop = start + broadcasting.shape_of(arrays[argnum])[ax]
+    return ax, start, stop
+
+
+def _concatenate_vjp(argnum, g, out, *arrays, axis=0):
+    if axis is None:
+        raise NotImplementedError("concatenate(axis=None) is not differentiable; ravel the inputs first")
+    ax, start, stop = _concat_bounds(arrays, argnum, axis)
+    return indexing.getitem(g, (slice(None),) * ax + (slice(start, stop),))
+
+
+def _concatenate_jvp(argnum, t, out, *arrays, axis=0):
+    parts = [t if i == argnum else elementwise.zeros_of(a) for i, a in enumerate(arrays)]
+    return concatenate(*parts, axis=axis)
+
+
+def _fit(c, arg):
+    """``grad_post``: a real argument of a complex result gets the real part (broadcasting is
+    loaded after this module, hence the call at run time)."""
+    return broadcasting.unbroadcast(c, arg)
+
+
+concatenate = Primitive(_concatenate_impl, name="concatenate", grad_post=_fit)
+defvjp_argnum(concatenate, _concatenate_vjp)
+defjvp_argnum(concatenate, _concatenate_jvp)
+
+
+def _repeat_impl(a, repeats, axis=None):
+    """numpy.repeat."""
+    return np.repeat(a, repeats, axis=axis)
+
+
+def _sum_repeats_impl(g, repeats, axis, n):
+    """Adjoint of repeat along ``axis``: sum each run of repeated entries (``n`` original entries)."""
+    g = np.moveaxis(np.asarray(g), axis, 0)
+    segment = np.repeat(np.arange(n), np.broadcast_to(repeats, (n,)))
+    out = np.zeros((n,) + g.shape[1:], dtype=g.dtype)
+    np.add.at(out, segment, g)
+    return np.moveaxis(out, 0, axis)
+
+
+sum_repeats = Primitive(_sum_repeats_impl, name="sum_repeats")
+defvjp(sum_repeats, lambda g, out, x, repeats, axis, n: repeat(g, repeats, axis=axis))
+defjvp(sum_repeats, lambda t, out, x, repeats, axis, n: sum_repeats(t, repeats, axis, n))
+
+
+def _repeat_vjp(g, out, x, repeats, axis=None):
+    xs = broadcasting.shape_of(x)
+    if axis is None:
+        n = int(np.prod(xs))
+        return reshape(sum_repeats(g, repeats, 0, n), xs)
+    ax = axis % len(xs)
+    return sum_repeats(g, repeats, ax, xs[ax])
+
+
+repeat = Primitive(_repeat_impl, name="repeat")
+defvjp(repeat, _repeat_vjp)
+defjvp(repeat, lambda t, out, x, repeats, axis=None: repeat(t, repeats, axis=axis))
