@@ -12,8 +12,9 @@ except ModuleNotFoundError:  # pragma: no cover - SciPy is in the test extra
     CASES, COMPOSED = {}, {}
 else:
     import wengert.numpy as wnp
-    from wengert.rules import integrate, scipy_linalg, signal
+    from wengert.rules import scipy_linalg, signal
     from wengert.rules import special as S
+    from wengert.scipy import _odeint as integrate
     from wengert.scipy import linalg as wsl
     from wengert.scipy import special as wss
     from wengert.scipy import stats

@@ -16,14 +16,9 @@ import math
 import numpy as np
 
 from wengert.core.trace import unbox_all
+from wengert.nn.module import SparseRows
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "StepLR", "CosineAnnealingLR"]
-
-
-def _sparse_rows_type():
-    from wengert.nn.module import SparseRows
-
-    return SparseRows
 
 
 class Optimizer:
@@ -66,7 +61,6 @@ class Optimizer:
 
     def step(self):
         """Update every parameter that has a gradient, in place."""
-        SparseRows = _sparse_rows_type()
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad

@@ -9,7 +9,6 @@ import functools
 
 import numpy as np
 
-import wengert.numpy as wnp
 from wengert.api.tensor import Tensor
 from wengert.core.exits import ExitError
 from wengert.core.trace import BOX_TYPES, unbox_all
@@ -24,6 +23,7 @@ from wengert.core.tree import (
 )
 from wengert.engines.forward import Dual, ForwardTrace
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
+from wengert.rules import shape as shape_ops
 from wengert.rules.nondiff import zeros_like
 
 __all__ = ["grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "jacrev", "jacobian",
@@ -443,11 +443,12 @@ def _block(parts, out_value, in_value, out_first):
     out_shape, in_shape = np.shape(out_value), np.shape(in_value)
     if not parts:  # an output that does not depend on the input, or an empty one
         return np.zeros(out_shape + in_shape, np.result_type(in_value, out_value))
-    stacked = wnp.stack(parts)
+    rows = [shape_ops.reshape(p, (1,) + np.shape(unbox_all(p))) for p in parts]
+    stacked = shape_ops.concatenate(*rows, axis=0)
     if not out_first:  # (n_in, *out) -> (*out, n_in)
         n_out = len(out_shape)
-        stacked = wnp.transpose(stacked, tuple(range(1, n_out + 1)) + (0,))
-    return wnp.reshape(stacked, out_shape + in_shape)
+        stacked = shape_ops.transpose(stacked, tuple(range(1, n_out + 1)) + (0,))
+    return shape_ops.reshape(stacked, out_shape + in_shape)
 
 
 def _check_out_leaves(fun, transform, values):

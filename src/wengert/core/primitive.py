@@ -210,9 +210,14 @@ def primitive(fun=None, *, name=None):
     """
     if fun is None:
         return lambda f: primitive(f, name=name)
-    from wengert.rules.broadcasting import broadcast_tangent, unbroadcast  # ops sit above this module
-
+    unbroadcast, broadcast_tangent = BROADCASTING
     return UserPrimitive(fun, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
+
+
+BROADCASTING = [None, None]
+"""Broadcasting's adjoint and tangent rules, ``[unbroadcast, broadcast_tangent]``: rules themselves
+(the cotangent of a broadcast argument is a sum), defined in ``wengert.rules.broadcasting``, which
+puts them here when imported, for :func:`primitive` to give every user primitive."""
 
 
 class UserPrimitive(Primitive):

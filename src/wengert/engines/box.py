@@ -8,11 +8,10 @@ NumPy array or a Python number would silently drop its derivative, so it raises 
 
 import numpy as np
 
-import wengert.numpy as wnp
 from wengert.core import exits as _exits
+from wengert.core import frontend
 from wengert.core.trace import unbox_all
 from wengert.engines import mutation
-from wengert.numpy import _dispatch
 from wengert.rules import elementwise as ew
 from wengert.rules import indexing, modular, nondiff, products
 from wengert.rules import shape as shape_ops
@@ -31,6 +30,8 @@ class ArrayBox:
 
     __slots__ = ()
     __array_priority__ = 100.0
+    forward_mode = False
+    """True for forward mode's dual numbers (an assignment rebinds their value and tangent together)."""
 
     # -- arithmetic (forward operators are the primitives' entry points themselves) ----------------
     __add__ = ew.add
@@ -62,12 +63,12 @@ class ArrayBox:
 
     def __matmul__(self, other):
         if type(other) is list or type(other) is tuple:  # x @ [1., 2.]: NumPy's array of the list
-            other = wnp.asarray(other)
+            other = frontend.numpy.asarray(other)
         return products.matmul(self, other)
 
     def __rmatmul__(self, other):
         if type(other) is list or type(other) is tuple:
-            other = wnp.asarray(other)
+            other = frontend.numpy.asarray(other)
         return products.matmul(other, self)
 
     def __floordiv__(self, other):
@@ -200,9 +201,9 @@ class ArrayBox:
                      "alone are wanted, write np.asarray(wg.stop_gradient(x)).tolist().")
 
     def __array__(self, dtype=None, copy=None):
-        caller = _dispatch.scipy_caller()
-        if caller is not None and not _dispatch.has_wengert_version(caller):
-            raise _dispatch.scipy_refusal(caller)
+        caller = frontend.protocols.scipy_caller()
+        if caller is not None and not frontend.protocols.has_wengert_version(caller):
+            raise frontend.protocols.scipy_refusal(caller)
         # else a NumPy function with a wengert.numpy version, given a list that holds x: said by _refuse
         self._refuse(
             "Conversion to a plain NumPy array (np.asarray(x), np.array([..., x, ...]), or a NumPy "
@@ -212,10 +213,10 @@ class ArrayBox:
             "derivative is not wanted.")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _dispatch.ufunc_call(ufunc, method, inputs, kwargs)
+        return frontend.protocols.ufunc_call(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        return _dispatch.function_call(func, args, kwargs)
+        return frontend.protocols.function_call(func, args, kwargs)
 
     # -- ndarray-like attributes -----------------------------------------------------------------
     @property
@@ -239,62 +240,62 @@ class ArrayBox:
 
     @property
     def T(self):
-        return wnp.transpose(self)
+        return frontend.numpy.transpose(self)
 
     @property
     def mT(self):
-        return wnp.swapaxes(self, -1, -2)
+        return frontend.numpy.swapaxes(self, -1, -2)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False):
-        return wnp.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        return frontend.numpy.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=False):
-        return wnp.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        return frontend.numpy.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
     def prod(self, axis=None, dtype=None, out=None, keepdims=False):
-        return wnp.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        return frontend.numpy.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
     def max(self, axis=None, out=None, keepdims=False):
-        return wnp.max(self, axis=axis, out=out, keepdims=keepdims)
+        return frontend.numpy.max(self, axis=axis, out=out, keepdims=keepdims)
 
     def min(self, axis=None, out=None, keepdims=False):
-        return wnp.min(self, axis=axis, out=out, keepdims=keepdims)
+        return frontend.numpy.min(self, axis=axis, out=out, keepdims=keepdims)
 
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        return wnp.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+        return frontend.numpy.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
 
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        return wnp.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+        return frontend.numpy.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
 
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = shape[0]
-        return wnp.reshape(self, tuple(shape), order=order)
+        return frontend.numpy.reshape(self, tuple(shape), order=order)
 
     def transpose(self, *axes):
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
             axes = axes[0]
-        return wnp.transpose(self, tuple(axes) if axes else None)
+        return frontend.numpy.transpose(self, tuple(axes) if axes else None)
 
     def swapaxes(self, axis1, axis2):
-        return wnp.swapaxes(self, axis1, axis2)
+        return frontend.numpy.swapaxes(self, axis1, axis2)
 
     def squeeze(self, axis=None):
-        return wnp.squeeze(self, axis)
+        return frontend.numpy.squeeze(self, axis)
 
     def ravel(self):
-        return wnp.ravel(self)
+        return frontend.numpy.ravel(self)
 
     flatten = ravel
 
     def repeat(self, repeats, axis=None):
-        return wnp.repeat(self, repeats, axis)
+        return frontend.numpy.repeat(self, repeats, axis)
 
     def dot(self, other):
-        return wnp.dot(self, other)
+        return frontend.numpy.dot(self, other)
 
     def clip(self, min=None, max=None):  # noqa: A002
-        return wnp.clip(self, min, max)
+        return frontend.numpy.clip(self, min, max)
 
     def astype(self, dtype):
         """ndarray.astype. To an integer or boolean dtype the result is a step function of x, a constant
@@ -314,28 +315,28 @@ class ArrayBox:
     # -- complex parts and cumulative methods ---------------------------------------
     @property
     def real(self):
-        return wnp.real(self)
+        return frontend.numpy.real(self)
 
     @property
     def imag(self):
-        return wnp.imag(self)
+        return frontend.numpy.imag(self)
 
     def conj(self):
-        return wnp.conj(self)
+        return frontend.numpy.conj(self)
 
     conjugate = conj
 
     def cumsum(self, axis=None, dtype=None, out=None):
-        return wnp.cumsum(self, axis=axis, dtype=dtype, out=out)
+        return frontend.numpy.cumsum(self, axis=axis, dtype=dtype, out=out)
 
     def cumprod(self, axis=None, dtype=None, out=None):
-        return wnp.cumprod(self, axis=axis, dtype=dtype, out=out)
+        return frontend.numpy.cumprod(self, axis=axis, dtype=dtype, out=out)
 
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-        return wnp.trace(self, offset, axis1, axis2, dtype, out)
+        return frontend.numpy.trace(self, offset, axis1, axis2, dtype, out)
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
-        return wnp.diagonal(self, offset, axis1, axis2)
+        return frontend.numpy.diagonal(self, offset, axis1, axis2)
 
     def round(self, decimals=0, out=None):
-        return wnp.round(self, decimals, out)
+        return frontend.numpy.round(self, decimals, out)

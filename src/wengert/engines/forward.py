@@ -17,6 +17,7 @@ class Dual(ArrayBox):
     """A value with a tangent, on one forward-mode trace."""
 
     __slots__ = ("value", "tangent", "_trace")
+    forward_mode = True
 
     def __init__(self, value, tangent, trace):
         self.value = value

@@ -22,39 +22,40 @@ operation (PyTorch's version counters), instead of returning a wrong gradient.
 """
 
 import bisect
+import itertools
 import threading
 import weakref
 
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
+from wengert.rules import shape as shape_ops
+from wengert.rules.indexing import index_add, index_update
 
 __all__ = ["assign", "add_at", "augmented_assign", "rebind", "resolve_tape", "resolve_parents",
            "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
+
+node_ids = itertools.count()
+"""The clock of eager recording: eager nodes (``Tensor``) are numbered by it, and assignments are
+stamped by it (traces with a Wengert list use positions in the list instead)."""
 
 _NODE_SLOTS = ("value", "_trace", "_prim", "_args", "_kwargs", "_parents", "_id", "requires_grad")
 
 
 def assign(box, idx, v):
     """``box[idx] = v``: rebind ``box`` to ``index_update(box, idx, v)``."""
-    from wengert.rules.indexing import index_update
-
     idx = unbox_all(idx)
     rebind(box, _recorded(box, lambda: index_update(box, idx, v)), "x[...] = ...")
 
 
 def add_at(box, idx, v):
     """``np.add.at(box, idx, v)``: rebind ``box`` to ``index_add(box, idx, v)`` (repeated indices add up)."""
-    from wengert.rules.indexing import index_add
-
     idx = unbox_all(idx)
     rebind(box, _recorded(box, lambda: index_add(box, idx, v)), "numpy.add.at")
 
 
 def augmented_assign(box, fun, other, symbol):
     """``box op= other`` (``symbol`` like "+="), NumPy's rules: the result keeps box's shape and dtype."""
-    from wengert.rules import shape as shape_ops
-
     if type(unbox_all(box)) is float:  # a Python float is immutable: ``s += x`` is ``s = s + x``
         return fun(box, other)
 
@@ -96,8 +97,6 @@ def _recorded(box, compute):
         new = compute()
         return new, latest and len(entries) == before + 1 and entries[-1] is new
     if hasattr(box, "_id") and box._prim is not None:
-        from wengert.engines.reverse import node_ids
-
         probe = next(node_ids)
         new = compute()
         return new, box._id == probe - 1 and getattr(new, "_id", None) == probe + 1
@@ -107,7 +106,6 @@ def _recorded(box, compute):
 def rebind(box, result, what):
     """Make ``box`` hold ``new`` (from :func:`_recorded`), keeping its old version for the graph."""
     new, fresh = result
-    from wengert.engines.forward import Dual
 
     if type(box) in SYMBOLIC_TYPES:  # a program's symbol: it now stands for the update's variable
         if type(new) is type(box) and new._trace is box._trace:
@@ -118,8 +116,8 @@ def rebind(box, result, what):
         raise TracingError(f"{what} on the traced value {box.variable.name} with a value traced by another "
                            f"differentiation ({type(new).__name__}): pass that value as an argument instead")
 
-    if type(box) is Dual:
-        if type(new) is Dual and new._trace is box._trace:
+    if getattr(type(box), "forward_mode", False):  # a Dual number: value and tangent are rebound together
+        if type(new) is type(box) and new._trace is box._trace:
             box.value, box.tangent = new.value, new.tangent
             return
         _refuse_nesting(box, new, what)
@@ -190,8 +188,6 @@ def _now(entries):
     """A stamp later than every node recorded so far (a position in ``entries``, or an eager id)."""
     if entries is not None:
         return len(entries)
-    from wengert.engines.reverse import node_ids
-
     return next(node_ids)
 
 
@@ -267,8 +263,6 @@ def note_inplace_write(array, what):
     """Record that ``array`` was just overwritten in place by ``what`` (an eager, unrecorded update)."""
     if type(array) is not np.ndarray:
         return
-    from wengert.engines.reverse import node_ids
-
     key = id(array)
     INPLACE_WRITES[key] = (weakref.ref(array, lambda ref: _forget_write(key, ref)), next(node_ids), what)
 

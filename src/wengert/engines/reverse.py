@@ -28,7 +28,6 @@ and its parents. The backward pass
 """
 
 import gc
-import itertools
 import operator
 
 import numpy as np
@@ -49,6 +48,7 @@ from wengert.engines.mutation import (
     INPLACE_WRITES,
     check_inplace_writes,
     leaf_aliases,
+    node_ids,
     resolve_parents,
     resolve_tape,
     versions_by_box,
@@ -58,7 +58,6 @@ from wengert.rules.indexing import getitem as _getitem
 
 __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact"]
 
-node_ids = itertools.count()  # eager nodes are ordered by it; traces with a Wengert list use the list
 """Creation order of graph nodes: parents always have smaller ids than their children."""
 
 _by_id = operator.attrgetter("_id")

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 import wengert.numpy as wnp
+from wengert.core.trace import unbox_all
 from wengert.rules import nn as nn_ops
 
 __all__ = ["relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
@@ -73,8 +74,6 @@ def cross_entropy(logits, labels, reduction="mean"):
 
 
 def _plain(labels):
-    from wengert.core.trace import unbox_all
-
     return unbox_all(labels)
 
 

@@ -28,11 +28,12 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     uint8,
 )
 
+from wengert.core import frontend as _frontend
 from wengert.core.primitive import nondiff_primitive as _nondiff_primitive
 from wengert.core.trace import contains_box as _contains_box
 from wengert.core.trace import unbox_all as _unbox_all
 from wengert.numpy import _classification as _table
-from wengert.numpy import fft, linalg
+from wengert.numpy import _dispatch, fft, linalg
 from wengert.numpy._extra import (
     astype,
     broadcast_arrays,
@@ -306,9 +307,7 @@ def _plain_values_only(name):
 
     def constructor(*args, **kwargs):
         if _contains_box(args) or _contains_box(kwargs):
-            from wengert.numpy._dispatch import unsupported  # here: _dispatch imports this module
-
-            raise unsupported(name)
+            raise _table.unsupported(name)
         return numpy_fun(*args, **kwargs)
 
     constructor.__name__ = constructor.__qualname__ = name
@@ -330,3 +329,14 @@ def __getattr__(name):
             f"Compose it from wengert.numpy functions, or define it with wg.primitive and "
             f"wg.defvjp/wg.defjvp (see docs/adding-a-primitive.md).")
     raise _table.missing_attribute("numpy", name)
+
+
+def _install():
+    """Answer NumPy's protocols and ndarray's methods on traced values with this module's functions."""
+    import sys
+
+    _dispatch.install(sys.modules[__name__])
+    _frontend.install(sys.modules[__name__], _dispatch)
+
+
+_install()

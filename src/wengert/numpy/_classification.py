@@ -184,3 +184,24 @@ _add("wengert.numpy", DIFFERENTIABLE, "index_update index_add")
 
 PLAIN_VALUES_ONLY = ("arange", "geomspace")
 """Unsupported constructors that wengert.numpy still provides (NumPy's own) for plain arguments."""
+
+
+class UnsupportedNumpyFunction(TypeError):
+    """A NumPy function was called on a traced value and wengert has no derivative rule for it."""
+
+
+def unsupported(qualname, extra=""):
+    """The error for NumPy's ``qualname`` (``interp``, ``fft.hfft``, ``scipy.special.x``) called on
+    a traced value; it says what to write instead where the classification table knows."""
+    if qualname.startswith("scipy."):
+        ours = "wengert.scipy.special"
+    else:
+        qualname, ours = "numpy." + qualname, "wengert.numpy"
+    namespace, _, name = qualname.rpartition(".")
+    found = entry(namespace, name)
+    advice = f" To go on: {found.note}." if found is not None and found.note else ""
+    return UnsupportedNumpyFunction(
+        f"{qualname} was called on a traced wengert value, and wengert has no derivative "
+        f"rule for it{extra}.{advice} Otherwise use a {ours} function that has one, compose it "
+        f"from them, or define it with wg.primitive + wg.defvjp (docs/adding-a-primitive.md). "
+        f"If no derivative is wanted, pass x.detach() or a plain array instead.")

@@ -9,19 +9,22 @@ import sys
 
 import numpy as np
 
-import wengert.numpy as wnp
+from wengert.engines.mutation import add_at  # np.add.at on a traced array rebinds it
 from wengert.numpy import _classification as _table
+from wengert.numpy._classification import UnsupportedNumpyFunction, unsupported
+
+try:
+    from wengert.rules.special import UFUNCS as _SCIPY_UFUNCS
+except ImportError:  # SciPy (an optional dependency) is missing
+    _SCIPY_UFUNCS = {}
 
 __all__ = ["UnsupportedNumpyFunction", "unsupported", "ufunc_call", "function_call", "scipy_caller",
            "scipy_refusal", "has_wengert_version"]
 
 
-class UnsupportedNumpyFunction(TypeError):
-    """A NumPy function was called on a traced value and wengert has no derivative rule for it."""
-
-
-def _tables():
-    """NumPy's function object -> wengert.numpy's, for every name the classification does not refuse."""
+def _tables(wnp):
+    """NumPy's function object -> wengert.numpy's (``wnp``), for every name the classification does not
+    refuse."""
     ufuncs, functions = {}, {}
     for namespace, ours_module, theirs_module in (("numpy", wnp, np), ("numpy.linalg", wnp.linalg, np.linalg),
                                                    ("numpy.fft", wnp.fft, np.fft)):
@@ -37,25 +40,15 @@ def _tables():
     return ufuncs, functions
 
 
-UFUNCS, FUNCTIONS = _tables()
-REDUCERS = {np.add: wnp.sum, np.multiply: wnp.prod, np.maximum: wnp.max, np.minimum: wnp.min}
+UFUNCS, FUNCTIONS, REDUCERS = {}, {}, {}
 
 
-def unsupported(qualname, extra=""):
-    """The error for NumPy's ``qualname`` (``interp``, ``fft.hfft``, ``scipy.special.x``) called on
-    a traced value; it says what to write instead where the classification table knows."""
-    if qualname.startswith("scipy."):
-        ours = "wengert.scipy.special"
-    else:
-        qualname, ours = "numpy." + qualname, "wengert.numpy"
-    namespace, _, name = qualname.rpartition(".")
-    entry = _table.entry(namespace, name)
-    advice = f" To go on: {entry.note}." if entry is not None and entry.note else ""
-    return UnsupportedNumpyFunction(
-        f"{qualname} was called on a traced wengert value, and wengert has no derivative "
-        f"rule for it{extra}.{advice} Otherwise use a {ours} function that has one, compose it "
-        f"from them, or define it with wg.primitive + wg.defvjp (docs/adding-a-primitive.md). "
-        f"If no derivative is wanted, pass x.detach() or a plain array instead.")
+def install(wnp):
+    """Fill the tables from ``wengert.numpy`` (``wnp``), which calls this once it has defined its names."""
+    ufuncs, functions = _tables(wnp)
+    UFUNCS.update(ufuncs)
+    FUNCTIONS.update(functions)
+    REDUCERS.update({np.add: wnp.sum, np.multiply: wnp.prod, np.maximum: wnp.max, np.minimum: wnp.min})
 
 
 _unsupported = unsupported
@@ -79,10 +72,6 @@ def ufunc_call(ufunc, method, inputs, kwargs):
     if method == "reduce" and ufunc in REDUCERS:
         return REDUCERS[ufunc](*inputs, **kwargs)
     if method == "at" and ufunc is np.add and len(inputs) == 3 and hasattr(inputs[0], "_trace"):
-        from wengert.engines.mutation import (
-            add_at,  # the traced array is rebound (see wengert.engines.mutation)
-        )
-
         return add_at(*inputs)
     raise _unsupported(f"{_ufunc_name(ufunc)}.{method}")
 
@@ -98,11 +87,7 @@ def _scipy_ufunc(ufunc):
     """The wengert primitive for a scipy.special ufunc, or None (also when SciPy is missing)."""
     if getattr(np, ufunc.__name__, None) is ufunc:
         return None
-    try:
-        from wengert.rules.special import UFUNCS as scipy_ufuncs
-    except ImportError:
-        return None
-    return scipy_ufuncs.get(ufunc)
+    return _SCIPY_UFUNCS.get(ufunc)
 
 
 def function_call(func, args, kwargs):

@@ -15,14 +15,26 @@ import pkgutil
 from wengert.rules import broadcasting, indexing, nondiff, products, reductions, shape
 from wengert.core.primitive import Primitive
 
-__all__ = ["rule_table", "families"]
+__all__ = ["rule_table", "families", "register_family"]
 
 OPTIONAL_DEPENDENCIES = ("scipy",)
 """A family module that needs one of these is left out of the table when it is not installed."""
 
 
+EXTRA_FAMILIES = []
+"""Modules of primitives defined above the rules layer (``odeint``, whose rules call the transforms),
+added by :func:`register_family` when they are imported."""
+
+
+def register_family(module):
+    """Count ``module``'s primitives in the rule table (for a family that cannot live in this package)."""
+    if module not in EXTRA_FAMILIES:
+        EXTRA_FAMILIES.append(module)
+
+
 def families():
-    """Every family module under ``wengert.rules`` (imported here), in name order."""
+    """Every family module under ``wengert.rules`` (imported here), in name order, then those
+    registered by :func:`register_family`."""
     found = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         try:
@@ -30,7 +42,7 @@ def families():
         except ModuleNotFoundError as e:
             if (e.name or "").split(".")[0] not in OPTIONAL_DEPENDENCIES:
                 raise
-    return found
+    return found + EXTRA_FAMILIES
 
 
 def rule_table():

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from wengert.core import primitive as _primitive
 from wengert.core.primitive import Primitive, defjvp, defvjp
 from wengert.rules import reductions, shape
 
@@ -112,3 +113,5 @@ def _broadcast_to_impl(array, shape):
 broadcast_to = Primitive(_broadcast_to_impl, name="broadcast_to")
 defvjp(broadcast_to, lambda g, out, x, s: sum_to_shape(g, shape_of(x)))
 defjvp(broadcast_to, lambda t, out, x, s: broadcast_to(t, s))
+
+_primitive.BROADCASTING[:] = [unbroadcast, broadcast_tangent]  # for users' primitives (wg.primitive)

@@ -1,12 +1,12 @@
 """wengert.scipy.integrate: scipy.integrate.odeint, differentiable in y0, t and args.
 
 Gradients by the adjoint method (an augmented ODE solved backwards, as HIPS autograd offers),
-tangents by forward sensitivities; see ``wengert.rules.integrate``. Parameters of ``func`` must be
+tangents by forward sensitivities; see ``wengert.scipy._odeint``. Parameters of ``func`` must be
 passed through ``args`` (traced values closed over by ``func`` make the solver fail loudly).
 """
 
 from wengert.rules import broadcasting, shape
-from wengert.rules import integrate as ops
+from wengert.scipy import _odeint as ops
 
 __all__ = ["odeint"]
 

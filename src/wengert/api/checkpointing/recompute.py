@@ -24,7 +24,6 @@ Multiple float outputs are packed into one vector (the node has one output) and 
 
 import numpy as np
 
-import wengert.numpy as wnp
 from wengert.api.checkpointing import schedules as sched
 from wengert.api.tensor import Tensor
 from wengert.api.transforms import jvp
@@ -33,6 +32,7 @@ from wengert.core.trace import BOX_TYPES, Trace, register_box, unbox_all
 from wengert.core.tree import describe, tree_flatten, tree_unflatten
 from wengert.engines.box import ArrayBox
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
+from wengert.rules import shape as shape_ops
 
 __all__ = ["Chain", "name_of"]
 
@@ -397,9 +397,9 @@ def _pack(values):
     if len(values) == 1:
         return values[0]
     dtype = np.result_type(*[unbox_all(v) for v in values])
-    flat = [wnp.ravel(v) for v in values]
+    flat = [shape_ops.reshape(v, (-1,)) for v in values]
     flat = [f if np.result_type(unbox_all(f)) == dtype else f.astype(dtype) for f in flat]
-    return wnp.concatenate(flat)
+    return shape_ops.concatenate(*flat, axis=0)
 
 
 def _unpack(packed, like):
@@ -410,7 +410,7 @@ def _unpack(packed, like):
     for v in like:
         shape, dtype = np.shape(v), np.result_type(v)
         size = int(np.prod(shape))
-        part = wnp.reshape(packed[start:start + size], shape)
+        part = shape_ops.reshape(packed[start:start + size], shape)
         if np.result_type(unbox_all(part)) != dtype:
             part = part.astype(dtype)
         if type(v) is float and type(part) not in BOX_TYPES:

@@ -18,12 +18,15 @@ derivatives in either mode. The augmented systems are solved to the same ``rtol`
 derivatives are accurate to the solver's tolerance, not to rounding.
 """
 
+import sys
 import threading
 
 import numpy as np
 import scipy.integrate
 
 import wengert.numpy as wnp
+from wengert import rules
+from wengert.api.transforms import jvp, vjp
 from wengert.core.primitive import Primitive, defjvp_argnum, defvjp_argnum
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing
@@ -56,8 +59,6 @@ class _Sensitivity:
         self.__name__ = f"sensitivity({getattr(func, '__name__', 'func')})"
 
     def __call__(self, z, t, *params):
-        from wengert.api.transforms import jvp
-
         n, k = self.n, self.argnum - 3
         y, y_dot = z[:n], z[n:]
         if k < 0:  # tangent of y0: args held fixed
@@ -121,8 +122,6 @@ class _Adjoint:
         self.__name__ = f"adjoint({getattr(func, '__name__', 'func')})"
 
     def __call__(self, s, t, *args):
-        from wengert.api.transforms import vjp
-
         n, chosen = self.n, self.chosen
 
         def f(y, *picked):
@@ -201,3 +200,5 @@ def _same_values(old, g):
 odeint = Primitive(_odeint_impl, name="odeint", grad_post=broadcasting.unbroadcast)  # float32 stays float32
 defvjp_argnum(odeint, _odeint_vjp)
 defjvp_argnum(odeint, _odeint_jvp)
+
+rules.register_family(sys.modules[__name__])  # in the rule table beside the rules package's families
