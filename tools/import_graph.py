@@ -1,16 +1,14 @@
-"""Measure wengert's layering: the import graph of ``src/wengert`` and its cycles.
+"""wengert's layering: the import graph of ``src/wengert``, its layers, and what breaks them.
 
     python tools/import_graph.py            # summary: modules, edges, in-function imports, cycles
-    python tools/import_graph.py --cycles   # also each cycle's members
+    python tools/import_graph.py --cycles   # also each cycle's members and every violation
 
 Counts imports placed inside functions too (they hide a cycle from Python, not from the design).
-A measuring tool for the layering work; the layering test will use the same graph.
+tests/test_layers.py enforces the layering with the same graph.
 """
 
 import argparse
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "src"
@@ -111,12 +109,57 @@ def cycles(nodes, graph):
     return sorted(out, key=len, reverse=True)
 
 
-def loaded_by(module):
-    """How many of the package's modules ``import module`` loads (in a fresh interpreter)."""
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import {module}; "
-            f"print(sum(m == {PACKAGE!r} or m.startswith({PACKAGE + '.'!r}) for m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return int(done.stdout)
+LAYERS = (
+    ("core", ("wengert.core",)),
+    ("rules", ("wengert.rules",)),
+    ("engines", ("wengert.engines",)),
+    ("api", ("wengert.api", "wengert.checkpointing")),
+    ("front ends", ("wengert.numpy", "wengert.scipy")),
+    ("program", ("wengert.program",)),
+    ("on top", ("wengert", "wengert.nn", "wengert.optim", "wengert.viz", "wengert.testing", "wengert.cli",
+                "wengert.__main__")),
+)
+"""Bottom to top: a module may import modules of its own layer and of the layers before it, never
+after (``wengert.checkpointing`` is the public face of ``wengert.api.checkpointing``)."""
+
+OPTIONAL_INSIDE_FUNCTIONS = {}
+"""``(importer, imported) -> reason`` for imports allowed inside a function: only where the imported
+module needs an optional dependency that the importer must work without."""
+
+
+def layer_of(module):
+    """Index in :data:`LAYERS` of the layer holding ``module`` (the longest matching prefix wins)."""
+    best, best_len = None, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = i, len(p)
+    return best
+
+
+def violations(known=None):
+    """``(upward, inside)``: imports of a higher layer, and wengert imports placed inside functions
+    (except :data:`OPTIONAL_INSIDE_FUNCTIONS`), each a list of ``(importer, imported)``."""
+    known = known or modules()
+    upward, inside = [], []
+    for a, b, in_function in edges(known):
+        if layer_of(b) > layer_of(a):
+            upward.append((a, b))
+        if in_function and (a, b) not in OPTIONAL_INSIDE_FUNCTIONS:
+            inside.append((a, b))
+    return upward, inside
+
+
+def depends_on(module, graph):
+    """Every module ``module`` imports, directly or not (its static closure in ``graph``)."""
+    seen, todo = set(), [module]
+    while todo:
+        for b in graph.get(todo.pop(), ()):
+            if b not in seen:
+                seen.add(b)
+                todo.append(b)
+    seen.discard(module)
+    return seen
 
 
 def main(argv=None):
@@ -137,10 +180,16 @@ def main(argv=None):
           f"{len(all_cycles[0]) if all_cycles else 0} modules")
     print(f"cycles of module-level imports only: {len(top_cycles)}, largest "
           f"{len(top_cycles[0]) if top_cycles else 0} modules")
-    print(f"modules loaded by `import {PACKAGE}.trace`: {loaded_by(PACKAGE + '.trace')}")
+    print(f"modules that {PACKAGE}.core.trace depends on: {len(depends_on(PACKAGE + '.core.trace', graph))}")
+    upward, inside = violations(known)
+    print(f"imports of a higher layer: {len(upward)}; wengert imports inside functions: {len(inside)}")
     if opts.cycles:
         for c in all_cycles:
             print(f"- {len(c)}: {', '.join(c)}")
+        for a, b in upward:
+            print(f"upward: {a} ({LAYERS[layer_of(a)][0]}) -> {b} ({LAYERS[layer_of(b)][0]})")
+        for a, b in inside:
+            print(f"inside a function: {a} -> {b}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,135 @@
+"""The layering, enforced: core -> rules -> engines -> api -> front ends -> program -> on top.
+
+Each layer imports only itself and the layers before it (``tools/import_graph.py`` holds the layers
+and reads the import graph, counting imports placed inside functions). What still breaks the rule is
+listed below, and the lists may only shrink: a new violation fails, and so does a fixed one still
+listed (remove it from the list, so that it cannot come back).
+"""
+
+import importlib.util
+from pathlib import Path
+
+_PATH = Path(__file__).resolve().parents[1] / "tools" / "import_graph.py"
+_spec = importlib.util.spec_from_file_location("import_graph", _PATH)
+graph_tool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(graph_tool)
+
+KNOWN_UPWARD = {
+    ('wengert.engines.mutation', 'wengert.program.tracing'),
+    ('wengert.numpy.linalg', 'wengert.program.tracing'),
+    ('wengert.program.source', 'wengert'),
+    ('wengert.program.source_cli', 'wengert'),
+    ('wengert.program.tracing', 'wengert'),
+    ('wengert.rules.linalg', 'wengert.program.tracing'),
+}
+"""Imports of a higher layer, still to remove."""
+
+KNOWN_INSIDE = {
+    ('wengert.__main__', 'wengert'),
+    ('wengert.__main__', 'wengert.cli.demo'),
+    ('wengert.__main__', 'wengert.cli.rules'),
+    ('wengert.__main__', 'wengert.numpy'),
+    ('wengert.__main__', 'wengert.program.source_cli'),
+    ('wengert.cli.demo', 'wengert'),
+    ('wengert.cli.demo', 'wengert.nn'),
+    ('wengert.cli.demo', 'wengert.optim'),
+    ('wengert.cli.demo', 'wengert.viz'),
+    ('wengert.engines.mutation', 'wengert.program.tracing'),
+    ('wengert.numpy.linalg', 'wengert.program.tracing'),
+    ('wengert.program.adjoint', 'wengert.program.passes'),
+    ('wengert.program.codegen', 'wengert.rules'),
+    ('wengert.program.compiled', 'wengert.api.transforms'),
+    ('wengert.program.control', 'wengert.core.tree'),
+    ('wengert.program.control', 'wengert.program.codegen'),
+    ('wengert.program.control', 'wengert.program.rendering'),
+    ('wengert.program.control', 'wengert.program.source_adjoint'),
+    ('wengert.program.control', 'wengert.program.source_checkpoint'),
+    ('wengert.program.control', 'wengert.program.source_inplace'),
+    ('wengert.program.ir', 'wengert.program.adjoint'),
+    ('wengert.program.ir', 'wengert.program.codegen'),
+    ('wengert.program.ir', 'wengert.program.dot'),
+    ('wengert.program.ir', 'wengert.program.source'),
+    ('wengert.program.ir', 'wengert.program.tracing'),
+    ('wengert.program.rendering', 'wengert.program.ir'),
+    ('wengert.program.source', 'wengert.program.compiled'),
+    ('wengert.program.source', 'wengert.program.ir'),
+    ('wengert.program.source', 'wengert.program.source_checkpoint'),
+    ('wengert.program.source_adjoint', 'wengert.core.tree'),
+    ('wengert.program.source_adjoint', 'wengert.program.control'),
+    ('wengert.program.source_adjoint', 'wengert.program.source_checkpoint'),
+    ('wengert.program.source_adjoint', 'wengert.program.source_inplace'),
+    ('wengert.program.source_adjoint', 'wengert.rules.indexing'),
+    ('wengert.program.source_api', 'wengert.program.source_checkpoint'),
+    ('wengert.program.source_checkpoint', 'wengert.program.control'),
+    ('wengert.program.source_checkpoint', 'wengert.program.ir'),
+    ('wengert.program.source_checkpoint', 'wengert.program.rendering'),
+    ('wengert.program.source_cli', 'wengert'),
+    ('wengert.program.source_inplace', 'wengert.program.ir'),
+    ('wengert.program.source_inplace', 'wengert.rules.indexing'),
+    ('wengert.program.tracing', 'wengert.numpy'),
+    ('wengert.rules.broadcasting', 'wengert.rules.complex'),
+    ('wengert.rules.complex', 'wengert.rules.shape'),
+    ('wengert.rules.linalg', 'wengert.program.tracing'),
+}
+"""wengert imports placed inside functions (hiding a cycle), still to remove."""
+
+KNOWN_IN_CYCLES = {
+    'wengert', 'wengert.api.checkpointing.recompute', 'wengert.api.checkpointing.transforms',
+    'wengert.api.tape', 'wengert.api.tensor', 'wengert.api.transforms', 'wengert.engines.box',
+    'wengert.engines.forward', 'wengert.engines.mutation', 'wengert.engines.reverse', 'wengert.numpy',
+    'wengert.numpy._dispatch', 'wengert.numpy.linalg', 'wengert.program', 'wengert.program.adjoint',
+    'wengert.program.codegen', 'wengert.program.compiled', 'wengert.program.control', 'wengert.program.dot',
+    'wengert.program.ir', 'wengert.program.passes', 'wengert.program.rendering', 'wengert.program.source',
+    'wengert.program.source_adjoint', 'wengert.program.source_api', 'wengert.program.source_checkpoint',
+    'wengert.program.source_inplace', 'wengert.program.tracing', 'wengert.rules.broadcasting',
+    'wengert.rules.complex', 'wengert.rules.determinant', 'wengert.rules.elementwise',
+    'wengert.rules.indexing', 'wengert.rules.linalg', 'wengert.rules.reductions', 'wengert.rules.shape',
+}
+"""Modules in an import cycle, still to untangle."""
+
+
+def _graph():
+    known = graph_tool.modules()
+    edges = graph_tool.edges(known)
+    graph = {}
+    for a, b, _ in edges:
+        graph.setdefault(a, set()).add(b)
+    return known, graph
+
+
+def test_every_module_is_in_a_layer():
+    known, _ = _graph()
+    assert [m for m in known if graph_tool.layer_of(m) is None] == []
+
+
+def test_no_module_imports_a_higher_layer():
+    upward, _ = graph_tool.violations()
+    assert sorted(set(upward) - KNOWN_UPWARD) == [], "a module imports a layer above its own"
+    assert sorted(KNOWN_UPWARD - set(upward)) == [], "fixed: remove these from KNOWN_UPWARD"
+
+
+def test_no_wengert_import_is_hidden_inside_a_function():
+    _, inside = graph_tool.violations()
+    assert sorted(set(inside) - KNOWN_INSIDE) == [], "an import inside a function (move it to the top)"
+    assert sorted(KNOWN_INSIDE - set(inside)) == [], "fixed: remove these from KNOWN_INSIDE"
+
+
+def test_no_import_cycles():
+    known, graph = _graph()
+    in_cycles = {m for c in graph_tool.cycles(list(known), graph) for m in c}
+    assert sorted(in_cycles - KNOWN_IN_CYCLES) == [], "a new import cycle"
+    assert sorted(KNOWN_IN_CYCLES - in_cycles) == [], "untangled: remove these from KNOWN_IN_CYCLES"
+
+
+def test_the_core_depends_on_nothing_above_it():
+    known, graph = _graph()
+    for module in known:
+        if graph_tool.layer_of(module) == 0:
+            assert {m for m in graph_tool.depends_on(module, graph) if graph_tool.layer_of(m) != 0} == set()
+
+
+def test_layer_of_reads_the_longest_prefix():
+    assert graph_tool.layer_of("wengert") == len(graph_tool.LAYERS) - 1
+    assert graph_tool.layer_of("wengert.core.trace") == 0
+    assert graph_tool.layer_of("wengert.checkpointing") == graph_tool.layer_of("wengert.api.tape")
+    assert graph_tool.layer_of("wengert.numpy.linalg") < graph_tool.layer_of("wengert.program.ir")
