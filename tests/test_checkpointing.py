@@ -321,7 +321,7 @@ def test_bad_counts_name_the_step():
         wg.iterate(np.sin, X0, -1, checkpoint="ctz")
     with pytest.raises(TypeError, match=r"wg.iterate\(sin\): give the number of steps n, or until="):
         wg.iterate(np.sin, X0)
-    with pytest.raises(ValueError, match="choose one of 'all', 'binomial', 'ctz'"):
+    with pytest.raises(ValueError, match="checkpoint must be one of 'all', 'binomial', 'ctz'"):
         wg.iterate(np.sin, X0, 3, checkpoint="sqrt")
 
 

@@ -5,6 +5,8 @@ derivative program built from source), ``python -m wengert rules`` (the rule tab
 import argparse
 import sys
 
+from wengert.api.checkpointing.schedules import POLICIES
+
 
 def example(args):
     """A first example: z = x*y + sin(x) at (0.5, 4.2), on a tape, in reverse and forward mode."""
@@ -105,7 +107,7 @@ def main(argv=None):
                                                 "defaults, else 1.0)")
     a.add_argument("--argnums", default="0", help="the arguments to differentiate, e.g. 0 or 0,1 (0)")
     a.add_argument("--jvp", action="store_true", help="print the forward-mode (tangent) program instead")
-    a.add_argument("--checkpoint", default="all", choices=("all", "binomial", "ctz"),
+    a.add_argument("--checkpoint", default="all", choices=POLICIES,
                    help="how loops' reverse passes get their iterations' values (all: a stack)")
     a.add_argument("--snapshots", type=_positive(int), default=None, help="binomial: states kept per loop")
     a.set_defaults(run=adjoint)

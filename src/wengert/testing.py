@@ -14,6 +14,7 @@ autograd and JAX, under which a holomorphic ``f`` has VJP ``g * f'(z)`` (docs/co
 import numpy as np
 
 from wengert.api.transforms import jvp, vjp
+from wengert.core.exits import name_of as _name
 from wengert.core.tree import tree_flatten, tree_unflatten
 
 __all__ = ["check_grads", "GradientCheckError"]
@@ -67,10 +68,6 @@ def _sub(a, b, scale):
 
 def _close(a, b, rtol, atol):
     return abs(a - b) <= atol + rtol * max(abs(a), abs(b))
-
-
-def _name(fun):
-    return getattr(fun, "__name__", repr(fun))
 
 
 def check_grads(fun, *args, modes=("fwd", "rev"), order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):

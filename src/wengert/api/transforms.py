@@ -11,6 +11,7 @@ import numpy as np
 
 from wengert.api.tensor import Tensor
 from wengert.core.exits import ExitError
+from wengert.core.exits import name_of as _name
 from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.core.tree import (
     _LEAF,
@@ -28,10 +29,6 @@ from wengert.rules.nondiff import zeros_like
 
 __all__ = ["grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "jacrev", "jacobian",
            "jacfwd", "hessian", "hvp", "stop_gradient"]
-
-
-def _name(fun):
-    return getattr(fun, "__name__", repr(fun))
 
 
 def _where(transform, fun, argnums):

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["ExitError", "refusal", "user_site", "where"]
+__all__ = ["ExitError", "refusal", "user_site", "where", "name_of"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # src/wengert/
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
@@ -119,3 +119,8 @@ def _storing(frame):
         return frame.f_code.co_code[frame.f_lasti] == _STORE_SUBSCR
     except (IndexError, AttributeError):
         return False
+
+
+def name_of(fun):
+    """How messages name a user's function: its ``__name__``, or its repr when it has none."""
+    return getattr(fun, "__name__", repr(fun))

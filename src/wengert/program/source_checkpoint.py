@@ -25,14 +25,12 @@ kept from the forward loop until the reverse sweep starts from it.
 import inspect
 import textwrap
 
-from wengert.api.checkpointing.schedules import binomial, ctz_reverse_sweep
+from wengert.api.checkpointing.schedules import POLICIES, binomial, ctz_reverse_sweep
+from wengert.api.checkpointing.schedules import check_policy as check_policy_name
 from wengert.program.control import If, Loop, TransformError, _targets, _values, all_names, defined, reads
 from wengert.program.ir import Statement, Variable
 
 __all__ = ["POLICIES", "check_policy", "checkpointed", "Checkpointed", "Sweep", "checkpoint_loop", "plain"]
-
-POLICIES = ("all", "binomial", "ctz")
-
 
 def _register_helper():
     from wengert.program.rendering import HELPERS
@@ -45,9 +43,7 @@ _register_helper()
 
 def check_policy(checkpoint, snapshots, who):
     """Checks ``checkpoint``/``snapshots`` as given to ``source_grad`` (``who`` names the call)."""
-    if checkpoint not in POLICIES:
-        raise ValueError(f"{who}: checkpoint must be one of {', '.join(map(repr, POLICIES))}, "
-                         f"got {checkpoint!r}")
+    check_policy_name(checkpoint, who)
     if snapshots is None:
         return
     if checkpoint != "binomial":

@@ -34,11 +34,7 @@ from wengert.engines.box import ArrayBox
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.rules import shape as shape_ops
 
-__all__ = ["Chain", "name_of"]
-
-
-def name_of(fun):
-    return getattr(fun, "__name__", repr(fun))
+__all__ = ["Chain"]
 
 
 @register_box

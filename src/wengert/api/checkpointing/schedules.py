@@ -345,6 +345,17 @@ def _place(rows, marks):
 
 # -- argument checks ---------------------------------------------------------------------------------
 
+POLICIES = ("all", "binomial", "ctz")
+"""What a checkpointed loop keeps: every step ("all"), Griewank's binomial schedule, or CTZ."""
+
+
+def check_policy(checkpoint, where):
+    """Refuse a ``checkpoint=`` that is not one of :data:`POLICIES` (``where`` names the call)."""
+    if checkpoint not in POLICIES:
+        raise ValueError(f"{where}: checkpoint must be one of {', '.join(map(repr, POLICIES))}, "
+                         f"got {checkpoint!r}")
+
+
 def _check_n(n, where):
     if isinstance(n, bool) or not isinstance(n, int) and not hasattr(n, "__index__"):
         raise TypeError(f"{where}: the number of steps n must be an integer, got {n!r}")

@@ -8,7 +8,8 @@ import functools
 import numpy as np
 
 from wengert.api.checkpointing import schedules as sched
-from wengert.api.checkpointing.recompute import Chain, name_of
+from wengert.api.checkpointing.recompute import Chain
+from wengert.core.exits import name_of
 from wengert.core.trace import unbox_all
 from wengert.core.tree import describe, tree_flatten, tree_unflatten
 
@@ -37,9 +38,6 @@ def checkpoint(fun):
     return checkpointed
 
 
-_POLICIES = ("all", "binomial", "ctz")
-
-
 def iterate(step, x0, n=None, *, until=None, checkpoint="all", snapshots=None):
     """The state after ``x = step(x)`` applied ``n`` times, or until ``until(x)`` is true (at most
     ``n`` times when both are given), differentiable with respect to ``x0`` and to everything
@@ -56,9 +54,7 @@ def iterate(step, x0, n=None, *, until=None, checkpoint="all", snapshots=None):
     """
     name = name_of(step)
     where = f"wg.iterate({name})"
-    if checkpoint not in _POLICIES:
-        choices = ", ".join(map(repr, _POLICIES))
-        raise ValueError(f"{where}: checkpoint={checkpoint!r}; choose one of {choices}")
+    sched.check_policy(checkpoint, where)
     if n is None and until is None:
         raise TypeError(f"{where}: give the number of steps n, or until=, a function of the state "
                         f"that says when to stop")
