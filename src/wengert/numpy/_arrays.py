@@ -2,9 +2,10 @@
 ``take_along_axis``, ``sort``, ``partition``, ``select``), rearranging (``roll``, ``rot90``, ``pad``,
 ``meshgrid``, ``atleast_3d``, ...), diagonals and triangles, and ``vdot``/``kron``/``cross``.
 
-Nothing here defines a derivative: sorting and taking are ``getitem`` with index arrays computed by
-NumPy, padding and rolling are slices joined by ``concatenate``. Signatures, axis handling and errors
-follow NumPy's.
+Also ``rollaxis``, ``broadcast_arrays``, ``unstack``, the ``h``/``v``/``dsplit`` splits and NumPy 2's
+``matvec``/``vecmat``. Nothing here defines a derivative: sorting and taking are ``getitem`` with
+index arrays computed by NumPy, padding and rolling are slices joined by ``concatenate``. Signatures,
+axis handling and errors follow NumPy's.
 """
 
 import builtins
@@ -14,7 +15,7 @@ import numpy as np
 from wengert.core.primitive import nondiff_primitive
 from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
-from wengert.rules import broadcasting, elementwise, indexing, reductions
+from wengert.rules import broadcasting, cplx, elementwise, indexing, products, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
 
@@ -405,3 +406,62 @@ tril_indices = np.tril_indices
 triu_indices = np.triu_indices
 diag_indices = np.diag_indices
 indices = np.indices
+
+
+# -- moving axes, broadcasting together, splitting; NumPy 2's matrix-vector products --------------
+
+def rollaxis(a, axis, start=0):
+    """numpy.rollaxis (moveaxis with NumPy's older convention for ``start``)."""
+    n = len(_shape(a))
+    (axis,) = reductions.normalize_axis(axis, n, "rollaxis")
+    if start < 0:
+        start += n
+    if not 0 <= start <= n:
+        raise np.exceptions.AxisError(
+            f"'start' arg requires {-n} <= start < {n + 1}, but {start} was passed in")
+    if axis < start:
+        start -= 1
+    return F.moveaxis(a, axis, start) if axis != start else a
+
+
+def broadcast_arrays(*args, subok=False):
+    """numpy.broadcast_arrays (a tuple, as NumPy 2)."""
+    shape = np.broadcast_shapes(*[_shape(a) for a in args])
+    return tuple(F.broadcast_to(a, shape) for a in args)
+
+
+def unstack(x, /, *, axis=0):
+    """numpy.unstack: the slices along ``axis``, as a tuple."""
+    moved = F.moveaxis(x, axis, 0)
+    return tuple(moved[i] for i in range(_shape(moved)[0]))
+
+
+def hsplit(ary, indices_or_sections):
+    """numpy.hsplit."""
+    if len(_shape(ary)) == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return F.split(ary, indices_or_sections, axis=1 if len(_shape(ary)) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    """numpy.vsplit."""
+    if len(_shape(ary)) < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return F.split(ary, indices_or_sections, axis=0)
+
+
+def dsplit(ary, indices_or_sections):
+    """numpy.dsplit."""
+    if len(_shape(ary)) < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return F.split(ary, indices_or_sections, axis=2)
+
+
+def matvec(x1, x2, /):
+    """numpy.matvec: the matrix-vector product over the last axes."""
+    return products.einsum("...ij,...j->...i", x1, x2)
+
+
+def vecmat(x1, x2, /):
+    """numpy.vecmat: conj(x1) times the matrix x2, over the last axes."""
+    return products.einsum("...j,...ji->...i", cplx.conj(x1), x2)

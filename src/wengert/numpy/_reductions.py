@@ -13,7 +13,7 @@ import numpy as np
 from wengert.core.primitive import nondiff_primitive
 from wengert.core.trace import BOX_TYPES, contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
-from wengert.numpy._more_arrays import _E, _axis, _ndim, _shape, _slice_along, sort
+from wengert.numpy._arrays import _E, _axis, _ndim, _shape, _slice_along, sort
 from wengert.rules import broadcasting, cumulative, indexing, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops

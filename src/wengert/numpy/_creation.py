@@ -1,16 +1,14 @@
-"""More of NumPy's functions, composed from wengert's: constructors with traced arguments
-(``full``, ``linspace``, ``logspace``), copies and casts, splits and stacks, and the
-matrix-vector products of NumPy 2. Nothing here defines a derivative."""
+"""NumPy's constructors with traced arguments (``full``, ``linspace``, ``logspace``: differentiable in
+the fill value and the end points, as in JAX), copies and casts. Nothing here defines a derivative."""
 
 import numpy as np
 
 from wengert.core.trace import contains_box
 from wengert.numpy import _functions as F
-from wengert.rules import broadcasting, cplx, elementwise, products, reductions
+from wengert.rules import broadcasting, elementwise
 from wengert.rules import shape as shape_ops
 
-__all__ = ["full", "linspace", "logspace", "copy", "astype", "rollaxis", "broadcast_arrays",
-           "unstack", "hsplit", "vsplit", "dsplit", "matvec", "vecmat"]
+__all__ = ["full", "linspace", "logspace", "copy", "astype"]
 
 _shape = broadcasting.shape_of
 
@@ -69,60 +67,3 @@ def astype(x, dtype, /, *, copy=True, device=None):
     if not contains_box(x):
         return np.astype(x, dtype, copy=copy)
     return shape_ops.astype(x, dtype)
-
-
-def rollaxis(a, axis, start=0):
-    """numpy.rollaxis (moveaxis with NumPy's older convention for ``start``)."""
-    n = len(_shape(a))
-    (axis,) = reductions.normalize_axis(axis, n, "rollaxis")
-    if start < 0:
-        start += n
-    if not 0 <= start <= n:
-        raise np.exceptions.AxisError(
-            f"'start' arg requires {-n} <= start < {n + 1}, but {start} was passed in")
-    if axis < start:
-        start -= 1
-    return F.moveaxis(a, axis, start) if axis != start else a
-
-
-def broadcast_arrays(*args, subok=False):
-    """numpy.broadcast_arrays (a tuple, as NumPy 2)."""
-    shape = np.broadcast_shapes(*[_shape(a) for a in args])
-    return tuple(F.broadcast_to(a, shape) for a in args)
-
-
-def unstack(x, /, *, axis=0):
-    """numpy.unstack: the slices along ``axis``, as a tuple."""
-    moved = F.moveaxis(x, axis, 0)
-    return tuple(moved[i] for i in range(_shape(moved)[0]))
-
-
-def hsplit(ary, indices_or_sections):
-    """numpy.hsplit."""
-    if len(_shape(ary)) == 0:
-        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
-    return F.split(ary, indices_or_sections, axis=1 if len(_shape(ary)) > 1 else 0)
-
-
-def vsplit(ary, indices_or_sections):
-    """numpy.vsplit."""
-    if len(_shape(ary)) < 2:
-        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
-    return F.split(ary, indices_or_sections, axis=0)
-
-
-def dsplit(ary, indices_or_sections):
-    """numpy.dsplit."""
-    if len(_shape(ary)) < 3:
-        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
-    return F.split(ary, indices_or_sections, axis=2)
-
-
-def matvec(x1, x2, /):
-    """numpy.matvec: the matrix-vector product over the last axes."""
-    return products.einsum("...ij,...j->...i", x1, x2)
-
-
-def vecmat(x1, x2, /):
-    """numpy.vecmat: conj(x1) times the matrix x2, over the last axes."""
-    return products.einsum("...j,...ji->...i", cplx.conj(x1), x2)
