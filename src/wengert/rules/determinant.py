@@ -25,18 +25,10 @@ import numpy as np
 
 from wengert.core.primitive import Primitive, defjvp, defvjp
 from wengert.core.trace import is_symbolic, unbox_all
+from wengert.rules import matrix_helpers as mh
 from wengert.rules import reductions
 from wengert.rules.cplx import adjoint, conj, is_complex, mT, real, real_like, transposed
-from wengert.rules.linalg import (
-    SingularDerivativeError,
-    _scalar_to_matrix,
-    _svd,
-    _trace,
-    _zeros,
-    inv,
-    matmul,
-    name_singular_errors,
-)
+from wengert.rules.linalg import SingularDerivativeError, inv, matmul, name_singular_errors
 
 __all__ = ["det", "slogdet_sign", "slogdet_logabs", "adjugate", "adjugate_jvp"]
 
@@ -65,7 +57,7 @@ def _prod_but_two(s):
 
 def _svd_frame(a):
     """U^H, s, V and the phase det(U) det(Vh) of ``a = U diag(s) Vh`` (one LAPACK call, shared)."""
-    u, s, vh = _svd(np.asarray(a), False)
+    u, s, vh = mh.svd_factors(np.asarray(a), False)
     c = np.linalg.det(u) * np.linalg.det(vh)
     return np.conj(np.swapaxes(u, -1, -2)), s, np.conj(np.swapaxes(vh, -1, -2)), c[..., None, None]
 
@@ -105,7 +97,7 @@ def _require_invertible(a, order_what):
 
 def _trace_of_product(m, e):
     """``tr(m e)`` per matrix, as a (..., 1, 1) scale."""
-    return _scalar_to_matrix(reductions.sum(m * mT(e), axis=(-2, -1)))
+    return mh.scalar_to_matrix(reductions.sum(m * mT(e), axis=(-2, -1)))
 
 
 def _adjugate_jvp_vjp_a(g, out, a, e):
@@ -144,7 +136,7 @@ defjvp(adjugate_jvp, _adjugate_jvp_jvp_a, lambda t, out, a, e: adjugate_jvp(a, t
 
 
 det = Primitive(lambda a: np.linalg.det(a), name="linalg.det")
-defvjp(det, lambda g, out, a: real_like(_scalar_to_matrix(g) * mT(adjugate(a)), a))
+defvjp(det, lambda g, out, a: real_like(mh.scalar_to_matrix(g) * mT(adjugate(a)), a))
 defjvp(det, lambda t, out, a: reductions.sum(mT(adjugate(a)) * t, axis=(-2, -1)))
 
 
@@ -157,7 +149,7 @@ def _inverse(a, singular):
     if is_symbolic(singular) or not np.any(np.asarray(unbox_all(singular))):
         return inv(a)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return adjugate(a) / _scalar_to_matrix(det(a))
+        return adjugate(a) / mh.scalar_to_matrix(det(a))
 
 
 def _logabs_singular(out):
@@ -168,8 +160,8 @@ def _logabs_singular(out):
 
 slogdet_logabs = Primitive(lambda a: np.linalg.slogdet(a)[1], name="linalg.slogdet_logabs")
 defvjp(slogdet_logabs,
-       lambda g, out, a: real_like(_scalar_to_matrix(g) * mT(_inverse(a, _logabs_singular(out))), a))
-defjvp(slogdet_logabs, lambda t, out, a: real(_trace(matmul(_inverse(a, _logabs_singular(out)), t))))
+       lambda g, out, a: real_like(mh.scalar_to_matrix(g) * mT(_inverse(a, _logabs_singular(out))), a))
+defjvp(slogdet_logabs, lambda t, out, a: real(mh.trace_of(matmul(_inverse(a, _logabs_singular(out)), t))))
 
 
 def _sign_singular(out):
@@ -179,15 +171,15 @@ def _sign_singular(out):
 
 def _sign_vjp(g, out, a):
     if not is_complex(a):
-        return _zeros(a)  # the sign of a real determinant is piecewise constant
+        return mh.zeros_like_matrix(a)  # the sign of a real determinant is piecewise constant
     c = real(g * conj(out) * -1j)  # Im(g * conj(sign))
-    return _scalar_to_matrix(c * 1j) * adjoint(_inverse(a, _sign_singular(out)))
+    return mh.scalar_to_matrix(c * 1j) * adjoint(_inverse(a, _sign_singular(out)))
 
 
 def _sign_jvp(t, out, a):
     if not is_complex(out):
-        return _zeros(out)
-    return out * (real(_trace(matmul(_inverse(a, _sign_singular(out)), t)) * -1j) * 1j)
+        return mh.zeros_like_matrix(out)
+    return out * (real(mh.trace_of(matmul(_inverse(a, _sign_singular(out)), t)) * -1j) * 1j)
 
 
 slogdet_sign = Primitive(lambda a: np.linalg.slogdet(a)[0], name="linalg.slogdet_sign")
