@@ -21,7 +21,7 @@ import pytest
 import test_rule_table
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.core.tree import tree_flatten
+from wengert.api.tree import tree_flatten
 from wengert.program import Program
 from wengert.program.tracing import TracingError
 

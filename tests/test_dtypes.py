@@ -21,7 +21,7 @@ from scipy.integrate import odeint
 
 from test_rule_table import CASES, COMPOSED
 from wengert.api.transforms import jvp, vjp
-from wengert.core.tree import tree_flatten, tree_unflatten
+from wengert.api.tree import tree_flatten, tree_unflatten
 
 SINGLE = {np.dtype(np.float64): np.float32, np.dtype(np.complex128): np.complex64}
 

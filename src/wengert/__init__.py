@@ -23,6 +23,7 @@ from wengert.api.transforms import (
     value_and_grad,
     vjp,
 )
+from wengert.api.tree import tree_flatten, tree_map, tree_unflatten
 from wengert.core.primitive import (
     NoRuleError,
     Primitive,
@@ -35,7 +36,6 @@ from wengert.core.primitive import (
     defvjp_inplace,
     primitive,
 )
-from wengert.core.tree import tree_flatten, tree_map, tree_unflatten
 from wengert.program import Program
 from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
 from wengert.program.control import TransformError

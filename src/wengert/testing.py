@@ -14,8 +14,8 @@ autograd and JAX, under which a holomorphic ``f`` has VJP ``g * f'(z)`` (docs/co
 import numpy as np
 
 from wengert.api.transforms import jvp, vjp
+from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.exits import name_of as _name
-from wengert.core.tree import tree_flatten, tree_unflatten
 
 __all__ = ["check_grads", "GradientCheckError"]
 

@@ -29,7 +29,7 @@ import numpy as np
 from hypothesis import assume
 
 import wengert as wg
-from wengert.core.tree import tree_flatten, tree_map, tree_unflatten
+from wengert.api.tree import tree_flatten, tree_map, tree_unflatten
 
 ENGINE_RTOL = {np.float64: 1e-9, np.float32: 2e-4, np.complex128: 1e-9, np.complex64: 2e-4}
 WIDER = {np.float32: np.float64, np.complex64: np.complex128}

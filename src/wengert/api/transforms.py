@@ -10,10 +10,7 @@ import functools
 import numpy as np
 
 from wengert.api.tensor import Tensor
-from wengert.core.exits import ExitError
-from wengert.core.exits import name_of as _name
-from wengert.core.trace import BOX_TYPES, unbox_all
-from wengert.core.tree import (
+from wengert.api.tree import (
     _LEAF,
     argnums_checked,
     argnums_resolved,
@@ -22,6 +19,9 @@ from wengert.core.tree import (
     tree_map,
     tree_unflatten,
 )
+from wengert.core.exits import ExitError
+from wengert.core.exits import name_of as _name
+from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.engines.forward import Dual, ForwardTrace
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.rules import shape as shape_ops

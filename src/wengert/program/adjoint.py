@@ -11,7 +11,7 @@ Adjoint programs are programs: their adjoints (second derivatives) come the same
 
 import numpy as np
 
-from wengert.core.tree import _LEAF, argnums_checked, argnums_resolved
+from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
 from wengert.program.ir import Program, Variable, dup, map_vars, placeholder
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew

@@ -14,8 +14,8 @@ from collections import namedtuple
 
 import numpy as np
 
+from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.core.trace import BOX_TYPES
-from wengert.core.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.program.ir import Program, Variable
 from wengert.program.passes import lower, optimize
 

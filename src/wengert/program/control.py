@@ -438,7 +438,7 @@ class SourceProgram:
 
     def __call__(self, *args):
         """Run the program."""
-        from wengert.core.tree import tree_unflatten
+        from wengert.api.tree import tree_unflatten
 
         if self._function is None:
             from wengert.program.source_inplace import update_in_place

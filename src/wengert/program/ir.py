@@ -9,8 +9,8 @@ function made by ``exec`` of that source.
 
 import numpy as np
 
+from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.primitive import Primitive
-from wengert.core.tree import tree_flatten, tree_unflatten
 
 __all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in", "placeholder", "dup"]
 

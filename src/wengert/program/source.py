@@ -31,7 +31,7 @@ import numpy as np
 
 import wengert
 import wengert.numpy as wnp
-from wengert.core.tree import tree_flatten
+from wengert.api.tree import tree_flatten
 from wengert.program.control import If, Loop, SourceProgram, TransformError
 from wengert.program.ir import Variable
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError, _identifier, is_input_leaf

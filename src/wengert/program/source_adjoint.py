@@ -19,7 +19,7 @@ the adjoint of ``x`` is ``x_bar``; forward mode gives ``x_dot``.
 
 import numpy as np
 
-from wengert.core.tree import _LEAF, argnums_checked, argnums_resolved, tree_flatten
+from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved, tree_flatten
 from wengert.program.adjoint import _zeros
 from wengert.program.control import (
     Assign,
@@ -349,7 +349,7 @@ class GradProgram:
         return self._function
 
     def __call__(self, *flat):
-        from wengert.core.tree import tree_unflatten
+        from wengert.api.tree import tree_unflatten
 
         out = self.function(*flat)
         return tree_unflatten(self.out_tree, [out] if len(self.outputs) == 1 else list(out))

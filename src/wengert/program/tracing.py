@@ -19,8 +19,8 @@ import sys
 import numpy as np
 
 import wengert
+from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
-from wengert.core.tree import tree_flatten, tree_unflatten
 from wengert.engines.box import ArrayBox
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
 from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name

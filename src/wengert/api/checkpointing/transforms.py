@@ -9,9 +9,9 @@ import numpy as np
 
 from wengert.api.checkpointing import schedules as sched
 from wengert.api.checkpointing.recompute import Chain
+from wengert.api.tree import describe, tree_flatten, tree_unflatten
 from wengert.core.exits import name_of
 from wengert.core.trace import unbox_all
-from wengert.core.tree import describe, tree_flatten, tree_unflatten
 
 __all__ = ["checkpoint", "iterate"]
 
