@@ -10,7 +10,6 @@ inputs whose second derivative runs through complex matrix products are in ``tes
 import numpy as np
 
 import wengert.numpy.linalg as wla
-from complex_helpers import realified
 from rule_helpers import R
 from wengert.rules import broadcasting, cplx
 from wengert.rules import determinant as dt
@@ -82,9 +81,6 @@ CASES = {
     "linalg.qr_r": [(la.qr_r, (R(4, 3),)), (la.qr_r, (R(3, 3),)), (la.qr_r, (R(2, 3, 2),))],
     "linalg.pinv": [(la.pinv, (R(4, 3),)), (la.pinv, (R(2, 3),)), (la.pinv, (W(2, 3, 3),))],
 }
-if cplx.OWN_PARTS:  # without the core's complex parts (wengert.rules.complex), cplx has its own
-    CASES["cplx.conj"] = [(cplx.conj_values, (R(3),)), realified(cplx.conj_values, R(2, 2) + 1j * R(2, 2))]
-    CASES["cplx.real"] = [(cplx.real_part, (R(3),)), realified(cplx.real_part, R(2, 2) + 1j * R(2, 2))]
 
 COMPOSED = {
     "linalg.solve_vector": [(wla.solve, (W(3, 3), R(3))), (wla.solve, (W(2, 3, 3), R(2, 3, 1)))],

@@ -67,8 +67,6 @@ KNOWN_INSIDE = {
     ('wengert.program.source_inplace', 'wengert.program.ir'),
     ('wengert.program.source_inplace', 'wengert.rules.indexing'),
     ('wengert.program.tracing', 'wengert.numpy'),
-    ('wengert.rules.broadcasting', 'wengert.rules.complex'),
-    ('wengert.rules.complex', 'wengert.rules.shape'),
     ('wengert.rules.linalg', 'wengert.program.tracing'),
 }
 """wengert imports placed inside functions (hiding a cycle), still to remove."""
@@ -81,9 +79,8 @@ KNOWN_IN_CYCLES = {
     'wengert.program.codegen', 'wengert.program.compiled', 'wengert.program.control', 'wengert.program.dot',
     'wengert.program.ir', 'wengert.program.passes', 'wengert.program.rendering', 'wengert.program.source',
     'wengert.program.source_adjoint', 'wengert.program.source_api', 'wengert.program.source_checkpoint',
-    'wengert.program.source_inplace', 'wengert.program.tracing', 'wengert.rules.broadcasting',
-    'wengert.rules.complex', 'wengert.rules.determinant', 'wengert.rules.elementwise',
-    'wengert.rules.indexing', 'wengert.rules.linalg', 'wengert.rules.reductions', 'wengert.rules.shape',
+    'wengert.program.source_inplace', 'wengert.program.tracing', 'wengert.rules.determinant',
+    'wengert.rules.linalg',
 }
 """Modules in an import cycle, still to untangle."""
 

@@ -1,19 +1,20 @@
 """The rule table: every primitive's implementation, VJP and JVP, defined once, by family.
 
+The families import each other without cycles: ``broadcasting`` (broadcast_to and its adjoint, with
+the sums, reshapes, casts and real parts they are made of) needs none; ``complex``, ``elementwise``,
+``indexing``, ``shape``, ``reductions`` and the rest build on it and on each other in that order.
+
 Families: ``elementwise`` (ufuncs), ``broadcasting`` (broadcast_to and its adjoint),
 ``reductions``, ``shape``, ``indexing``, ``products``, and ``nondiff`` (functions whose result
 carries no derivative). Every engine -- tape, dual numbers, and later the program transformer --
 reads these rules; none defines a derivative of its own.
 """
 
-# Import order matters: elementwise needs broadcasting's functions when it defines its primitives,
-# and importing elementwise first loads broadcasting (and what it needs) completely before that.
-from wengert.rules import elementwise  # noqa: I001
 import importlib
 import pkgutil
 
-from wengert.rules import broadcasting, indexing, nondiff, products, reductions, shape
 from wengert.core.primitive import Primitive
+from wengert.rules import broadcasting, elementwise, indexing, nondiff, products, reductions, shape  # noqa: F401
 
 __all__ = ["rule_table", "families", "register_family"]
 

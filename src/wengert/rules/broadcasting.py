@@ -1,4 +1,4 @@
-"""Broadcasting and its adjoint, in one place.
+"""Broadcasting and its adjoint, in one place, with the structural primitives they are made of.
 
 ``broadcast_to`` repeats an array along new or size-1 axes; its adjoint is ``sum_to_shape``, which
 sums a cotangent back over those axes. Every broadcasting primitive uses :func:`unbroadcast` as its
@@ -6,6 +6,11 @@ sums a cotangent back over those axes. Every broadcasting primitive uses :func:`
 its ``tangent_post``. ``unbroadcast`` also casts a cotangent to its argument's float dtype, so that
 float32 inputs get float32 gradients even when mixed with float64 constants, and gives a real
 argument of a complex result the real part of its cotangent (docs/complex.md).
+
+The adjoint of broadcasting is a sum, whose own adjoint is a broadcast, and fitting a cotangent to
+its argument takes a reshape, a cast and a real part: these primitives (``sum``, ``reshape``,
+``astype``, ``real``) are defined here too, so that this module needs no other family. The families
+built on them (``reductions``, ``shape``, ``complex``) present them under their NumPy groupings.
 """
 
 import math
@@ -14,10 +19,9 @@ import numpy as np
 
 from wengert.core import primitive as _primitive
 from wengert.core.primitive import Primitive, defjvp, defvjp
-from wengert.rules import reductions, shape
 
 __all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "shape_of", "dtype_of",
-           "real_part"]
+           "sum", "reshape", "astype", "real", "normalize_axis", "expand_reduced"]
 
 _SCALARS = (float, int, bool, complex)
 _ndarray = np.ndarray
@@ -56,8 +60,8 @@ def sum_to_shape(c, target):
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(target) if n == 1 and cs[lead + i] != 1
     )
-    r = reductions.sum(c, axis=axes)
-    return r if shape_of(r) == target else shape.reshape(r, target)
+    r = sum(c, axis=axes)
+    return r if shape_of(r) == target else reshape(r, target)
 
 
 def unbroadcast(c, arg):
@@ -73,23 +77,17 @@ def unbroadcast(c, arg):
         if type(c) is float:
             return c
         c = sum_to_shape(c, ())
-        return real_part(c) if dtype_of(c).kind == "c" else c
+        return real(c) if dtype_of(c).kind == "c" else c
     c = sum_to_shape(c, shape_of(arg))
     want = dtype_of(arg)
     have = dtype_of(c)
     if have != want and want.kind in "fc":
         if have.kind == "c" and want.kind == "f":  # a real argument of a complex result: the real part
-            c = real_part(c)
+            c = real(c)
             have = dtype_of(c)
         if have.kind in "fc" and have != want:  # complex64 stays complex64 as float32 stays float32
-            c = shape.astype(c, want)
+            c = astype(c, want)
     return c
-
-
-def real_part(c):
-    from wengert.rules.complex import real  # complex imports this module
-
-    return real(c)
 
 
 def broadcast_tangent(t, out):
@@ -113,5 +111,94 @@ def _broadcast_to_impl(array, shape):
 broadcast_to = Primitive(_broadcast_to_impl, name="broadcast_to")
 defvjp(broadcast_to, lambda g, out, x, s: sum_to_shape(g, shape_of(x)))
 defjvp(broadcast_to, lambda t, out, x, s: broadcast_to(t, s))
+
+
+# -- the primitives broadcasting's adjoint is made of: sums, reshapes, casts, real parts ---------------
+
+def normalize_axis(axis, ndim, fname="reduction"):
+    """``axis`` as a sorted tuple of non-negative ints; NumPy's AxisError when out of range."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(int(a), ndim, None)
+        out.append(int(a) % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fname}: duplicate value in 'axis': {axis!r}")
+    return tuple(sorted(out))
+
+
+def expand_reduced(g, x_shape, axis, keepdims):
+    """Broadcast a reduction's cotangent ``g`` back to the reduced input's shape ``x_shape``."""
+    if not keepdims and axis is not None:
+        axes = normalize_axis(axis, len(x_shape))
+        kept = tuple(1 if i in axes else n for i, n in enumerate(x_shape))
+        g = reshape(g, kept)
+    return broadcast_to(g, x_shape)
+
+
+def _sum_impl(a, axis=None, keepdims=False):
+    """numpy.sum."""
+    if type(a) is np.ndarray:
+        return a.sum(axis=axis, keepdims=keepdims)  # the method skips NumPy's Python wrapper
+    return np.sum(a, axis=axis, keepdims=keepdims)
+
+
+sum = Primitive(_sum_impl, name="sum")  # noqa: A001 - NumPy's name
+defvjp(sum, lambda g, out, x, axis=None, keepdims=False:
+       expand_reduced(g, shape_of(x), axis, keepdims))
+defjvp(sum, lambda t, out, x, axis=None, keepdims=False: sum(t, axis=axis, keepdims=keepdims))
+
+
+def _reshape_impl(a, newshape):
+    """numpy.reshape (C order)."""
+    if type(a) is np.ndarray:
+        return a.reshape(newshape)
+    return np.reshape(a, newshape)
+
+
+reshape = Primitive(_reshape_impl, name="reshape")
+defvjp(reshape, lambda g, out, x, newshape: reshape(g, shape_of(x)))
+defjvp(reshape, lambda t, out, x, newshape: reshape(t, newshape))
+
+
+def _astype_impl(x, dtype):
+    """``x.astype(dtype)`` (a Python float becomes a 0-d array of that dtype)."""
+    return np.asarray(x).astype(dtype)
+
+
+def _astype_vjp(g, out, x, dtype):
+    want = dtype_of(x)
+    if want.kind != "c" and dtype_of(g).kind == "c":
+        g = real(g)  # complex made from a real input: only the real part flows back
+    return astype(g, want)
+
+
+astype = Primitive(_astype_impl, name="astype")
+defvjp(astype, _astype_vjp)
+defjvp(astype, lambda t, out, x, dtype: astype(t, dtype))
+
+
+def _is_complex(x):
+    return dtype_of(x).kind == "c"
+
+
+def _as_complex(g, x):
+    """A real cotangent ``g`` as the complex dtype of ``x`` (unchanged when ``x`` is real)."""
+    if not _is_complex(x) or _is_complex(g):
+        return g
+    return astype(g, dtype_of(x))
+
+
+def _real_impl(x):
+    """numpy.real (a real input is returned as it is)."""
+    return np.real(x)
+
+
+real = Primitive(_real_impl, name="real")
+defvjp(real, lambda g, out, x: _as_complex(g, x))
+defjvp(real, lambda t, out, x: real(t))
 
 _primitive.BROADCASTING[:] = [unbroadcast, broadcast_tangent]  # for users' primitives (wg.primitive)

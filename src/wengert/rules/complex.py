@@ -11,6 +11,7 @@ import numpy as np
 
 from wengert.core.primitive import Primitive, defjvp, defvjp
 from wengert.rules import broadcasting
+from wengert.rules.broadcasting import real
 
 __all__ = ["real", "imag", "conj", "conjugate", "is_complex"]
 
@@ -18,25 +19,6 @@ __all__ = ["real", "imag", "conj", "conjugate", "is_complex"]
 def is_complex(x):
     """Whether ``x`` (array, scalar or traced value) has a complex dtype."""
     return broadcasting.dtype_of(x).kind == "c"
-
-
-def _as_complex(g, x):
-    """A real cotangent ``g`` as the complex dtype of ``x`` (unchanged when ``x`` is real)."""
-    if not is_complex(x) or is_complex(g):
-        return g
-    from wengert.rules.shape import astype  # shape imports broadcasting, which may import us
-
-    return astype(g, broadcasting.dtype_of(x))
-
-
-def _real_impl(x):
-    """numpy.real (a real input is returned as it is)."""
-    return np.real(x)
-
-
-real = Primitive(_real_impl, name="real")
-defvjp(real, lambda g, out, x: _as_complex(g, x))
-defjvp(real, lambda t, out, x: real(t))
 
 
 def _imag_impl(x):

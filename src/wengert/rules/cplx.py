@@ -1,6 +1,6 @@
-"""Complex helpers for the linalg and fft rules: ``conj``, ``real`` (the core's primitives from
-``wengert.rules.complex`` where present, else defined here), ``complex_from``, ``adjoint``, and
-:func:`transposed`, which states the rules' complex convention.
+"""Complex helpers for the linalg and fft rules: ``conj`` and ``real`` (``wengert.rules.complex``'s
+primitives, recording nothing on real values), ``complex_from``, ``adjoint``, and :func:`transposed`,
+which states the rules' complex convention.
 
 Complex derivatives follow HIPS autograd's and JAX's convention: a cotangent ``u`` pairs with a
 tangent ``t`` as ``Re(sum(u * t))`` (no conjugation), so the VJP of a complex-linear map ``A`` is
@@ -14,6 +14,8 @@ import numpy as np
 
 from wengert.core.primitive import Primitive, defjvp, defvjp
 from wengert.rules import broadcasting, shape
+from wengert.rules.complex import conj as conj_values
+from wengert.rules.complex import real as real_part
 
 __all__ = ["conj", "real", "complex_from", "is_complex", "real_like", "adjoint", "mT", "transposed"]
 
@@ -21,25 +23,6 @@ __all__ = ["conj", "real", "complex_from", "is_complex", "real_like", "adjoint",
 def is_complex(x):
     """Whether ``x`` (array, scalar or traced value) has a complex dtype."""
     return broadcasting.dtype_of(x).kind == "c"
-
-
-try:  # the core's complex parts, where they exist (the same convention); else our own below
-    from wengert.rules.complex import conj as conj_values
-    from wengert.rules.complex import real as real_part
-
-    OWN_PARTS = False
-except ImportError:
-    OWN_PARTS = True
-    conj_values = Primitive(np.conj, name="cplx.conj")
-    defvjp(conj_values, lambda g, out, x: conj_values(g))
-    defjvp(conj_values, lambda t, out, x: conj_values(t))
-
-    def _real_vjp(g, out, x):
-        return real(g)  # the result is real: only the real part of a cotangent reaching it counts
-
-    real_part = Primitive(np.real, name="cplx.real")
-    defvjp(real_part, _real_vjp)
-    defjvp(real_part, lambda t, out, x: real_part(t))
 
 
 def _complex_from_impl(re, im):

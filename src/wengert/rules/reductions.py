@@ -8,46 +8,10 @@ Each rule puts the reduced axes back (``expand_reduced``) and broadcasts to the 
 import numpy as np
 
 from wengert.core.primitive import Primitive, defjvp, defvjp, nondiff_primitive
-from wengert.rules import broadcasting, elementwise, shape
+from wengert.rules import broadcasting, elementwise
+from wengert.rules.broadcasting import expand_reduced, normalize_axis, sum  # noqa: A004 - NumPy's name
 
 __all__ = ["sum", "prod", "amax", "amin", "normalize_axis", "expand_reduced"]
-
-
-def normalize_axis(axis, ndim, fname="reduction"):
-    """``axis`` as a sorted tuple of non-negative ints; NumPy's AxisError when out of range."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(int(a), ndim, None)
-        out.append(int(a) % ndim if ndim else 0)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{fname}: duplicate value in 'axis': {axis!r}")
-    return tuple(sorted(out))
-
-
-def expand_reduced(g, x_shape, axis, keepdims):
-    """Broadcast a reduction's cotangent ``g`` back to the reduced input's shape ``x_shape``."""
-    if not keepdims and axis is not None:
-        axes = normalize_axis(axis, len(x_shape))
-        kept = tuple(1 if i in axes else n for i, n in enumerate(x_shape))
-        g = shape.reshape(g, kept)
-    return broadcasting.broadcast_to(g, x_shape)
-
-
-def _sum_impl(a, axis=None, keepdims=False):
-    """numpy.sum."""
-    if type(a) is np.ndarray:
-        return a.sum(axis=axis, keepdims=keepdims)  # the method skips NumPy's Python wrapper
-    return np.sum(a, axis=axis, keepdims=keepdims)
-
-
-sum = Primitive(_sum_impl, name="sum")  # noqa: A001 - NumPy's name
-defvjp(sum, lambda g, out, x, axis=None, keepdims=False:
-       expand_reduced(g, broadcasting.shape_of(x), axis, keepdims))
-defjvp(sum, lambda t, out, x, axis=None, keepdims=False: sum(t, axis=axis, keepdims=keepdims))
 
 
 def _prod_impl(a, axis=None, keepdims=False):

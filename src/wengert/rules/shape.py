@@ -8,20 +8,9 @@ import numpy as np
 
 from wengert.core.primitive import Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum
 from wengert.rules import broadcasting, elementwise, indexing
+from wengert.rules.broadcasting import astype, reshape
 
 __all__ = ["reshape", "transpose", "astype", "concatenate", "repeat", "sum_repeats"]
-
-
-def _reshape_impl(a, newshape):
-    """numpy.reshape (C order)."""
-    if type(a) is np.ndarray:
-        return a.reshape(newshape)
-    return np.reshape(a, newshape)
-
-
-reshape = Primitive(_reshape_impl, name="reshape")
-defvjp(reshape, lambda g, out, x, newshape: reshape(g, broadcasting.shape_of(x)))
-defjvp(reshape, lambda t, out, x, newshape: reshape(t, newshape))
 
 
 def _transpose_impl(a, axes=None):
@@ -40,23 +29,6 @@ def _inverse_perm(axes):
 transpose = Primitive(_transpose_impl, name="transpose")
 defvjp(transpose, lambda g, out, x, axes=None: transpose(g, _inverse_perm(axes)))
 defjvp(transpose, lambda t, out, x, axes=None: transpose(t, axes))
-
-
-def _astype_impl(x, dtype):
-    """``x.astype(dtype)`` (a Python float becomes a 0-d array of that dtype)."""
-    return np.asarray(x).astype(dtype)
-
-
-def _astype_vjp(g, out, x, dtype):
-    want = broadcasting.dtype_of(x)
-    if want.kind != "c" and broadcasting.dtype_of(g).kind == "c":
-        g = broadcasting.real_part(g)  # complex made from a real input: only the real part flows back
-    return astype(g, want)
-
-
-astype = Primitive(_astype_impl, name="astype")
-defvjp(astype, _astype_vjp)
-defjvp(astype, lambda t, out, x, dtype: astype(t, dtype))
 
 
 def _concatenate_impl(*arrays, axis=0):
