@@ -5,14 +5,16 @@ derivative program built from source), ``python -m wengert rules`` (the rule tab
 import argparse
 import sys
 
+import wengert as wg
+import wengert.numpy as wnp
 from wengert.api.checkpointing.schedules import POLICIES
+from wengert.cli import adjoint as cli_adjoint
+from wengert.cli import demo as cli_demo
+from wengert.cli import rules as cli_rules
 
 
 def example(args):
     """A first example: z = x*y + sin(x) at (0.5, 4.2), on a tape, in reverse and forward mode."""
-    import wengert as wg
-    import wengert.numpy as wnp
-
     print("wengert: z = x * y + sin(x) at x = 0.5, y = 4.2\n")
     tape = wg.Tape()
     x = tape.var(0.5)
@@ -40,21 +42,17 @@ def example(args):
 
 def demo(args):
     """Train an MLP on scikit-learn's digits (see ``wengert.cli.demo``)."""
-    from wengert.cli import demo as _demo
-    return _demo.run(args)
+    return cli_demo.run(args)
 
 
 def adjoint(args):
     """Print the derivative program of FILE.py:FUNCTION, built from its source."""
-    from wengert.program.source_cli import run
-
-    return run(args)
+    return cli_adjoint.run(args)
 
 
 def rules(args):
     """Print the rule table: every differentiable primitive, its modes and its facts."""
-    from wengert.cli import rules as _rules_table
-    print(_rules_table.render())
+    print(cli_rules.render())
     return 0
 
 

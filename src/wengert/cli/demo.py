@@ -12,6 +12,9 @@ import time
 
 import numpy as np
 
+import wengert as wg
+from wengert import nn, optim, viz
+
 __all__ = ["run"]
 
 BATCH = 32
@@ -42,8 +45,6 @@ def load_data(seed):
 
 def accuracy(model, X, y):
     """Fraction of ``X`` classified as ``y`` (evaluation mode, nothing recorded)."""
-    import wengert as wg
-
     with wg.no_grad():
         return float((np.asarray(model(X).value).argmax(axis=1) == y).mean())
 
@@ -53,8 +54,6 @@ def run(args):
     if not _need_extras():
         return 1
     from tqdm import tqdm
-
-    from wengert import nn, optim, viz
     os.makedirs(args.out, exist_ok=True)
     print(f"wengert demo: an MLP 64-{args.hidden}-10 learns scikit-learn's handwritten digits "
           f"(seed {args.seed}, {args.epochs} epochs, Adam lr {args.lr})")

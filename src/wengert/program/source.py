@@ -29,9 +29,9 @@ import types
 
 import numpy as np
 
-import wengert
 import wengert.numpy as wnp
 from wengert.api.tree import tree_flatten
+from wengert.core.primitive import Primitive
 from wengert.program.control import If, Loop, SourceProgram, TransformError
 from wengert.program.ir import Variable
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError, _identifier, is_input_leaf
@@ -77,7 +77,7 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
         ast.Pow: operator.pow, ast.MatMult: operator.matmul, ast.FloorDiv: operator.floordiv,
         ast.Mod: operator.mod}
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(wengert.__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/wengert
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 
 
@@ -307,7 +307,7 @@ def _closure(fun, parsed):
         if isinstance(value, (list, dict, set, bytearray, np.ndarray)) or (
                 not isinstance(value, (int, float, complex, str, bool, tuple, type(None), np.generic,
                                        types.FunctionType, types.ModuleType, types.BuiltinFunctionType,
-                                       wengert.Primitive))):
+                                       Primitive))):
             raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} is a closure over the "
                                  f"mutable variable {name!r} ({type(value).__name__}), state the source "
                                  f"transformation cannot see change; pass it as an argument. {_TAPE}")
@@ -999,7 +999,7 @@ def _cse_key(x):
     t = type(x)
     if t is Symbol:
         return ("v", id(x.variable))
-    if t in (int, float, bool, str, type(None)) or isinstance(x, wengert.Primitive):
+    if t in (int, float, bool, str, type(None)) or isinstance(x, Primitive):
         return (t.__name__, x)
     if t is tuple or t is list:
         parts = tuple(_cse_key(p) for p in x)

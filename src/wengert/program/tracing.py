@@ -12,16 +12,18 @@ Python control flow on shapes and constants works; on a symbol's value it cannot
 known yet), and raises :class:`TracingError` naming the user's line and the remedies.
 """
 
+import inspect
 import linecache
 import os
 import sys
 
 import numpy as np
 
-import wengert
 from wengert.api.tree import tree_flatten, tree_unflatten
+from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
+from wengert.numpy import array as wnp_array
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
 from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.rules import elementwise, nondiff
@@ -29,17 +31,12 @@ from wengert.rules import shape as shape_ops
 
 __all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(wengert.__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/wengert
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 _SHAPE_QUERIES = frozenset((nondiff.shape, nondiff.ndim, nondiff.size))
 _REMEDY = ("Use wengert.numpy.where for elementwise choices; trace data-dependent control flow "
            "with the source front end (wg.Program.from_source), or differentiate with the tape "
            "(wg.grad), which follows Python control flow as it runs.")
-
-
-class TracingError(TypeError):
-    """A construct that a symbolic trace cannot record (data-dependent control flow, conversion
-    of a traced value to a Python number or a NumPy array, in-place mutation)."""
 
 
 def user_location():
@@ -271,9 +268,7 @@ def _stack_lists(args):
     for k, a in enumerate(args):
         if type(a) is list or type(a) is tuple:
             if _has_float_symbol(a):
-                from wengert.numpy import array as stacked
-
-                value = stacked(a)
+                value = wnp_array(a)
             elif type(a) is list and _all_numbers(a):  # [1.0, 2.0] @ x: rules compute with it
                 try:
                     value = np.array(a)
@@ -357,8 +352,6 @@ def is_input_leaf(x):
 
 
 def _param_names(fun, nargs):
-    import inspect
-
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):

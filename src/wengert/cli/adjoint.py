@@ -15,6 +15,8 @@ import sys
 
 import numpy as np
 
+import wengert as wg
+
 __all__ = ["run", "load_function", "example_arguments", "BadInput"]
 
 _PROG = "python -m wengert adjoint"
@@ -115,8 +117,6 @@ def _describe(fun, example):
 
 def run(args):
     """Print the program (or the table); returns the exit status."""
-    import wengert as wg
-
     try:
         fun = load_function(args.target)
         example = example_arguments(fun, args.args)
