@@ -150,6 +150,14 @@ def violations(known=None):
     return upward, inside
 
 
+def sizes(known=None):
+    """``(lines of the core layer, [(lines, module)] largest first)``, counting every line of each file."""
+    known = known or modules()
+    counted = sorted(((len(path.read_text().splitlines()), name) for name, path in known.items()), reverse=True)
+    core = sum(n for n, name in counted if layer_of(name) == 0)
+    return core, counted
+
+
 def depends_on(module, graph):
     """Every module ``module`` imports, directly or not (its static closure in ``graph``)."""
     seen, todo = set(), [module]
@@ -181,6 +189,8 @@ def main(argv=None):
     print(f"cycles of module-level imports only: {len(top_cycles)}, largest "
           f"{len(top_cycles[0]) if top_cycles else 0} modules")
     print(f"modules that {PACKAGE}.core.trace depends on: {len(depends_on(PACKAGE + '.core.trace', graph))}")
+    core, counted = sizes(known)
+    print(f"core: {core} lines; largest files: " + ", ".join(f"{name} {n}" for n, name in counted[:3]))
     upward, inside = violations(known)
     print(f"imports of a higher layer: {len(upward)}; wengert imports inside functions: {len(inside)}")
     if opts.cycles:
