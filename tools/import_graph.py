@@ -153,7 +153,8 @@ def violations(known=None):
 def sizes(known=None):
     """``(lines of the core layer, [(lines, module)] largest first)``, counting every line of each file."""
     known = known or modules()
-    counted = sorted(((len(path.read_text().splitlines()), name) for name, path in known.items()), reverse=True)
+    counted = [(len(path.read_text().splitlines()), name) for name, path in known.items()]
+    counted.sort(reverse=True)
     core = sum(n for n, name in counted if layer_of(name) == 0)
     return core, counted
 
