@@ -27,6 +27,7 @@ import weakref
 
 import numpy as np
 
+from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 
 __all__ = ["assign", "add_at", "augmented_assign", "rebind", "resolve_tape", "resolve_parents",
@@ -113,8 +114,6 @@ def rebind(box, result, what):
         if type(new) is type(box) and new._trace is box._trace:
             box.variable, box.example = new.variable, new.example
             return
-        from wengert.program.tracing import TracingError
-
         raise TracingError(f"{what} on the traced value {box.variable.name} with a value traced by another "
                            f"differentiation ({type(new).__name__}): pass that value as an argument instead")
 

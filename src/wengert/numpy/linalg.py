@@ -13,6 +13,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, is_symbolic, unbox_all
 from wengert.numpy import _classification as _table
 from wengert.numpy import _functions as F
@@ -356,8 +357,6 @@ def lstsq(a, b, rcond=None):
     """numpy.linalg.lstsq (composed: x = pinv(a) b; rank and residuals as NumPy gives them)."""
     a, b = _array(a), _array(b)
     if is_symbolic((a, b)):
-        from wengert.program.tracing import TracingError
-
         raise TracingError("wengert.numpy.linalg.lstsq cannot be traced to a program (wg.compile, "
                            "wg.Program.from_trace): its rank, and the shape of its residuals, depend on "
                            "the data. Use wnp.linalg.pinv(a) @ b, or differentiate with the tape (wg.grad).")

@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 import wengert
+from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.core.tree import tree_flatten, tree_unflatten
 from wengert.engines.box import ArrayBox
@@ -35,11 +36,6 @@ _SHAPE_QUERIES = frozenset((nondiff.shape, nondiff.ndim, nondiff.size))
 _REMEDY = ("Use wengert.numpy.where for elementwise choices; trace data-dependent control flow "
            "with the source front end (wg.Program.from_source), or differentiate with the tape "
            "(wg.grad), which follows Python control flow as it runs.")
-
-
-class TracingError(TypeError):
-    """A construct that a symbolic trace cannot record (data-dependent control flow, conversion
-    of a traced value to a Python number or a NumPy array, in-place mutation)."""
 
 
 def user_location():

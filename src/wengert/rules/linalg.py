@@ -33,6 +33,7 @@ import weakref
 
 import numpy as np
 
+from wengert.core.errors import TracingError
 from wengert.core.primitive import Primitive, defjvp, defvjp
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing, products, reductions, shape
@@ -462,8 +463,6 @@ def _reduced_cotangent(g, k, axis, what):
         return g
     index = (Ellipsis, slice(None), slice(k, None)) if axis == -1 else (Ellipsis, slice(k, None), slice(None))
     if is_symbolic(g):
-        from wengert.program.tracing import TracingError
-
         raise TracingError(
             f"{what}: the extra {'columns' if axis == -1 else 'rows'} of a full factor have no derivative, "
             f"and a traced program cannot check that its result does not depend on them (the check is on "
