@@ -44,9 +44,8 @@ def demo(args):
 
 def adjoint(args):
     """Print the derivative program of FILE.py:FUNCTION, built from its source."""
-    from wengert.program.source_cli import run
-
-    return run(args)
+    from wengert.cli import adjoint as _adjoint
+    return _adjoint.run(args)
 
 
 def rules(args):

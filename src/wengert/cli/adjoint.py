@@ -15,6 +15,9 @@ import sys
 
 import numpy as np
 
+from wengert.program.control import TransformError
+from wengert.program.source_api import source_grad, source_jvp
+
 __all__ = ["run", "load_function", "example_arguments", "BadInput"]
 
 _PROG = "python -m wengert adjoint"
@@ -115,8 +118,6 @@ def _describe(fun, example):
 
 def run(args):
     """Print the program (or the table); returns the exit status."""
-    import wengert as wg
-
     try:
         fun = load_function(args.target)
         example = example_arguments(fun, args.args)
@@ -127,10 +128,10 @@ def run(args):
         argnums = nums[0] if len(nums) == 1 else nums
         policy = {"checkpoint": getattr(args, "checkpoint", "all"),
                   "snapshots": getattr(args, "snapshots", None)}
-        d = wg.source_jvp(fun) if args.jvp else wg.source_grad(fun, argnums, **policy)
+        d = source_jvp(fun) if args.jvp else source_grad(fun, argnums, **policy)
         try:
             d.program(*example)
-        except wg.TransformError:
+        except TransformError:
             raise
         except Exception as e:  # noqa: BLE001 - the function did not run on these arguments: one paragraph
             hint = "" if args.args else f"; {_HINT}"
@@ -142,7 +143,7 @@ def run(args):
     except BadInput as e:
         print(f"{_PROG}: {e}", file=sys.stderr)
         return 2
-    except wg.TransformError as e:
+    except TransformError as e:
         print(f"{_PROG}: {e}", file=sys.stderr)
         return 1
     return 0
