@@ -12,13 +12,14 @@ Python control flow on shapes and constants works; on a symbol's value it cannot
 known yet), and raises :class:`TracingError` naming the user's line and the remedies.
 """
 
+import inspect
 import linecache
 import os
 import sys
 
 import numpy as np
 
-import wengert
+import wengert.numpy as wnp
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.core.tree import tree_flatten, tree_unflatten
@@ -30,7 +31,7 @@ from wengert.rules import shape as shape_ops
 
 __all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(wengert.__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # wengert/
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 _SHAPE_QUERIES = frozenset((nondiff.shape, nondiff.ndim, nondiff.size))
 _REMEDY = ("Use wengert.numpy.where for elementwise choices; trace data-dependent control flow "
@@ -267,9 +268,7 @@ def _stack_lists(args):
     for k, a in enumerate(args):
         if type(a) is list or type(a) is tuple:
             if _has_float_symbol(a):
-                from wengert.numpy import array as stacked
-
-                value = stacked(a)
+                value = wnp.array(a)
             elif type(a) is list and _all_numbers(a):  # [1.0, 2.0] @ x: rules compute with it
                 try:
                     value = np.array(a)
@@ -353,8 +352,6 @@ def is_input_leaf(x):
 
 
 def _param_names(fun, nargs):
-    import inspect
-
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
