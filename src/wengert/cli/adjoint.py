@@ -15,7 +15,8 @@ import sys
 
 import numpy as np
 
-import wengert as wg
+from wengert.program.control import TransformError
+from wengert.program.source_api import source_grad, source_jvp
 
 __all__ = ["run", "load_function", "example_arguments", "BadInput"]
 
@@ -127,10 +128,10 @@ def run(args):
         argnums = nums[0] if len(nums) == 1 else nums
         policy = {"checkpoint": getattr(args, "checkpoint", "all"),
                   "snapshots": getattr(args, "snapshots", None)}
-        d = wg.source_jvp(fun) if args.jvp else wg.source_grad(fun, argnums, **policy)
+        d = source_jvp(fun) if args.jvp else source_grad(fun, argnums, **policy)
         try:
             d.program(*example)
-        except wg.TransformError:
+        except TransformError:
             raise
         except Exception as e:  # noqa: BLE001 - the function did not run on these arguments: one paragraph
             hint = "" if args.args else f"; {_HINT}"
@@ -142,7 +143,7 @@ def run(args):
     except BadInput as e:
         print(f"{_PROG}: {e}", file=sys.stderr)
         return 2
-    except wg.TransformError as e:
+    except TransformError as e:
         print(f"{_PROG}: {e}", file=sys.stderr)
         return 1
     return 0

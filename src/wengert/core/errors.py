@@ -1,4 +1,5 @@
-"""Errors that several layers raise (each names what to write instead)."""
+"""Errors that every layer raises: a rule, an engine or a front end refusing what a symbolic trace
+cannot record raises :class:`TracingError`, whichever transformation is tracing."""
 
 __all__ = ["TracingError"]
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
 from wengert.program.ir import Program, Variable, dup, map_vars, placeholder
+from wengert.program.passes import simplify
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
 
@@ -184,8 +185,6 @@ def vjp_program(program):
                      out_tree=(tuple, None, (program.out_tree,
                                              (tuple, None, tuple(_LEAF for _ in program.inputs)))),
                      examples=tr.builder.examples)
-    from wengert.program.passes import simplify
-
     return simplify(result)
 
 
@@ -249,8 +248,6 @@ def grad_program(program, argnums=0, with_value=False):
     name = f"{program.name}_{'value_and_' if with_value else ''}grad"
     result = program.with_statements(tr.builder.statements, outs, out_tree=out_tree,
                                      examples=tr.builder.examples, name=name)
-    from wengert.program.passes import simplify
-
     return simplify(result)
 
 
@@ -278,8 +275,6 @@ def jvp_program(program):
                      in_leaves=program.in_leaves + t_inputs,
                      out_tree=(tuple, None, (program.out_tree, program.out_tree)),
                      examples=tr.builder.examples)
-    from wengert.program.passes import simplify
-
     return simplify(result)
 
 

@@ -31,6 +31,7 @@ from wengert.program.rendering import (
     source_value,
     uniform,
 )
+from wengert.rules import families
 
 __all__ = ["pretty", "pretty_statement", "to_source", "compile_program"]
 
@@ -314,8 +315,6 @@ def _importable(prim):
     ``wengert.rules`` (or importable by the implementation's own name), or None."""
     if prim in _LOCATIONS:
         return _LOCATIONS[prim]
-    from wengert.rules import families
-
     found = None
     for module in families():
         for attr, value in vars(module).items():

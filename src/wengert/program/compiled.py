@@ -14,6 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from wengert.api import transforms
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.core.trace import BOX_TYPES
 from wengert.program.ir import Program, Variable
@@ -254,7 +255,6 @@ class CompiledFunction:
 
     def _uncompiled(self, *args):
         """Called with values traced by another transform: run ``fun`` itself under it."""
-        from wengert.api import transforms
         if self.transform == "grad":
             return transforms.grad(self.fun, self.argnums)(*args)
         if self.transform == "value_and_grad":

@@ -12,7 +12,24 @@ import numpy as np
 from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.primitive import Primitive
 
-__all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in", "placeholder", "dup"]
+__all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in", "placeholder", "dup",
+           "provide"]
+
+_PROVIDED = {}
+"""What the modules built on the IR do with a program, by the name ``Program`` knows it by: the
+printer and the code generator (``codegen``), the dot picture (``dot``), the tracer
+(``tracing``), derivative programs (``adjoint``), the source front end (``source``). The IR is
+the bottom of ``wengert.program`` and imports none of them; ``wengert.program``'s ``__init__``
+hands them over with :func:`provide` when the package is imported (before any Program exists)."""
+
+
+def provide(**functions):
+    """Registers the functions ``Program``'s methods call (see ``_PROVIDED``)."""
+    _PROVIDED.update(functions)
+
+
+def _provided(name):
+    return _PROVIDED[name]
 
 
 def _dup_impl(x, n=2):
@@ -145,9 +162,7 @@ class Statement:
                          map_vars(self.kwargs, f) if self.kwargs else None, self.inplace)
 
     def __repr__(self):
-        from wengert.program.codegen import pretty_statement
-
-        return pretty_statement(self)
+        return _provided("pretty_statement")(self)
 
 
 def _same_static(a, b):
@@ -189,17 +204,13 @@ class Program:
     @classmethod
     def from_trace(cls, fun, *example_args):
         """Trace ``fun`` on symbols shaped like ``example_args`` (lazily: no data is computed on)."""
-        from wengert.program.tracing import trace_program
-
-        return trace_program(fun, example_args)
+        return _provided("trace_program")(fun, example_args)
 
     @classmethod
     def from_source(cls, fun, *example_args):
         """``fun``'s Python source as a program with structured control flow (``if``, loops), for
         arguments like ``example_args`` (Python floats if none): see ``wengert.program.source``."""
-        from wengert.program.source import from_source
-
-        return from_source(fun, *example_args)
+        return _provided("from_source")(fun, *example_args)
 
     def with_statements(self, statements, outputs=None, **changes):
         """A copy with other statements (and outputs); everything else kept."""
@@ -214,34 +225,24 @@ class Program:
     def vjp(self):
         """The reverse-mode program: inputs and one cotangent per output, returning
         ``(outputs, input cotangents)``; the adjoints are traced from the rule table's VJP rules."""
-        from wengert.program.adjoint import vjp_program
-
-        return vjp_program(self)
+        return _provided("vjp_program")(self)
 
     def grad(self, argnums=0):
         """The gradient program of a scalar-output program (``jax.grad`` of it)."""
-        from wengert.program.adjoint import grad_program
-
-        return grad_program(self, argnums)
+        return _provided("grad_program")(self, argnums)
 
     def value_and_grad(self, argnums=0):
         """Returns ``(value, gradient)`` (``jax.value_and_grad`` of the program)."""
-        from wengert.program.adjoint import grad_program
-
-        return grad_program(self, argnums, with_value=True)
+        return _provided("grad_program")(self, argnums, with_value=True)
 
     def jvp(self):
         """The forward-mode program: inputs and one tangent per input, returning
         ``(outputs, output tangents)``, from the rule table's JVP rules."""
-        from wengert.program.adjoint import jvp_program
-
-        return jvp_program(self)
+        return _provided("jvp_program")(self)
 
     # -- views -----------------------------------------------------------------------------------
     def __str__(self):
-        from wengert.program.codegen import pretty
-
-        return pretty(self)
+        return _provided("pretty")(self)
 
     def __repr__(self):
         return (f"<wengert Program {self.name}: {len(self.inputs)} inputs, {len(self.statements)} "
@@ -250,24 +251,18 @@ class Program:
     @property
     def source(self):
         """The program as Python source: plain NumPy (and ``math`` for Python floats)."""
-        from wengert.program.codegen import to_source
-
-        return to_source(self)
+        return _provided("to_source")(self)
 
     def to_dot(self):
         """The dataflow graph in Graphviz dot: inputs, one record per statement, outputs."""
-        from wengert.program.dot import to_dot
-
-        return to_dot(self)
+        return _provided("to_dot")(self)
 
     # -- running ---------------------------------------------------------------------------------
     @property
     def function(self):
         """The compiled Python function (flat inputs, flat outputs), made once by exec of the source."""
         if self._function is None:
-            from wengert.program.codegen import compile_program
-
-            self._function = compile_program(self)
+            self._function = _provided("compile_program")(self)
         return self._function
 
     def flat_inputs(self, args):

@@ -10,6 +10,8 @@ import re
 
 import numpy as np
 
+from wengert.program.ir import Variable
+
 __all__ = ["OPERATORS", "UNARY_OPERATORS", "MATH_UNARY", "MATH_BINARY", "HELPERS", "KNOWN_FAMILIES",
            "pretty_value", "source_value", "index_expr", "uniform"]
 
@@ -133,8 +135,6 @@ def _scalar_text(v, source):
 
 def pretty_value(x):
     """A constant or Variable in SSA notation (arrays summarised)."""
-    from wengert.program.ir import Variable
-
     t = type(x)
     if t is Variable:
         return x.name
@@ -168,8 +168,6 @@ def pretty_value(x):
 def source_value(x, hoist):
     """Python source for a constant; arrays go through ``hoist`` (returning a module-level name)
     when it is given, else are written out. Unrenderable values are hoisted too."""
-    from wengert.program.ir import Variable
-
     t = type(x)
     if t is Variable:
         return x.name

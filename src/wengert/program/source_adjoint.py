@@ -19,7 +19,7 @@ the adjoint of ``x`` is ``x_bar``; forward mode gives ``x_dot``.
 
 import numpy as np
 
-from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved, tree_flatten
+from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved, tree_flatten, tree_unflatten
 from wengert.program.adjoint import _zeros
 from wengert.program.control import (
     Assign,
@@ -27,15 +27,20 @@ from wengert.program.control import (
     Loop,
     Pop,
     Push,
+    TransformError,
     Zeros,
     all_names,
     defined,
     reads,
 )
+from wengert.program.control_codegen import block_source, compile_block
 from wengert.program.ir import Statement, Variable, map_vars, placeholder
-from wengert.program.source import _Builder
+from wengert.program.source_builder import SourceBuilder
+from wengert.program.source_checkpoint import checkpoint_loop
+from wengert.program.source_inplace import update_in_place
 from wengert.program.tracing import Symbol, TracingError
 from wengert.rules import elementwise as ew
+from wengert.rules.indexing import index_add
 
 __all__ = ["grad_source", "jvp_source", "GradProgram"]
 
@@ -70,7 +75,7 @@ class _Reverser(_SymbolicPass):
         self.checkpoint = checkpoint  # "all" (a stack of every iteration's values), "binomial", "ctz"
         self.snapshots = snapshots
         names = all_names(program.body) | {v.name for v in program.inputs} | {"np", "math", "stack"}
-        self.b = _Builder(names=names)
+        self.b = SourceBuilder(names=names)
         self.acc = {}  # Variable -> accumulator Variable (a buffer the reverse pass owns)
         self._syms = {}
         self._examples = getattr(program, "examples", {})  # rules run on the arguments' values
@@ -90,8 +95,6 @@ class _Reverser(_SymbolicPass):
             if (A.kind == "array" and type(last) is Statement and cvar is not None and last.out is cvar
                     and last.prim.__name__ == "untake"):
                 g, idx, _shape = last.args
-                from wengert.rules.indexing import index_add
-
                 self.b.statements[-1] = Statement((A,), index_add, (A, idx, g), inplace=True)
                 self.b.forget(cvar)  # its statement is gone: never reuse it
             else:
@@ -226,8 +229,6 @@ class _Reverser(_SymbolicPass):
         who = (f"wg.checkpointed(..., {policy!r}) in {self.program.name}" if node.checkpoint else
                f"source_grad({self.program.name}, checkpoint={policy!r})")
         if policy != "all" and self.storing:
-            from wengert.program.control import TransformError
-
             raise TransformError(f"{who}: the loop at {node.where} is checkpointed but the loop around it "
                                  f"keeps every iteration; checkpoint the outer loop too (wg.checkpointed "
                                  f"around its range, or source_grad's checkpoint=)")
@@ -267,8 +268,6 @@ class _Reverser(_SymbolicPass):
         self.b.statements = outer
         checkpointed = None
         if policy != "all":
-            from wengert.program.source_checkpoint import checkpoint_loop
-
             checkpointed, sweep = checkpoint_loop(node, fwd_body, rev, count, self.b.fresh, policy, snapshots,
                                                   who)
             self.emit(sweep)
@@ -332,8 +331,6 @@ class GradProgram:
     @property
     def source(self):
         """The derivative program as Python source."""
-        from wengert.program.control import block_source
-
         return block_source(self.name, self.inputs, self.nodes, self.outputs, stack=self.stack)[0]
 
     def __str__(self):
@@ -343,14 +340,10 @@ class GradProgram:
     def function(self):
         """The compiled function of the flat inputs."""
         if self._function is None:
-            from wengert.program.control import compile_block
-
             self._function = compile_block(self.name, self.inputs, self.nodes, self.outputs, stack=self.stack)
         return self._function
 
     def __call__(self, *flat):
-        from wengert.api.tree import tree_unflatten
-
         out = self.function(*flat)
         return tree_unflatten(self.out_tree, [out] if len(self.outputs) == 1 else list(out))
 
@@ -402,8 +395,6 @@ def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshot
     tree = _LEAF if single else (tuple, None, tuple(_LEAF for _ in nums))
     if with_value:
         tree = (tuple, None, (_LEAF, tree))
-    from wengert.program.source_inplace import update_in_place
-
     nodes = update_in_place(fwd + rev)
     table = list(reversed(r.table))
     return GradProgram(f"{program.name}_grad", program.inputs, nodes, outputs, tree, _has_push(nodes),
@@ -415,7 +406,7 @@ def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshot
 class _Tangents(_SymbolicPass):
     def __init__(self, program):
         names = all_names(program.body) | {v.name for v in program.inputs} | {"np", "math", "stack"}
-        self.b = _Builder(names=names)
+        self.b = SourceBuilder(names=names)
         self._syms = {}
         self._examples = getattr(program, "examples", {})
 

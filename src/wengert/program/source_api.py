@@ -9,10 +9,12 @@ call, the one for Python floats in every parameter).
 
 import numpy as np
 
-from wengert.program.control import If, Loop, Pop, Push, block_source, render_block
+from wengert.program.control import If, Loop, Pop, Push
+from wengert.program.control_codegen import block_source, render_block
 from wengert.program.ir import Statement
 from wengert.program.source import from_source
 from wengert.program.source_adjoint import grad_source, jvp_source
+from wengert.program.source_checkpoint import check_policy
 from wengert.program.tracing import is_input_leaf
 
 __all__ = ["source_grad", "source_jvp", "adjoint_table"]
@@ -143,8 +145,6 @@ def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     ``snapshots`` states, default ceil(log2 n); ``for`` loops over a range known when the program is
     generated) and ``"ctz"`` (online: also ``while`` loops and ``break``) keep a few loop states and
     recompute iterations from them, following ``wengert.api.checkpointing.schedules``'s schedules."""
-    from wengert.program.source_checkpoint import check_policy
-
     check_policy(checkpoint, snapshots, f"source_grad({getattr(fun, '__name__', fun)})")
     return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad")
 

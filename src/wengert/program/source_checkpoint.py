@@ -27,14 +27,14 @@ import textwrap
 
 from wengert.api.checkpointing.schedules import POLICIES, binomial, ctz_reverse_sweep
 from wengert.api.checkpointing.schedules import check_policy as check_policy_name
-from wengert.program.control import If, Loop, TransformError, _targets, _values, all_names, defined, reads
-from wengert.program.ir import Statement, Variable
+from wengert.program.control import If, Loop, TransformError, all_names, defined, reads
+from wengert.program.control_codegen import _targets, _values, render_block, render_loop
+from wengert.program.ir import Statement, Variable, vars_in
+from wengert.program.rendering import HELPERS
 
 __all__ = ["POLICIES", "check_policy", "checkpointed", "Checkpointed", "Sweep", "checkpoint_loop", "plain"]
 
 def _register_helper():
-    from wengert.program.rendering import HELPERS
-
     HELPERS.setdefault("ctz_reverse_sweep", inspect.getsource(ctz_reverse_sweep))
 
 
@@ -131,11 +131,9 @@ class Checkpointed:
         found.add(self.snaps)
 
     def render(self, mod, indent, safe):
-        from wengert.program.control import _loop
-
         pad = "    " * indent
         return [f"{pad}{self.snaps} = []  # the states kept for the reverse sweep ({self.label})"] + \
-            _loop(self.loop, mod, indent, safe)
+            render_loop(self.loop, mod, indent, safe)
 
 
 class Sweep:
@@ -160,8 +158,6 @@ class Sweep:
 
     def node_reads(self, found):
         found.append(self.count)
-        from wengert.program.ir import vars_in
-
         vars_in(list(self.loop.bounds), found)
         for b in self.blocks():
             reads(b, found)
@@ -192,8 +188,6 @@ class Sweep:
         return f"{start} + {pos}{step}" if start else f"{pos}{step}"
 
     def render(self, mod, indent, safe):
-        from wengert.program.control import render_block
-
         pad = "    " * indent
         p1, p2, p3 = pad + "    ", pad + "        ", pad + "            "
         action, p, k, slot, sched, q = self.names

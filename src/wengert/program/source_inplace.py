@@ -9,7 +9,8 @@ loop's ``x_bar = index_update(c, i, 0.0)`` (the adjoint of the update) is rewrit
 """
 
 from wengert.program.control import Assign, If, Loop, _scalar_index, reads
-from wengert.program.ir import Statement, Variable
+from wengert.program.ir import Statement, Variable, vars_in
+from wengert.rules.indexing import index_add
 
 __all__ = ["update_in_place"]
 
@@ -96,8 +97,6 @@ def _plan(body, h, o, final):
 def _scatter_add(body, owned, final):
     """``b = owned + untake(g, idx, shape)`` (the adjoint of a read ``x[idx]``), where nothing else
     reads ``owned`` or the untake, as ``owned[idx] += g``: (rewrites, b), or None."""
-    from wengert.rules.indexing import index_add
-
     readers = [k for k, n in enumerate(body) if n is not final and owned in reads([n])]
     if len(readers) != 1 or type(body[readers[0]]) is not Statement:
         return None
@@ -119,6 +118,4 @@ def _scatter_add(body, owned, final):
 
 
 def _vars(obj):
-    from wengert.program.ir import vars_in
-
     return vars_in(obj)

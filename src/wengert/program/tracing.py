@@ -19,11 +19,11 @@ import sys
 
 import numpy as np
 
+import wengert.numpy as wnp
 from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
-from wengert.numpy import array as wnp_array
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
 from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.rules import elementwise, nondiff
@@ -31,7 +31,7 @@ from wengert.rules import shape as shape_ops
 
 __all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/wengert
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # wengert/
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 _SHAPE_QUERIES = frozenset((nondiff.shape, nondiff.ndim, nondiff.size))
 _REMEDY = ("Use wengert.numpy.where for elementwise choices; trace data-dependent control flow "
@@ -268,7 +268,7 @@ def _stack_lists(args):
     for k, a in enumerate(args):
         if type(a) is list or type(a) is tuple:
             if _has_float_symbol(a):
-                value = wnp_array(a)
+                value = wnp.array(a)
             elif type(a) is list and _all_numbers(a):  # [1.0, 2.0] @ x: rules compute with it
                 try:
                     value = np.array(a)

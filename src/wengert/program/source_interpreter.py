@@ -1,0 +1,356 @@
+"""The interpreter of the source front end: a function's body, statement by statement, on symbols
+(``tracing.Symbol``), recording ``Statement``s, ``If`` nodes for branches on traced values, and
+loops (``source_loops``). See ``wengert.program.source`` for what is supported."""
+
+import ast
+import operator
+
+import numpy as np
+
+from wengert.program.control import If, TransformError
+from wengert.program.ir import Variable
+from wengert.program.source_loops import LoopInterpreter
+from wengert.program.source_parse import _TAPE, _base_name, _closure, _parsed
+from wengert.program.source_scope import _Scope
+from wengert.program.source_values import (
+    _BRK,
+    _CONTAINER_TYPES,
+    _JUMP,
+    _RET,
+    _changed,
+    _clean,
+    _ex,
+    _example,
+    _is_float,
+    _map_symbols,
+    _numeric,
+    _restore,
+    _snapshot,
+    _static_equal,
+    _unsym,
+    _zero_like,
+)
+from wengert.program.tracing import Symbol, TracingError
+from wengert.rules import indexing, nondiff
+
+__all__ = ["Interpreter"]
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+        ast.Pow: operator.pow, ast.MatMult: operator.matmul, ast.FloorDiv: operator.floordiv,
+        ast.Mod: operator.mod}
+
+
+def _clean_key(target):
+    name = _base_name(target)
+    return name if name else "item"
+
+
+class Interpreter(LoopInterpreter):
+    """Interprets one function's body on symbols, recording nodes into ``builder.statements``."""
+
+    def __init__(self, fun, builder, depth=0):
+        self.fun = fun
+        self.parsed = _parsed(fun)
+        self.closure = _closure(fun, self.parsed)
+        self.builder = builder
+        self.depth = depth
+        self.env = {}
+        self._code = {}
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def error(self, node, what):
+        return self.parsed.error(node, what)
+
+    def where(self, node):
+        return self.parsed.where(node.lineno)
+
+    def eval(self, expr):
+        code = self._code.get(id(expr))
+        if code is None:
+            tree = ast.Expression(body=expr)
+            ast.fix_missing_locations(tree)
+            code = self._code[id(expr)] = (compile(tree, self.parsed.filename, "eval"), expr)
+        try:
+            with np.errstate(all="ignore"):
+                return eval(code[0], self.fun.__globals__, _Scope(self))  # noqa: S307 - the user's own code
+        except TracingError as e:
+            raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e} Inside an expression, "
+                                 f"Python control flow (a if c else b, and/or, chained comparisons) on "
+                                 f"traced values is outside the subset; write an if statement. "
+                                 f"{_TAPE}") from None
+        except NameError as e:
+            raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e}; a variable "
+                                 f"assigned in only one branch of an if, or first assigned inside a "
+                                 f"loop, cannot be used "
+                                 f"after it: assign it before. {_TAPE}") from None
+
+    def test(self, expr):
+        """The condition of an ``if`` or ``while``: ``and``/``or``/``not`` and chained comparisons on
+        traced values become logical_and/or/not (both sides are evaluated: conditions have no effects)."""
+        t = type(expr)
+        if t is ast.BoolOp:
+            is_and = isinstance(expr.op, ast.And)
+            result = None
+            for part in expr.values:
+                v = self.test(part)
+                if type(v) is not Symbol:
+                    if bool(v) != is_and:  # static short circuit: False for and, True for or
+                        return bool(v)
+                    continue
+                if v.variable.dtype.kind != "b":
+                    v = v != 0
+                result = v if result is None else (nondiff.logical_and(result, v) if is_and
+                                                   else nondiff.logical_or(result, v))
+            return is_and if result is None else result
+        if t is ast.UnaryOp and isinstance(expr.op, ast.Not):
+            v = self.test(expr.operand)
+            if type(v) is not Symbol:
+                return not v
+            return nondiff.logical_not(v if v.variable.dtype.kind == "b" else v != 0)
+        if t is ast.Compare and len(expr.ops) > 1:
+            parts, left = [], expr.left
+            for op, right in zip(expr.ops, expr.comparators):
+                parts.append(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), expr))
+                left = right
+            return self.test(ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), expr))
+        return self.eval(expr)
+
+    def stmts(self):
+        return self.builder.statements
+
+    def mark(self):
+        return len(self.builder.statements)
+
+    def name_result(self, value, base, mark):
+        """Give the variable just recorded for ``value`` the user's name ``base``."""
+        if type(value) is Symbol:
+            made = {o for s in self.builder.statements[mark:] if hasattr(s, "prim") for o in s.outs}
+            if value.variable in made and not value.variable.name.startswith(base):
+                self.builder.names.discard(value.variable.name)
+                value.variable.name = self.builder.fresh(base)
+        return value
+
+    def sym(self, var):
+        return Symbol(var, _example(var), self.builder)
+
+    def new_var(self, base, like):
+        ex = like.example if type(like) is Symbol else like
+        try:
+            return Variable.like(self.builder.fresh(base), ex if not isinstance(ex, bool) else np.bool_(ex))
+        except TypeError:
+            raise TransformError(f"{base!r} holds a {type(ex).__name__}, which a program built from source "
+                                 f"cannot carry through a loop or an if. {_TAPE}") from None
+
+    # -- the function ----------------------------------------------------------------------------
+    def run_function(self):
+        self.env.setdefault(_RET, None)
+        self.env.setdefault(_JUMP, False)
+        body = self.parsed.node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        self.block(body)
+        return self.env[_RET]
+
+    def block(self, stmts):
+        for k, s in enumerate(stmts):
+            jump = self.env.get(_JUMP, False)
+            if type(jump) is Symbol:  # after a break/continue taken conditionally: guard the rest
+                cond = nondiff.logical_not(jump)
+                self.branch(cond, stmts[k:], [], s, reset_jump=True)
+                return
+            if jump:
+                return
+            self.statement(s)
+
+    def statement(self, s):
+        t = type(s)
+        if t is ast.Expr:
+            if not isinstance(s.value, ast.Constant):
+                self.eval(s.value)
+        elif t is ast.Pass:
+            pass
+        elif t is ast.Assign:
+            mark = self.mark()
+            value = self.eval(s.value)
+            for target in s.targets:
+                self.assign(target, value, mark, s)
+        elif t is ast.AnnAssign:
+            if s.value is not None:
+                mark = self.mark()
+                self.assign(s.target, self.eval(s.value), mark, s)
+        elif t is ast.AugAssign:
+            self.augassign(s)
+        elif t is ast.Return:
+            self.env[_RET] = None if s.value is None else self.eval(s.value)
+            self.env[_JUMP] = True  # what follows runs only where this return did not
+        elif t is ast.If:
+            test = self.test(s.test)
+            if type(test) is Symbol:
+                if test.variable.dtype.kind != "b":
+                    test = test != 0
+                self.branch(test, s.body, s.orelse, s)
+            else:
+                self.block(s.body if test else s.orelse)
+        elif t is ast.For:
+            self.for_loop(s)
+        elif t is ast.While:
+            self.while_loop(s)
+        elif t is ast.Break:
+            self.env[_JUMP] = True
+            self.env[_BRK] = True
+        elif t is ast.Continue:
+            self.env[_JUMP] = True
+        elif t is ast.Assert:
+            pass  # checks of shapes and constants; nothing to record
+        else:
+            raise self.error(s, f"a {t.__name__} statement")
+
+    def assign(self, target, value, mark, node):
+        t = type(target)
+        if t is ast.Name:
+            self.env[target.id] = self.name_result(value, target.id, mark)
+        elif t in (ast.Tuple, ast.List):
+            try:
+                values = list(value)
+            except TypeError:
+                raise self.error(node, f"unpacking a {type(value).__name__}") from None
+            if len(values) != len(target.elts):
+                raise TransformError(f"at {self.where(node)}: cannot unpack {len(values)} values into "
+                                     f"{len(target.elts)} names")
+            for tg, v in zip(target.elts, values):
+                self.assign(tg, v, mark, node)
+        elif t is ast.Subscript and isinstance(self.container(target, node), _CONTAINER_TYPES):
+            container, key = self.container(target, node), self.key(target, node)
+            container[key] = value
+        elif t is ast.Subscript and isinstance(target.value, ast.Name):
+            self.subscript_update(target, lambda old, idx: indexing.index_update(old, idx, value), node)
+        else:
+            raise self.error(node, f"assignment to a {t.__name__}")
+
+    def container(self, target, node):
+        """The list or dict ``target`` (a subscript) stores into, or None when it is not one."""
+        if not isinstance(target.value, (ast.Name, ast.Subscript)):
+            return None
+        if isinstance(target.value, ast.Name):
+            value = self.env.get(target.value.id)
+        else:
+            value = self.eval(target.value)
+        return value if isinstance(value, _CONTAINER_TYPES) else None
+
+    def key(self, target, node):
+        """The static key of ``target[key]`` on a list or dict (a traced index is refused)."""
+        key = self.eval(target.slice)
+        found = []
+        _map_symbols(key, found.append)
+        if found:
+            raise self.error(node, "a list or dict indexed by a traced value (its key is not known when "
+                                   "the program is built; use an array)")
+        return key
+
+    def subscript_update(self, target, update, node):
+        name = target.value.id
+        old = self.env.get(name)
+        if type(old) is not Symbol and not isinstance(old, np.ndarray):
+            raise self.error(node, f"item assignment into {name} ({type(old).__name__})")
+        idx = self.eval(target.slice)
+        mark = self.mark()
+        new = update(old, idx)
+        self.env[name] = self.name_result(new, name, mark)
+
+    def augassign(self, s):
+        op = _OPS.get(type(s.op))
+        if op is None:
+            raise self.error(s, f"augmented assignment {type(s.op).__name__}")
+        value = self.eval(s.value)
+        target = s.target
+        if isinstance(target, ast.Name):
+            if target.id not in self.env:
+                self.eval(ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target))
+            mark = self.mark()
+            cur = self.env[target.id] if target.id in self.env else self.eval(
+                ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target))
+            if isinstance(cur, _CONTAINER_TYPES):  # acc += [...]: in place, as Python does
+                if not isinstance(s.op, ast.Add) and not (type(cur) is list and isinstance(s.op, ast.Mult)):
+                    raise self.error(s, f"augmented assignment {type(s.op).__name__} to a "
+                                        f"{type(cur).__name__}")
+                self.env[target.id] = operator.iadd(cur, value) if isinstance(s.op, ast.Add) else \
+                    operator.imul(cur, value)
+                return
+            with np.errstate(all="ignore"):
+                self.env[target.id] = self.name_result(op(cur, value), target.id, mark)
+        elif isinstance(target, ast.Subscript) and isinstance(self.container(target, s), _CONTAINER_TYPES):
+            container, key = self.container(target, s), self.key(target, s)
+            mark = self.mark()
+            with np.errstate(all="ignore"):
+                container[key] = self.name_result(op(container[key], value), _clean_key(target), mark)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            if isinstance(s.op, ast.Add):
+                self.subscript_update(target, lambda old, idx: indexing.index_add(old, idx, value), s)
+            else:
+                def update(old, idx):
+                    return indexing.index_update(old, idx, op(old[idx], value))
+
+                self.subscript_update(target, update, s)
+        else:
+            raise self.error(s, f"augmented assignment to a {type(target).__name__}")
+
+    # -- branches --------------------------------------------------------------------------------
+    def branch(self, cond, body, orelse, node, reset_jump=False):
+        outer = self.builder.statements
+        env0 = dict(self.env)
+        snapshot = _snapshot(env0.values())
+        arms = []
+        for stmts in (body, orelse):
+            self.env = dict(env0)
+            if reset_jump and stmts is body:
+                self.env[_JUMP] = False
+            self.builder.statements = outer  # leave the other arm: arms share nothing
+            self.builder.statements = []
+            self.block(stmts)
+            changed = _changed(snapshot)
+            if changed:  # both arms are recorded: the change would happen whichever arm runs
+                _restore(snapshot)
+                names = sorted(n for n, v in env0.items() if any(v is c for c in changed)) or ["a list"]
+                raise TransformError(
+                    f"at {self.where(node)} (in {self.parsed.name}): this if on a traced value changes "
+                    f"{', '.join(names)} in place in an arm (append, item assignment, ...); both arms are "
+                    f"recorded, so the change would happen whichever arm runs. Compute both values, choose "
+                    f"with wnp.where, or change it after the if. {_TAPE}")
+            arms.append((self.builder.statements, self.env))
+        self.builder.statements = outer
+        (then, env_t), (orelse_nodes, env_e) = arms
+        env = {}
+        outs, tv, ev = [], [], []
+        for name in env_t:
+            if name not in env_e:
+                continue
+            a, b = env_t[name], env_e[name]
+            if a is b:
+                env[name] = a
+                continue
+            if type(a) is not Symbol and type(b) is not Symbol and _static_equal(a, b):
+                env[name] = a
+                continue
+            if name == _RET:  # a return in one arm: the other's result is a placeholder until it returns
+                if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+                    raise self.error(node, "returning a tuple from inside an if")
+                a = _zero_like(b) if a is None else a
+                b = _zero_like(a) if b is None else b
+            for v in (a, b):
+                if not _numeric(v):
+                    raise self.error(node, f"an if on a traced value assigning {name} a "
+                                           f"{type(v).__name__} in its arms")
+            like = a if _is_float(a) or not _is_float(b) else b
+            if not np.shape(_ex(a)) == np.shape(_ex(b)):
+                raise TransformError(f"at {self.where(node)}: the arms of this if give {_clean(name)} "
+                                     f"different shapes ({np.shape(_ex(a))} and {np.shape(_ex(b))}); "
+                                     f"the source "
+                                     f"transformation needs one shape per variable. {_TAPE}")
+            var = self.new_var(_clean(name), like)
+            outs.append(var)
+            tv.append(_unsym(a))
+            ev.append(_unsym(b))
+            env[name] = self.sym(var)
+        self.env = env
+        cond = cond.variable if type(cond) is Symbol else cond
+        self.builder.statements.append(If(cond, then, orelse_nodes, outs, tv, ev, lineno=node.lineno))

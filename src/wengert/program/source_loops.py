@@ -1,0 +1,264 @@
+"""Loops in the source front end: ``for`` over a range or an array's first axis and ``while``
+become ``Loop`` nodes whose body is recorded once, with the loop-carried variables explicit; a loop
+that changes lists or dicts runs at build time instead (unrolled). ``wg.checkpointed`` around a
+range marks the loop's checkpointing schedule."""
+
+import ast
+
+import numpy as np
+
+from wengert.program.control import Loop, TransformError
+from wengert.program.ir import Variable
+from wengert.program.source_checkpoint import checkpointed
+from wengert.program.source_parse import _TAPE, _assigned, _has_jump, _mutated_names
+from wengert.program.source_values import (
+    _BRK,
+    _CONTAINER_TYPES,
+    _JUMP,
+    _changed,
+    _clean,
+    _ex,
+    _numeric,
+    _restore,
+    _snapshot,
+    _unsym,
+)
+from wengert.program.tracing import Symbol
+
+__all__ = ["LoopInterpreter"]
+
+_UNROLL_LIMIT = 10000
+
+
+class LoopInterpreter:
+    """The interpreter's loops (a part of ``source_interpreter.Interpreter``, which provides
+    ``eval``, ``test``, ``block``, ``builder``, ``env`` and the rest these methods use)."""
+
+    def for_loop(self, s):
+        it = s.iter
+        policy = self.checkpoint_marker(it)
+        if policy is not None:
+            it = it.args[0]
+        if isinstance(s.target, ast.Name):
+            target = s.target.id
+        else:
+            raise self.error(s, "a for loop with a target other than one name")
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
+                and "range" not in self.env and not it.keywords:
+            bounds = [self.eval(a) for a in it.args]
+            if len(bounds) == 1:
+                bounds = [0] + bounds
+            if len(bounds) == 2:
+                bounds.append(1)
+            bounds = [_unsym(b) for b in bounds]
+            self.loop(s, "for", bounds=bounds, target=target, policy=policy)
+            return
+        seq = self.eval(it)
+        if type(seq) is Symbol:
+            if not seq.variable.shape:
+                raise self.error(s, "iterating over a 0-d array")
+            self.loop(s, "for", bounds=[0, seq.variable.shape[0], 1], target=target, over=seq, policy=policy)
+        elif isinstance(seq, (list, tuple)):
+            if policy is not None:
+                raise self.error(s, "wg.checkpointed around a list (the loop is unrolled)")
+            if _has_jump(s.body):
+                raise self.error(s, "break/continue in a loop over a list (it is unrolled)")
+            for item in seq:
+                self.env[target] = item
+                self.block(s.body)
+        elif isinstance(seq, np.ndarray):
+            self.loop(s, "for", bounds=[0, len(seq), 1], target=target, over=seq, policy=policy)
+        else:
+            raise self.error(s, f"a for loop over a {type(seq).__name__}")
+
+    def checkpoint_marker(self, it):
+        """``(policy, snapshots)`` when ``it`` is ``wg.checkpointed(iterable, ...)``, else None."""
+        if not (isinstance(it, ast.Call) and it.args and not isinstance(it.args[0], ast.Starred)):
+            return None
+        name = it.func
+        while isinstance(name, ast.Attribute):
+            name = name.value
+        if not isinstance(name, ast.Name):  # a call returning the function: not evaluated twice
+            return None
+        try:
+            func = self.eval(it.func)
+        except Exception:  # noqa: BLE001 - not the marker; the loop reports its own errors
+            return None
+        if func is not checkpointed:
+            return None
+        args = [self.eval(a) for a in it.args[1:]]
+        kwargs = {k.arg: self.eval(k.value) for k in it.keywords}
+        try:
+            checkpointed(None, *args, **kwargs)  # the same checks as when run
+        except (TypeError, ValueError) as e:
+            raise TransformError(f"{self.where(it)}: {e}") from None
+        policy = args[0] if args else kwargs.get("checkpoint", "binomial")
+        snapshots = args[1] if len(args) > 1 else kwargs.get("snapshots")
+        return policy, snapshots
+
+    def changes_containers(self, s, carried):
+        """Whether the loop ``s`` changes a list or dict in place (``acc.append``, ``acc[k] = ...``)
+        or rebinds a variable holding one: then it is unrolled (see :meth:`unroll`). A global
+        list or dict changed in place is refused (tracing would change it)."""
+        local = set(_assigned(self.parsed.node.body)) | {a.arg for a in self.parsed.node.args.args}
+        for name, node in _mutated_names(s.body):
+            if name in self.env:
+                if isinstance(self.env[name], _CONTAINER_TYPES):
+                    return True
+            elif name not in local and isinstance(self.fun.__globals__.get(name), _CONTAINER_TYPES):
+                raise self.error(node, f"changing the global {type(self.fun.__globals__[name]).__name__} "
+                                       f"{name} in place (tracing the function would change it)")
+        return any(isinstance(self.env[n], (list, dict, tuple)) for n in carried)
+
+    def unroll(self, s, kind, bounds, target, over, test, policy):
+        """A loop that changes lists or dicts (``acc.append(x[i] ** 2)``), run at build time: its
+        body is recorded once per iteration, so each push, ``len(acc)``, ``acc[-1]``, ``sum(acc)``
+        and ``np.stack(acc)`` see every iteration's value. The trip count must be known when the
+        program is built: ``range`` of static bounds, an array's first axis, or a ``while`` whose
+        condition depends on static values only."""
+        what = f"{'a for' if kind == 'for' else 'a while'} loop changing a list or dict (it is unrolled)"
+        if policy is not None:
+            raise self.error(s, f"wg.checkpointed around {what}")
+        if kind == "for":
+            if not all(isinstance(b, (int, np.integer)) for b in bounds):
+                raise self.error(s, f"{what} over a range whose bounds are traced values")
+            if len(range(*bounds)) > _UNROLL_LIMIT:
+                raise TransformError(f"at {self.where(s)} (in {self.parsed.name}): {what} of "
+                                     f"{len(range(*bounds))} iterations (at most {_UNROLL_LIMIT} are "
+                                     f"unrolled). "
+                                     f"Collect the values in an array instead (wnp.zeros(n), then out[i] = "
+                                     f"...), which stays a loop. {_TAPE}")
+            for i in range(*bounds):
+                if over is not None:
+                    mark = self.mark()
+                    self.env[target] = self.name_result(over[i], target, mark)
+                else:
+                    self.env[target] = i
+                if self.iteration(s, what):
+                    break
+            return
+        for count in range(_UNROLL_LIMIT + 1):
+            cond = self.test(test)
+            if type(cond) is Symbol:
+                raise TransformError(
+                    f"at {self.where(s)} (in {self.parsed.name}): {what} whose condition depends on traced "
+                    f"values: the number of iterations is not known when the program is built. Make the "
+                    f"trip count static (a for loop over range(n)), or collect the values in an array "
+                    f"(wnp.zeros(n) and .at[i].set, or index assignment). {_TAPE}")
+            if not cond:
+                return
+            if count == _UNROLL_LIMIT:
+                raise TransformError(f"at {self.where(s)} (in {self.parsed.name}): {what} ran more than "
+                                     f"{_UNROLL_LIMIT} iterations while the program was built. {_TAPE}")
+            if self.iteration(s, what):
+                return
+
+    def iteration(self, s, what):
+        """One iteration of an unrolled loop; whether it left the loop (a static ``break``)."""
+        jump, brk = self.env.get(_JUMP, False), self.env.get(_BRK, False)
+        self.env[_JUMP] = False
+        self.env[_BRK] = False
+        self.block(s.body)
+        left = self.env.get(_BRK, False)
+        if type(left) is Symbol:
+            raise self.error(s, f"break on a traced condition in {what}")
+        self.env[_JUMP], self.env[_BRK] = jump, brk
+        return bool(left)
+
+    def while_loop(self, s):
+        self.loop(s, "while", test=s.test)
+
+    def loop(self, s, kind, bounds=(), target=None, over=None, test=None, policy=None):
+        static = all(isinstance(b, (int, np.integer)) for b in bounds)
+        if kind == "for" and static and len(range(*bounds)) == 0:
+            return  # never runs (e.g. over an empty array): nothing to record, as for a false while test
+        names = [n for n in _assigned(s.body) if n in self.env and n != target]
+        if self.changes_containers(s, names):
+            self.unroll(s, kind, bounds, target, over, test, policy)
+            return
+        outer = self.builder.statements
+        env0 = dict(self.env)
+        snapshot = _snapshot(env0.values())  # a helper function may change a list it is passed
+        likes = {n: self.env[n] for n in names}
+        for n in names:
+            if not _numeric(likes[n]):
+                raise self.error(s, f"a loop changing {n}, a {type(likes[n]).__name__}")
+        for _attempt in range(3):
+            self.env = dict(env0)
+            headers = [self.new_var(_clean(n), likes[n]) for n in names]
+            for n, h in zip(names, headers):
+                self.env[n] = self.sym(h)
+            index = None
+            cond_block, cond = [], None
+            self.builder.statements = outer  # leave an earlier attempt's body
+            self.builder.statements = []
+            if kind == "while":
+                cond = self.test(test)
+                cond_block = self.builder.statements
+                if type(cond) is Symbol and cond.variable.dtype.kind != "b":
+                    cond = cond != 0
+                if type(cond) is not Symbol:
+                    if not cond:  # never runs
+                        self.builder.statements = outer
+                        self.env = env0
+                        return
+                    cond = True
+                self.builder.statements = outer  # leave the condition's block: the body is not inside it
+                self.builder.statements = []
+            else:
+                index = Variable(self.builder.fresh("i" if over is not None else target), (), np.int64, "int")
+                isym = self.sym(index)
+                if over is not None:
+                    mark = self.mark()
+                    self.env[target] = self.name_result(over[isym], target, mark)
+                else:
+                    self.env[target] = isym
+            self.env[_JUMP] = False
+            self.env[_BRK] = False
+            try:
+                self.block(s.body)
+            except Exception:
+                if not _changed(snapshot):
+                    raise
+            if _changed(snapshot):  # recorded once, it would change them once: run every iteration
+                _restore(snapshot)
+                self.builder.statements = outer
+                self.env = env0
+                self.unroll(s, kind, bounds, target, over, test, policy)
+                return
+            body = self.builder.statements
+            body_outs = [self.env[n] for n in names]
+            brk = self.env.get(_BRK, False)
+            retry = False
+            for n, h, o in zip(names, headers, body_outs):
+                ex = _ex(o)
+                if not _numeric(o):
+                    raise self.error(s, f"a loop making {n} a {type(o).__name__}")
+                if np.shape(ex) != h.shape:
+                    raise TransformError(f"at {self.where(s)}: the loop changes the shape of {n} from "
+                                         f"{h.shape} to {np.shape(ex)}; initialise it with its final "
+                                         f"shape (e.g. "
+                                         f"np.zeros({np.shape(ex)})). {_TAPE}")
+                if np.result_type(ex) != h.dtype and not (type(ex) is float and h.dtype == np.float64):
+                    likes[n] = o if np.result_type(ex).kind in "fc" or h.dtype.kind not in "fc" else likes[n]
+                    retry = retry or likes[n] is o
+            if not retry:
+                break
+        else:
+            raise TransformError(f"at {self.where(s)}: the loop-carried variables' types do not settle. "
+                                 f"{_TAPE}")
+        self.builder.statements = outer
+        outs = [Variable(self.builder.fresh(_clean(n)), h.shape, h.dtype, h.kind)
+                for n, h in zip(names, headers)]
+        env = dict(env0)
+        for n, o in zip(names, outs):
+            env[n] = self.sym(o)
+        self.env = env
+        brk_value = None if brk is False else (True if brk is True else brk.variable)
+        cond_value = cond.variable if type(cond) is Symbol else cond
+        loop = Loop(kind, body, headers, [_unsym(env0[n]) for n in names],
+                    [_unsym(o) for o in body_outs], outs, index=index, bounds=bounds,
+                    cond_block=cond_block, cond=cond_value, brk=brk_value, lineno=s.lineno)
+        loop.where = self.where(s)
+        loop.checkpoint = policy
+        outer.append(loop)

@@ -1,0 +1,220 @@
+"""Reading a function's source for the source front end: its ``def`` (or lambda) parsed and checked
+against the supported Python subset, its closure, and the facts about its statements that the
+interpreter asks (names assigned, ``break``/``continue``, lists and dicts changed in place)."""
+
+import ast
+import inspect
+import linecache
+import os
+import textwrap
+import types
+
+import numpy as np
+
+from wengert.core.primitive import Primitive
+from wengert.program.control import TransformError
+
+_TAPE = "The tape (wg.grad) handles it: differentiate this function with wg.grad instead."
+
+
+_UNSUPPORTED = {
+    ast.Try: "try/except", ast.With: "a with statement", ast.AsyncWith: "async with",
+    ast.AsyncFor: "async for", ast.Global: "a global statement", ast.Nonlocal: "a nonlocal statement",
+    ast.Yield: "a generator (yield)", ast.YieldFrom: "a generator (yield from)",
+    ast.GeneratorExp: "a generator expression", ast.Await: "await", ast.Lambda: "a lambda",
+    ast.FunctionDef: "a nested function definition", ast.AsyncFunctionDef: "a nested async function",
+    ast.ClassDef: "a class definition", ast.Delete: "del", ast.Import: "import inside the function",
+    ast.ImportFrom: "import inside the function", ast.Raise: "raise", ast.NamedExpr: "an assignment "
+    "expression (:=)", ast.SetComp: "a set comprehension", ast.DictComp: "a dict comprehension",
+    ast.ListComp: "a list comprehension", ast.Starred: "starred arguments (*args)",
+}
+if hasattr(ast, "TryStar"):
+    _UNSUPPORTED[ast.TryStar] = "try/except*"
+if hasattr(ast, "Match"):
+    _UNSUPPORTED[ast.Match] = "a match statement"
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # wengert/
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+
+
+class _Parsed:
+    """A function's parsed source: the ``FunctionDef``, its file and first line."""
+
+    def __init__(self, fun):
+        try:
+            lines, start = inspect.getsourcelines(fun)
+            filename = inspect.getsourcefile(fun) or "<unknown>"
+        except (OSError, TypeError) as e:
+            raise TransformError(f"the source of {getattr(fun, '__name__', fun)!r} is not available ({e}); "
+                                 f"{_TAPE}") from None
+        self.filename = filename
+        self.offset = 0
+        self.name = fun.__name__
+        if fun.__name__ == "<lambda>":
+            self.node = self._lambda(fun, lines, start)
+        else:
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+            ast.increment_lineno(tree, start - 1)
+            defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            if not defs or isinstance(defs[0], ast.AsyncFunctionDef):
+                raise TransformError(f"{self.where(start)}: {fun.__name__} is not a def-statement function "
+                                     f"or a lambda (an async function?). {_TAPE}")
+            self.node = defs[0]
+        self._check()
+
+    def _lambda(self, fun, lines, start):
+        """A lambda's expression as a one-statement function ``def <lambda>(...): return expr``,
+        found in its source lines by its line, parameters and the columns its code comes from
+        (refused when that is still ambiguous)."""
+        line = fun.__code__.co_firstlineno
+        tree = None
+        try:  # the whole file: a lambda inside a longer expression parses only with its context
+            tree = ast.parse("".join(linecache.getlines(self.filename)))
+        except (SyntaxError, ValueError):
+            text = "".join(lines)
+            for prefix, suffix in (("", ""), ("if 1:\n", ""), ("(\n", "\n)")):  # columns kept as they are
+                try:
+                    tree = ast.parse(prefix + text + suffix)
+                except SyntaxError:
+                    continue
+                ast.increment_lineno(tree, start - 1 - prefix.count("\n"))
+                break
+        if tree is None:
+            raise TransformError(f"{self.where(line)}: the source of this lambda could not be parsed on its "
+                                 f"own; write it as a def-statement function. {_TAPE}")
+        code = fun.__code__
+        params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+        found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line
+                 and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == params]
+        if len(found) > 1 and hasattr(code, "co_positions"):
+            spots = [p for p in code.co_positions() if None not in p and p[3] > p[2]]  # not RESUME (0, 0)
+
+            def inside(lam):
+                b = lam.body
+                first, last = (b.lineno, b.col_offset), (b.end_lineno, b.end_col_offset)
+                return all((l0, c0) >= first and (l1, c1) <= last for l0, l1, c0, c1 in spots)
+
+            found = [n for n in found if inside(n)] if spots else found
+        if len({ast.dump(n) for n in found}) != 1:
+            raise TransformError(f"{self.where(line)}: {len(found) or 'no'} lambdas with parameters "
+                                 f"({', '.join(params)}) on this line; the source transformation cannot tell "
+                                 f"which one it is given: write it as a def-statement function. {_TAPE}")
+        lam = found[0]
+        node = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ast.Return(value=lam.body)],
+                               decorator_list=[], returns=None)
+        ast.copy_location(node, lam)
+        ast.copy_location(node.body[0], lam)
+        return node
+
+    def where(self, lineno):
+        return f"{self.filename}, line {lineno + self.offset}"
+
+    def error(self, node, what):
+        return TransformError(f"{what} at {self.where(getattr(node, 'lineno', 1))} (in {self.name}) is "
+                              f"outside the Python subset that wengert's source transformation "
+                              f"supports. {_TAPE}")
+
+    def _check(self):
+        fn = self.node
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or getattr(a, "posonlyargs", []):
+            raise self.error(fn, "*args, **kwargs or keyword-only parameters")
+        for stmt in fn.body:
+            for node in ast.walk(stmt):
+                if type(node) in _UNSUPPORTED:
+                    raise self.error(node, _UNSUPPORTED[type(node)])
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                        node.func.id in ("exec", "eval", "globals", "locals", "setattr", "vars"):
+                    raise self.error(node, f"a call to {node.func.id}()")
+                if isinstance(node, (ast.For, ast.While)):
+                    if node.orelse:
+                        raise self.error(node, f"{'for' if isinstance(node, ast.For) else 'while'}...else")
+                    for inner in ast.walk(node):
+                        if isinstance(inner, ast.Return):
+                            raise self.error(inner, "return inside a loop")
+
+
+_PARSED = {}
+
+
+def _parsed(fun):
+    key = fun.__code__
+    p = _PARSED.get(key)
+    if p is None:
+        p = _PARSED[key] = _Parsed(fun)
+    return p
+
+
+def _is_user_function(f):
+    if not isinstance(f, types.FunctionType):
+        return False
+    path = os.path.abspath(f.__code__.co_filename)
+    return not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR))
+
+
+def _closure(fun, parsed):
+    out = {}
+    for name, cell in zip(fun.__code__.co_freevars, fun.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} captures "
+                                 f"{name!r}, which is not assigned yet. {_TAPE}") from None
+        if isinstance(value, (list, dict, set, bytearray, np.ndarray)) or (
+                not isinstance(value, (int, float, complex, str, bool, tuple, type(None), np.generic,
+                                       types.FunctionType, types.ModuleType, types.BuiltinFunctionType,
+                                       Primitive))):
+            raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} is a closure over the "
+                                 f"mutable variable {name!r} ({type(value).__name__}), state the source "
+                                 f"transformation cannot see change; pass it as an argument. {_TAPE}")
+        out[name] = value
+    return out
+
+
+def _assigned(stmts):
+    """Names a list of statements assigns (anywhere inside, loops and branches included)."""
+    names = []
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names:
+                names.append(node.id)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                    and isinstance(node.value, ast.Name) and node.value.id not in names:
+                names.append(node.value.id)
+    return names
+
+
+def _has_jump(stmts):
+    """Whether break/continue occur in ``stmts`` (not counting nested loops)."""
+    for s in stmts:
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(s, ast.If) and (_has_jump(s.body) or _has_jump(s.orelse)):
+            return True
+    return False
+
+
+_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
+                       "popitem", "sort", "reverse", "__setitem__", "__delitem__", "__iadd__"))
+
+
+def _base_name(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _mutated_names(stmts):
+    """``(name, node)`` for each name whose object ``stmts`` change in place: ``acc.append(...)``
+    and the other mutating methods, ``acc[k] = ...``, ``acc[k] += ...``, ``acc += ...``."""
+    found = []
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in _MUTATORS:
+                found.append((_base_name(node.func.value), node))
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                found.append((_base_name(node.value), node))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                found.append((node.target.id, node))
+    return [(n, node) for n, node in found if n is not None]
