@@ -55,13 +55,15 @@ def both(compute):
 
 def assert_agree(got_fast, got_reference, what):
     if isinstance(got_fast, Exception) or isinstance(got_reference, Exception):
-        assert type(got_fast) is type(got_reference), f"{what}: fast {got_fast!r}, reference {got_reference!r}"
+        assert type(got_fast) is type(got_reference), \
+            f"{what}: fast {got_fast!r}, reference {got_reference!r}"
         return
     fast_leaves, reference_leaves = tree_flatten(got_fast)[0], tree_flatten(got_reference)[0]
     assert len(fast_leaves) == len(reference_leaves), what
     for a, b in zip(fast_leaves, reference_leaves):
         a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape and a.dtype == b.dtype, f"{what}: {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
+        assert a.shape == b.shape and a.dtype == b.dtype, \
+            f"{what}: {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
         scale = max(1.0, float(np.max(np.abs(b), initial=0.0)))
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL * scale, err_msg=what)
 
@@ -145,9 +147,11 @@ def test_the_comparison_sees_a_wrong_rule(monkeypatch):
 
 from fuzz.generator import programs  # noqa: E402 - after the helpers this module defines
 
+_SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
 
 @settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+          suppress_health_check=_SLOW)
 @given(programs(dtypes=("float64", "complex128")))
 def test_random_programs(prog):
     f, args, argnums = prog.f, prog.args, prog.argnums
@@ -155,7 +159,7 @@ def test_random_programs(prog):
 
 
 @settings(max_examples=25, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+          suppress_health_check=_SLOW)
 @given(programs(families=("elementwise", "reductions", "shape", "products"), dtypes=("float64",),
                 pytrees=False, max_steps=4))
 def test_random_programs_second_order(prog):
