@@ -16,6 +16,10 @@ time, as in ``from_trace``. Calls to other user functions are interpreted the sa
 
 Anything else raises :class:`~wengert.program.control.TransformError` naming the construct, the
 file and the line; the tape (``wg.grad``) handles such code.
+
+This module holds :class:`SourceProgram` and :func:`from_source`; the reading is in
+``source_parse``, the interpreter in ``source_interpreter`` and ``source_loops``, the derivatives
+in ``source_adjoint``.
 """
 
 import functools
