@@ -39,7 +39,7 @@ from wengert.program.source_inplace import update_in_place
 from wengert.program.source_interpreter import Interpreter
 from wengert.program.source_parse import parsed_source
 from wengert.program.source_values import unsymbolic
-from wengert.program.tracing import python_identifier, is_input_leaf
+from wengert.program.tracing import is_input_leaf, python_identifier
 
 __all__ = ["SourceProgram", "from_source", "TransformError"]
 
@@ -165,7 +165,7 @@ def from_source(fun, *example_args):
     out = interp.run_function()
     leaves, out_tree = tree_flatten(out)
     outputs = [unsymbolic(o) for o in leaves]
-    program = SourceProgram(python_identifier(fun.__name__), inputs, builder.statements, outputs, params=slots,
-                            statics=None, out_tree=out_tree, filename=parsed.filename)
+    program = SourceProgram(python_identifier(fun.__name__), inputs, builder.statements, outputs,
+                            params=slots, statics=None, out_tree=out_tree, filename=parsed.filename)
     program.examples = builder.examples
     return program
