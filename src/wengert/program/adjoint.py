@@ -17,7 +17,7 @@ from wengert.program.passes import simplify
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
 
-__all__ = ["vjp_program", "grad_program", "jvp_program"]
+__all__ = ["vjp_program", "grad_program", "jvp_program", "zero_value"]
 
 
 class _Tracer:
@@ -105,7 +105,8 @@ def _complete_examples(program):
     return examples
 
 
-def _zeros(var):
+def zero_value(var):
+    """The zero of ``var``'s kind, shape and dtype: the derivative that nothing reached."""
     if var.kind == "float":
         return 0.0
     if var.kind != "array":
@@ -176,7 +177,7 @@ def vjp_program(program):
     wrt = [v for v in program.inputs if v.dtype.kind in "fc"]
     grads = _backward(tr, seeds, wrt)
     by_input = dict(zip(wrt, grads))
-    outs = [tr.result(by_input[v]) if by_input.get(v) is not None else _zeros(v) for v in program.inputs]
+    outs = [tr.result(by_input[v]) if by_input.get(v) is not None else zero_value(v) for v in program.inputs]
     in_children = program.in_tree[2]
     result = Program(program.inputs + cts, tr.builder.statements, list(program.outputs) + outs,
                      name=f"{program.name}_vjp", input_names=program.input_names + [v.name for v in cts],
@@ -239,7 +240,7 @@ def grad_program(program, argnums=0, with_value=False):
     for a in nums:
         for j in ranges[a]:
             v = program.in_leaves[j]
-            outs.append(tr.result(grads[v]) if grads.get(v) is not None else _zeros(v))
+            outs.append(tr.result(grads[v]) if grads.get(v) is not None else zero_value(v))
         trees.append(program.in_tree[2][a])
     out_tree = trees[0] if single else (tuple, None, tuple(trees))
     if with_value:
@@ -266,8 +267,8 @@ def jvp_program(program):
     outs = []
     for o in program.outputs:
         t = tangents.get(o) if type(o) is Variable else None
-        outs.append(tr.result(t) if t is not None else (_zeros(o) if type(o) is Variable else
-                                                         _zeros(Variable.like("c", o))))
+        outs.append(tr.result(t) if t is not None else (zero_value(o) if type(o) is Variable else
+                                                         zero_value(Variable.like("c", o))))
     t_tree = (tuple, None, tuple(_LEAF for _ in t_inputs))
     result = Program(program.inputs + t_inputs, tr.builder.statements, list(program.outputs) + outs,
                      name=f"{program.name}_jvp", input_names=program.input_names + [v.name for v in t_inputs],

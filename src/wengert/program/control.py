@@ -199,7 +199,7 @@ def all_names(nodes, found=None):
     return found
 
 
-def _scalar_index(idx):
+def scalar_index(idx):
     """Whether ``idx`` picks one element or a slice (no repeated positions: ``a[idx] += g`` is exact)."""
     parts = idx if type(idx) is tuple else (idx,)
     for p in parts:

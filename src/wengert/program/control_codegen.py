@@ -7,7 +7,7 @@ A node of another kind renders itself (``render``: the checkpointed loops of ``s
 import numpy as np
 
 from wengert.program.codegen import _Module, _rhs, _statement_source, module_head
-from wengert.program.control import Assign, If, Loop, Pop, Push, Zeros, _scalar_index, all_names
+from wengert.program.control import Assign, If, Loop, Pop, Push, Zeros, all_names, scalar_index
 from wengert.program.ir import Statement, Variable
 from wengert.program.rendering import index_expr
 
@@ -17,11 +17,11 @@ __all__ = ["STACK", "render_block", "render_loop", "block_source", "compile_bloc
 STACK = "stack"
 
 
-def _targets(vs):
+def targets_source(vs):
     return ", ".join(v.name for v in vs)
 
 
-def _values(vs, mod):
+def values_source(vs, mod):
     return ", ".join(v.source() if type(v) is Zeros else mod.value(v) for v in vs)
 
 
@@ -36,7 +36,7 @@ def _statement(stmt, mod, safe):
                 f"{out}[{index_expr(idx, mod.value)}] = {mod.value(v)}"]
     if name == "index_add" and not stmt.inplace:
         mod.helpers.add("index_add")
-    if name == "index_add" and stmt.inplace and _scalar_index(stmt.args[1]):
+    if name == "index_add" and stmt.inplace and scalar_index(stmt.args[1]):
         buf, idx, e = stmt.args
         lines = [f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"]
         return lines + ([f"{stmt.out.name} = {buf.name}"] if stmt.out is not buf else [])
@@ -62,14 +62,14 @@ def render_block(nodes, mod, indent, safe=False):
             keep = [(t_, v) for t_, v in zip(n.targets, n.values) if t_ is not v]
             if keep:
                 n = Assign([t_ for t_, _ in keep], [v for _, v in keep])
-                lines.append(f"{pad}{_targets(n.targets)} = {_values(n.values, mod)}")
+                lines.append(f"{pad}{targets_source(n.targets)} = {values_source(n.values, mod)}")
         elif t is Push:
             if n.vars:
-                inner = n.vars[0].name if len(n.vars) == 1 else f"({_targets(n.vars)})"
+                inner = n.vars[0].name if len(n.vars) == 1 else f"({targets_source(n.vars)})"
                 lines.append(f"{pad}{STACK}.append({inner})")
         elif t is Pop:
             if n.vars:
-                lines.append(f"{pad}{_targets(n.vars)} = {STACK}.pop()")
+                lines.append(f"{pad}{targets_source(n.vars)} = {STACK}.pop()")
         elif t is If:
             lines.append(f"{pad}if {mod.value(n.cond)}:")
             then = render_block(n.then, mod, indent + 1, safe)
@@ -95,7 +95,7 @@ def render_loop(n, mod, indent, safe):
     inner = "    " * (indent + 1)
     lines = []
     if n.headers:
-        lines.append(f"{pad}{_targets(n.headers)} = {_values(n.inits, mod)}")
+        lines.append(f"{pad}{targets_source(n.headers)} = {values_source(n.inits, mod)}")
     for h in n.fresh:  # the loop writes into it: its own copy, once
         lines.append(f"{pad}{h.name} = np.array({h.name}, copy=True)")
     if n.count is not None and n.kind != "repeat":
@@ -130,7 +130,8 @@ def render_loop(n, mod, indent, safe):
         body.append(f"{inner}{n.count.name} += 1")
     changed = [(h, o) for h, o in zip(n.headers, n.body_outs) if o is not h]
     if changed:
-        body.append(f"{inner}{_targets([h for h, _ in changed])} = {_values([o for _, o in changed], mod)}")
+        headers, values = [h for h, _ in changed], [o for _, o in changed]
+        body.append(f"{inner}{targets_source(headers)} = {values_source(values, mod)}")
     if n.brk is True:
         body.append(f"{inner}break")
     elif n.brk is not None:
@@ -138,7 +139,7 @@ def render_loop(n, mod, indent, safe):
         body.append(f"{inner}    break")
     lines += body or [inner + "pass"]
     if n.outs:
-        lines.append(f"{pad}{_targets(n.outs)} = {_values(n.headers, mod)}")
+        lines.append(f"{pad}{targets_source(n.outs)} = {values_source(n.headers, mod)}")
     return lines
 
 

@@ -16,6 +16,10 @@ time, as in ``from_trace``. Calls to other user functions are interpreted the sa
 
 Anything else raises :class:`~wengert.program.control.TransformError` naming the construct, the
 file and the line; the tape (``wg.grad``) handles such code.
+
+This module holds :class:`SourceProgram` and :func:`from_source`; the reading is in
+``source_parse``, the interpreter in ``source_interpreter`` and ``source_loops``, the derivatives
+in ``source_adjoint``.
 """
 
 import functools
@@ -33,9 +37,9 @@ from wengert.program.source_builder import SourceBuilder
 from wengert.program.source_checkpoint import check_policy
 from wengert.program.source_inplace import update_in_place
 from wengert.program.source_interpreter import Interpreter
-from wengert.program.source_parse import _parsed
-from wengert.program.source_values import _unsym
-from wengert.program.tracing import _identifier, is_input_leaf
+from wengert.program.source_parse import parsed_source
+from wengert.program.source_values import unsymbolic
+from wengert.program.tracing import is_input_leaf, python_identifier
 
 __all__ = ["SourceProgram", "from_source", "TransformError"]
 
@@ -130,7 +134,7 @@ def from_source(fun, *example_args):
     specialised to the shapes of ``example_args`` (Python floats for every parameter if none).
     ``fun`` is a def or a lambda (or ``wg.compile`` of one, or a ``functools.partial`` of one)."""
     fun, pre, bound_kw = _callable_kind(fun)
-    parsed = _parsed(fun)
+    parsed = parsed_source(fun)
     params = [a.arg for a in parsed.node.args.args]
     free = [p for p in params[len(pre):] if p not in bound_kw]
     defaults = dict(zip(params[len(params) - len(fun.__defaults__ or ()):], fun.__defaults__ or ()))
@@ -160,8 +164,8 @@ def from_source(fun, *example_args):
         interp.env.setdefault(name, value)
     out = interp.run_function()
     leaves, out_tree = tree_flatten(out)
-    outputs = [_unsym(o) for o in leaves]
-    program = SourceProgram(_identifier(fun.__name__), inputs, builder.statements, outputs, params=slots,
-                            statics=None, out_tree=out_tree, filename=parsed.filename)
+    outputs = [unsymbolic(o) for o in leaves]
+    program = SourceProgram(python_identifier(fun.__name__), inputs, builder.statements, outputs,
+                            params=slots, statics=None, out_tree=out_tree, filename=parsed.filename)
     program.examples = builder.examples
     return program

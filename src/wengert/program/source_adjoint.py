@@ -20,7 +20,7 @@ the adjoint of ``x`` is ``x_bar``; forward mode gives ``x_dot``.
 import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved, tree_flatten, tree_unflatten
-from wengert.program.adjoint import _zeros
+from wengert.program.adjoint import zero_value
 from wengert.program.control import (
     Assign,
     If,
@@ -164,7 +164,7 @@ class _Reverser(_SymbolicPass):
         for u in free:
             if _is_float(u) and u not in self.acc:
                 A = Variable(self.b.fresh(f"{u.name}_bar"), u.shape, u.dtype, u.kind)
-                self.emit(Assign([A], [Zeros(u.shape, u.dtype) if u.kind == "array" else _zeros(u)]))
+                self.emit(Assign([A], [Zeros(u.shape, u.dtype) if u.kind == "array" else zero_value(u)]))
                 self.acc[u] = A
                 opened.append(u)
         return opened
@@ -242,7 +242,7 @@ class _Reverser(_SymbolicPass):
             if _is_float(h):
                 C = Variable(self.b.fresh(f"{h.name}_bar"), h.shape, h.dtype, h.kind)
                 g = adj.pop(o, None)
-                start = g.variable if type(g) is Symbol else (g if g is not None else _zeros(h))
+                start = g.variable if type(g) is Symbol else (g if g is not None else zero_value(h))
                 self.emit(Assign([C], [start]))
                 carry.append((h, C))
         outer = self.b.statements
@@ -260,7 +260,7 @@ class _Reverser(_SymbolicPass):
         ends = []
         for h, _C in carry:
             g = adj_b.get(h)
-            ends.append(g.variable if type(g) is Symbol else (g if g is not None else _zeros(h)))
+            ends.append(g.variable if type(g) is Symbol else (g if g is not None else zero_value(h)))
         if carry:
             self.emit(Assign([C for _, C in carry], ends))
         local = set(defined(fwd_body)) | set(node.headers) | ({node.index} if node.index else set())
@@ -390,7 +390,7 @@ def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshot
     results = []
     for v in wrt:
         g = adj.get(v)
-        results.append(g.variable if type(g) is Symbol else (g if g is not None else _zeros(v)))
+        results.append(g.variable if type(g) is Symbol else (g if g is not None else zero_value(v)))
     outputs = ([out] if with_value else []) + results
     tree = _LEAF if single else (tuple, None, tuple(_LEAF for _ in nums))
     if with_value:
@@ -449,7 +449,7 @@ class _Tangents(_SymbolicPass):
         if type(v) is Variable and v in tan:
             t = tan[v]
             return t.variable if type(t) is Symbol else t
-        return _zeros(v if type(v) is Variable else Variable.like("c", v))
+        return zero_value(v if type(v) is Variable else Variable.like("c", v))
 
     def if_(self, node, tan):
         outer = self.b.statements
@@ -507,7 +507,7 @@ def jvp_source(program):
             tan[v] = tr.sym(t)
     tr.b.statements = []
     tr.block(program.body, tan)
-    outs = [tr._value(o, tan) if type(o) is Variable else _zeros(Variable.like("c", o))
+    outs = [tr._value(o, tan) if type(o) is Variable else zero_value(Variable.like("c", o))
             for o in program.outputs]
     tree = (tuple, None, (program.out_tree, program.out_tree))
     return GradProgram(f"{program.name}_jvp", program.inputs + t_inputs, tr.b.statements,

@@ -28,7 +28,7 @@ import textwrap
 from wengert.api.checkpointing.schedules import POLICIES, binomial, ctz_reverse_sweep
 from wengert.api.checkpointing.schedules import check_policy as check_policy_name
 from wengert.program.control import If, Loop, TransformError, all_names, defined, reads
-from wengert.program.control_codegen import _targets, _values, render_block, render_loop
+from wengert.program.control_codegen import render_block, render_loop, targets_source, values_source
 from wengert.program.ir import Statement, Variable, vars_in
 from wengert.program.rendering import HELPERS
 
@@ -86,7 +86,7 @@ def plain(nodes):
 def _state(headers):
     if not headers:
         return "()"
-    return headers[0].name if len(headers) == 1 else f"({_targets(headers)})"
+    return headers[0].name if len(headers) == 1 else f"({targets_source(headers)})"
 
 
 class _Snapshot:
@@ -223,7 +223,8 @@ class Sweep:
         lines += render_block(self.step, mod, indent + 3, safe)
         changed = [(h, o) for h, o in zip(loop.headers, loop.body_outs) if o is not h]
         if changed:
-            lines.append(f"{p3}{_targets([h for h, _ in changed])} = {_values([o for _, o in changed], mod)}")
+            headers, values = [h for h, _ in changed], [o for _, o in changed]
+            lines.append(f"{p3}{targets_source(headers)} = {values_source(values, mod)}")
         else:
             lines.append(f"{p3}pass")
         lines.append(f"{p1}elif {action} == 'snapshot':")

@@ -8,7 +8,7 @@ written ``out[i] = e`` in place, the loop copying the array once before it start
 loop's ``x_bar = index_update(c, i, 0.0)`` (the adjoint of the update) is rewritten the same way.
 """
 
-from wengert.program.control import Assign, If, Loop, _scalar_index, reads
+from wengert.program.control import Assign, If, Loop, reads, scalar_index
 from wengert.program.ir import Statement, Variable, vars_in
 from wengert.rules.indexing import index_add
 
@@ -79,7 +79,7 @@ def _plan(body, h, o, final):
     if at is None:
         return None
     s = body[at]
-    if s.prim.__name__ == "index_add" and not _scalar_index(s.args[1]):
+    if s.prim.__name__ == "index_add" and not scalar_index(s.args[1]):
         return None
     plan = [(at, Statement(s.outs, s.prim, s.args, s.kwargs, inplace=True))]
     owned = s.out
@@ -112,7 +112,7 @@ def _scatter_add(body, owned, final):
     if sum(1 for n in body if n is not final and c in reads([n])) != 1:
         return None
     g, idx, _shape = body[src].args
-    if not _scalar_index(idx) or owned in _vars([g, idx]):
+    if not scalar_index(idx) or owned in _vars([g, idx]):
         return None
     return [(src, Assign([], [])), (k, Statement((s.out,), index_add, (owned, idx, g), inplace=True))], s.out
 

@@ -8,27 +8,26 @@ import operator
 import numpy as np
 
 from wengert.program.control import If, TransformError
-from wengert.program.ir import Variable
+from wengert.program.ir import Variable, placeholder
 from wengert.program.source_loops import LoopInterpreter
-from wengert.program.source_parse import _TAPE, _base_name, _closure, _parsed
-from wengert.program.source_scope import _Scope
+from wengert.program.source_parse import TAPE, base_name, closure_values, parsed_source
+from wengert.program.source_scope import Scope
 from wengert.program.source_values import (
-    _BRK,
-    _CONTAINER_TYPES,
-    _JUMP,
-    _RET,
-    _changed,
-    _clean,
-    _ex,
-    _example,
-    _is_float,
-    _map_symbols,
-    _numeric,
-    _restore,
-    _snapshot,
-    _static_equal,
-    _unsym,
-    _zero_like,
+    BRK,
+    CONTAINER_TYPES,
+    JUMP,
+    RET,
+    changed_containers,
+    clean_name,
+    containers_snapshot,
+    each_symbol,
+    example_of,
+    is_float,
+    is_numeric,
+    restore_containers,
+    static_equal,
+    unsymbolic,
+    zero_like,
 )
 from wengert.program.tracing import Symbol, TracingError
 from wengert.rules import indexing, nondiff
@@ -41,7 +40,7 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
 
 
 def _clean_key(target):
-    name = _base_name(target)
+    name = base_name(target)
     return name if name else "item"
 
 
@@ -50,8 +49,8 @@ class Interpreter(LoopInterpreter):
 
     def __init__(self, fun, builder, depth=0):
         self.fun = fun
-        self.parsed = _parsed(fun)
-        self.closure = _closure(fun, self.parsed)
+        self.parsed = parsed_source(fun)
+        self.closure = closure_values(fun, self.parsed)
         self.builder = builder
         self.depth = depth
         self.env = {}
@@ -72,17 +71,17 @@ class Interpreter(LoopInterpreter):
             code = self._code[id(expr)] = (compile(tree, self.parsed.filename, "eval"), expr)
         try:
             with np.errstate(all="ignore"):
-                return eval(code[0], self.fun.__globals__, _Scope(self))  # noqa: S307 - the user's own code
+                return eval(code[0], self.fun.__globals__, Scope(self))  # noqa: S307 - the user's own code
         except TracingError as e:
             raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e} Inside an expression, "
                                  f"Python control flow (a if c else b, and/or, chained comparisons) on "
                                  f"traced values is outside the subset; write an if statement. "
-                                 f"{_TAPE}") from None
+                                 f"{TAPE}") from None
         except NameError as e:
             raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e}; a variable "
                                  f"assigned in only one branch of an if, or first assigned inside a "
                                  f"loop, cannot be used "
-                                 f"after it: assign it before. {_TAPE}") from None
+                                 f"after it: assign it before. {TAPE}") from None
 
     def test(self, expr):
         """The condition of an ``if`` or ``while``: ``and``/``or``/``not`` and chained comparisons on
@@ -131,7 +130,7 @@ class Interpreter(LoopInterpreter):
         return value
 
     def sym(self, var):
-        return Symbol(var, _example(var), self.builder)
+        return Symbol(var, placeholder(var), self.builder)
 
     def new_var(self, base, like):
         ex = like.example if type(like) is Symbol else like
@@ -139,21 +138,21 @@ class Interpreter(LoopInterpreter):
             return Variable.like(self.builder.fresh(base), ex if not isinstance(ex, bool) else np.bool_(ex))
         except TypeError:
             raise TransformError(f"{base!r} holds a {type(ex).__name__}, which a program built from source "
-                                 f"cannot carry through a loop or an if. {_TAPE}") from None
+                                 f"cannot carry through a loop or an if. {TAPE}") from None
 
     # -- the function ----------------------------------------------------------------------------
     def run_function(self):
-        self.env.setdefault(_RET, None)
-        self.env.setdefault(_JUMP, False)
+        self.env.setdefault(RET, None)
+        self.env.setdefault(JUMP, False)
         body = self.parsed.node.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]
         self.block(body)
-        return self.env[_RET]
+        return self.env[RET]
 
     def block(self, stmts):
         for k, s in enumerate(stmts):
-            jump = self.env.get(_JUMP, False)
+            jump = self.env.get(JUMP, False)
             if type(jump) is Symbol:  # after a break/continue taken conditionally: guard the rest
                 cond = nondiff.logical_not(jump)
                 self.branch(cond, stmts[k:], [], s, reset_jump=True)
@@ -181,8 +180,8 @@ class Interpreter(LoopInterpreter):
         elif t is ast.AugAssign:
             self.augassign(s)
         elif t is ast.Return:
-            self.env[_RET] = None if s.value is None else self.eval(s.value)
-            self.env[_JUMP] = True  # what follows runs only where this return did not
+            self.env[RET] = None if s.value is None else self.eval(s.value)
+            self.env[JUMP] = True  # what follows runs only where this return did not
         elif t is ast.If:
             test = self.test(s.test)
             if type(test) is Symbol:
@@ -196,10 +195,10 @@ class Interpreter(LoopInterpreter):
         elif t is ast.While:
             self.while_loop(s)
         elif t is ast.Break:
-            self.env[_JUMP] = True
-            self.env[_BRK] = True
+            self.env[JUMP] = True
+            self.env[BRK] = True
         elif t is ast.Continue:
-            self.env[_JUMP] = True
+            self.env[JUMP] = True
         elif t is ast.Assert:
             pass  # checks of shapes and constants; nothing to record
         else:
@@ -219,7 +218,7 @@ class Interpreter(LoopInterpreter):
                                      f"{len(target.elts)} names")
             for tg, v in zip(target.elts, values):
                 self.assign(tg, v, mark, node)
-        elif t is ast.Subscript and isinstance(self.container(target, node), _CONTAINER_TYPES):
+        elif t is ast.Subscript and isinstance(self.container(target, node), CONTAINER_TYPES):
             container, key = self.container(target, node), self.key(target, node)
             container[key] = value
         elif t is ast.Subscript and isinstance(target.value, ast.Name):
@@ -235,13 +234,13 @@ class Interpreter(LoopInterpreter):
             value = self.env.get(target.value.id)
         else:
             value = self.eval(target.value)
-        return value if isinstance(value, _CONTAINER_TYPES) else None
+        return value if isinstance(value, CONTAINER_TYPES) else None
 
     def key(self, target, node):
         """The static key of ``target[key]`` on a list or dict (a traced index is refused)."""
         key = self.eval(target.slice)
         found = []
-        _map_symbols(key, found.append)
+        each_symbol(key, found.append)
         if found:
             raise self.error(node, "a list or dict indexed by a traced value (its key is not known when "
                                    "the program is built; use an array)")
@@ -269,7 +268,7 @@ class Interpreter(LoopInterpreter):
             mark = self.mark()
             cur = self.env[target.id] if target.id in self.env else self.eval(
                 ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), target))
-            if isinstance(cur, _CONTAINER_TYPES):  # acc += [...]: in place, as Python does
+            if isinstance(cur, CONTAINER_TYPES):  # acc += [...]: in place, as Python does
                 if not isinstance(s.op, ast.Add) and not (type(cur) is list and isinstance(s.op, ast.Mult)):
                     raise self.error(s, f"augmented assignment {type(s.op).__name__} to a "
                                         f"{type(cur).__name__}")
@@ -278,7 +277,7 @@ class Interpreter(LoopInterpreter):
                 return
             with np.errstate(all="ignore"):
                 self.env[target.id] = self.name_result(op(cur, value), target.id, mark)
-        elif isinstance(target, ast.Subscript) and isinstance(self.container(target, s), _CONTAINER_TYPES):
+        elif isinstance(target, ast.Subscript) and isinstance(self.container(target, s), CONTAINER_TYPES):
             container, key = self.container(target, s), self.key(target, s)
             mark = self.mark()
             with np.errstate(all="ignore"):
@@ -298,24 +297,24 @@ class Interpreter(LoopInterpreter):
     def branch(self, cond, body, orelse, node, reset_jump=False):
         outer = self.builder.statements
         env0 = dict(self.env)
-        snapshot = _snapshot(env0.values())
+        snapshot = containers_snapshot(env0.values())
         arms = []
         for stmts in (body, orelse):
             self.env = dict(env0)
             if reset_jump and stmts is body:
-                self.env[_JUMP] = False
+                self.env[JUMP] = False
             self.builder.statements = outer  # leave the other arm: arms share nothing
             self.builder.statements = []
             self.block(stmts)
-            changed = _changed(snapshot)
+            changed = changed_containers(snapshot)
             if changed:  # both arms are recorded: the change would happen whichever arm runs
-                _restore(snapshot)
+                restore_containers(snapshot)
                 names = sorted(n for n, v in env0.items() if any(v is c for c in changed)) or ["a list"]
                 raise TransformError(
                     f"at {self.where(node)} (in {self.parsed.name}): this if on a traced value changes "
                     f"{', '.join(names)} in place in an arm (append, item assignment, ...); both arms are "
                     f"recorded, so the change would happen whichever arm runs. Compute both values, choose "
-                    f"with wnp.where, or change it after the if. {_TAPE}")
+                    f"with wnp.where, or change it after the if. {TAPE}")
             arms.append((self.builder.statements, self.env))
         self.builder.statements = outer
         (then, env_t), (orelse_nodes, env_e) = arms
@@ -328,28 +327,29 @@ class Interpreter(LoopInterpreter):
             if a is b:
                 env[name] = a
                 continue
-            if type(a) is not Symbol and type(b) is not Symbol and _static_equal(a, b):
+            if type(a) is not Symbol and type(b) is not Symbol and static_equal(a, b):
                 env[name] = a
                 continue
-            if name == _RET:  # a return in one arm: the other's result is a placeholder until it returns
+            if name == RET:  # a return in one arm: the other's result is a placeholder until it returns
                 if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
                     raise self.error(node, "returning a tuple from inside an if")
-                a = _zero_like(b) if a is None else a
-                b = _zero_like(a) if b is None else b
+                a = zero_like(b) if a is None else a
+                b = zero_like(a) if b is None else b
             for v in (a, b):
-                if not _numeric(v):
+                if not is_numeric(v):
                     raise self.error(node, f"an if on a traced value assigning {name} a "
                                            f"{type(v).__name__} in its arms")
-            like = a if _is_float(a) or not _is_float(b) else b
-            if not np.shape(_ex(a)) == np.shape(_ex(b)):
-                raise TransformError(f"at {self.where(node)}: the arms of this if give {_clean(name)} "
-                                     f"different shapes ({np.shape(_ex(a))} and {np.shape(_ex(b))}); "
+            like = a if is_float(a) or not is_float(b) else b
+            if not np.shape(example_of(a)) == np.shape(example_of(b)):
+                raise TransformError(f"at {self.where(node)}: the arms of this if give {clean_name(name)} "
+                                     f"different shapes ({np.shape(example_of(a))} and "
+                                     f"{np.shape(example_of(b))}); "
                                      f"the source "
-                                     f"transformation needs one shape per variable. {_TAPE}")
-            var = self.new_var(_clean(name), like)
+                                     f"transformation needs one shape per variable. {TAPE}")
+            var = self.new_var(clean_name(name), like)
             outs.append(var)
-            tv.append(_unsym(a))
-            ev.append(_unsym(b))
+            tv.append(unsymbolic(a))
+            ev.append(unsymbolic(b))
             env[name] = self.sym(var)
         self.env = env
         cond = cond.variable if type(cond) is Symbol else cond

@@ -10,18 +10,18 @@ import numpy as np
 from wengert.program.control import Loop, TransformError
 from wengert.program.ir import Variable
 from wengert.program.source_checkpoint import checkpointed
-from wengert.program.source_parse import _TAPE, _assigned, _has_jump, _mutated_names
+from wengert.program.source_parse import TAPE, assigned_names, has_jump, mutated_names
 from wengert.program.source_values import (
-    _BRK,
-    _CONTAINER_TYPES,
-    _JUMP,
-    _changed,
-    _clean,
-    _ex,
-    _numeric,
-    _restore,
-    _snapshot,
-    _unsym,
+    BRK,
+    CONTAINER_TYPES,
+    JUMP,
+    changed_containers,
+    clean_name,
+    containers_snapshot,
+    example_of,
+    is_numeric,
+    restore_containers,
+    unsymbolic,
 )
 from wengert.program.tracing import Symbol
 
@@ -50,7 +50,7 @@ class LoopInterpreter:
                 bounds = [0] + bounds
             if len(bounds) == 2:
                 bounds.append(1)
-            bounds = [_unsym(b) for b in bounds]
+            bounds = [unsymbolic(b) for b in bounds]
             self.loop(s, "for", bounds=bounds, target=target, policy=policy)
             return
         seq = self.eval(it)
@@ -61,7 +61,7 @@ class LoopInterpreter:
         elif isinstance(seq, (list, tuple)):
             if policy is not None:
                 raise self.error(s, "wg.checkpointed around a list (the loop is unrolled)")
-            if _has_jump(s.body):
+            if has_jump(s.body):
                 raise self.error(s, "break/continue in a loop over a list (it is unrolled)")
             for item in seq:
                 self.env[target] = item
@@ -100,12 +100,12 @@ class LoopInterpreter:
         """Whether the loop ``s`` changes a list or dict in place (``acc.append``, ``acc[k] = ...``)
         or rebinds a variable holding one: then it is unrolled (see :meth:`unroll`). A global
         list or dict changed in place is refused (tracing would change it)."""
-        local = set(_assigned(self.parsed.node.body)) | {a.arg for a in self.parsed.node.args.args}
-        for name, node in _mutated_names(s.body):
+        local = set(assigned_names(self.parsed.node.body)) | {a.arg for a in self.parsed.node.args.args}
+        for name, node in mutated_names(s.body):
             if name in self.env:
-                if isinstance(self.env[name], _CONTAINER_TYPES):
+                if isinstance(self.env[name], CONTAINER_TYPES):
                     return True
-            elif name not in local and isinstance(self.fun.__globals__.get(name), _CONTAINER_TYPES):
+            elif name not in local and isinstance(self.fun.__globals__.get(name), CONTAINER_TYPES):
                 raise self.error(node, f"changing the global {type(self.fun.__globals__[name]).__name__} "
                                        f"{name} in place (tracing the function would change it)")
         return any(isinstance(self.env[n], (list, dict, tuple)) for n in carried)
@@ -127,7 +127,7 @@ class LoopInterpreter:
                                      f"{len(range(*bounds))} iterations (at most {_UNROLL_LIMIT} are "
                                      f"unrolled). "
                                      f"Collect the values in an array instead (wnp.zeros(n), then out[i] = "
-                                     f"...), which stays a loop. {_TAPE}")
+                                     f"...), which stays a loop. {TAPE}")
             for i in range(*bounds):
                 if over is not None:
                     mark = self.mark()
@@ -144,25 +144,25 @@ class LoopInterpreter:
                     f"at {self.where(s)} (in {self.parsed.name}): {what} whose condition depends on traced "
                     f"values: the number of iterations is not known when the program is built. Make the "
                     f"trip count static (a for loop over range(n)), or collect the values in an array "
-                    f"(wnp.zeros(n) and .at[i].set, or index assignment). {_TAPE}")
+                    f"(wnp.zeros(n) and .at[i].set, or index assignment). {TAPE}")
             if not cond:
                 return
             if count == _UNROLL_LIMIT:
                 raise TransformError(f"at {self.where(s)} (in {self.parsed.name}): {what} ran more than "
-                                     f"{_UNROLL_LIMIT} iterations while the program was built. {_TAPE}")
+                                     f"{_UNROLL_LIMIT} iterations while the program was built. {TAPE}")
             if self.iteration(s, what):
                 return
 
     def iteration(self, s, what):
         """One iteration of an unrolled loop; whether it left the loop (a static ``break``)."""
-        jump, brk = self.env.get(_JUMP, False), self.env.get(_BRK, False)
-        self.env[_JUMP] = False
-        self.env[_BRK] = False
+        jump, brk = self.env.get(JUMP, False), self.env.get(BRK, False)
+        self.env[JUMP] = False
+        self.env[BRK] = False
         self.block(s.body)
-        left = self.env.get(_BRK, False)
+        left = self.env.get(BRK, False)
         if type(left) is Symbol:
             raise self.error(s, f"break on a traced condition in {what}")
-        self.env[_JUMP], self.env[_BRK] = jump, brk
+        self.env[JUMP], self.env[BRK] = jump, brk
         return bool(left)
 
     def while_loop(self, s):
@@ -172,20 +172,20 @@ class LoopInterpreter:
         static = all(isinstance(b, (int, np.integer)) for b in bounds)
         if kind == "for" and static and len(range(*bounds)) == 0:
             return  # never runs (e.g. over an empty array): nothing to record, as for a false while test
-        names = [n for n in _assigned(s.body) if n in self.env and n != target]
+        names = [n for n in assigned_names(s.body) if n in self.env and n != target]
         if self.changes_containers(s, names):
             self.unroll(s, kind, bounds, target, over, test, policy)
             return
         outer = self.builder.statements
         env0 = dict(self.env)
-        snapshot = _snapshot(env0.values())  # a helper function may change a list it is passed
+        snapshot = containers_snapshot(env0.values())  # a helper function may change a list it is passed
         likes = {n: self.env[n] for n in names}
         for n in names:
-            if not _numeric(likes[n]):
+            if not is_numeric(likes[n]):
                 raise self.error(s, f"a loop changing {n}, a {type(likes[n]).__name__}")
         for _attempt in range(3):
             self.env = dict(env0)
-            headers = [self.new_var(_clean(n), likes[n]) for n in names]
+            headers = [self.new_var(clean_name(n), likes[n]) for n in names]
             for n, h in zip(names, headers):
                 self.env[n] = self.sym(h)
             index = None
@@ -213,32 +213,32 @@ class LoopInterpreter:
                     self.env[target] = self.name_result(over[isym], target, mark)
                 else:
                     self.env[target] = isym
-            self.env[_JUMP] = False
-            self.env[_BRK] = False
+            self.env[JUMP] = False
+            self.env[BRK] = False
             try:
                 self.block(s.body)
             except Exception:
-                if not _changed(snapshot):
+                if not changed_containers(snapshot):
                     raise
-            if _changed(snapshot):  # recorded once, it would change them once: run every iteration
-                _restore(snapshot)
+            if changed_containers(snapshot):  # recorded once, it would change them once: run every iteration
+                restore_containers(snapshot)
                 self.builder.statements = outer
                 self.env = env0
                 self.unroll(s, kind, bounds, target, over, test, policy)
                 return
             body = self.builder.statements
             body_outs = [self.env[n] for n in names]
-            brk = self.env.get(_BRK, False)
+            brk = self.env.get(BRK, False)
             retry = False
             for n, h, o in zip(names, headers, body_outs):
-                ex = _ex(o)
-                if not _numeric(o):
+                ex = example_of(o)
+                if not is_numeric(o):
                     raise self.error(s, f"a loop making {n} a {type(o).__name__}")
                 if np.shape(ex) != h.shape:
                     raise TransformError(f"at {self.where(s)}: the loop changes the shape of {n} from "
                                          f"{h.shape} to {np.shape(ex)}; initialise it with its final "
                                          f"shape (e.g. "
-                                         f"np.zeros({np.shape(ex)})). {_TAPE}")
+                                         f"np.zeros({np.shape(ex)})). {TAPE}")
                 if np.result_type(ex) != h.dtype and not (type(ex) is float and h.dtype == np.float64):
                     likes[n] = o if np.result_type(ex).kind in "fc" or h.dtype.kind not in "fc" else likes[n]
                     retry = retry or likes[n] is o
@@ -246,9 +246,9 @@ class LoopInterpreter:
                 break
         else:
             raise TransformError(f"at {self.where(s)}: the loop-carried variables' types do not settle. "
-                                 f"{_TAPE}")
+                                 f"{TAPE}")
         self.builder.statements = outer
-        outs = [Variable(self.builder.fresh(_clean(n)), h.shape, h.dtype, h.kind)
+        outs = [Variable(self.builder.fresh(clean_name(n)), h.shape, h.dtype, h.kind)
                 for n, h in zip(names, headers)]
         env = dict(env0)
         for n, o in zip(names, outs):
@@ -256,8 +256,8 @@ class LoopInterpreter:
         self.env = env
         brk_value = None if brk is False else (True if brk is True else brk.variable)
         cond_value = cond.variable if type(cond) is Symbol else cond
-        loop = Loop(kind, body, headers, [_unsym(env0[n]) for n in names],
-                    [_unsym(o) for o in body_outs], outs, index=index, bounds=bounds,
+        loop = Loop(kind, body, headers, [unsymbolic(env0[n]) for n in names],
+                    [unsymbolic(o) for o in body_outs], outs, index=index, bounds=bounds,
                     cond_block=cond_block, cond=cond_value, brk=brk_value, lineno=s.lineno)
         loop.where = self.where(s)
         loop.checkpoint = policy

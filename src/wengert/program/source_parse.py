@@ -14,7 +14,7 @@ import numpy as np
 from wengert.core.primitive import Primitive
 from wengert.program.control import TransformError
 
-_TAPE = "The tape (wg.grad) handles it: differentiate this function with wg.grad instead."
+TAPE = "The tape (wg.grad) handles it: differentiate this function with wg.grad instead."
 
 
 _UNSUPPORTED = {
@@ -46,7 +46,7 @@ class _Parsed:
             filename = inspect.getsourcefile(fun) or "<unknown>"
         except (OSError, TypeError) as e:
             raise TransformError(f"the source of {getattr(fun, '__name__', fun)!r} is not available ({e}); "
-                                 f"{_TAPE}") from None
+                                 f"{TAPE}") from None
         self.filename = filename
         self.offset = 0
         self.name = fun.__name__
@@ -58,7 +58,7 @@ class _Parsed:
             defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
             if not defs or isinstance(defs[0], ast.AsyncFunctionDef):
                 raise TransformError(f"{self.where(start)}: {fun.__name__} is not a def-statement function "
-                                     f"or a lambda (an async function?). {_TAPE}")
+                                     f"or a lambda (an async function?). {TAPE}")
             self.node = defs[0]
         self._check()
 
@@ -81,7 +81,7 @@ class _Parsed:
                 break
         if tree is None:
             raise TransformError(f"{self.where(line)}: the source of this lambda could not be parsed on its "
-                                 f"own; write it as a def-statement function. {_TAPE}")
+                                 f"own; write it as a def-statement function. {TAPE}")
         code = fun.__code__
         params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
         found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line
@@ -98,7 +98,7 @@ class _Parsed:
         if len({ast.dump(n) for n in found}) != 1:
             raise TransformError(f"{self.where(line)}: {len(found) or 'no'} lambdas with parameters "
                                  f"({', '.join(params)}) on this line; the source transformation cannot tell "
-                                 f"which one it is given: write it as a def-statement function. {_TAPE}")
+                                 f"which one it is given: write it as a def-statement function. {TAPE}")
         lam = found[0]
         node = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ast.Return(value=lam.body)],
                                decorator_list=[], returns=None)
@@ -112,7 +112,7 @@ class _Parsed:
     def error(self, node, what):
         return TransformError(f"{what} at {self.where(getattr(node, 'lineno', 1))} (in {self.name}) is "
                               f"outside the Python subset that wengert's source transformation "
-                              f"supports. {_TAPE}")
+                              f"supports. {TAPE}")
 
     def _check(self):
         fn = self.node
@@ -137,7 +137,8 @@ class _Parsed:
 _PARSED = {}
 
 
-def _parsed(fun):
+def parsed_source(fun):
+    """``fun``'s parsed and checked source (cached per code object)."""
     key = fun.__code__
     p = _PARSED.get(key)
     if p is None:
@@ -145,33 +146,35 @@ def _parsed(fun):
     return p
 
 
-def _is_user_function(f):
+def is_user_function(f):
+    """Whether ``f`` is a Python function outside wengert and NumPy (interpreted inline when called)."""
     if not isinstance(f, types.FunctionType):
         return False
     path = os.path.abspath(f.__code__.co_filename)
     return not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR))
 
 
-def _closure(fun, parsed):
+def closure_values(fun, parsed):
+    """``{name: value}`` of ``fun``'s closure; a closure over mutable state is refused."""
     out = {}
     for name, cell in zip(fun.__code__.co_freevars, fun.__closure__ or ()):
         try:
             value = cell.cell_contents
         except ValueError:
             raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} captures "
-                                 f"{name!r}, which is not assigned yet. {_TAPE}") from None
+                                 f"{name!r}, which is not assigned yet. {TAPE}") from None
         if isinstance(value, (list, dict, set, bytearray, np.ndarray)) or (
                 not isinstance(value, (int, float, complex, str, bool, tuple, type(None), np.generic,
                                        types.FunctionType, types.ModuleType, types.BuiltinFunctionType,
                                        Primitive))):
             raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} is a closure over the "
                                  f"mutable variable {name!r} ({type(value).__name__}), state the source "
-                                 f"transformation cannot see change; pass it as an argument. {_TAPE}")
+                                 f"transformation cannot see change; pass it as an argument. {TAPE}")
         out[name] = value
     return out
 
 
-def _assigned(stmts):
+def assigned_names(stmts):
     """Names a list of statements assigns (anywhere inside, loops and branches included)."""
     names = []
     for s in stmts:
@@ -184,12 +187,12 @@ def _assigned(stmts):
     return names
 
 
-def _has_jump(stmts):
+def has_jump(stmts):
     """Whether break/continue occur in ``stmts`` (not counting nested loops)."""
     for s in stmts:
         if isinstance(s, (ast.Break, ast.Continue)):
             return True
-        if isinstance(s, ast.If) and (_has_jump(s.body) or _has_jump(s.orelse)):
+        if isinstance(s, ast.If) and (has_jump(s.body) or has_jump(s.orelse)):
             return True
     return False
 
@@ -198,13 +201,14 @@ _MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "
                        "popitem", "sort", "reverse", "__setitem__", "__delitem__", "__iadd__"))
 
 
-def _base_name(node):
+def base_name(node):
+    """The variable ``node`` (``acc``, ``acc[k]``, ``acc.items``) starts from, or None."""
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _mutated_names(stmts):
+def mutated_names(stmts):
     """``(name, node)`` for each name whose object ``stmts`` change in place: ``acc.append(...)``
     and the other mutating methods, ``acc[k] = ...``, ``acc[k] += ...``, ``acc += ...``."""
     found = []
@@ -212,9 +216,9 @@ def _mutated_names(stmts):
         for node in ast.walk(s):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in _MUTATORS:
-                found.append((_base_name(node.func.value), node))
+                found.append((base_name(node.func.value), node))
             elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-                found.append((_base_name(node.value), node))
+                found.append((base_name(node.value), node))
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 found.append((node.target.id, node))
     return [(n, node) for n, node in found if n is not None]

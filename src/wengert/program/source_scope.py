@@ -10,8 +10,8 @@ import numpy as np
 
 import wengert.numpy as wnp
 from wengert.program.control import TransformError
-from wengert.program.source_parse import _TAPE, _is_user_function
-from wengert.program.source_values import _map_symbols
+from wengert.program.source_parse import TAPE, is_user_function
+from wengert.program.source_values import each_symbol
 
 _MATH = {"sin": wnp.sin, "cos": wnp.cos, "tan": wnp.tan, "exp": wnp.exp, "log": wnp.log, "sqrt": wnp.sqrt,
          "tanh": wnp.tanh, "sinh": wnp.sinh, "cosh": wnp.cosh, "asin": wnp.arcsin, "acos": wnp.arccos,
@@ -49,7 +49,7 @@ def _stacked(a):
     if type(a) is not list and type(a) is not tuple:
         return a
     found = []
-    _map_symbols(a, found.append)
+    each_symbol(a, found.append)
     if not any(s.variable.dtype.kind in "fc" for s in found):
         return a
     try:
@@ -79,7 +79,7 @@ class _ArrayModule:
 _ARRAY_MODULES = frozenset((id(np), id(wnp)))
 
 
-class _Scope(dict):
+class Scope(dict):
     """The names an expression sees: the interpreter's variables, then the closure, then globals
     (user functions wrapped to be interpreted inline, ``math`` sent to ``wengert.numpy``)."""
 
@@ -101,7 +101,7 @@ class _Scope(dict):
             return _MathShim()
         if id(value) in _ARRAY_MODULES:
             return _ArrayModule(value)
-        if _is_user_function(value):
+        if is_user_function(value):
             return _UserCall(it, value)
         raise KeyError(name)
 
@@ -117,7 +117,7 @@ class _UserCall:
         depth = self.caller.depth + 1
         if depth > 20:
             raise TransformError(f"recursion through {self.fun.__name__} (calls nested more than 20 deep) is "
-                                 f"outside the subset the source transformation supports. {_TAPE}")
+                                 f"outside the subset the source transformation supports. {TAPE}")
         sub = type(self.caller)(self.fun, self.caller.builder, depth)  # an interpreter like the caller
         try:
             bound = inspect.signature(self.fun).bind(*args, **kwargs)

@@ -4,64 +4,69 @@ of the lists and dicts a function may change in place."""
 
 import numpy as np
 
-from wengert.program.ir import placeholder
 from wengert.program.tracing import Symbol
 
-_JUMP, _BRK, _RET = "__jump", "__break", "__return"
-_CONTAINER_TYPES = (list, dict)
+JUMP, BRK, RET = "__jump", "__break", "__return"
+"""The interpreter's hidden variables: a ``break``/``continue``/``return`` was taken; the loop's break
+flag; the function's result."""
+CONTAINER_TYPES = (list, dict)
 
 
-def _zero_like(v):
-    ex = _ex(v)
+def zero_like(v):
+    """Zeros like ``v``'s value: what an ``if`` arm that has not returned yet gives as its result."""
+    ex = example_of(v)
     if type(ex) is float:
         return 0.0
     return np.zeros(np.shape(ex), np.result_type(ex))
 
 
-def _map_symbols(obj, f):
+def each_symbol(obj, f):
+    """Calls ``f`` on each Symbol in ``obj`` (through tuples, lists and slices)."""
     t = type(obj)
     if t is Symbol:
         f(obj)
     elif t is tuple or t is list:
         for o in obj:
-            _map_symbols(o, f)
+            each_symbol(o, f)
     elif t is slice:
-        _map_symbols((obj.start, obj.stop, obj.step), f)
+        each_symbol((obj.start, obj.stop, obj.step), f)
 
 
-def _clean(name):
-    return {_RET: "result", _JUMP: "jump", _BRK: "stop"}.get(name, name)
+def clean_name(name):
+    """The user-facing name of a variable (the hidden ones named ``result``, ``jump``, ``stop``)."""
+    return {RET: "result", JUMP: "jump", BRK: "stop"}.get(name, name)
 
 
-def _ex(v):
+def example_of(v):
+    """The value ``v`` stands for while the program is built (a Symbol's example)."""
     return v.example if type(v) is Symbol else v
 
 
-def _unsym(v):
+def unsymbolic(v):
+    """The IR value of ``v``: a Symbol's Variable, or the constant itself."""
     return v.variable if type(v) is Symbol else v
 
 
-def _numeric(v):
+def is_numeric(v):
+    """Whether ``v`` is a value a program can carry (a Symbol, a number or an array)."""
     return type(v) is Symbol or isinstance(v, (bool, int, float, complex, np.generic, np.ndarray))
 
 
-def _is_float(v):
-    return np.result_type(_ex(v)).kind in "fc"
+def is_float(v):
+    """Whether ``v`` holds floats or complex numbers (a derivative can flow through it)."""
+    return np.result_type(example_of(v)).kind in "fc"
 
 
-def _static_equal(a, b):
+def static_equal(a, b):
+    """Whether two static values are the same (then an ``if`` needs no phi output for them)."""
     try:
         return type(a) is type(b) and bool(np.all(a == b))
     except (TypeError, ValueError):
         return a is b
 
-def _example(var):
-    return placeholder(var)
-
-
-def _snapshot(values):
+def containers_snapshot(values):
     """Every list and dict reachable from ``values`` (through lists, dicts and tuples), with a
-    shallow copy of its contents: what :func:`_changed` compares against."""
+    shallow copy of its contents: what :func:`changed_containers` compares against."""
     seen, out, todo = set(), [], list(values)
     while todo:
         v = todo.pop()
@@ -77,7 +82,7 @@ def _snapshot(values):
     return out
 
 
-def _changed(snapshot):
+def changed_containers(snapshot):
     """The lists and dicts of ``snapshot`` whose contents changed since."""
     out = []
     for obj, saved in snapshot:
@@ -89,7 +94,8 @@ def _changed(snapshot):
     return out
 
 
-def _restore(snapshot):
+def restore_containers(snapshot):
+    """Puts back the contents :func:`containers_snapshot` saved."""
     for obj, saved in snapshot:
         if type(obj) is list:
             obj[:] = saved

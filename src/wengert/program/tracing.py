@@ -29,7 +29,8 @@ from wengert.program.ir import Program, Statement, Variable, map_vars, placehold
 from wengert.rules import elementwise, nondiff
 from wengert.rules import shape as shape_ops
 
-__all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location"]
+__all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location", "is_input_leaf",
+           "python_identifier"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # wengert/
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
@@ -403,11 +404,12 @@ def trace_program(fun, args):
         if type(o) in BOX_TYPES and type(o) is not Symbol:
             raise TracingError(f"{getattr(fun, '__name__', fun)} returned a {type(o).__name__} traced by "
                                f"another differentiation; a traced program's outputs are its own values")
-    return Program(inputs, builder.statements, outputs, name=_identifier(getattr(fun, "__name__", "f")),
+    return Program(inputs, builder.statements, outputs, name=python_identifier(getattr(fun, "__name__", "f")),
                    input_names=input_names, in_tree=in_tree, in_leaves=in_leaves, out_tree=out_tree,
                    examples=builder.examples)
 
 
-def _identifier(name):
+def python_identifier(name):
+    """``name`` made a Python identifier (for the generated function's name; ``f`` if nothing is left)."""
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "f"
     return name if not name[0].isdigit() and name != "_lambda_" else "f"
