@@ -6,7 +6,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from dot_parser import fields, parse
+from tests.support.dot_parser import fields, parse
 from wengert import nn, viz
 
 

@@ -27,7 +27,7 @@ operator's fast path or a rule) returns IEEE's inf or nan *silently* where NumPy
 checking each result would cost the scalar hot path its speed. So does ``math.pow`` with an
 infinite exponent (``0.0 ** -inf``, ``1e300 ** inf``: NumPy's value, without its divide-by-zero or
 overflow warning). Values never differ.
-tests/test_fast_paths.py checks every primitive with a Python-float path against the general path
+tests/core/test_fast_paths.py checks every primitive with a Python-float path against the general path
 at special points (+-0, +-1, negative, +-inf, nan, huge, tiny).
 """
 
@@ -396,7 +396,7 @@ def defvjp_float(prim, rule):
     when ``g`` and every argument are Python floats, so nothing is traced and plain float
     arithmetic (``math``) is all it needs; one call instead of one per argument saves about a
     quarter of a recorded scalar operation's cost. It must compute what the ordinary rules compute
-    (tests/test_float_vjp.py checks that). Where it raises ``ArithmeticError`` or ``ValueError``
+    (tests/core/test_float_vjp.py checks that). Where it raises ``ArithmeticError`` or ``ValueError``
     (``math`` refusing what NumPy answers with inf or nan) the ordinary rules are used, and where
     they raise too, they run again on ``np.float64`` (see the module's docstring). It must raise
     rather than return what NumPy would not (Python's ``**`` gives a complex number for a negative

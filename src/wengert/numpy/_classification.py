@@ -11,7 +11,7 @@ Each name is exactly one of:
   write instead (the note).
 
 ``wengert.numpy``'s public lists, its aliases, and the dispatch tables of plain NumPy calls on
-traced values (``np.sin(x)``) are all derived from this table; ``tests/test_classification.py``
+traced values (``np.sin(x)``) are all derived from this table; ``tests/numpy/test_classification.py``
 enumerates NumPy's own namespaces and fails on any name missing here. An alias (``acos``) names
 the function whose rules it shares (``arccos``).
 """

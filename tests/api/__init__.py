@@ -1,0 +1,1 @@
+"""Tests of wengert.api: the transforms, Tape, Tensor and checkpointing."""

@@ -1,0 +1,56 @@
+"""Smoke test of the checkpointing benchmark at its quick size, NumPy implementations only: every
+gradient passes the cross-check, the table and targets are written. No timing assertions.
+"""
+
+import sys
+
+import numpy as np
+import pytest
+
+from benchmarks import checkpointing as bench
+
+PEERS = ("torch", "jax", "autograd")
+
+
+@pytest.fixture(autouse=True)
+def no_peer_imports():
+    before = {m for m in PEERS if m in sys.modules}
+    yield
+    assert {m for m in PEERS if m in sys.modules} == before, "the smoke test imported a peer library"
+
+
+def test_quick_run_writes_the_table(tmp_path, capsys):
+    out = tmp_path / "checkpointing.md"
+    code = bench.run(quick=True, peers_wanted=False, rss=False, markdown=out, progress=lambda m: None)
+    assert code == 0
+    text = out.read_text(encoding="utf-8")
+    for label in ('wengert checkpoint="all"', 'wengert checkpoint="binomial"', 'wengert checkpoint="ctz"',
+                  "hand-written NumPy"):
+        assert f"| {label}" in text
+    assert "FAILED" not in text and "| PyTorch" not in text and "| JAX" not in text
+    assert text.count("| MET |") + text.count("| NOT MET |") == 4
+    assert "6 snapshots (peak)" in text  # binomial with the quick size's 6 snapshots
+
+
+def test_hand_written_reference_agrees_with_finite_differences():
+    cfg = dict(bench.QUICK, size=6, n=20)
+    x0 = bench.initial_state(6)
+    value, (gx, ga) = bench.hand_written(cfg)(x0)
+    direction = np.random.default_rng(2).standard_normal(6)
+
+    def loss(x, a):
+        for _ in range(20):
+            x = a * np.sin(x) + 0.1 * x
+        return np.sum(x)
+
+    eps = 1e-6
+    fd_x = (loss(x0 + eps * direction, bench.A) - loss(x0 - eps * direction, bench.A)) / (2 * eps)
+    fd_a = (loss(x0, bench.A + eps) - loss(x0, bench.A - eps)) / (2 * eps)
+    assert value == pytest.approx(loss(x0, bench.A), rel=1e-12)
+    assert np.dot(gx, direction) == pytest.approx(fd_x, rel=1e-6)
+    assert ga == pytest.approx(fd_a, rel=1e-6)
+
+
+def test_only_names_that_mean_checkpointing_select_it():
+    assert bench.matches("checkpoint") and bench.matches("checkpointing") and bench.matches("Checkpoint")
+    assert not bench.matches("mlp") and not bench.matches("scalar-chain") and not bench.matches("c")

@@ -1,0 +1,1 @@
+"""The README, docs/ and examples/ checked against what the code does."""

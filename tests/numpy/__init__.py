@@ -1,0 +1,1 @@
+"""Tests of wengert.numpy, the NumPy front end."""

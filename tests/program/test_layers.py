@@ -1,0 +1,57 @@
+"""The program layer's place in the layering: its modules build on each other in one order (no
+cycle), import no wengert module inside a function, import nothing from the layer on top, and no
+lower layer imports them (the import graph of tools/import_graph.py)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "tools" / "import_graph.py"
+_spec = importlib.util.spec_from_file_location("import_graph", _PATH)
+graph_tool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(graph_tool)
+
+ORDER = ["ir", "rendering", "passes", "codegen", "dot", "tracing", "adjoint", "compiled", "control",
+         "control_codegen", "source_inplace", "source_checkpoint", "source_values", "source_builder",
+         "source_parse", "source_scope", "source_loops", "source_interpreter", "source_adjoint", "source",
+         "source_api"]
+"""Bottom to top, as ``wengert/program/__init__.py`` lists them; the package itself is the top."""
+
+BELOW = ("wengert.core", "wengert.rules", "wengert.engines", "wengert.api", "wengert.numpy", "wengert.scipy")
+PROGRAM = "wengert.program"
+
+_KNOWN = graph_tool.modules()
+_EDGES = graph_tool.edges(_KNOWN)
+
+
+def _in(module, layer):
+    return module == layer or module.startswith(layer + ".")
+
+
+def test_every_module_of_the_program_layer_has_its_place():
+    modules = sorted(m for m in _KNOWN if m.startswith(PROGRAM + "."))
+    assert modules == sorted(f"{PROGRAM}.{m}" for m in ORDER)
+
+
+@pytest.mark.parametrize("module", ORDER)
+def test_a_program_module_imports_only_those_before_it(module):
+    name = f"{PROGRAM}.{module}"
+    earlier = {f"{PROGRAM}.{m}" for m in ORDER[:ORDER.index(module)]}
+    imported = {b for a, b, _ in _EDGES if a == name and _in(b, PROGRAM)}
+    assert imported <= earlier, f"{name} imports {sorted(imported - earlier)}, listed after it"
+    assert not [b for a, b, inside in _EDGES if a == name and inside], "an import inside a function"
+    outside = [b for a, b, _ in _EDGES if a == name and not _in(b, PROGRAM)]
+    above = [b for b in outside if not any(_in(b, x) for x in BELOW)]
+    assert above == [], f"{name} imports the layer on top: {above}"
+
+
+def test_no_lower_layer_imports_the_program_layer():
+    assert [(a, b) for a, b, _ in _EDGES if _in(b, PROGRAM) and any(_in(a, x) for x in BELOW)] == []
+
+
+def test_the_program_layer_is_in_no_cycle():
+    graph = {}
+    for a, b, _ in _EDGES:
+        graph.setdefault(a, set()).add(b)
+    assert [c for c in graph_tool.cycles(list(_KNOWN), graph) if any(_in(m, PROGRAM) for m in c)] == []

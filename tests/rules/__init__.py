@@ -1,0 +1,1 @@
+"""Tests of wengert.rules: the systematic rule-table test and its cases (cases/)."""
