@@ -55,3 +55,11 @@ def test_the_program_layer_is_in_no_cycle():
     for a, b, _ in _EDGES:
         graph.setdefault(a, set()).add(b)
     assert [c for c in graph_tool.cycles(list(_KNOWN), graph) if any(_in(m, PROGRAM) for m in c)] == []
+
+
+def test_the_lower_layers_raise_the_tracing_error_the_program_layer_names():
+    from wengert.core.errors import TracingError
+    from wengert.program import tracing
+
+    assert tracing.TracingError is TracingError
+    assert ("wengert.rules.linalg", "wengert.core.errors", False) in _EDGES
