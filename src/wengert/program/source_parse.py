@@ -14,6 +14,9 @@ import numpy as np
 from wengert.core.primitive import Primitive
 from wengert.program.control import TransformError
 
+__all__ = ["TAPE", "parsed_source", "is_user_function", "closure_values", "assigned_names", "has_jump",
+           "base_name", "mutated_names"]
+
 TAPE = "The tape (wg.grad) handles it: differentiate this function with wg.grad instead."
 
 

@@ -13,6 +13,8 @@ from wengert.program.control import TransformError
 from wengert.program.source_parse import TAPE, is_user_function
 from wengert.program.source_values import each_symbol
 
+__all__ = ["Scope"]
+
 _MATH = {"sin": wnp.sin, "cos": wnp.cos, "tan": wnp.tan, "exp": wnp.exp, "log": wnp.log, "sqrt": wnp.sqrt,
          "tanh": wnp.tanh, "sinh": wnp.sinh, "cosh": wnp.cosh, "asin": wnp.arcsin, "acos": wnp.arccos,
          "atan": wnp.arctan, "atan2": wnp.arctan2, "log1p": wnp.log1p, "expm1": wnp.expm1,

@@ -6,6 +6,10 @@ import numpy as np
 
 from wengert.program.tracing import Symbol
 
+__all__ = ["JUMP", "BRK", "RET", "CONTAINER_TYPES", "zero_like", "each_symbol", "clean_name", "example_of",
+           "unsymbolic", "is_numeric", "is_float", "static_equal", "containers_snapshot",
+           "changed_containers", "restore_containers"]
+
 JUMP, BRK, RET = "__jump", "__break", "__return"
 """The interpreter's hidden variables: a ``break``/``continue``/``return`` was taken; the loop's break
 flag; the function's result."""

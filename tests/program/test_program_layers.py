@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from wengert.core.errors import TracingError
+from wengert.program import tracing
+
 _PATH = Path(__file__).resolve().parents[2] / "tools" / "import_graph.py"
 _spec = importlib.util.spec_from_file_location("import_graph", _PATH)
 graph_tool = importlib.util.module_from_spec(_spec)
@@ -55,3 +58,8 @@ def test_the_program_layer_is_in_no_cycle():
     for a, b, _ in _EDGES:
         graph.setdefault(a, set()).add(b)
     assert [c for c in graph_tool.cycles(list(_KNOWN), graph) if any(_in(m, PROGRAM) for m in c)] == []
+
+
+def test_the_lower_layers_raise_the_tracing_error_the_program_layer_names():
+    assert tracing.TracingError is TracingError
+    assert ("wengert.rules.linalg", "wengert.core.errors", False) in _EDGES
