@@ -1,4 +1,4 @@
-"""Adjoint bookkeeping for the backward pass (``reverse.backward_pass``): accumulating contributions,
+"""Adjoint bookkeeping for the backward pass (``backward.backward_pass``): accumulating contributions,
 in place only into buffers the pass owns; accumulate rules (``x[idx]``) and in-place rules
 (``defvjp_inplace``), with the test that a cotangent is the pass's alone; releasing a node's saved
 values after a non-retaining pass.
@@ -13,7 +13,7 @@ from wengert.core.trace import BOX_TYPES
 from wengert.rules.broadcasting import dtype_of, shape_of
 
 __all__ = ["FREED", "release", "alone", "apply_inplace", "argnum_rules", "extra_rules", "owned_buffer",
-           "add_contribution", "add_into"]
+           "accumulate"]
 
 FREED = ("<freed by backward()>",)
 """Stands for the saved arguments of a node whose graph a non-retaining backward pass released."""
@@ -69,7 +69,7 @@ def apply_inplace(prim, node, g, adj, owned):
         return False
     if prim.grad_post is not None:
         c = prim.grad_post(c, args[i])
-    add_contribution(adj, owned, parents[i], c)
+    accumulate(adj, owned, parents[i], c)
     return True
 
 
@@ -89,15 +89,15 @@ def extra_rules(prim, node, g, adj, owned):
     """
     args = node._args
     rules = prim.vjps if prim.vjp_argnum is None else argnum_rules(prim, len(args))
-    accumulate = prim.vjp_accumulate
-    if accumulate is None or type(g) in BOX_TYPES:
+    accumulate_rules = prim.vjp_accumulate
+    if accumulate_rules is None or type(g) in BOX_TYPES:
         return rules
     kw = node._kwargs
     out = node.value
     i = 0
     for parent in node._parents:
         if parent is not None:
-            acc = accumulate[i] if i < len(accumulate) else None
+            acc = accumulate_rules[i] if i < len(accumulate_rules) else None
             arg = args[i]
             if acc is not None:
                 buf = adj.get(parent)
@@ -114,7 +114,7 @@ def extra_rules(prim, node, g, adj, owned):
             c = rules[i](g, out, *args, **(kw or _NO_KWARGS))
             if prim.grad_post is not None and type(c) is not float:
                 c = prim.grad_post(c, arg)
-            add_contribution(adj, owned, parent, c)
+            accumulate(adj, owned, parent, c)
         i += 1
     return ()
 
@@ -144,23 +144,18 @@ def owned_buffer(adj, owned, key, arg, g):
     return buf
 
 
-def add_contribution(adj, owned, key, c):
-    """adj[key] += c (the first contribution is stored as it is; see add_into)."""
+def accumulate(adj, owned, key, c):
+    """``adj[key] += c``: the first contribution is stored as it is; later ones are added in place
+    into a buffer this pass owns (``owned``), else by ``+``, whose new array the pass then owns."""
     prev = adj.get(key)
     if prev is None:
         adj[key] = c
-    else:
-        add_into(adj, owned, key, prev, c)
-
-
-def add_into(adj, owned, key, prev, c):
-    """adj[key] = prev + c, in place when this pass owns prev's buffer."""
-    if key in owned and type(c) not in BOX_TYPES:
+    elif key in owned and type(c) not in BOX_TYPES:
         np.add(prev, c, out=prev)
-        return
-    s = prev + c
-    adj[key] = s
-    if type(s) is np.ndarray:
-        owned.add(key)
-    else:  # a traced sum (higher order): never add into it in place
-        owned.discard(key)
+    else:
+        s = prev + c
+        adj[key] = s
+        if type(s) is np.ndarray:
+            owned.add(key)
+        elif key in owned:  # a traced sum (higher order): never add into it in place
+            owned.discard(key)

@@ -1,0 +1,190 @@
+"""The fast backward pass over a reverse-mode recording (the nodes of ``wengert.engines.reverse``).
+
+Its contract is the reference pass's (``wengert.engines.reference``, which the tests hold it to); what it
+adds is cost:
+
+- it visits only nodes reachable from the outputs, children first (by creation order, or the
+  trace's Wengert list read backwards), without recursion;
+- adjoints accumulate in buffers the pass owns, in place, never into an array it did not allocate
+  (``adjoints.accumulate``); accumulate rules (``x[idx]``: ``buffer[idx] += g``) make indexing
+  adjoints O(len(g)); a float contribution to a read ``v[i]`` goes straight into v's buffer;
+- on Python floats a primitive's fused float rule (``float_vjp``) gives all its arguments'
+  contributions in one call, and ``*``, ``+`` and ``v[i]`` have their rules written inline;
+- an in-place rule (``vjp_inplace``) may overwrite a cotangent nothing else refers to;
+- each node's adjoint is dropped once it is processed (and its saved values, without
+  ``retain_graph``); references to boxes assigned to since (``x[i] = v``) are first pointed at the
+  versions they meant (``mutation.py``), and eager arrays overwritten after being saved are refused.
+"""
+
+import operator
+
+import numpy as np
+
+from wengert.core.primitive import FLOAT_PATH_ERRORS, on_float64
+from wengert.core.trace import gc_paused
+from wengert.engines.adjoints import FREED, accumulate, alone, apply_inplace, extra_rules, release
+from wengert.engines.mutation import (
+    INPLACE_WRITES,
+    check_inplace_writes,
+    leaf_aliases,
+    resolve_parents,
+    resolve_tape,
+    versions_by_box,
+)
+from wengert.rules import elementwise as ew
+from wengert.rules.indexing import getitem
+
+__all__ = ["backward_pass"]
+
+_ADD = ew.add.primitive
+_MUL = ew.multiply.primitive
+_GETITEM = getitem.primitive
+_by_id = operator.attrgetter("_id")
+
+
+def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
+    """Propagate cotangents from ``seeds`` [(node, cotangent), ...] back to the leaves.
+
+    The nodes are read children first: from ``tape`` (the trace's Wengert list, read backwards)
+    when the trace keeps one, else found by walking the graph from the seeds. Either way a VJP is
+    called only for a node that received an adjoint, i.e. one the seeds depend on.
+
+    Returns ``(adjoints, nodes)``: ``adjoints`` maps each leaf reached (each node reached, if
+    ``keep_all``) to its adjoint; ``nodes`` are the nodes read (the tape, when given). With
+    ``retain_graph=False`` each node's saved arguments are released once processed.
+    """
+    order, aliases = _children_first(seeds, tape)
+    adj = {}
+    owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
+    for node, ct in seeds:
+        accumulate(adj, owned, node, ct)
+    take = adj.get if keep_all else adj.pop
+    reads_direct = not keep_all  # keep_all reports every read's adjoint: none may be skipped
+    with gc_paused():
+        for node in order:
+            prim = node._prim
+            g = take(node, None) if prim is not None else None
+            if g is None:  # a leaf, or nothing flows through this node
+                continue
+            if node._args is FREED:
+                raise RuntimeError(
+                    "Trying to backward through the graph a second time: its saved values were "
+                    "freed by the first backward(). Call backward(retain_graph=True) the first time.")
+            if type(g) is float and _float_step(node, prim, g, adj, owned, reads_direct):
+                pass
+            elif not (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
+                      and apply_inplace(prim, node, g, adj, owned)):
+                _apply_rules(node, prim, g, adj, owned)
+            if not retain_graph:
+                release(node)
+    for box, leaf in aliases:  # a leaf that was assigned to answers for its original value
+        g = adj.get(leaf)
+        if g is None:
+            adj.pop(box, None)
+        else:
+            adj[box] = g
+    return adj, (order if tape is None else tape)
+
+
+def _children_first(seeds, tape):
+    """The nodes to read, children first, and the aliases of assigned leaves (``mutation.py``)."""
+    log = versions_by_box(seeds[0][0]._trace) if seeds else None
+    aliases = ()
+    if log:  # boxes were assigned to (x[i] = v): point old references at the versions they meant
+        aliases = leaf_aliases(log) if tape is None else resolve_tape(tape, log)
+    if tape is not None:
+        return reversed(tape), aliases
+    order = _reachable([node for node, _ in seeds], log)
+    if INPLACE_WRITES:
+        check_inplace_writes(order)
+    return order, aliases
+
+
+def _reachable(roots, log=None):
+    """Every node reachable from ``roots`` through parents, children before parents (with ``log``,
+    references to boxes assigned to since are first pointed at the versions they meant)."""
+    seen = set()
+    order = []
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if node in seen:  # nodes hash by identity
+            continue
+        seen.add(node)
+        order.append(node)
+        if log:
+            resolve_parents(node, log)
+        stack.extend(p for p in node._parents if p is not None and p not in seen)
+    order.sort(key=_by_id, reverse=True)
+    return order
+
+
+def _float_step(node, prim, g, adj, owned, reads_direct):
+    """A Python-float cotangent through the commonest scalar steps; False: take the ordinary rules.
+
+    ``x * y`` and ``x + y`` on floats have their rules inline (float arithmetic never raises), as
+    has ``v[i]`` (an int ``i``: ``buffer[i] += g`` where the pass owns v's buffer); other
+    primitives with a fused float rule (``defvjp_float``) get all contributions in one call.
+    """
+    args = node._args
+    if prim is _MUL or prim is _ADD:
+        x, y = args
+        if type(x) is not float or type(y) is not float:
+            return False
+        cx, cy = (g * y, g * x) if prim is _MUL else (g, g)
+        px, py = node._parents
+        if px is not None and not (reads_direct and _into_read_buffer(adj, owned, px, cx)):
+            accumulate(adj, owned, px, cx)
+        if py is not None and not (reads_direct and _into_read_buffer(adj, owned, py, cy)):
+            accumulate(adj, owned, py, cy)
+        return True
+    if prim is _GETITEM:
+        return _into_read_buffer(adj, owned, node, g)
+    fused = prim.float_vjp
+    if fused is None or any(type(a) is not float for a in args):
+        return False
+    try:
+        cs = fused(g, node.value, *args)
+    except (ArithmeticError, ValueError):
+        return False  # math raised where NumPy gives inf or nan: the ordinary rules
+    if len(args) == 1:
+        cs = (cs,)
+    for parent, c in zip(node._parents, cs):
+        if parent is not None:
+            accumulate(adj, owned, parent, c)
+    return True
+
+
+def _into_read_buffer(adj, owned, read, c):
+    """Add ``c``, a float contribution to ``read`` = ``v[i]`` (an int ``i``, a float element), into
+    v's adjoint buffer at ``i`` when this pass already owns that buffer (getitem's accumulate rule,
+    without its call); True when done. ``buf.item(i) + c`` costs less than ``buf[i] += c``."""
+    if read._prim is not _GETITEM or type(read.value) is not float:
+        return False
+    i = read._args[-1]
+    source = read._parents[0]
+    buf = adj.get(source)
+    if type(i) is not int or type(buf) is not np.ndarray or source not in owned:
+        return False
+    buf[i] = buf.item(i) + c
+    return True
+
+
+def _apply_rules(node, prim, g, adj, owned):
+    """Each differentiated argument's contribution by ``prim``'s rules: accumulate rules first (done
+    by ``extra_rules``), then the ordinary VJP rules and ``grad_post``."""
+    rules = prim.vjps if prim.vjp_extra is None else extra_rules(prim, node, g, adj, owned)
+    args = node._args
+    kw = node._kwargs
+    out = node.value
+    post = prim.grad_post
+    for rule, parent, arg in zip(rules, node._parents, args):
+        if parent is None:
+            continue
+        try:
+            c = rule(g, out, *args) if kw is None else rule(g, out, *args, **kw)
+        except FLOAT_PATH_ERRORS as e:  # a rule's float arithmetic refused (1.0 / 0.0)
+            c = on_float64(rule, (g, out, *args), kw, e)
+        if post is not None and type(c) is not float:  # floats: nothing to fit
+            c = post(c, arg)
+        accumulate(adj, owned, parent, c)
