@@ -24,9 +24,7 @@ from wengert.api.transforms import (
     vjp,
 )
 from wengert.api.tree import tree_flatten, tree_map, tree_unflatten
-from wengert.core.primitive import (
-    NoRuleError,
-    Primitive,
+from wengert.core.extend import (
     defjvp,
     defjvp_argnum,
     defvjp,
@@ -34,8 +32,11 @@ from wengert.core.primitive import (
     defvjp_argnum,
     defvjp_float,
     defvjp_inplace,
+    elementwise,
+    facts,
     primitive,
 )
+from wengert.core.primitive import NoRuleError, Primitive
 from wengert.program import Program
 from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
 from wengert.program.control import TransformError
@@ -49,7 +50,7 @@ __all__ = [
     "hessian", "hvp", "stop_gradient",
     "Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled",
     "Tape", "Var", "Grad",
-    "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
+    "primitive", "defvjp", "defjvp", "elementwise", "facts", "defvjp_argnum", "defjvp_argnum",
     "defvjp_accumulate", "defvjp_float", "defvjp_inplace", "Primitive", "NoRuleError",
     "tree_flatten", "tree_unflatten", "tree_map",
     "Program", "compile", "checkpoint", "iterate",

@@ -9,7 +9,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.core.primitive import defvjp_float
+from wengert.core.extend import defvjp_float
 from wengert.rules import rule_table
 
 FUSED = {name: prim for name, prim in rule_table().items() if prim.float_vjp is not None}

@@ -6,7 +6,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.core.primitive import defvjp_inplace
+from wengert.core.extend import defvjp_inplace
 
 
 def _scaling_primitive(log):

@@ -459,7 +459,7 @@ def test_adding_a_primitive_accumulate_rule():
     # the doc names defvjp_accumulate "from wengert.core.primitive" (wg.primitive is the decorator)
     text = " ".join((ROOT / "docs/adding-a-primitive.md").read_text(encoding="utf-8").split())
     assert "`defvjp_accumulate(prim, rule(buffer, g, out, *args))` (from `wengert.core.primitive`)" in text
-    from wengert.core.primitive import defvjp_accumulate
+    from wengert.core.extend import defvjp_accumulate
 
     @wg.primitive
     def pick(v, i):

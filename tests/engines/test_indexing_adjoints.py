@@ -7,7 +7,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.core.primitive import defvjp_accumulate
+from wengert.core.extend import defvjp_accumulate
 from wengert.rules import indexing
 from wengert.testing import check_grads
 

@@ -31,14 +31,11 @@ tests/core/test_fast_paths.py checks every primitive with a Python-float path ag
 at special points (+-0, +-1, negative, +-inf, nan, huge, tiny).
 """
 
-import numpy as np
 from numpy import float64 as _float64
 
-from wengert.core import exits as _exits
-from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, contains_box, unbox_all
+from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 
-__all__ = ["Primitive", "primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum",
-           "defvjp_accumulate", "defvjp_inplace", "defvjp_float", "NoRuleError"]
+__all__ = ["Primitive", "NoRuleError", "unary_function", "binary_function", "FLOAT_PATH_ERRORS", "on_float64"]
 
 FLOAT_PATH_ERRORS = (ArithmeticError, ValueError)
 """What a Python-float fast path raises where NumPy answers inf or nan (ZeroDivisionError,
@@ -85,7 +82,9 @@ class Primitive:
     calls directly.
     """
 
-    def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False):
+    def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False, broadcasts=False):
+        if broadcasts:  # NumPy's broadcasting of the positional arguments, and its adjoint
+            grad_post, tangent_post = BROADCASTING
         self.fun = fun
         self.__name__ = name or getattr(fun, "__name__", "primitive")
         self.__qualname__ = self.__name__
@@ -104,6 +103,14 @@ class Primitive:
         self.vjp_extra = None
         self.float_vjp = None
         self.float_fun = None
+        # facts the program transformer reads (see wengert.core.extend.facts)
+        self.linear = ()
+        self.fresh = False
+        self.broadcasts = broadcasts or (grad_post is not None and grad_post is BROADCASTING[0])
+        self.operator = None
+        self.math_name = None
+        self.helper = None
+        self.derivatives = None
 
     def __call__(self, *args, **kwargs):
         top = None
@@ -197,270 +204,13 @@ def _missing(prim, mode, argnum, definer):
     )
 
 
-def primitive(fun=None, *, name=None):
-    """Make ``fun`` a primitive: wengert will differentiate it by its rules, not by its body.
-
-    Like ``autograd.extend.primitive`` and ``jax.custom_vjp``. Use as ``wg.primitive(f)`` or as a
-    decorator; then give rules with :func:`defvjp` and :func:`defjvp`. A rule may return an
-    output-shaped result for a broadcast argument: it is summed back to the argument's shape (and
-    a tangent broadcast to the output's), as for NumPy's own broadcasting functions. Anything else
-    of the wrong shape, or not an array or a number, is an error naming the primitive and argument.
-    Traced values must be positional arguments of their own: one inside a list, tuple or dict
-    argument (or a keyword argument) is refused, since the rules are given per positional argument.
-    """
-    if fun is None:
-        return lambda f: primitive(f, name=name)
-    unbroadcast, broadcast_tangent = BROADCASTING
-    return UserPrimitive(fun, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
-
-
 BROADCASTING = [None, None]
 """Broadcasting's adjoint and tangent rules, ``[unbroadcast, broadcast_tangent]``: rules themselves
 (the cotangent of a broadcast argument is a sum), defined in ``wengert.rules.broadcasting``, which
 puts them here when imported, for :func:`primitive` to give every user primitive."""
 
 
-class UserPrimitive(Primitive):
-    """A primitive made by :func:`primitive`: its calls and its rules' results are checked. (The rule
-    table's own primitives are plain :class:`Primitive` objects and skip these checks.)"""
-
-    def __call__(self, *args, **kwargs):
-        for i, a in enumerate(args):
-            t = type(a)
-            if (t is list or t is tuple or t is dict) and contains_box(a):
-                self._refuse_nested(f"argument {i} is a {t.__name__} holding a traced value")
-        for k, v in kwargs.items():
-            if contains_box(v):
-                self._refuse_nested(f"keyword argument '{k}' holds a traced value")
-        return Primitive.__call__(self, *args, **kwargs)
-
-    def _refuse_nested(self, what):
-        raise TypeError(
-            f"wg.primitive '{self.__name__}': {what}{_exits.where()}. Its rules are given per positional "
-            f"argument (wg.defvjp({self.__name__}, rule_for_arg0, rule_for_arg1, ...)), so that value would "
-            f"be differentiated through the body of '{self.__name__}' instead of by its rule. Pass each "
-            f"traced value as a positional argument of its own, e.g. {self.__name__}(x, a, b) rather than "
-            f"{self.__name__}(x, (a, b)).")
-
-
-def _checked(prim, mode, argnum, rule):
-    """``rule`` of user primitive ``prim``, with its result checked (kind and shape) on every call."""
-    def checked(g_or_t, out, *args, **kwargs):
-        result = rule(g_or_t, out, *args, **kwargs)
-        _check_result(prim, mode, argnum, result, args, out)
-        return result
-    checked.__name__ = checked.__qualname__ = getattr(rule, "__name__", "rule")
-    checked.__wrapped__ = rule
-    return checked
-
-
-def _checked_argnum(prim, mode, rule):
-    def checked(argnum, g, out, *args, **kwargs):
-        result = rule(argnum, g, out, *args, **kwargs)
-        _check_result(prim, mode, argnum, result, args, out)
-        return result
-    checked.__name__ = checked.__qualname__ = getattr(rule, "__name__", "rule")
-    checked.__wrapped__ = rule
-    return checked
-
-
-_NUMBERS = (float, int, complex, np.ndarray, np.number)
-
-
-def _shape(x):
-    x = unbox_all(x)
-    return tuple(x.shape) if hasattr(x, "shape") else ()
-
-
-def _check_result(prim, mode, argnum, result, args, out):
-    """A VJP result must have the argument's shape (or the output's, for an argument broadcast to it);
-    a JVP result the output's shape (or one that broadcasts to it). Both must be arrays or numbers."""
-    definer = "defvjp" if mode == "VJP" else "defjvp"
-    head = f"wg.{definer}: the {mode} rule of primitive '{prim.__name__}' for argument {argnum}"
-    if type(result) not in BOX_TYPES and not isinstance(result, _NUMBERS):
-        if result is None:
-            fix = ("return zeros (wnp.zeros_like(x)) for an argument without effect, or give None in place "
-                   f"of the rule in wg.{definer} to mark the argument as not differentiable")
-        else:
-            fix = "return a NumPy array or a number (computed with wengert.numpy functions)"
-        got = "None" if result is None else f"{type(result).__name__} {result!r:.60}"
-        raise TypeError(f"{head} returned {got}; {fix}.")
-    got, out_shape = _shape(result), _shape(out)
-    if mode == "VJP":
-        want = _shape(args[argnum]) if argnum < len(args) else None
-        if want is None or got == want or (got == out_shape and _broadcasts(want, out_shape)):
-            return
-        hint = " (wnp.broadcast_to(c, wnp.shape(x)) repeats a scalar c)" if got == () else ""
-        raise ValueError(f"{head} returned shape {got}, but the argument has shape {want} (the output has "
-                         f"shape {out_shape}): a VJP rule returns the cotangent of its argument, of the "
-                         f"argument's shape{hint}.")
-    if _broadcasts(got, out_shape):
-        return
-    raise ValueError(f"{head} returned shape {got}, but the output has shape {out_shape}: a JVP rule returns "
-                     f"the output's tangent, of the output's shape.")
-
-
-def _broadcasts(shape, to):
-    try:
-        return np.broadcast_shapes(shape, to) == to
-    except ValueError:
-        return False
-
-
-def _check_prim(prim, definer):
-    if not isinstance(prim, Primitive):
-        raise TypeError(
-            f"wg.{definer} expects a primitive made by wg.primitive(fun), got {prim!r}; "
-            f"wrap the function first: f = wg.primitive(f)"
-        )
-
-
-def _check_rules(prim, rules, definer):
-    for i, rule in enumerate(rules):
-        if rule is not None and not callable(rule):
-            raise TypeError(
-                f"wg.{definer}({prim.__name__}, ...): rule for argument {i} must be a function "
-                f"or None, got {rule!r}"
-            )
-
-
 _ALL_MISSING = frozenset(range(256))
-
-
-def _as_primitive(prim):
-    """The Primitive behind ``prim`` (a Primitive, or a fast function made from one)."""
-    return getattr(prim, "primitive", prim)
-
-
-def defvjp(prim, *rules):
-    """Give ``prim`` one VJP rule per positional argument: ``rule(g, out, *args, **kwargs)``."""
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp")
-    _check_rules(prim, rules, "defvjp")
-    if isinstance(prim, UserPrimitive):
-        rules = [None if r is None else _checked(prim, "VJP", i, r) for i, r in enumerate(rules)]
-    prim.vjps = tuple(rules)
-    prim.vjp_argnum = None
-    _note_extra(prim)
-    prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
-    return prim
-
-
-def defjvp(prim, *rules):
-    """Give ``prim`` one JVP rule per positional argument: ``rule(t, out, *args, **kwargs)``."""
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defjvp")
-    _check_rules(prim, rules, "defjvp")
-    if isinstance(prim, UserPrimitive):
-        rules = [None if r is None else _checked(prim, "JVP", i, r) for i, r in enumerate(rules)]
-    prim.jvps = tuple(rules)
-    prim.jvp_argnum = None
-    return prim
-
-
-def defvjp_argnum(prim, rule):
-    """One VJP rule for every argument (for variadic primitives): ``rule(argnum, g, out, *args)``."""
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp_argnum")
-    if isinstance(prim, UserPrimitive):
-        rule = _checked_argnum(prim, "VJP", rule)
-    prim.vjp_argnum = rule
-    prim.vjp_missing = frozenset()
-    prim.vjp_extra = True
-    return prim
-
-
-def defvjp_accumulate(prim, *rules):
-    """Give ``prim`` in-place forms of its VJP rules, one per positional argument (None: none).
-
-    ``rule(buffer, g, out, *args, **kwargs)`` adds the argument's cotangent contribution into
-    ``buffer`` -- an array of the argument's shape that the backward pass allocated and owns --
-    in place, and returns nothing. A first-order backward pass uses it instead of the ordinary
-    rule (which must exist too: higher-order passes, where ``g`` is itself traced, use that one
-    so the result stays differentiable). The in-place ``v_bar[i] += e_bar``.
-    """
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp_accumulate")
-    _check_rules(prim, rules, "defvjp_accumulate")
-    _require_ordinary_rules(prim, rules, "defvjp_accumulate", " (higher-order passes need it)")
-    prim.vjp_accumulate = tuple(rules) if any(r is not None for r in rules) else None
-    _note_extra(prim)
-    return prim
-
-
-def defvjp_float(prim, rule):
-    """Give a one- or two-argument ``prim`` a fused VJP for Python floats (the scalar hot path).
-
-    ``rule(g, out, x)`` returns x's contribution; ``rule(g, out, x, y)`` returns the pair of
-    contributions ``(for x, for y)``. The backward pass calls it instead of the per-argument rules
-    when ``g`` and every argument are Python floats, so nothing is traced and plain float
-    arithmetic (``math``) is all it needs; one call instead of one per argument saves about a
-    quarter of a recorded scalar operation's cost. It must compute what the ordinary rules compute
-    (tests/core/test_float_vjp.py checks that). Where it raises ``ArithmeticError`` or ``ValueError``
-    (``math`` refusing what NumPy answers with inf or nan) the ordinary rules are used, and where
-    they raise too, they run again on ``np.float64`` (see the module's docstring). It must raise
-    rather than return what NumPy would not (Python's ``**`` gives a complex number for a negative
-    base's fractional power: use ``math.pow``, which raises).
-    """
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp_float")
-    _check_rules(prim, (rule,), "defvjp_float")
-    prim.float_vjp = rule
-    return prim
-
-
-def defvjp_inplace(prim, *rules):
-    """Give ``prim`` forms of its VJP rules that may overwrite the cotangent, one per positional
-    argument (None: none).
-
-    ``rule(g, out, *args, **kwargs)`` returns the argument's contribution like the ordinary rule,
-    but may compute it in ``g``'s memory (and return ``g``), or return None to decline (the
-    ordinary rule is used then). The backward pass calls it only when ``g`` is a plain array
-    that nothing else refers to (it owns it, and has popped it off its adjoints) and exactly one
-    argument takes a contribution, so ``g`` is not needed after the call: the
-    linearity argument (a value used once can be updated in place). ReLU's backward, g * (x > 0),
-    then needs no new array, as in a hand-written backward pass.
-    """
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp_inplace")
-    _check_rules(prim, rules, "defvjp_inplace")
-    _require_ordinary_rules(prim, rules, "defvjp_inplace")
-    prim.vjp_inplace = tuple(rules) if any(r is not None for r in rules) else None
-    _note_extra(prim)
-    return prim
-
-
-def _require_ordinary_rules(prim, rules, definer, why=""):
-    """A special form of a VJP rule (in place, accumulating) needs the ordinary rule beside it."""
-    for i, rule in enumerate(rules):
-        if rule is not None and i in prim.vjp_missing:
-            raise TypeError(f"wg.{definer}({prim.__name__}, ...): argument {i} has no ordinary VJP rule; "
-                            f"give one with wg.defvjp first{why}")
-
-
-def _note_extra(prim):
-    """Keep ``vjp_extra`` (the backward pass's one test for anything beyond ``vjps``) up to date."""
-    extra = (prim.vjp_accumulate is not None or prim.vjp_argnum is not None
-             or prim.vjp_inplace is not None)
-    prim.vjp_extra = True if extra else None
-
-
-def defjvp_argnum(prim, rule):
-    """One JVP rule for every argument (for variadic primitives): ``rule(argnum, t, out, *args)``."""
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defjvp_argnum")
-    if isinstance(prim, UserPrimitive):
-        rule = _checked_argnum(prim, "JVP", rule)
-    prim.jvp_argnum = rule
-    return prim
-
-
-def nondiff_primitive(fun, name=None):
-    """A function whose result carries no derivative (comparisons, argmax, shape queries).
-
-    Traced arguments are unboxed; the result is a constant at every level.
-    """
-    return Primitive(fun, name=name, nondiff=True)
 
 
 def unary_function(prim, float_fun=None):

@@ -29,7 +29,7 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
 )
 
 from wengert.core import frontend as _frontend
-from wengert.core.primitive import nondiff_primitive as _nondiff_primitive
+from wengert.core.extend import nondiff_primitive as _nondiff_primitive
 from wengert.core.trace import contains_box as _contains_box
 from wengert.core.trace import unbox_all as _unbox_all
 from wengert.numpy import _classification as _table

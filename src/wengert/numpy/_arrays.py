@@ -12,7 +12,7 @@ import builtins
 
 import numpy as np
 
-from wengert.core.primitive import nondiff_primitive
+from wengert.core.extend import nondiff_primitive
 from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
 from wengert.rules import broadcasting, cplx, elementwise, indexing, products, reductions

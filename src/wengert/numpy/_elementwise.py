@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from wengert.core.primitive import nondiff_primitive
+from wengert.core.extend import nondiff_primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.numpy import _functions as F
 from wengert.rules import complex as complex_parts

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from wengert.core.primitive import nondiff_primitive
+from wengert.core.extend import nondiff_primitive
 from wengert.core.trace import BOX_TYPES, contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
 from wengert.numpy._arrays import _E, _axis, _ndim, _shape, _slice_along, sort

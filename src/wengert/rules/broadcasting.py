@@ -18,7 +18,8 @@ import math
 import numpy as np
 
 from wengert.core import primitive as _primitive
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 
 __all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "shape_of", "dtype_of",
            "sum", "reshape", "astype", "real", "normalize_axis", "expand_reduced"]

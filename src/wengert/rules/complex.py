@@ -9,7 +9,8 @@ See docs/complex.md.
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting
 from wengert.rules.broadcasting import real
 

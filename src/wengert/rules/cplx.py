@@ -12,7 +12,8 @@ part of the complex one (:func:`real_like`). ``conj`` and ``real`` record nothin
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, shape
 from wengert.rules.complex import conj as conj_values
 from wengert.rules.complex import real as real_part

@@ -7,7 +7,8 @@ JVP is the cumulative sum of the tangent. ``cumprod`` is composed from products 
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, indexing
 
 __all__ = ["cumsum"]

@@ -23,7 +23,8 @@ refused, with :class:`~wengert.rules.linalg.SingularDerivativeError`, at a singu
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import matrix_helpers as mh
 from wengert.rules import reductions

@@ -13,16 +13,8 @@ import operator
 
 import numpy as np
 
-from wengert.core.primitive import (
-    FLOAT_PATH_ERRORS,
-    Primitive,
-    binary_function,
-    defjvp,
-    defvjp,
-    defvjp_float,
-    defvjp_inplace,
-    unary_function,
-)
+from wengert.core.extend import defjvp, defvjp, defvjp_float, defvjp_inplace
+from wengert.core.primitive import FLOAT_PATH_ERRORS, Primitive, binary_function, unary_function
 from wengert.core.trace import unbox_all
 from wengert.rules import complex as complex_parts
 from wengert.rules.broadcasting import broadcast_tangent, unbroadcast

@@ -12,7 +12,8 @@ its conjugate twin); its VJP is the conjugate of ``rfft`` with the dual norm (``
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, cplx, shape
 
 __all__ = ["c2c", "r2c", "c2r", "fftshift", "ifftshift", "DUAL_NORM"]

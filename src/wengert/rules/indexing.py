@@ -10,7 +10,8 @@ loop costs O(n) in the backward pass rather than one zero-filled array of v's si
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, binary_function, defjvp, defvjp, defvjp_accumulate
+from wengert.core.extend import defjvp, defvjp, defvjp_accumulate
+from wengert.core.primitive import Primitive, binary_function
 from wengert.core.trace import unbox_all
 from wengert.rules import broadcasting
 

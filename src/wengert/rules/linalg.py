@@ -31,7 +31,8 @@ float32.
 import numpy as np
 
 from wengert.core.errors import TracingError
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing, products, shape
 from wengert.rules import matrix_helpers as mh

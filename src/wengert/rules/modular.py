@@ -17,14 +17,8 @@ import operator
 import numpy as np
 from numpy import float64 as _float64
 
-from wengert.core.primitive import (
-    Primitive,
-    binary_function,
-    defjvp,
-    defvjp,
-    defvjp_float,
-    nondiff_primitive,
-)
+from wengert.core.extend import defjvp, defvjp, defvjp_float, nondiff_primitive
+from wengert.core.primitive import Primitive, binary_function
 from wengert.rules.broadcasting import broadcast_tangent, unbroadcast
 from wengert.rules.elementwise import rint
 

@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules.elementwise import (
     _broadcasting_prim,

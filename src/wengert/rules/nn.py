@@ -16,7 +16,8 @@ Rules call wengert's own functions, so second derivatives work.
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, defjvp, defvjp, nondiff_primitive, unary_function
+from wengert.core.extend import defjvp, defvjp, nondiff_primitive
+from wengert.core.primitive import Primitive, unary_function
 from wengert.rules import broadcasting, elementwise, reductions
 
 __all__ = ["relu", "log_softmax", "softmax_cross_entropy", "positive_mask", "one_hot"]

@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from wengert.core.primitive import nondiff_primitive
+from wengert.core.extend import nondiff_primitive
 from wengert.rules.elementwise import _binary
 
 __all__ = [

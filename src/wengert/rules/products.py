@@ -8,7 +8,8 @@ import string
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, binary_function, defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from wengert.core.primitive import Primitive, binary_function
 from wengert.rules import broadcasting, shape
 
 __all__ = ["matmul", "tensordot", "einsum"]

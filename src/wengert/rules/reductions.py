@@ -7,7 +7,8 @@ Each rule puts the reduced axes back (``expand_reduced``) and broadcasts to the 
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, defjvp, defvjp, nondiff_primitive
+from wengert.core.extend import defjvp, defvjp, nondiff_primitive
+from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise
 from wengert.rules.broadcasting import expand_reduced, normalize_axis, sum  # noqa: A004 - NumPy's name
 

@@ -19,7 +19,8 @@ they differentiate again. Matrices are 2-D (``solve_triangular``'s right-hand si
 import numpy as np
 import scipy.linalg as sla
 
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing, products, shape
 from wengert.rules.elementwise import add, multiply

@@ -6,7 +6,8 @@ stack, split, tile, flip, ravel) is composed from these and indexing in ``wenger
 
 import numpy as np
 
-from wengert.core.primitive import Primitive, defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, indexing
 from wengert.rules.broadcasting import astype, reshape
 

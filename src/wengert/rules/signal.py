@@ -9,7 +9,8 @@ the full shape (``indexing.untake``). Every rule is a convolution again: second 
 
 import scipy.signal
 
-from wengert.core.primitive import Primitive, defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, indexing
 
 __all__ = ["convolve"]

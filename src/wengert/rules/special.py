@@ -12,7 +12,8 @@ import math
 
 import scipy.special as sp
 
-from wengert.core.primitive import Primitive, defjvp, defvjp, unary_function
+from wengert.core.extend import defjvp, defvjp
+from wengert.core.primitive import Primitive, unary_function
 from wengert.rules.broadcasting import broadcast_tangent, dtype_of, unbroadcast
 from wengert.rules.elementwise import exp, log, log1p
 from wengert.rules.shape import astype

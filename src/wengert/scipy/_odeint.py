@@ -27,7 +27,8 @@ import scipy.integrate
 import wengert.numpy as wnp
 from wengert import rules
 from wengert.api.transforms import jvp, vjp
-from wengert.core.primitive import Primitive, defjvp_argnum, defvjp_argnum
+from wengert.core.extend import defjvp_argnum, defvjp_argnum
+from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing
 

@@ -28,7 +28,8 @@ from wengert.api.checkpointing import schedules as sched
 from wengert.api.tensor import Tensor
 from wengert.api.transforms import jvp
 from wengert.api.tree import describe, tree_flatten, tree_unflatten
-from wengert.core.primitive import Primitive, defjvp_argnum, defvjp_argnum
+from wengert.core.extend import defjvp_argnum, defvjp_argnum
+from wengert.core.primitive import Primitive
 from wengert.core.trace import BOX_TYPES, Trace, register_box, unbox_all
 from wengert.engines.box import ArrayBox
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
