@@ -28,7 +28,7 @@ MATH_BINARY = {"arctan2": "atan2", "hypot": "hypot"}
 
 KNOWN_FAMILIES = frozenset(f"wengert.rules.{m}" for m in (
     "elementwise", "broadcasting", "reductions", "shape", "indexing", "products", "nondiff", "modular",
-)) | {"numpy", "builtins", "_operator", "operator", "wengert.program.ir"}
+)) | {"numpy", "builtins", "_operator", "operator", "wengert.program.ir", "wengert.core.extend"}
 """Modules whose primitives are spelled in NumPy; others are called through their implementation."""
 
 HELPERS = {
