@@ -23,6 +23,7 @@ import numpy as np
 from wengert.core import exits as _exits
 from wengert.core.primitive import (
     _ALL_MISSING,
+    BROADCASTING,
     FLOAT_PATH_ERRORS,
     NoRuleError,
     Primitive,
@@ -45,7 +46,8 @@ def primitive(fun=None, *, name=None):
     """
     if fun is None:
         return lambda f: primitive(f, name=name)
-    return UserPrimitive(fun, name=name, broadcasts=True)
+    unbroadcast, broadcast_tangent = BROADCASTING  # broadcasting's adjoint, but no elementwise fact
+    return UserPrimitive(fun, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
 
 
 class UserPrimitive(Primitive):
@@ -321,13 +323,8 @@ def _times(d):
             return g * d(out, *args)
         rule.__name__ = rule.__qualname__ = f"times_{getattr(d, '__name__', 'partial')}"
         return rule
-    if d == 0:  # exact zeros, not g * 0 (nan where g is inf)
-        return _zero
-    if d == 1:
-        return _identity
-    if d == -1:
-        return _negated
-    return lambda g, out, *args: g * d
+    special = {0: _zero, 1: _identity, -1: _negated}  # exact zeros, not g * 0 (nan where g is inf)
+    return special.get(d, lambda g, out, *args: g * d)
 
 
 def _zero(g, out, *args):
@@ -335,11 +332,11 @@ def _zero(g, out, *args):
     return 0.0 if type(g) is float else np.zeros(np.shape(g), dtype=np.result_type(g))
 
 
-def _identity(g, out, *args):
+def _identity(g, out, *args):  # a derivative of 1
     return g
 
 
-def _negated(g, out, *args):
+def _negated(g, out, *args):  # a derivative of -1
     return -g
 
 
@@ -417,9 +414,9 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
     - ``linear``: the positional arguments in which the result is linear, the others held fixed
       (``multiply``: ``(0, 1)``; ``true_divide``: ``(0,)``): a zero there makes the result zero;
     - ``fresh``: its array result is always a new buffer, never a view of an argument;
-    - ``broadcasts``: its positional arguments broadcast against each other, as NumPy's ufuncs';
-    - ``operator``: the Python operator generated code writes for it (``"+"``; ``"-"`` for a
-      one-argument negation);
+    - ``broadcasts``: elementwise with NumPy's broadcasting, ``f(broadcast_to(x, s), y) == f(x, y)``
+      where the result has shape ``s`` (``matmul`` broadcasts batch axes but is not elementwise);
+    - ``operator``: the Python operator generated code writes for it (``"+"``; ``"-"`` for negation);
     - ``math_name``: the ``math`` function generated code calls on Python floats (``"asin"``);
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
       (for a primitive NumPy cannot write in one call); by default the primitive's implementation.

@@ -81,7 +81,7 @@ class Primitive:
         # facts the program transformer reads (see wengert.core.extend.facts)
         self.linear = ()
         self.fresh = False
-        self.broadcasts = broadcasts or (grad_post is not None and grad_post is BROADCASTING[0])
+        self.broadcasts = broadcasts  # elementwise broadcasting (grad_post alone may sum batch axes)
         self.operator = None
         self.math_name = None
         self.helper = None
