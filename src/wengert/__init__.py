@@ -7,6 +7,7 @@ traced values dispatch there. ``Program`` and ``compile`` derive derivative prog
 from the same rules.
 """
 
+from wengert.api.batching import vmap
 from wengert.api.checkpointing.transforms import checkpoint, iterate
 from wengert.api.tape import Grad, Tape, Var
 from wengert.api.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
@@ -47,7 +48,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "jacfwd", "jacrev", "jacobian",
-    "hessian", "hvp", "stop_gradient",
+    "hessian", "hvp", "stop_gradient", "vmap",
     "Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled",
     "Tape", "Var", "Grad",
     "primitive", "defvjp", "defjvp", "elementwise", "facts", "defvjp_argnum", "defjvp_argnum",

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from wengert.core.primitive import _ArgnumRule
-from wengert.core.trace import BOX_TYPES
+from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES
 from wengert.rules.broadcasting import dtype_of, shape_of
 
 __all__ = ["FREED", "release", "alone", "apply_inplace", "argnum_rules", "extra_rules", "owned_buffer",
@@ -90,7 +90,7 @@ def extra_rules(prim, node, g, adj, owned):
     args = node._args
     rules = prim.vjps if prim.vjp_argnum is None else argnum_rules(prim, len(args))
     accumulate_rules = prim.vjp_accumulate
-    if accumulate_rules is None or type(g) in BOX_TYPES:
+    if accumulate_rules is None or type(g) in BOX_TYPES or _opaque(args):
         return rules
     kw = node._kwargs
     out = node.value
@@ -120,6 +120,16 @@ def extra_rules(prim, node, g, adj, owned):
 
 
 _NO_KWARGS = {}
+
+
+def _opaque(args):
+    """Whether an argument is (or an index tuple holds) a value opaque to rules (a batch under
+    ``wg.vmap``): an accumulate rule cannot write it into a buffer of one example's shape."""
+    for a in args:
+        t = type(a)
+        if t in SYMBOLIC_TYPES or (t is tuple and any(type(p) in SYMBOLIC_TYPES for p in a)):
+            return True
+    return False
 
 
 def owned_buffer(adj, owned, key, arg, g):

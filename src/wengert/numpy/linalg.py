@@ -360,8 +360,9 @@ def lstsq(a, b, rcond=None):
     a, b = _array(a), _array(b)
     if is_symbolic((a, b)):
         raise TracingError("wengert.numpy.linalg.lstsq cannot be traced to a program (wg.compile, "
-                           "wg.Program.from_trace): its rank, and the shape of its residuals, depend on "
-                           "the data. Use wnp.linalg.pinv(a) @ b, or differentiate with the tape (wg.grad).")
+                           "wg.Program.from_trace) nor batched by wg.vmap: its rank, and the shape of its "
+                           "residuals, depend on the data. Use wnp.linalg.pinv(a) @ b, or differentiate with "
+                           "the tape (wg.grad) one example at a time.")
     plain = np.linalg.lstsq(unbox_all(a), unbox_all(b), rcond=rcond)  # NumPy's checks, rank
     if type(a) not in BOX_TYPES and type(b) not in BOX_TYPES:
         return plain

@@ -255,6 +255,8 @@ def _tie_select_into(g, x, y):
     """``tie_select(g, x, y)`` computed in ``g``'s memory (an in-place VJP rule: the backward pass
     owns ``g`` and uses it once); None, to decline, where g holds inf or nan (0 * inf)."""
     x, y = unbox_all(x), unbox_all(y)
+    if is_symbolic((x, y)):  # a program's symbols, a batch: g's memory cannot hold the result
+        return None
     if not np.isfinite(g).all():
         return None
     keep = x > y

@@ -1,0 +1,173 @@
+"""``wg.vmap``: map a function over a batch axis of its arguments, in one pass.
+
+The semantics are JAX's: ``in_axes`` says, per argument (an int, None, or a pytree matching the
+argument's structure), which axis of each array runs over the batch (None: the argument is the same
+for every example); ``out_axes`` where the batch axis goes in each result (None: a result that does
+not depend on the batch). The batch size comes from the mapped arguments, which must agree.
+Values the function closes over are constants, the same for every example. ``vmap`` nests and
+composes with every transform in both orders (``vmap(grad(f))`` gives per-example gradients,
+``grad`` of a function that calls ``vmap`` differentiates through it).
+"""
+
+import functools
+
+import numpy as np
+
+from wengert.api.tree import tree_flatten, tree_unflatten
+from wengert.core.exits import name_of
+from wengert.core.trace import BOX_TYPES
+from wengert.engines.batching import Batched, BatchTrace
+from wengert.rules import broadcasting
+from wengert.rules import shape as shape_ops
+
+__all__ = ["vmap"]
+
+
+def vmap(fun, in_axes=0, out_axes=0):
+    """``fun`` mapped over axis ``in_axes`` of its arguments; the results stacked along ``out_axes``."""
+    if not callable(fun):
+        raise TypeError(f"wg.vmap expects a function, got {fun!r}")
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+
+    @functools.wraps(fun)
+    def batched(*args, **kwargs):
+        if kwargs:
+            raise TypeError(f"wg.vmap({name_of(fun)}): keyword arguments are not mapped; pass them "
+                            f"positionally, with in_axes giving None for those that are the same for "
+                            f"every example")
+        axes = _per_argument(in_axes, len(args), fun)
+        leaves, where, size = _mapped_leaves(args, axes, fun)
+        trace = BatchTrace(size)
+        boxed = list(leaves)
+        for k, axis in where:
+            boxed[k] = Batched(_to_front(leaves[k], axis), trace)
+        _, treedef = tree_flatten(list(args))
+        call_args = tree_unflatten(treedef, boxed)
+        out = fun(*call_args)
+        return _outputs(out, out_axes, trace, fun)
+
+    return batched
+
+
+def _check_axes_spec(spec, what):
+    leaves, _ = tree_flatten(spec)
+    for a in leaves:
+        if a is not None and not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"wg.vmap: {what} must be ints, None, or pytrees of them; got {a!r}")
+
+
+def _per_argument(in_axes, nargs, fun):
+    if isinstance(in_axes, (int, np.integer)) or in_axes is None:
+        return [in_axes] * nargs
+    if type(in_axes) is list:
+        in_axes = tuple(in_axes)
+    if type(in_axes) is not tuple or len(in_axes) != nargs:
+        raise ValueError(f"wg.vmap({name_of(fun)}): in_axes {in_axes!r} must be an int, None, or a tuple "
+                         f"with one entry per argument ({nargs} given)")
+    return list(in_axes)
+
+
+def _mapped_leaves(args, axes, fun):
+    """The arguments' leaves, the ``(leaf index, axis)`` of those mapped, and the batch size."""
+    leaves, where, sizes = [], [], []
+    for i, (arg, axis) in enumerate(zip(args, axes)):
+        arg_leaves, arg_def = tree_flatten(arg)
+        leaf_axes = _broadcast_prefix(axis, arg, len(arg_leaves), fun, i)
+        for j, (leaf, ax) in enumerate(zip(arg_leaves, leaf_axes)):
+            if ax is not None:
+                shape = broadcasting.shape_of(leaf)
+                if not -len(shape) <= ax < len(shape):
+                    raise ValueError(f"wg.vmap({name_of(fun)}): in_axes {ax} is out of range for argument "
+                                     f"{i}{_leaf_name(arg_leaves, j)}, of shape {tuple(shape)}")
+                where.append((len(leaves), ax % len(shape)))
+                sizes.append((shape[ax], i, _leaf_name(arg_leaves, j)))
+            leaves.append(leaf)
+    if not sizes:
+        raise ValueError(f"wg.vmap({name_of(fun)}): no argument is mapped (in_axes is None for all): "
+                         f"there is no batch to map over")
+    first = sizes[0]
+    for s in sizes[1:]:
+        if s[0] != first[0]:
+            raise ValueError(f"wg.vmap({name_of(fun)}): the mapped axes have different sizes: argument "
+                             f"{first[1]}{first[2]} has {first[0]} examples, argument {s[1]}{s[2]} has "
+                             f"{s[0]}")
+    return leaves, where, first[0]
+
+
+def _leaf_name(leaves, j):
+    return f" (leaf {j})" if len(leaves) > 1 else ""
+
+
+def _broadcast_prefix(axis, arg, n, fun, i):
+    """``axis`` (an int, None, or a pytree prefix of ``arg``'s structure) as one axis per leaf."""
+    axes = []
+    if not _prefix(axis, arg, axes):
+        raise ValueError(f"wg.vmap({name_of(fun)}): in_axes for argument {i} ({axis!r}) does not match "
+                         f"the argument's structure ({type(arg).__name__} with {n} leaves)")
+    return axes
+
+
+def _prefix(spec, tree, out):
+    """Append to ``out`` the axis of each leaf of ``tree`` given by ``spec``, an int or None for a
+    whole subtree or a container of the same kind (JAX's pytree prefix); False where they differ."""
+    if spec is None or isinstance(spec, (int, np.integer)):
+        out.extend([None if spec is None else int(spec)] * len(tree_flatten(tree)[0]))
+        return True
+    t = type(tree)
+    if type(spec) is not t and not (isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple))
+                                    and type(spec) in (list, tuple)):
+        return False
+    if t is dict:
+        return spec.keys() == tree.keys() and all(_prefix(spec[k], tree[k], out) for k in tree)
+    if isinstance(tree, (list, tuple)):
+        return len(spec) == len(tree) and all(_prefix(s, c, out) for s, c in zip(spec, tree))
+    return False
+
+
+def _to_front(x, axis):
+    if axis == 0:
+        return x
+    n = len(broadcasting.shape_of(x))
+    order = (axis,) + tuple(a for a in range(n) if a != axis)
+    return shape_ops.transpose(x, order)
+
+
+def _outputs(out, out_axes, trace, fun):
+    leaves, treedef = tree_flatten(out)
+    axes = []
+    if not _prefix(out_axes, out, axes):
+        raise ValueError(f"wg.vmap({name_of(fun)}): out_axes {out_axes!r} does not match the structure "
+                         f"of the result ({len(leaves)} leaves)")
+    done = []
+    for k, (leaf, axis) in enumerate(zip(leaves, axes)):
+        mapped = type(leaf) is Batched and leaf._trace is trace
+        if axis is None:
+            if mapped:
+                raise ValueError(f"wg.vmap({name_of(fun)}): out_axes is None for result {k}, but it differs "
+                                 f"between examples (it depends on a mapped argument); give it an axis")
+            done.append(leaf)
+            continue
+        value = leaf.value if mapped else _broadcast_batch(leaf, trace.size)
+        n = len(broadcasting.shape_of(value))
+        if not -n <= axis < n:
+            raise ValueError(f"wg.vmap({name_of(fun)}): out_axes {axis} is out of range for result {k}, "
+                             f"of {n - 1} axes per example")
+        done.append(_from_front(value, axis % n))
+    return tree_unflatten(treedef, done)
+
+
+def _broadcast_batch(x, size):
+    """A result the same for every example, repeated along a new batch axis in front."""
+    if type(x) not in BOX_TYPES and not isinstance(x, (float, int, complex, np.ndarray, np.generic)):
+        raise TypeError(f"wg.vmap: a result must be an array or a number, got {type(x).__name__}")
+    shape = tuple(broadcasting.shape_of(x))
+    return broadcasting.broadcast_to(x, (size,) + shape)
+
+
+def _from_front(x, axis):
+    if axis == 0:
+        return x
+    n = len(broadcasting.shape_of(x))
+    order = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, n))
+    return shape_ops.transpose(x, order)

@@ -1,0 +1,223 @@
+"""Batching (``wg.vmap``): a function written for one example, run on a whole batch at once.
+
+A :class:`Batched` value holds every example's value in one array whose axis 0 runs over the
+batch; to the function it looks like one example (its ``shape`` leaves the batch axis out). A
+primitive called with batched values computes all examples in one call where it has a batching
+rule: elementwise primitives (those declared by their derivatives, or with the ``broadcasts`` fact)
+batch by broadcasting, once each argument's batch axis is lined up in front of its example's axes;
+a primitive's ``batch`` rule, ``rule(values, batched, kwargs) -> batched output`` (values with the
+batch on axis 0, and which of them are batched), does the rest. A primitive without a rule runs
+once per example and the results are stacked: slower, never wrong, with a one-time warning naming
+it.
+
+Batched values are opaque to rules, like the program tracer's symbols: ``unbox_all`` stops at them
+and ``is_symbolic`` is true, so a rule's data-dependent branch takes its general form and a
+conversion to a Python number (``float(x)``, ``if x > 0:``) is refused, since each example would need
+a branch of its own. Derivatives compose in either order: under ``wg.grad`` the batched arrays are
+traced values of the outer trace, and inside ``vmap(grad(f))`` the backward pass's rules run on
+batched values.
+"""
+
+import warnings
+
+import numpy as np
+
+from wengert.core.extend import facts, nondiff_primitive
+from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
+from wengert.engines.box import ArrayBox
+from wengert.rules import broadcasting, indexing
+from wengert.rules import shape as shape_ops
+
+__all__ = ["Batched", "BatchTrace", "NoBatchingRuleWarning"]
+
+_shape = broadcasting.shape_of
+
+
+class NoBatchingRuleWarning(UserWarning):
+    """A primitive without a batching rule ran once per example under ``wg.vmap``."""
+
+
+@register_box
+class Batched(ArrayBox):
+    """One example's view of a batch: ``value`` holds every example, on axis 0."""
+
+    __slots__ = ("value", "_trace")
+
+    def __init__(self, value, trace):
+        self.value = value
+        self._trace = trace
+
+    @property
+    def shape(self):
+        return tuple(_shape(self.value)[1:])
+
+    def __len__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of unsized object (a 0-d value batched by wg.vmap)")
+        return shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __bool__(self):
+        self._refuse("bool()", "each example would take a branch of its own: write the choice with "
+                     "wnp.where(condition, a, b), or batch with a Python loop")
+
+    def _kind(self):
+        return "a value batched by wg.vmap"
+
+    # masks are batched too (a comparison of batched values): NumPy's logical operators on them
+    def __and__(self, other):
+        return _bitwise_and(self, other)
+
+    def __rand__(self, other):
+        return _bitwise_and(other, self)
+
+    def __or__(self, other):
+        return _bitwise_or(self, other)
+
+    def __ror__(self, other):
+        return _bitwise_or(other, self)
+
+    def __xor__(self, other):
+        return _bitwise_xor(self, other)
+
+    def __rxor__(self, other):
+        return _bitwise_xor(other, self)
+
+    def __invert__(self):
+        return _invert(self)
+
+    def __repr__(self):
+        return f"Batched({self.value!r}, level={self._trace.level})"
+
+
+SYMBOLIC_TYPES.add(Batched)  # opaque to rules: unbox_all stops here, is_symbolic is true
+
+_bitwise_and, _bitwise_or, _bitwise_xor, _invert = (
+    facts(nondiff_primitive(f), broadcasts=True) for f in (np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+                                                           np.invert))
+
+
+class BatchTrace(Trace):
+    """One ``wg.vmap`` in progress, over ``size`` examples."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+
+    def mine(self, x):
+        return type(x) is Batched and x._trace is self
+
+    def box(self, value):
+        """``value`` (batch on axis 0) as a batched value of this trace."""
+        return Batched(value, self)
+
+    def apply(self, prim, args, kwargs):
+        rule = _rule(prim)
+        if rule is not None:
+            batched = [self.mine(a) for a in args]
+            if not any(_holds(self, a) for a, b in zip(args, batched) if not b) \
+                    and not any(_holds(self, v) for v in kwargs.values()):
+                values = [a.value if b else a for a, b in zip(args, batched)]
+                out = rule(prim, values, batched, kwargs)
+                if out is not NotImplemented:  # a rule may decline (an argument it cannot batch)
+                    return _boxed(self, out)
+        return self.loop(prim, args, kwargs)
+
+    def loop(self, prim, args, kwargs):
+        """``prim`` once per example, the results stacked (for a primitive without a batching rule)."""
+        name = prim.__name__
+        if name not in _WARNED:
+            _WARNED.add(name)
+            warnings.warn(f"wg.vmap: '{name}' has no batching rule, so it runs once per example "
+                          f"({self.size} calls here) and the results are stacked; the answer is the "
+                          f"same, only slower.", NoBatchingRuleWarning, stacklevel=3)
+        outs = [prim(*[_example(self, a, i) for a in args],
+                     **{k: _example(self, v, i) for k, v in kwargs.items()}) for i in range(self.size)]
+        return _stacked(self, outs)
+
+
+_WARNED = set()
+
+
+def _rule(prim):
+    rule = getattr(prim, "batch", None)
+    if rule is None and (prim.broadcasts or prim.derivatives is not None):
+        return _elementwise
+    return rule
+
+
+def _holds(trace, x):
+    """Whether ``x`` is, or holds in a list, tuple or dict, a batched value of ``trace``."""
+    t = type(x)
+    if t is Batched:
+        return x._trace is trace
+    if t is list or t is tuple:
+        return any(_holds(trace, v) for v in x)
+    if t is dict:
+        return any(_holds(trace, v) for v in x.values())
+    return False
+
+
+def _example(trace, x, i):
+    """Example ``i`` of ``x`` (``x`` itself where it is not batched by ``trace``)."""
+    t = type(x)
+    if t is Batched and x._trace is trace:
+        return indexing.getitem(x.value, i)
+    if (t is list or t is tuple) and _holds(trace, x):
+        return t(_example(trace, v, i) for v in x)
+    if t is dict and _holds(trace, x):
+        return {k: _example(trace, v, i) for k, v in x.items()}
+    return x
+
+
+_NUMBERS = (float, complex, np.ndarray, np.generic)
+
+
+def _stacked(trace, outs):
+    """Per-example results as one batched result (tuples and lists component by component); a
+    non-numeric result (a shape, a dtype) must be the same for every example and is kept as it is."""
+    first = outs[0]
+    t = type(first)
+    if t is tuple or t is list:
+        return t(_stacked(trace, [o[k] for o in outs]) for k in range(len(first)))
+    if t in BOX_TYPES or isinstance(first, _NUMBERS) or (t in (int, bool) and any(o != first for o in outs)):
+        parts = [shape_ops.reshape(o, (1,) + tuple(_shape(o))) for o in outs]
+        return trace.box(shape_ops.concatenate(*parts, axis=0))
+    if any(o != first for o in outs):
+        raise ValueError(f"wg.vmap: a result differs between examples but is not an array or a number "
+                         f"({first!r}, {outs[1]!r}, ...)")
+    return first
+
+
+def _boxed(trace, out):
+    t = type(out)
+    if t is tuple or t is list:
+        return t(_boxed(trace, o) for o in out)
+    return trace.box(out)
+
+
+# -- batching rules -------------------------------------------------------------------------------
+
+def _elementwise(prim, values, batched, kwargs):
+    """An elementwise primitive on the whole batch: each batched argument gets singleton axes after
+    its batch axis up to the widest example's rank, so that NumPy's broadcasting (which aligns
+    trailing axes) pairs example axes with example axes and the batch axis comes out in front."""
+    ranks = [len(_shape(v)) - b for v, b in zip(values, batched)]
+    rank = max(ranks)
+    aligned = []
+    for v, b, r in zip(values, batched, ranks):
+        if b and r < rank:
+            s = tuple(_shape(v))
+            v = shape_ops.reshape(v, s[:1] + (1,) * (rank - r) + s[1:])
+        aligned.append(v)
+    return prim(*aligned, **kwargs)
+
+
+def example_axes(axis, ndim):
+    """A reduction's ``axis`` over one example's ``ndim`` axes, as axes of the batched array."""
+    return tuple(a + 1 for a in broadcasting.normalize_axis(axis, ndim))
