@@ -31,7 +31,7 @@ float32.
 import numpy as np
 
 from wengert.core.errors import TracingError
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing, products, shape
@@ -89,6 +89,7 @@ solve = Primitive(_solve_impl, name="linalg.solve", grad_post=broadcasting.unbro
                   tangent_post=broadcasting.broadcast_tangent)
 defvjp(solve, _solve_vjp_a, _solve_vjp_b)
 defjvp(solve, lambda t, out, a, b: -solve(a, matmul(t, out)), lambda t, out, a, b: solve(a, t))
+facts(solve, broadcasts=False)  # stacks of matrices broadcast, not as a ufunc's arguments
 
 
 # -- cholesky ---------------------------------------------------------------------------------------
