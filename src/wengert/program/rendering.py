@@ -58,13 +58,15 @@ def register_helper(fun, name=None):
     return fun
 
 
-for _plain in (masked, may_repeat, add_chosen):
-    register_helper(_plain)
+register_helper(masked)  # where(c, x, 0) is written masked(x, c); tie_select calls it
+register_helper(may_repeat)  # untake and index_add call it
+register_helper(add_chosen)  # a max's cotangent added in place (codegen._fused_chooser_adds)
 
 
 def _survey():
+    """The helpers and ``math`` names of the rule table's primitives (cached)."""
     if _CACHE.get("families") != len(EXTRA_FAMILIES):
-        found, math = {}, {"pow"}
+        found, math_names = {}, {"pow"}
         for module in families():
             for value in vars(module).values():
                 prim = getattr(value, "primitive", value)
@@ -72,9 +74,9 @@ def _survey():
                     if prim.helper is not None:
                         found.setdefault(prim.__name__, prim.helper)
                     if prim.math_name is not None:
-                        math.add(prim.math_name)
+                        math_names.add(prim.math_name)
         found.update(_REGISTERED)
-        _CACHE.update(families=len(EXTRA_FAMILIES), helpers=found, math=frozenset(math))
+        _CACHE.update(families=len(EXTRA_FAMILIES), helpers=found, math=frozenset(math_names))
     return _CACHE
 
 
