@@ -13,7 +13,17 @@ from wengert.core.extend import defvjp_float
 from wengert.rules import rule_table
 
 FUSED = {name: prim for name, prim in rule_table().items() if prim.float_vjp is not None}
-POINTS = [0.3, 0.71, 1.4]  # inside every fused primitive's domain (log, sqrt, power, ...)
+POINTS = [0.3, 0.71, 1.4, 2.2]
+
+
+def _inside(prim, args):
+    """Whether ``args`` lie in ``prim``'s domain: a finite value and finite derivatives (arcsin's
+    domain is [-1, 1], arccosh's [1, inf): each fused rule is checked where it is defined)."""
+    with np.errstate(all="ignore"):
+        arrays = [np.float64(a) for a in args]
+        out = prim.fun(*arrays)
+        ds = [rule(np.float64(1.0), out, *arrays) for rule in prim.vjps]
+    return bool(np.isfinite(out) and np.all(np.isfinite(ds)))
 
 
 def test_the_common_scalar_primitives_have_fused_rules():
@@ -30,6 +40,8 @@ def test_fused_rule_equals_the_ordinary_rules(name):
     for x in POINTS:
         for g in (1.0, -0.37):
             args = (x, POINTS[-1] - x / 2) if _arity(prim) == 2 else (x,)
+            if not _inside(prim, args):
+                continue
             out = prim.fun(*args)
             fused = prim.float_vjp(g, out, *args)
             fused = fused if _arity(prim) == 2 else (fused,)
@@ -49,7 +61,8 @@ def test_gradient_on_floats_equals_gradient_on_zero_d_arrays(name):
     else:
         def f(x, y):
             return prim(prim(x) * y) * x
-        args = (1.6, 0.8)
+        args = next(a for a in [(1.6, 0.8), (0.6, 0.8), (0.3, 0.5), (2.5, 1.5)] if _inside(prim, (a[0],))
+                    and _inside(prim, (prim.fun(a[0]) * a[1],)))
     on_floats = wg.grad(f, argnums=(0, 1))(*args)
     on_arrays = wg.grad(f, argnums=(0, 1))(*(np.array(a) for a in args))
     assert all(type(c) is float and math.isfinite(c) for c in on_floats)
@@ -78,7 +91,7 @@ def test_fused_rule_is_used_for_floats_only():
 
 
 def test_defvjp_float_refuses_what_is_not_a_primitive_or_a_rule():
-    with pytest.raises(TypeError, match="defvjp_float expects a primitive"):
+    with pytest.raises(TypeError, match="expects a primitive"):
         defvjp_float(math.sin, lambda g, out, x: g)
     with pytest.raises(TypeError, match="must be a function"):
         defvjp_float(wg.primitive(lambda x: x), 3.0)

@@ -429,6 +429,14 @@ def test_adding_a_primitive(tmp_path):
     x = np.array([0.5, -1.0, 2.0])
     e = np.exp(x)
     np.testing.assert_allclose(wg.grad(ns["logsumexp"])(x), e / e.sum(), rtol=1e-14)
+    s = 1.0 / (1.0 + np.exp(-x))
+    np.testing.assert_allclose(wg.elementwise_grad(ns["swish"])(x), s + x * s * (1 - s), rtol=1e-14)
+    assert wg.grad(ns["softsign"])(0.5) == 1.0 / 1.5 ** 2 and type(wg.grad(ns["softsign"])(0.5)) is float
+    assert ns["softsign"].primitive.float_vjp is not None  # the fused rule for floats, from the derivative
+    text = " ".join((ROOT / "docs/adding-a-primitive.md").read_text(encoding="utf-8").split())
+    concepts = re.findall(r"^## \d\. `(wg\.\w+)`", (ROOT / "docs/adding-a-primitive.md").read_text(), re.M)
+    assert concepts == ["wg.primitive", "wg.defvjp", "wg.defjvp", "wg.elementwise", "wg.facts"], concepts
+    assert "0.4444444444444444" in text
 
 
 def test_complex_doc_claims():
@@ -456,9 +464,9 @@ def test_paths_named_in_the_docs_exist():
 
 
 def test_adding_a_primitive_accumulate_rule():
-    # the doc names defvjp_accumulate "from wengert.core.primitive" (wg.primitive is the decorator)
+    # the doc's accumulate option of wg.defvjp, and its old name (HIPS autograd's users know it)
     text = " ".join((ROOT / "docs/adding-a-primitive.md").read_text(encoding="utf-8").split())
-    assert "`defvjp_accumulate(prim, rule(buffer, g, out, *args))` (from `wengert.core.primitive`)" in text
+    assert "`accumulate=(rule(buffer, g, out, *args), ...)`" in text
     from wengert.core.extend import defvjp_accumulate
 
     @wg.primitive

@@ -8,9 +8,9 @@ import wengert as wg
 import wengert.numpy as wnp
 import wengert.numpy.linalg as wla
 from tests.support.complex_helpers import realified
-from wengert.rules import cplx
 from wengert.rules import determinant as dt
 from wengert.rules import linalg as la
+from wengert.rules import matrix_helpers as mh
 from wengert.testing import check_grads
 
 rng = np.random.default_rng(11)
@@ -223,7 +223,7 @@ def test_det_gradient_is_cofactor_matrix():
 
 
 def _hermitian(f):
-    return lambda x: f(x + cplx.adjoint(x))
+    return lambda x: f(x + mh.adjoint(x))
 
 
 COMPLEX_CASES = [

@@ -1,18 +1,18 @@
 """Complex functions checked through real inputs and outputs, which no complex convention affects.
 
 ``realified(f, *args)`` returns ``(g, real_args)``: ``g`` takes each complex argument of ``f`` as
-its real and imaginary parts (joined by ``cplx.complex_from``) and returns a complex result as
+its real and imaginary parts (joined by ``complex.complex_from``) and returns a complex result as
 ``(real part, imaginary part)``. ``check_grads(g, *real_args)`` then checks ``f``'s complex rules
 with real finite differences only."""
 
 import numpy as np
 
-from wengert.rules import cplx
+from wengert.rules import complex as cplx
 
 
 def _split(out):
     if cplx.is_complex(out):
-        return cplx.real(out), cplx.real(out * -1j)
+        return cplx.real_of(out), cplx.real_of(out * -1j)
     return out
 
 

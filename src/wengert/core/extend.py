@@ -38,19 +38,15 @@ __all__ = ["primitive", "defvjp", "defjvp", "elementwise", "facts", "Primitive",
 
 
 def primitive(fun=None, *, name=None):
-    """Make ``fun`` a primitive: wengert will differentiate it by its rules, not by its body.
-
-    Like ``autograd.extend.primitive`` and ``jax.custom_vjp``. Use as ``wg.primitive(f)`` or as a
-    decorator; then give rules with :func:`defvjp` and :func:`defjvp`. A rule may return an
-    output-shaped result for a broadcast argument: it is summed back to the argument's shape (and
-    a tangent broadcast to the output's), as for NumPy's own broadcasting functions. Anything else
-    of the wrong shape, or not an array or a number, is an error naming the primitive and argument.
-    Traced values must be positional arguments of their own: one inside a list, tuple or dict
-    argument (or a keyword argument) is refused, since the rules are given per positional argument.
+    """Make ``fun`` a primitive: wengert will differentiate it by its rules (:func:`defvjp`,
+    :func:`defjvp`), not by its body, as ``autograd.extend.primitive`` and ``jax.custom_vjp``. Use as
+    ``wg.primitive(f)`` or as a decorator. Its arguments broadcast: a rule may return an output-shaped
+    result, summed back to a broadcast argument's shape; other wrong shapes or kinds are errors naming
+    the primitive and argument. Traced values must be positional arguments of their own.
     """
     if fun is None:
         return lambda f: primitive(f, name=name)
-    unbroadcast, broadcast_tangent = BROADCASTING
+    unbroadcast, broadcast_tangent = BROADCASTING  # broadcasting's adjoint, but no elementwise fact
     return UserPrimitive(fun, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
 
 
@@ -89,6 +85,10 @@ def _checked(prim, mode, argnum, rule):
 
 
 def _checked_argnum(prim, mode, rule):
+    """A variadic rule, checked as :func:`_checked` for a user's primitive."""
+    if not isinstance(prim, UserPrimitive):
+        return rule
+
     def checked(argnum, g, out, *args, **kwargs):
         result = rule(argnum, g, out, *args, **kwargs)
         _check_result(prim, mode, argnum, result, args, out)
@@ -141,64 +141,72 @@ def _broadcasts(shape, to):
         return False
 
 
-def _check_prim(prim, definer):
+def _as_primitive(prim, definer):
+    """The Primitive behind ``prim`` (a Primitive, or a fast entry point made from one)."""
+    prim = getattr(prim, "primitive", prim)
     if not isinstance(prim, Primitive):
-        raise TypeError(
-            f"wg.{definer} expects a primitive made by wg.primitive(fun), got {prim!r}; "
-            f"wrap the function first: f = wg.primitive(f)"
-        )
+        raise TypeError(f"wg.{definer} expects a primitive made by wg.primitive(fun), got {prim!r}; "
+                        f"wrap the function first: f = wg.primitive(f)")
+    return prim
 
 
-def _check_rules(prim, rules, definer):
+def _rules(prim, rules, definer, mode=None):
+    """``rules`` checked to be functions or None (and, for a user's primitive, their results checked)."""
     for i, rule in enumerate(rules):
         if rule is not None and not callable(rule):
-            raise TypeError(
-                f"wg.{definer}({prim.__name__}, ...): rule for argument {i} must be a function "
-                f"or None, got {rule!r}"
-            )
+            raise TypeError(f"wg.{definer}({prim.__name__}, ...): rule for argument {i} must be a function "
+                            f"or None, got {rule!r}")
+    if mode is not None and isinstance(prim, UserPrimitive):
+        rules = [None if r is None else _checked(prim, mode, i, r) for i, r in enumerate(rules)]
+    return tuple(rules)
 
 
-def _as_primitive(prim):
-    """The Primitive behind ``prim`` (a Primitive, or a fast function made from one)."""
-    return getattr(prim, "primitive", prim)
+def _special(prim, rules, definer):
+    """Accumulate or in-place forms of VJP rules: each needs the ordinary rule beside it."""
+    rules = _rules(prim, rules, definer)
+    for i, rule in enumerate(rules):
+        if rule is not None and i in prim.vjp_missing:
+            raise TypeError(f"wg.{definer}({prim.__name__}, ...): argument {i} has no ordinary VJP rule; "
+                            f"give one with wg.defvjp first")
+    return rules if any(r is not None for r in rules) else None
 
 
 def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=None):
     """Give ``prim`` one VJP rule per positional argument: ``rule(g, out, *args, **kwargs)`` returns
     the argument's share of the output's cotangent ``g``; None marks an argument not differentiable.
 
-    Options, for variadic primitives and for speed (each also has a function of its own, named in
-    parentheses, that the rule table uses):
+    Options (each must compute what the ordinary rules compute):
 
-    - ``variadic=rule``: one rule for every argument, ``rule(argnum, g, out, *args)`` (``defvjp_argnum``);
-    - ``accumulate=(rule, ...)``: rules that add the contribution into a buffer in place
-      (``defvjp_accumulate``);
-    - ``inplace=(rule, ...)``: rules that may overwrite ``g`` (``defvjp_inplace``);
-    - ``floats=rule``: one fused rule for Python floats (``defvjp_float``).
+    - ``variadic=rule``: one rule for every argument, ``rule(argnum, g, out, *args)``;
+    - ``accumulate=(rule, ...)``: ``rule(buffer, g, out, *args)`` adds the contribution into
+      ``buffer`` (the argument's adjoint, owned by the backward pass) in place, ``buffer[idx] += g``:
+      O(len(g)) for ``x[idx]`` instead of a zero-filled array of x's size. First-order passes use it;
+      higher-order ones the ordinary rule, whose result stays differentiable;
+    - ``inplace=(rule, ...)``: like the ordinary rule, but may compute the contribution in ``g``'s
+      memory (or return None to decline); called only when nothing else refers to ``g`` and one
+      argument takes a contribution (ReLU's backward, ``g *= x > 0``);
+    - ``floats=rule``: ``rule(g, out, x)`` or ``rule(g, out, x, y) -> (cx, cy)``, every contribution
+      at once on Python floats (``math`` allowed). Where it raises ``ArithmeticError`` or
+      ``ValueError`` the ordinary rules are used, so it must raise rather than return what NumPy
+      would not (``math.pow``, not ``**``, for a negative base's fractional power).
     """
+    definer = "defvjp"
+    prim = _as_primitive(prim, definer)
     if variadic is not None:
-        defvjp_argnum(prim, variadic)
-    else:
-        _set_vjps(prim, rules)
+        prim.vjp_argnum = _checked_argnum(prim, "VJP", variadic)
+        prim.vjp_missing = frozenset()
+    elif rules or (accumulate, inplace, floats) == (None, None, None):
+        prim.vjps = _rules(prim, rules, definer, "VJP")
+        prim.vjp_argnum = None
+        prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
     if accumulate is not None:
-        defvjp_accumulate(prim, *accumulate)
+        prim.vjp_accumulate = _special(prim, accumulate, definer)
     if inplace is not None:
-        defvjp_inplace(prim, *inplace)
+        prim.vjp_inplace = _special(prim, inplace, definer)
     if floats is not None:
-        defvjp_float(prim, floats)
-    return _as_primitive(prim)
-
-
-def _set_vjps(prim, rules):
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp")
-    _check_rules(prim, rules, "defvjp")
-    if isinstance(prim, UserPrimitive):
-        rules = [None if r is None else _checked(prim, "VJP", i, r) for i, r in enumerate(rules)]
-    prim.vjps = tuple(rules)
-    prim.vjp_argnum = None
-    _note_extra(prim)
-    prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
+        prim.float_vjp = _rules(prim, (floats,), definer)[0]
+    extra = (prim.vjp_accumulate, prim.vjp_argnum, prim.vjp_inplace) != (None, None, None)
+    prim.vjp_extra = True if extra else None  # the backward pass's one test for more than ``vjps``
     return prim
 
 
@@ -206,148 +214,65 @@ def defjvp(prim, *rules, variadic=None):
     """Give ``prim`` one JVP rule per positional argument: ``rule(t, out, *args, **kwargs)`` returns
     the output's tangent contributed by the argument's tangent ``t``; None marks an argument not
     differentiable. ``variadic=rule``: one rule for every argument, ``rule(argnum, t, out, *args)``."""
+    prim = _as_primitive(prim, "defjvp" if variadic is None else "defjvp_argnum")
     if variadic is not None:
-        return defjvp_argnum(prim, variadic)
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defjvp")
-    _check_rules(prim, rules, "defjvp")
-    if isinstance(prim, UserPrimitive):
-        rules = [None if r is None else _checked(prim, "JVP", i, r) for i, r in enumerate(rules)]
-    prim.jvps = tuple(rules)
-    prim.jvp_argnum = None
+        prim.jvp_argnum = _checked_argnum(prim, "JVP", variadic)
+    else:
+        prim.jvps = _rules(prim, rules, "defjvp", "JVP")
+        prim.jvp_argnum = None
     return prim
 
 
+# The same, by the names HIPS autograd's users know (and the rule table uses for its special forms).
 def defvjp_argnum(prim, rule):
-    """One VJP rule for every argument (for variadic primitives): ``rule(argnum, g, out, *args)``."""
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp_argnum")
-    if isinstance(prim, UserPrimitive):
-        rule = _checked_argnum(prim, "VJP", rule)
-    prim.vjp_argnum = rule
-    prim.vjp_missing = frozenset()
-    prim.vjp_extra = True
-    return prim
-
-
-def defvjp_accumulate(prim, *rules):
-    """Give ``prim`` in-place forms of its VJP rules, one per positional argument (None: none).
-
-    ``rule(buffer, g, out, *args, **kwargs)`` adds the argument's cotangent contribution into
-    ``buffer`` -- an array of the argument's shape that the backward pass allocated and owns --
-    in place, and returns nothing. A first-order backward pass uses it instead of the ordinary
-    rule (which must exist too: higher-order passes, where ``g`` is itself traced, use that one
-    so the result stays differentiable). The in-place ``v_bar[i] += e_bar``.
-    """
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp_accumulate")
-    _check_rules(prim, rules, "defvjp_accumulate")
-    _require_ordinary_rules(prim, rules, "defvjp_accumulate", " (higher-order passes need it)")
-    prim.vjp_accumulate = tuple(rules) if any(r is not None for r in rules) else None
-    _note_extra(prim)
-    return prim
-
-
-def defvjp_float(prim, rule):
-    """Give a one- or two-argument ``prim`` a fused VJP for Python floats (the scalar hot path).
-
-    ``rule(g, out, x)`` returns x's contribution; ``rule(g, out, x, y)`` returns the pair of
-    contributions ``(for x, for y)``. The backward pass calls it instead of the per-argument rules
-    when ``g`` and every argument are Python floats, so nothing is traced and plain float
-    arithmetic (``math``) is all it needs; one call instead of one per argument saves about a
-    quarter of a recorded scalar operation's cost. It must compute what the ordinary rules compute
-    (tests/core/test_float_vjp.py checks that). Where it raises ``ArithmeticError`` or ``ValueError``
-    (``math`` refusing what NumPy answers with inf or nan) the ordinary rules are used, and where
-    they raise too, they run again on ``np.float64`` (see the module's docstring). It must raise
-    rather than return what NumPy would not (Python's ``**`` gives a complex number for a negative
-    base's fractional power: use ``math.pow``, which raises).
-    """
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp_float")
-    _check_rules(prim, (rule,), "defvjp_float")
-    prim.float_vjp = rule
-    return prim
-
-
-def defvjp_inplace(prim, *rules):
-    """Give ``prim`` forms of its VJP rules that may overwrite the cotangent, one per positional
-    argument (None: none).
-
-    ``rule(g, out, *args, **kwargs)`` returns the argument's contribution like the ordinary rule,
-    but may compute it in ``g``'s memory (and return ``g``), or return None to decline (the
-    ordinary rule is used then). The backward pass calls it only when ``g`` is a plain array
-    that nothing else refers to (it owns it, and has popped it off its adjoints) and exactly one
-    argument takes a contribution, so ``g`` is not needed after the call: the
-    linearity argument (a value used once can be updated in place). ReLU's backward, g * (x > 0),
-    then needs no new array, as in a hand-written backward pass.
-    """
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defvjp_inplace")
-    _check_rules(prim, rules, "defvjp_inplace")
-    _require_ordinary_rules(prim, rules, "defvjp_inplace")
-    prim.vjp_inplace = tuple(rules) if any(r is not None for r in rules) else None
-    _note_extra(prim)
-    return prim
-
-
-def _require_ordinary_rules(prim, rules, definer, why=""):
-    """A special form of a VJP rule (in place, accumulating) needs the ordinary rule beside it."""
-    for i, rule in enumerate(rules):
-        if rule is not None and i in prim.vjp_missing:
-            raise TypeError(f"wg.{definer}({prim.__name__}, ...): argument {i} has no ordinary VJP rule; "
-                            f"give one with wg.defvjp first{why}")
-
-
-def _note_extra(prim):
-    """Keep ``vjp_extra`` (the backward pass's one test for anything beyond ``vjps``) up to date."""
-    extra = (prim.vjp_accumulate is not None or prim.vjp_argnum is not None
-             or prim.vjp_inplace is not None)
-    prim.vjp_extra = True if extra else None
+    """``defvjp(prim, variadic=rule)``."""
+    return defvjp(prim, variadic=rule)
 
 
 def defjvp_argnum(prim, rule):
-    """One JVP rule for every argument (for variadic primitives): ``rule(argnum, t, out, *args)``."""
-    prim = _as_primitive(prim)
-    _check_prim(prim, "defjvp_argnum")
-    if isinstance(prim, UserPrimitive):
-        rule = _checked_argnum(prim, "JVP", rule)
-    prim.jvp_argnum = rule
-    return prim
+    """``defjvp(prim, variadic=rule)``."""
+    return defjvp(prim, variadic=rule)
+
+
+def defvjp_accumulate(prim, *rules):
+    """``defvjp(prim, accumulate=rules)``."""
+    return defvjp(prim, accumulate=rules)
+
+
+def defvjp_inplace(prim, *rules):
+    """``defvjp(prim, inplace=rules)``."""
+    return defvjp(prim, inplace=rules)
+
+
+def defvjp_float(prim, rule):
+    """``defvjp(prim, floats=rule)``."""
+    return defvjp(prim, floats=rule)
 
 
 def nondiff_primitive(fun, name=None):
-    """A function whose result carries no derivative (comparisons, argmax, shape queries).
-
-    Traced arguments are unboxed; the result is a constant at every level.
-    """
+    """A function whose result carries no derivative (comparisons, argmax, shape queries): traced
+    arguments are unboxed, and the result is a constant at every level."""
     return Primitive(fun, name=name, nondiff=True)
-
 
 
 # -- elementwise functions: one derivative expression per argument --------------------------------
 
 def elementwise(np_fun, *derivatives, name=None, float_fun=None, **known):
-    """An elementwise primitive defined by its partial derivatives.
-
-    ``derivatives[i](out, *args)`` is the derivative of the output with respect to argument ``i``,
-    elementwise (``sin``: ``lambda out, x: cos(x)``), written with wengert's functions; a number
-    stands for a constant derivative (``add``: ``1.0, 1.0``) and None for an argument that is not
-    differentiable. From each the VJP ``g * d`` and the JVP ``t * d`` are made, and, when
-    ``float_fun`` (``math.sin``, ``operator.add``) computes the function on Python floats, a fused
-    rule for floats: the same expressions with wengert's functions replaced by their float forms
-    (``math.cos``). Arguments of two- and three-argument functions broadcast as in NumPy.
-    ``known`` holds facts (see :func:`facts`); an elementwise result is always a fresh buffer.
-    Returns the function to call (its primitive is its ``.primitive``).
-
-    This form fits functions whose derivative is a multiplier (holomorphic ones, for complex
-    numbers); others (``absolute`` of a complex number) give their rules with :func:`defvjp`.
+    """An elementwise primitive defined by its partial derivatives: ``derivatives[i](out, *args)`` is
+    d out / d args[i], elementwise, written with wengert's functions (``sin``: ``lambda out, x: cos(x)``);
+    a number is a constant derivative, None an argument that is not differentiable. From each come the
+    VJP ``g * d`` and the JVP ``t * d``; with ``float_fun`` (``math.sin``, ``operator.add``: the
+    function on Python floats) also one fused rule for floats, the same expressions with ``math``'s
+    functions. Two- and three-argument functions broadcast. ``known``: :func:`facts` (the result is
+    always fresh). Returns the function to call (``.primitive`` is the primitive). This fits functions
+    whose derivative is a multiplier (holomorphic ones, for complex numbers); others give rules.
     """
     n = len(derivatives)
     name = name or np_fun.__name__
-    impl = _float_path(np_fun, float_fun, n)
+    impl = with_float_path(np_fun, float_fun, n)
     prim = Primitive(impl, name=name, broadcasts=n > 1)
     prim.derivatives = derivatives
-    _set_vjps(prim, [_times(d) for d in derivatives])
+    defvjp(prim, *[_times(d) for d in derivatives])
     defjvp(prim, *[_times(d) for d in derivatives])
     if float_fun is not None and n <= 2 and all(d is not None for d in derivatives):
         prim.float_vjp = _FusedFloatRule(prim)
@@ -362,7 +287,7 @@ def elementwise(np_fun, *derivatives, name=None, float_fun=None, **known):
     return prim
 
 
-def _float_path(np_fun, float_fun, n):
+def with_float_path(np_fun, float_fun, n):
     """``np_fun``, with ``float_fun`` for Python floats (NumPy's scalar path costs far more),
     falling back to NumPy where ``float_fun`` raises (``math.log(0.0)``: NumPy's -inf and warning)."""
     if float_fun is None:
@@ -397,28 +322,27 @@ def _times(d):
         def rule(g, out, *args):
             return g * d(out, *args)
         rule.__name__ = rule.__qualname__ = f"times_{getattr(d, '__name__', 'partial')}"
-        rule.partial = d
         return rule
-    if d == 1:
-        return _identity
-    if d == -1:
-        return _negated
-    return lambda g, out, *args: g * d
+    special = {0: _zero, 1: _identity, -1: _negated}  # exact zeros, not g * 0 (nan where g is inf)
+    return special.get(d, lambda g, out, *args: g * d)
 
 
-def _identity(g, out, *args):
+def _zero(g, out, *args):
+    g = unbox_all(g)
+    return 0.0 if type(g) is float else np.zeros(np.shape(g), dtype=np.result_type(g))
+
+
+def _identity(g, out, *args):  # a derivative of 1
     return g
 
 
-def _negated(g, out, *args):
+def _negated(g, out, *args):  # a derivative of -1
     return -g
 
 
 class _FusedFloatRule:
-    """The fused rule for Python floats of an :func:`elementwise` primitive, built on first use (the
-    derivative expressions may name functions defined after it): ``g * d(out, x)``, or the pair
-    ``(g * d0(out, x, y), g * d1(out, x, y))``, with each wengert function the expressions name
-    replaced by its float form."""
+    """An :func:`elementwise` primitive's fused rule for Python floats, built on first use (the
+    derivatives may name functions defined after it)."""
 
     __slots__ = ("prim",)
 
@@ -432,45 +356,57 @@ class _FusedFloatRule:
 
 
 def _fused(derivatives):
-    ds = [_on_floats(d) if callable(d) else _constant(float(d)) for d in derivatives]
-    if len(ds) == 1:
-        (d,) = ds
-
-        def fused(g, out, x):
-            return g * d(out, x)
-    else:
+    """One function giving every argument's contribution on Python floats."""
+    ds = [_on_floats(d) if callable(d) else float(d) for d in derivatives]
+    if all(callable(d) for d in ds):
+        if len(ds) == 1:
+            (d,) = ds
+            return lambda g, out, x: g * d(out, x)
         d0, d1 = ds
-
-        def fused(g, out, x, y):
-            return g * d0(out, x, y), g * d1(out, x, y)
-    return fused
-
-
-def _constant(c):
-    return lambda out, *args: c
+        return lambda g, out, x, y: (g * d0(out, x, y), g * d1(out, x, y))
+    parts = [_float_part(d) for d in ds]
+    if len(parts) == 1:
+        return parts[0]
+    p0, p1 = parts
+    return lambda g, out, x, y: (p0(g, out, x, y), p1(g, out, x, y))
 
 
-def _on_floats(d):
-    """``d`` with the wengert functions among its global names bound to their float forms
-    (``cos`` -> ``math.cos``): on Python floats it computes the same, a call shorter."""
+def _float_part(d):
+    if callable(d):
+        return lambda g, out, *args: g * d(out, *args)
+    if d == 0:
+        return lambda g, out, *args: 0.0
+    return lambda g, out, *args: g * d  # exact for 1 and -1
+
+
+def _on_floats(d, memo=None):
+    """``d`` with the wengert functions among its global names bound to their float forms (``cos`` ->
+    ``math.cos``), and so the module's helper functions it calls: on Python floats it computes the
+    same, without the fast entries' fallbacks, so that where ``math`` refuses it raises (the backward
+    pass then takes the ordinary rules, for the arguments that need them, on NumPy's terms)."""
+    memo = {} if memo is None else memo
+    if d in memo:
+        return memo[d]
     code = getattr(d, "__code__", None)
+    memo[d] = d
     if code is None:
         return d
     scope = d.__globals__
     swaps = {}
     for name in code.co_names:
-        prim = getattr(scope.get(name), "primitive", None)
+        value = scope.get(name)
+        prim = getattr(value, "primitive", None)
         if isinstance(prim, Primitive) and prim.float_fun is not None:
             swaps[name] = prim.float_fun
-    if not swaps:
+        elif type(value) is types.FunctionType and value.__module__ == d.__module__:
+            swaps[name] = _on_floats(value, memo)
+    if all(swaps[k] is scope[k] for k in swaps):
         return d
-    return types.FunctionType(code, {**scope, **swaps}, d.__name__, d.__defaults__, d.__closure__)
+    memo[d] = types.FunctionType(code, {**scope, **swaps}, d.__name__, d.__defaults__, d.__closure__)
+    return memo[d]
 
 
 # -- facts the program transformer relies on ----------------------------------------------------
-
-_FACTS = ("linear", "fresh", "broadcasts", "operator", "math_name", "helper")
-
 
 def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math_name=None, helper=None):
     """Record facts about ``prim`` that passes, renderers and code generators read from it:
@@ -478,22 +414,18 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
     - ``linear``: the positional arguments in which the result is linear, the others held fixed
       (``multiply``: ``(0, 1)``; ``true_divide``: ``(0,)``): a zero there makes the result zero;
     - ``fresh``: its array result is always a new buffer, never a view of an argument;
-    - ``broadcasts``: its positional arguments broadcast against each other, as NumPy's ufuncs';
-    - ``operator``: the Python operator generated code writes for it (``"+"``; ``"-"`` for a
-      one-argument negation);
+    - ``broadcasts``: elementwise with NumPy's broadcasting, ``f(broadcast_to(x, s), y) == f(x, y)``
+      where the result has shape ``s`` (``matmul`` broadcasts batch axes but is not elementwise);
+    - ``operator``: the Python operator generated code writes for it (``"+"``; ``"-"`` for negation);
     - ``math_name``: the ``math`` function generated code calls on Python floats (``"asin"``);
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
       (for a primitive NumPy cannot write in one call); by default the primitive's implementation.
 
     Returns ``prim``. ``tests/rules/test_facts.py`` checks every declared fact numerically.
     """
-    prim = _as_primitive(prim)
-    given = dict(linear=linear, fresh=fresh, broadcasts=broadcasts, operator=operator,
-                 math_name=math_name, helper=helper)
-    if linear is not None:
-        given["linear"] = tuple(linear)
-    if helper is True:
-        given["helper"] = prim.fun
+    prim = _as_primitive(prim, "facts")
+    given = dict(linear=None if linear is None else tuple(linear), fresh=fresh, broadcasts=broadcasts,
+                 operator=operator, math_name=math_name, helper=prim.fun if helper is True else helper)
     for key, value in given.items():
         if value is not None:
             setattr(prim, key, value)

@@ -1,34 +1,18 @@
 """Primitives: the rule table's entries and the one dispatch point every engine goes through.
 
-A primitive wraps a NumPy implementation. It carries one VJP rule and one JVP rule per positional
-argument::
+A primitive wraps an implementation and carries rules per positional argument (defined with
+``wengert.core.extend``): a VJP rule ``rule(g, out, *args, **kwargs)`` gives the argument's share of
+the output's cotangent ``g``, a JVP rule ``rule(t, out, *args, **kwargs)`` the output's tangent from
+the argument's tangent ``t``. A call with no traced argument costs one scan and the implementation.
 
-    vjp rule:  rule(g, out, *args, **kwargs) -> cotangent contribution for that argument
-    jvp rule:  rule(t, out, *args, **kwargs) -> tangent contribution of that argument to ``out``
-
-``g`` is the output's cotangent, ``t`` the argument's tangent, ``out`` the primal result. Rules are
-written with wengert's own functions, so they can be differentiated again and traced. ``None`` in
-place of a rule means the argument is not differentiable; asking for a derivative through it raises
-:class:`NoRuleError`. Calling a primitive with no traced argument costs one scan of the arguments
-and then the plain implementation: this is the path rules themselves take in a first-order pass.
-
-Python floats take fast paths: ``math``'s functions and Python's operators for values
-(:func:`unary_function`, :func:`binary_function`), fused float VJPs (:func:`defvjp_float`), and
-rules evaluated on plain floats. Their contract: the same value and derivative as the general
-path on ``np.float64``, which NumPy's ufuncs take. Where Python refuses what NumPy answers with
-inf or nan (``math.log(0.0)``, ``1.0 / 0.0``, ``0.0 ** -1.0``, ``math.exp(1000.0)``, a negative
-base's fractional power), the float path raises ``ArithmeticError`` or ``ValueError``
-(:data:`FLOAT_PATH_ERRORS`), and the same step is done again on ``np.float64``
-(:func:`on_float64`): NumPy's value, NumPy's RuntimeWarning, and the result back as a Python
-float. A ``try`` costs nothing until it raises, so the normal path pays nothing for this.
-The one documented difference: Python's float arithmetic (``+``, ``-``, ``*``, ``/`` in an
-operator's fast path or a rule) returns IEEE's inf or nan *silently* where NumPy warns
-("overflow encountered", "invalid value encountered" in add, subtract, multiply, divide);
-checking each result would cost the scalar hot path its speed. So does ``math.pow`` with an
-infinite exponent (``0.0 ** -inf``, ``1e300 ** inf``: NumPy's value, without its divide-by-zero or
-overflow warning). Values never differ.
-tests/core/test_fast_paths.py checks every primitive with a Python-float path against the general path
-at special points (+-0, +-1, negative, +-inf, nan, huge, tiny).
+Python floats take fast paths (``math``'s functions, Python's operators, fused float rules) with one
+contract: the general path's value and derivative on ``np.float64``. Where Python refuses what NumPy
+answers with inf or nan (``math.log(0.0)``, ``1.0 / 0.0``, ``math.exp(1000.0)``, a negative base's
+fractional power) the fast path raises one of :data:`FLOAT_PATH_ERRORS` and the step is done again on
+``np.float64`` (:func:`on_float64`): NumPy's value and warning, as a Python float. A ``try`` costs
+nothing until it raises. One documented difference: Python's ``+ - * /`` return inf or nan silently
+where NumPy warns (overflow, invalid value), as ``math.pow`` does with an infinite exponent; values
+never differ. tests/core/test_fast_paths.py checks every float path at special points.
 """
 
 from numpy import float64 as _float64
@@ -62,24 +46,15 @@ class NoRuleError(NotImplementedError):
 class Primitive:
     """A function whose derivatives are given by rules rather than by tracing its body.
 
-    The backward pass (``reverse.backward_pass``) applies ``vjp_rule(i)`` and ``grad_post``
-    inline, for speed; forward mode goes through :meth:`jvp`.
-
-    ``grad_post(contribution, arg)`` and ``tangent_post(tangent, out)`` are optional per-family
-    adjustments applied to every rule's result, e.g. summing a broadcast cotangent back to the
-    argument's shape; they are the one place such bookkeeping lives.
-
-    ``vjp_accumulate`` (see :func:`defvjp_accumulate`) holds optional in-place forms of the VJP
-    rules, ``rule(buffer, g, out, *args, **kwargs)`` adding the contribution into an adjoint
-    buffer the backward pass owns (``x[idx]``: ``buffer[idx] += g``, O(len(g)) instead of a
-    zero-filled array of x's size). ``vjp_inplace`` (see :func:`defvjp_inplace`) holds optional
-    forms of the VJP rules that may overwrite the cotangent. ``vjp_extra`` is None unless the VJP
-    needs more than the per-argument tuple ``vjps`` (one rule for all arguments, accumulate or
-    in-place rules): the backward pass tests only it on its hot path. ``float_vjp`` (see
-    :func:`defvjp_float`) is an optional fused form of the VJP rules for Python floats, and
-    ``float_fun`` an optional implementation for Python floats (``math.sin``, ``operator.mul``;
-    set by :func:`unary_function` and :func:`binary_function`) that the recording hot path
-    calls directly.
+    ``vjps``/``jvps`` hold a rule per argument (``vjp_argnum``/``jvp_argnum`` one for all);
+    ``grad_post(c, arg)`` and ``tangent_post(t, out)`` adjust every rule's result (broadcasting's
+    sums: the one place that bookkeeping lives). Optional forms for speed: ``vjp_accumulate`` (add
+    into a buffer the backward pass owns), ``vjp_inplace`` (overwrite the cotangent), ``float_vjp``
+    (all contributions at once on Python floats), ``float_fun`` (the implementation on floats,
+    which the recording hot path calls directly); ``vjp_extra`` is None unless a VJP needs more than
+    ``vjps``, the backward pass's one test. The facts (``linear``, ``fresh``, ``broadcasts``,
+    ``operator``, ``math_name``, ``helper``, ``derivatives``) are documented at
+    ``wengert.core.extend.facts``.
     """
 
     def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False, broadcasts=False):
@@ -106,7 +81,7 @@ class Primitive:
         # facts the program transformer reads (see wengert.core.extend.facts)
         self.linear = ()
         self.fresh = False
-        self.broadcasts = broadcasts or (grad_post is not None and grad_post is BROADCASTING[0])
+        self.broadcasts = broadcasts  # elementwise broadcasting (grad_post alone may sum batch axes)
         self.operator = None
         self.math_name = None
         self.helper = None
@@ -205,24 +180,17 @@ def _missing(prim, mode, argnum, definer):
 
 
 BROADCASTING = [None, None]
-"""Broadcasting's adjoint and tangent rules, ``[unbroadcast, broadcast_tangent]``: rules themselves
-(the cotangent of a broadcast argument is a sum), defined in ``wengert.rules.broadcasting``, which
-puts them here when imported, for :func:`primitive` to give every user primitive."""
+"""``[unbroadcast, broadcast_tangent]``, broadcasting's adjoint and tangent rules: rules themselves,
+put here by ``wengert.rules.broadcasting`` for primitives made with ``broadcasts=True``."""
 
 
 _ALL_MISSING = frozenset(range(256))
 
 
 def unary_function(prim, float_fun=None):
-    """A fast entry point for a one-argument primitive (the scalar hot path).
-
-    Same behaviour as calling ``prim``; it skips the generic argument scan (a Python function of
-    fixed arity costs a fraction of ``Primitive.__call__``'s ``*args, **kwargs``). With
-    ``float_fun`` (e.g. ``math.sin``), Python floats are computed by it directly, falling back to
-    the implementation on ``np.float64`` where it raises, as ``math`` does for ``log(-1.0)``
-    (NumPy's nan and RuntimeWarning, returned as a Python float). ``float_fun`` must raise rather
-    than return what NumPy would not.
-    """
+    """A fast entry point for a one-argument primitive (the scalar hot path): ``prim``'s behaviour
+    without the generic argument scan; Python floats go to ``float_fun`` (``math.sin``), and to the
+    implementation on ``np.float64`` where it raises (``log(-1.0)``: NumPy's nan and warning)."""
     fun = prim.fun
     prim.float_fun = float_fun
 

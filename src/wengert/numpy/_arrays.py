@@ -15,7 +15,7 @@ import numpy as np
 from wengert.core.extend import nondiff_primitive
 from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
-from wengert.rules import broadcasting, cplx, elementwise, indexing, products, reductions
+from wengert.rules import broadcasting, elementwise, indexing, products, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
 
@@ -464,4 +464,4 @@ def matvec(x1, x2, /):
 
 def vecmat(x1, x2, /):
     """numpy.vecmat: conj(x1) times the matrix x2, over the last axes."""
-    return products.einsum("...j,...ji->...i", cplx.conj(x1), x2)
+    return products.einsum("...j,...ji->...i", complex_parts.conj_of(x1), x2)

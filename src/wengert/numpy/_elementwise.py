@@ -1,5 +1,5 @@
 """More of NumPy's elementwise functions: complex parts (``real``, ``imag``, ``conj``, ``angle``),
-``logaddexp``/``logaddexp2``/``sinc`` (rules in ``ops/more_elementwise.py``), ``round``/``fix``
+``logaddexp``/``logaddexp2``/``sinc`` (rules in ``ops/elementwise.py``), ``round``/``fix``
 (derivative zero), unit conversions, and the NaN-aware ``fmax``/``fmin``/``nan_to_num``.
 
 The complex convention (HIPS autograd's and JAX's) is explained in docs/complex.md.
@@ -13,7 +13,7 @@ from wengert.core.extend import nondiff_primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.numpy import _functions as F
 from wengert.rules import complex as complex_parts
-from wengert.rules import elementwise, more_elementwise
+from wengert.rules import elementwise
 from wengert.rules import shape as shape_ops
 
 _E = elementwise
@@ -60,7 +60,7 @@ degrees = rad2deg
 def round(a, decimals=0, out=None):  # noqa: A001 - NumPy's name
     """numpy.round (numpy.around): derivative zero, as floor/ceil/rint."""
     F._no_out("round", out)
-    return more_elementwise.round_(a, decimals)
+    return elementwise.round_(a, decimals)
 
 
 around = round
@@ -74,17 +74,17 @@ def fix(x, out=None):
 
 def logaddexp(x1, x2):
     """numpy.logaddexp: log(exp(x1) + exp(x2)), with its own stable rule."""
-    return more_elementwise.logaddexp(x1, x2)
+    return elementwise.logaddexp(x1, x2)
 
 
 def logaddexp2(x1, x2):
     """numpy.logaddexp2: log2(2**x1 + 2**x2)."""
-    return more_elementwise.logaddexp2(x1, x2)
+    return elementwise.logaddexp2(x1, x2)
 
 
 def sinc(x):
     """numpy.sinc: sin(pi x) / (pi x), 1 at 0."""
-    return more_elementwise.sinc(x)
+    return elementwise.sinc(x)
 
 
 def fmax(x1, x2):

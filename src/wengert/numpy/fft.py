@@ -3,7 +3,7 @@
 Same signatures as NumPy (``n``/``s`` resize by cropping or zero-padding, ``axis``/``axes``,
 ``norm``). Arguments are checked by NumPy itself on a one-element array first, so a bad ``norm``,
 ``n`` or ``axis`` raises NumPy's own error. Complex inputs and outputs follow the
-convention of ``wengert.rules.cplx`` (cotangent ``A^H g``); a real input gets a real gradient.
+convention of ``wengert.rules.complex`` (cotangent ``A^H g``); a real input gets a real gradient.
 """
 
 import numpy as np

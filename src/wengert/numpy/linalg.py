@@ -17,9 +17,11 @@ from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, is_symbolic, unbox_all
 from wengert.numpy import _classification as _table
 from wengert.numpy import _functions as F
-from wengert.rules import broadcasting, cplx, determinant, elementwise, indexing, products, shape
+from wengert.rules import broadcasting, determinant, elementwise, indexing, products, shape
+from wengert.rules import complex as cplx
 from wengert.rules import linalg as ops
-from wengert.rules.cplx import adjoint, is_complex, mT
+from wengert.rules.complex import is_complex
+from wengert.rules.matrix_helpers import adjoint, mT
 
 DIFFERENTIABLE = _table.names("numpy.linalg", _table.DIFFERENTIABLE)  # the classification's
 NOT_DIFFERENTIABLE = ["LinAlgError"] + _table.names("numpy.linalg", _table.INTEGER, _table.ZERO)
@@ -224,10 +226,10 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
 
 
 def _abs2(x):
-    """|x|**2, for complex x as Re(x)**2 + Im(x)**2 (wengert.rules.cplx, whatever the core's abs)."""
+    """|x|**2, for complex x as Re(x)**2 + Im(x)**2 (wengert.rules.complex, whatever the core's abs)."""
     if not is_complex(x):
         return x * x
-    re, im = cplx.real(x), cplx.real(x * -1j)
+    re, im = cplx.real_of(x), cplx.real_of(x * -1j)
     return re * re + im * im
 
 
@@ -436,7 +438,7 @@ def outer(x1, x2, /):
 def vecdot(x1, x2, /, *, axis=-1):
     """numpy.linalg.vecdot: sum(conj(x1) * x2) along each argument's ``axis`` (a gufunc's axis)."""
     x1, x2 = F.moveaxis(_array(x1), axis, -1), F.moveaxis(_array(x2), axis, -1)
-    return F.sum(cplx.conj(x1) * x2, axis=-1)
+    return F.sum(cplx.conj_of(x1) * x2, axis=-1)
 
 
 def diagonal(x, /, *, offset=0):

@@ -6,6 +6,7 @@ A node of another kind renders itself (``render``: the checkpointed loops of ``s
 
 import numpy as np
 
+from wengert.core.primitive import FLOAT_PATH_ERRORS
 from wengert.program.codegen import Module, expression_source, module_head, statement_source
 from wengert.program.control import Assign, If, Loop, Pop, Push, Zeros, all_names, scalar_index
 from wengert.program.ir import Statement, Variable
@@ -176,7 +177,7 @@ def compile_block(name, params, nodes, outputs, stack=False):
     def run(*args):
         try:
             return fast(*args)
-        except (ValueError, OverflowError):  # math's domain errors: NumPy gives nan/inf instead
+        except FLOAT_PATH_ERRORS:  # math's domain errors, 1.0 / 0.0: NumPy gives nan/inf instead
             if not slow:
                 slow.append(build(True)[0])
             return slow[0](*args)

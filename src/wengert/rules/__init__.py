@@ -13,7 +13,6 @@ reads these rules; none defines a derivative of its own.
 import importlib
 import pkgutil
 
-from wengert.core.extend import facts  # for the TEMPORARY block at the end
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, indexing, nondiff, products, reductions, shape  # noqa: F401
 
@@ -56,37 +55,3 @@ def rule_table():
             if isinstance(value, Primitive) and not value.nondiff and value not in table.values():
                 table[value.__name__] = value
     return table
-
-
-# -- TEMPORARY: elementwise facts until rules/elementwise.py declares them itself --------------------
-# The lead engineer is moving these into rules/elementwise.py (next to each definition); once that is
-# on main, delete this block. It sets only facts still missing, so it is harmless after the merge.
-
-def _declare_missing_elementwise_facts():
-    E = elementwise
-    operators = {E.add: "+", E.subtract: "-", E.multiply: "*", E.true_divide: "/", E.power: "**",
-                 E.negative: "-", E.positive: "+"}
-    linear = {E.multiply: (0, 1), E.true_divide: (0,), E.negative: (0,), E.positive: (0,), E.tie_select: (0,)}
-    math_names = {E.sqrt: "sqrt", E.exp: "exp", E.log: "log", E.log2: "log2", E.log10: "log10",
-                  E.log1p: "log1p", E.expm1: "expm1", E.sin: "sin", E.cos: "cos", E.tan: "tan",
-                  E.arcsin: "asin", E.arccos: "acos", E.arctan: "atan", E.sinh: "sinh", E.cosh: "cosh",
-                  E.tanh: "tanh", E.arcsinh: "asinh", E.arccosh: "acosh", E.arctanh: "atanh",
-                  E.absolute: "abs", E.arctan2: "atan2", E.hypot: "hypot"}
-    for name in E.__all__:
-        fun = getattr(E, name)
-        prim = getattr(fun, "primitive", fun)
-        if not isinstance(prim, Primitive):
-            continue
-        given = {"fresh": True}
-        if prim.operator is None and fun in operators:
-            given["operator"] = operators[fun]
-        if not prim.linear and fun in linear:
-            given["linear"] = linear[fun]
-        if prim.math_name is None and fun in math_names:
-            given["math_name"] = math_names[fun]
-        if prim.helper is None and prim is E.tie_select:
-            given["helper"] = True
-        facts(prim, **given)
-
-
-_declare_missing_elementwise_facts()

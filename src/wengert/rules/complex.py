@@ -1,10 +1,15 @@
-"""Complex parts: real, imag, conj -- the non-holomorphic primitives every complex rule builds on.
+"""Complex numbers: the parts (``real``, ``imag``, ``conj``, the non-holomorphic primitives every complex
+rule builds on) and the helpers the linear-algebra and FFT rules use.
 
-Convention (HIPS autograd's and JAX's): cotangents are *not* conjugated. A holomorphic ``f`` has
-VJP ``g * f'(z)`` and JVP ``t * f'(z)``; for a real-valued ``f`` of ``z = x + iy``, ``grad`` gives
-``df/dx - i df/dy`` (the conjugate of the steepest-ascent direction). Under that convention the
-VJP of ``real`` is ``g`` itself, that of ``imag`` is ``-1j * g`` and that of ``conj`` is ``conj(g)``.
-See docs/complex.md.
+Convention (HIPS autograd's and JAX's): cotangents are *not* conjugated. A cotangent ``u`` pairs with
+a tangent ``t`` as ``Re(sum(u * t))``, so a holomorphic ``f`` has VJP ``g * f'(z)`` and JVP
+``t * f'(z)``, the VJP of a complex-linear map ``A`` is ``A^T g``, and for a real-valued ``f`` of
+``z = x + iy``, ``grad`` gives ``df/dx - i df/dy`` (the conjugate of the steepest-ascent direction).
+Under that convention the VJP of ``real`` is ``g`` itself, that of ``imag`` is ``-1j * g`` and that
+of ``conj`` is ``conj(g)``. Several rules are easier to derive with the adjoint ``A^H g`` (PyTorch's
+convention); :func:`transposed` turns such a rule into this convention by ``g -> conj(rule(conj(g)))``.
+A real input's cotangent is the real part of the complex one (:func:`real_like`). ``conj_of`` and
+``real_of`` record nothing on real values. See docs/complex.md.
 """
 
 import numpy as np
@@ -14,7 +19,8 @@ from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting
 from wengert.rules.broadcasting import real
 
-__all__ = ["real", "imag", "conj", "conjugate", "is_complex"]
+__all__ = ["real", "imag", "conj", "conjugate", "is_complex", "conj_of", "real_of", "complex_from",
+           "real_like", "transposed"]
 
 
 def is_complex(x):
@@ -48,6 +54,42 @@ def _conj_impl(x):
 
 
 conj = Primitive(_conj_impl, name="conjugate")
-defvjp(conj, lambda g, out, x: conj(g))
-defjvp(conj, lambda t, out, x: conj(t))
+defvjp(conj, lambda g, out, x: conj(g))  # conjugation is real-linear: the same map on tangents
+defjvp(conj, *conj.vjps)
 conjugate = conj
+
+
+
+def _complex_from_impl(re, im):
+    """``re + 1j * im`` for real ``re`` and ``im`` (``jax.lax.complex``)."""
+    return re + 1j * np.asarray(im)
+
+
+complex_from = Primitive(_complex_from_impl, name="complex_from", broadcasts=True)
+defvjp(complex_from, lambda g, out, re, im: real_of(g), lambda g, out, re, im: real_of(g * 1j))
+defjvp(complex_from, lambda t, out, re, im: t + 0j, lambda t, out, re, im: t * 1j)
+
+
+def conj_of(x):
+    """numpy.conj; the identity (nothing recorded) on real values."""
+    return conj(x) if is_complex(x) else x
+
+
+def real_of(x):
+    """numpy.real; the identity (nothing recorded) on real values."""
+    return real(x) if is_complex(x) else x
+
+
+def real_like(c, x):
+    """Cotangent ``c`` for argument ``x``: its real part when ``x`` is real (see module docs)."""
+    return real_of(c) if not is_complex(x) and is_complex(c) else c
+
+
+def transposed(adjoint_rule):
+    """A VJP rule derived with the adjoint (``A^H g``), in this module's convention (``A^T g``)."""
+    def rule(g, out, *args, **kwargs):
+        return conj_of(adjoint_rule(conj_of(g), out, *args, **kwargs))
+
+    rule.__name__ = rule.__qualname__ = adjoint_rule.__name__
+    rule.__doc__ = adjoint_rule.__doc__
+    return rule

@@ -28,8 +28,9 @@ from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import matrix_helpers as mh
 from wengert.rules import reductions
-from wengert.rules.cplx import adjoint, conj, is_complex, mT, real, real_like, transposed
+from wengert.rules.complex import conj_of, is_complex, real_like, real_of, transposed
 from wengert.rules.linalg import SingularDerivativeError, inv, matmul, name_singular_errors
+from wengert.rules.matrix_helpers import adjoint, mT
 
 __all__ = ["det", "slogdet_sign", "slogdet_logabs", "adjugate", "adjugate_jvp"]
 
@@ -162,7 +163,7 @@ def _logabs_singular(out):
 slogdet_logabs = Primitive(lambda a: np.linalg.slogdet(a)[1], name="linalg.slogdet_logabs")
 defvjp(slogdet_logabs,
        lambda g, out, a: real_like(mh.scalar_to_matrix(g) * mT(_inverse(a, _logabs_singular(out))), a))
-defjvp(slogdet_logabs, lambda t, out, a: real(mh.trace_of(matmul(_inverse(a, _logabs_singular(out)), t))))
+defjvp(slogdet_logabs, lambda t, out, a: real_of(mh.trace_of(matmul(_inverse(a, _logabs_singular(out)), t))))
 
 
 def _sign_singular(out):
@@ -173,14 +174,14 @@ def _sign_singular(out):
 def _sign_vjp(g, out, a):
     if not is_complex(a):
         return mh.zeros_like_matrix(a)  # the sign of a real determinant is piecewise constant
-    c = real(g * conj(out) * -1j)  # Im(g * conj(sign))
+    c = real_of(g * conj_of(out) * -1j)  # Im(g * conj_of(sign))
     return mh.scalar_to_matrix(c * 1j) * adjoint(_inverse(a, _sign_singular(out)))
 
 
 def _sign_jvp(t, out, a):
     if not is_complex(out):
         return mh.zeros_like_matrix(out)
-    return out * (real(mh.trace_of(matmul(_inverse(a, _sign_singular(out)), t)) * -1j) * 1j)
+    return out * (real_of(mh.trace_of(matmul(_inverse(a, _sign_singular(out)), t)) * -1j) * 1j)
 
 
 slogdet_sign = Primitive(lambda a: np.linalg.slogdet(a)[0], name="linalg.slogdet_sign")

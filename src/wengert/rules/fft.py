@@ -1,6 +1,6 @@
 """Discrete Fourier transforms: complex-to-complex, real-to-complex and complex-to-real, and the
 fftshift pair. Each transform is linear, so its JVP is itself and its VJP its transpose (complex
-convention of ``wengert.rules.cplx``: ``A^T g``, no conjugation).
+convention of ``wengert.rules.complex``: ``A^T g``, no conjugation).
 
 The n-point DFT matrix is symmetric, so the VJP of ``fft``/``ifft`` is the same transform with the
 same ``norm``. ``rfft`` keeps the first ``n//2 + 1`` bins: its VJP zero-pads the cotangent to ``n``
@@ -14,7 +14,8 @@ import numpy as np
 
 from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
-from wengert.rules import broadcasting, cplx, shape
+from wengert.rules import broadcasting, shape
+from wengert.rules import complex as cplx
 
 __all__ = ["c2c", "r2c", "c2r", "fftshift", "ifftshift", "DUAL_NORM"]
 
@@ -33,7 +34,7 @@ def _c2c_vjp(g, out, x, axes, norm, forward):
 c2c = Primitive(_c2c_impl, name="fft.c2c", grad_post=broadcasting.unbroadcast)  # fits the dtype
 defvjp(c2c, _c2c_vjp)
 defjvp(c2c, lambda t, out, x, axes, norm, forward: c2c(t, axes, norm, forward))
-facts(c2c, linear=(0,), fresh=True, broadcasts=False)  # unbroadcast fits the dtype only
+facts(c2c, linear=(0,), fresh=True)
 
 
 def _r2c_impl(x, axes, norm):
@@ -54,13 +55,13 @@ def pad_axis(x, axis, n):
 def _r2c_vjp(g, out, x, axes, norm):
     n = broadcasting.shape_of(x)[axes[-1]]
     full = pad_axis(g, axes[-1], n)
-    return cplx.real(c2c(full, axes, norm, True))
+    return cplx.real_of(c2c(full, axes, norm, True))
 
 
 r2c = Primitive(_r2c_impl, name="fft.r2c", grad_post=broadcasting.unbroadcast)
 defvjp(r2c, _r2c_vjp)
 defjvp(r2c, lambda t, out, x, axes, norm: r2c(t, axes, norm))
-facts(r2c, linear=(0,), fresh=True, broadcasts=False)  # unbroadcast fits the dtype only
+facts(r2c, linear=(0,), fresh=True)
 
 
 def _c2r_impl(y, n, axes, norm):
@@ -82,7 +83,7 @@ def hermitian_weights(n, ndim, axis, dtype=np.float64):
 
 def _c2r_vjp(g, out, y, n, axes, norm):
     ndim = len(broadcasting.shape_of(y))
-    r = cplx.conj(r2c(g, axes, DUAL_NORM[norm]))
+    r = cplx.conj_of(r2c(g, axes, DUAL_NORM[norm]))
     r = r * hermitian_weights(n, ndim, axes[-1] % ndim, np.zeros((), broadcasting.dtype_of(r)).real.dtype)
     return cplx.real_like(r, y)
 
@@ -90,7 +91,7 @@ def _c2r_vjp(g, out, y, n, axes, norm):
 c2r = Primitive(_c2r_impl, name="fft.c2r", grad_post=broadcasting.unbroadcast)
 defvjp(c2r, _c2r_vjp)
 defjvp(c2r, lambda t, out, y, n, axes, norm: c2r(t, n, axes, norm))
-facts(c2r, linear=(0,), fresh=True, broadcasts=False)  # unbroadcast fits the dtype only
+facts(c2r, linear=(0,), fresh=True)
 
 
 fftshift = Primitive(lambda x, axes: np.fft.fftshift(x, axes), name="fft.fftshift")

@@ -3,7 +3,7 @@
 A decomposition with several results is several primitives (``eigh_values``/``eigh_vectors``,
 ``svd_values``/``svd_u``/``svd_vh``, ``qr_q``/``qr_r``); each rule asks for the other factors
 through those primitives, so the rules are differentiable again. Complex matrices follow HIPS
-autograd's and JAX's convention (``wengert.rules.cplx``): the VJP of ``X -> A X`` is ``A^T g``. The
+autograd's and JAX's convention (``wengert.rules.complex``): the VJP of ``X -> A X`` is ``A^T g``. The
 rules of holomorphic functions are written so; the others are derived with the adjoint ``A^H`` and
 converted by ``cplx.transposed``.
 
@@ -31,15 +31,17 @@ float32.
 import numpy as np
 
 from wengert.core.errors import TracingError
-from wengert.core.extend import defjvp, defvjp, facts
+from wengert.core.extend import defjvp, defvjp
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing, products, shape
 from wengert.rules import matrix_helpers as mh
-from wengert.rules.cplx import adjoint, conj, is_complex, mT, real, real_like, transposed
+from wengert.rules.complex import conj_of, is_complex, real_like, real_of, transposed
 from wengert.rules.matrix_helpers import (
     SingularDerivativeError,
     UndefinedDerivativeError,
+    adjoint,
+    mT,
     name_singular_errors,
 )
 
@@ -89,7 +91,6 @@ solve = Primitive(_solve_impl, name="linalg.solve", grad_post=broadcasting.unbro
                   tangent_post=broadcasting.broadcast_tangent)
 defvjp(solve, _solve_vjp_a, _solve_vjp_b)
 defjvp(solve, lambda t, out, a, b: -solve(a, matmul(t, out)), lambda t, out, a, b: solve(a, t))
-facts(solve, broadcasts=False)  # stacks of matrices broadcast, not as a ufunc's arguments
 
 
 # -- cholesky ---------------------------------------------------------------------------------------
@@ -121,7 +122,7 @@ def _eigh_values_vjp(g, out, a, UPLO="L"):
 
 def _eigh_values_jvp(t, out, a, UPLO="L"):
     v = eigh_vectors(a, UPLO)
-    return real(mh.diag_part(matmul(adjoint(v), matmul(mh.hermitian_from(t, UPLO), v))))
+    return real_of(mh.diag_part(matmul(adjoint(v), matmul(mh.hermitian_from(t, UPLO), v))))
 
 
 eigh_values = Primitive(lambda a, UPLO="L": mh.eigh_factors(a, UPLO)[0], name="linalg.eigh_values")
@@ -189,7 +190,7 @@ def _eigvals_jvp(t, out, a):
     _check_not_defective(a, "eig/eigvals")
     v = eig_vectors(a)
     d = mh.diag_part(solve(v, matmul(t, v)))
-    return d if is_complex(out) else real(d)
+    return d if is_complex(out) else real_of(d)
 
 
 eigvals = Primitive(lambda a: mh.eig_factors(a)[0], name="linalg.eigvals")
@@ -201,8 +202,8 @@ def _eig_vectors_vjp(g, out, a):
     """Columns have unit norm (NumPy's choice), which fixes the real part of ``v_i^H dv_i``."""
     _check_not_defective(a, "eig")
     f = mh.gaps(eigvals(a), "eig", None)
-    g = g - out * mh.row(real(mh.diag_part(matmul(adjoint(out), g))))
-    c = conj(f) * matmul(adjoint(out), g)
+    g = g - out * mh.row(real_of(mh.diag_part(matmul(adjoint(out), g))))
+    c = conj_of(f) * matmul(adjoint(out), g)
     return real_like(solve(adjoint(out), matmul(c, adjoint(out))), a)
 
 
@@ -211,8 +212,8 @@ def _eig_vectors_jvp(t, out, a):
     _check_not_defective(a, "eig")
     f = mh.gaps(eigvals(a), "eig", None)
     dv = matmul(out, f * solve(out, matmul(t, out)))
-    dv = dv - out * mh.row(real(mh.diag_part(matmul(adjoint(out), dv))))
-    return dv if is_complex(out) else real(dv)
+    dv = dv - out * mh.row(real_of(mh.diag_part(matmul(adjoint(out), dv))))
+    return dv if is_complex(out) else real_of(dv)
 
 
 eig_vectors = Primitive(lambda a: mh.eig_factors(a)[1], name="linalg.eig_vectors")
@@ -303,7 +304,7 @@ def _svd_values_vjp(g, out, a):
 
 def _svd_values_jvp(t, out, a):
     u, _, vh = _reduced_svd(a)
-    return real(mh.diag_part(matmul(adjoint(u), matmul(t, adjoint(vh)))))
+    return real_of(mh.diag_part(matmul(adjoint(u), matmul(t, adjoint(vh)))))
 
 
 svd_values = Primitive(lambda a: mh.svd_factors(a, False)[1], name="linalg.svd_values")

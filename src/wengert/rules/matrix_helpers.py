@@ -11,7 +11,7 @@ import numpy as np
 
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, products, reductions, shape
-from wengert.rules.cplx import adjoint, is_complex, real
+from wengert.rules.complex import conj_of, is_complex, real_of
 
 matmul = products.matmul
 _shape = broadcasting.shape_of
@@ -31,6 +31,19 @@ class SingularDerivativeError(np.linalg.LinAlgError):
 
 _ADVICE = ("Differentiate at a matrix away from it (e.g. add a small multiple of the identity), "
            "or reformulate with a function whose derivative exists there")
+
+
+def mT(x):
+    """Swap the last two axes."""
+    n = len(broadcasting.shape_of(x))
+    if type(x) is np.ndarray:
+        return x.swapaxes(-1, -2)
+    return shape.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def adjoint(x):
+    """The conjugate transpose over the last two axes (``x^H``)."""
+    return conj_of(mT(x))
 
 
 def name_singular_errors(prim, what):
@@ -139,7 +152,7 @@ def imag_diag(x):
     """``i * Im(diag(x))`` as a diagonal matrix (zero, and nothing recorded, for real ``x``)."""
     if not is_complex(x):
         return 0.0
-    return diag_embed(real(diag_part(x) * -1j) * 1j)
+    return diag_embed(real_of(diag_part(x) * -1j) * 1j)
 
 
 def triangle_mask(n, uplo, like):

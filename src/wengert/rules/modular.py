@@ -17,7 +17,7 @@ import operator
 import numpy as np
 from numpy import float64 as _float64
 
-from wengert.core.extend import defjvp, defvjp, defvjp_float, nondiff_primitive
+from wengert.core.extend import defjvp, defvjp, nondiff_primitive
 from wengert.core.primitive import Primitive, binary_function
 from wengert.rules.broadcasting import broadcast_tangent, unbroadcast
 from wengert.rules.elementwise import rint
@@ -69,15 +69,15 @@ def _trunc_quotient_float(x, y, out):
 
 
 remainder = _broadcasting_binary(_with_numpy_fallback(np.remainder, operator.mod), "remainder")
-defvjp(remainder, lambda g, out, x, y: g, lambda g, out, x, y: -g * floor_divide(x, y))
-defjvp(remainder, lambda t, out, x, y: t, lambda t, out, x, y: -t * floor_divide(x, y))
-defvjp_float(remainder, lambda g, out, x, y: (g, -g * _floor_quotient(x, y)))
+_remainder_rules = (lambda g, out, x, y: g, lambda g, out, x, y: -g * floor_divide(x, y))  # g or t alike
+defvjp(remainder, *_remainder_rules, floats=lambda g, out, x, y: (g, -g * _floor_quotient(x, y)))
+defjvp(remainder, *_remainder_rules)
 mod = remainder
 
 fmod = _broadcasting_binary(_with_numpy_fallback(np.fmod, math.fmod), "fmod")
-defvjp(fmod, lambda g, out, x, y: g, lambda g, out, x, y: -g * _trunc_quotient(x, y, out))
-defjvp(fmod, lambda t, out, x, y: t, lambda t, out, x, y: -t * _trunc_quotient(x, y, out))
-defvjp_float(fmod, lambda g, out, x, y: (g, -g * _trunc_quotient_float(x, y, out)))
+_fmod_rules = (lambda g, out, x, y: g, lambda g, out, x, y: -g * _trunc_quotient(x, y, out))
+defvjp(fmod, *_fmod_rules, floats=lambda g, out, x, y: (g, -g * _trunc_quotient_float(x, y, out)))
+defjvp(fmod, *_fmod_rules)
 
 
 def divmod_(x, y):

@@ -74,8 +74,7 @@ matmul = binary_function(Primitive(_matmul_impl, name="matmul", grad_post=broadc
                                    tangent_post=broadcasting.broadcast_tangent))
 defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
 defjvp(matmul, lambda t, out, a, b: matmul(t, b), lambda t, out, a, b: matmul(a, t))
-facts(matmul, linear=(0, 1), fresh=True, operator="@", broadcasts=False)  # the stacks broadcast, not the
-# matrices: (3,) @ (3, 3) is no (3, 3) @ (3, 3)
+facts(matmul, linear=(0, 1), fresh=True, operator="@")
 
 
 def _tensordot_axes(axes, na, nb):
@@ -119,7 +118,7 @@ defvjp(tensordot, _tensordot_vjp_a, _tensordot_vjp_b)
 defjvp(tensordot,
        lambda t, out, a, b, axes=2: tensordot(t, b, axes),
        lambda t, out, a, b, axes=2: tensordot(a, t, axes))
-facts(tensordot, linear=(0, 1), fresh=True, broadcasts=False)
+facts(tensordot, linear=(0, 1), fresh=True)
 
 
 def _parse_einsum(subscripts, shapes):
@@ -187,4 +186,3 @@ einsum = Primitive(_einsum_impl, name="einsum",
                    grad_post=broadcasting.unbroadcast, tangent_post=broadcasting.broadcast_tangent)
 defvjp_argnum(einsum, _einsum_vjp)
 defjvp_argnum(einsum, _einsum_jvp)
-facts(einsum, broadcasts=False)  # unbroadcast fits dtypes only; "ij->ji" may return a view

@@ -27,7 +27,7 @@ import scipy.integrate
 import wengert.numpy as wnp
 from wengert import rules
 from wengert.api.transforms import jvp, vjp
-from wengert.core.extend import defjvp_argnum, defvjp_argnum, facts
+from wengert.core.extend import defjvp_argnum, defvjp_argnum
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing
@@ -201,6 +201,5 @@ def _same_values(old, g):
 odeint = Primitive(_odeint_impl, name="odeint", grad_post=broadcasting.unbroadcast)  # float32 stays float32
 defvjp_argnum(odeint, _odeint_vjp)
 defjvp_argnum(odeint, _odeint_jvp)
-facts(odeint, broadcasts=False)  # unbroadcast fits dtypes only
 
 rules.register_family(sys.modules[__name__])  # in the rule table beside the rules package's families

@@ -1,4 +1,4 @@
-"""Systematic-test cases for the linalg family (``wengert.rules.linalg``, ``wengert.rules.cplx``) and
+"""Systematic-test cases for the linalg family (``wengert.rules.linalg``, ``wengert.rules.complex``) and
 the composed functions of ``wengert.numpy.linalg``.
 
 Inputs are well conditioned (``n I`` plus a small random part), with distinct eigen- and singular
@@ -11,9 +11,11 @@ import numpy as np
 
 import wengert.numpy.linalg as wla
 from tests.support.rule_helpers import R
-from wengert.rules import broadcasting, cplx
+from wengert.rules import broadcasting
+from wengert.rules import complex as cplx
 from wengert.rules import determinant as dt
 from wengert.rules import linalg as la
+from wengert.rules import matrix_helpers as mh
 
 
 def W(*shape):
@@ -26,11 +28,11 @@ def SPD(*shape):
 
 
 def sym(f):
-    return lambda x: f(x + cplx.mT(x))
+    return lambda x: f(x + mh.mT(x))
 
 
 def symmetric_pd(f):
-    return lambda x: f(x + cplx.mT(x) + 4.0 * np.eye(x.shape[-1], dtype=broadcasting.dtype_of(x)))
+    return lambda x: f(x + mh.mT(x) + 4.0 * np.eye(x.shape[-1], dtype=broadcasting.dtype_of(x)))
 
 
 def _rank(n, r, seed):
@@ -49,8 +51,8 @@ def distinct_real_eigs(n):
 
 
 CASES = {
-    "cplx.complex_from": [(lambda a, b: cplx.real(cplx.complex_from(a, b) ** 2), (R(3), R(3))),
-                          (lambda a, b: cplx.real(cplx.complex_from(a, b) * (1 - 2j)), (R(2, 3), R(3)))],
+    "complex_from": [(lambda a, b: cplx.real_of(cplx.complex_from(a, b) ** 2), (R(3), R(3))),
+                     (lambda a, b: cplx.real_of(cplx.complex_from(a, b) * (1 - 2j)), (R(2, 3), R(3)))],
     "linalg.inv": [(la.inv, (W(3, 3),)), (la.inv, (W(2, 3, 3),)), (la.inv, (W(1, 1),))],
     "linalg.solve": [(la.solve, (W(3, 3), R(3, 2))), (la.solve, (W(2, 3, 3), R(3, 1))),
                      (la.solve, (W(3, 3), R(2, 3, 2)))],

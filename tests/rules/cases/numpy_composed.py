@@ -5,9 +5,9 @@ import numpy as np
 
 import wengert.numpy as wnp
 from tests.support.rule_helpers import R, away, binary, unary
-from wengert.rules import cumulative, more_elementwise
+from wengert.rules import cumulative, elementwise
 
-M = more_elementwise
+M = elementwise
 
 
 def _distinct(*shape):
