@@ -32,3 +32,19 @@ def test_modes_facts_and_spelling_of_known_primitives(capsys):
     assert _row(text, "linalg.det")[1:3] == ["determinant", "rev fwd"]
     assert _row(text, "yn")[2] == "rev(1) fwd(1)"  # yn(n, x): a derivative in x only
     assert _row(text, "matmul")[3] == "linear in 0,1, fresh"
+
+
+def test_facts_come_from_the_primitives(capsys):
+    """The table reads each primitive's facts (``wengert.core.extend.facts``): a fact set on a primitive
+    shows, and the spelling follows the operator, the helper, or NumPy's name."""
+    text = _table(capsys)
+    assert _row(text, "negative")[-1] == "-a"
+    assert _row(text, "untake")[3:] == ["linear in 0, fresh", "untake(...) (helper)"]
+    assert _row(text, "cumsum")[-1] == "np.cumsum"  # a rules primitive with NumPy's name
+    assert _row(text, "relu")[-1] == "its implementation"
+    prim = ops.rule_table()["relu"]
+    try:
+        prim.linear = (0,)  # as facts(prim, linear=(0,)) would set it (not true of relu: only shown here)
+        assert "linear in 0" in _row(_table(capsys), "relu")[3]
+    finally:
+        prim.linear = ()

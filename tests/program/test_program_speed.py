@@ -88,10 +88,11 @@ def test_factor_sums_leaves_other_sums_alone():
 
 
 def test_add_chosen_skips_a_zero_cotangent_and_shares_ties():
-    from wengert.program.rendering import HELPERS
+    from wengert.program.rendering import helper_source
+    from wengert.rules.reductions import add_chosen
 
     namespace = {"np": np}
-    exec(HELPERS["add_chosen"], namespace)  # noqa: S102
+    exec(helper_source("add_chosen", add_chosen), namespace)  # noqa: S102 - as generated code has it
     add_chosen = namespace["add_chosen"]
     x = np.array([[1.0, 3.0], [3.0, -2.0]])
     buf = np.array([[0.5, -0.0], [1.0, 2.0]])

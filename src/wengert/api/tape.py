@@ -28,10 +28,6 @@ __all__ = ["Tape", "Var", "Grad", "Entry"]
 
 Entry = namedtuple("Entry", ["operation", "inputs", "output"])
 
-_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "power": "**",
-              "matmul": "@"}
-
-
 @register_box
 class Var(Node):
     """A variable on a :class:`Tape` : ``.value``, and ``.grad()``."""
@@ -182,13 +178,13 @@ def _short(value):
 def _expression(node, names):
     args = [names.get(id(a), None) if isinstance(a, Var) else None for a in _inputs(node)]
     shown = [n if n is not None else _short(a) for n, a in zip(args, _inputs(node))]
-    op = node._prim.__name__
-    if op in _OPERATORS and len(shown) == 2:
-        return f"{shown[0]} {_OPERATORS[op]} {shown[1]}"
-    if op == "negative":
-        return f"-{shown[0]}"
+    symbol = node._prim.operator  # the primitive's fact (wengert.core.extend.facts): "+", "@", ...
+    if symbol is not None and len(shown) == 2:
+        return f"{shown[0]} {symbol} {shown[1]}"
+    if symbol is not None and len(shown) == 1:
+        return f"{symbol}{shown[0]}"
     kw = [f"{k}={v!r}" for k, v in (node._kwargs or {}).items() if v is not None and v is not False]
-    return f"{op}({', '.join(shown + kw)})"
+    return f"{node._prim.__name__}({', '.join(shown + kw)})"
 
 
 def _caller_names(tape):

@@ -4,13 +4,13 @@ One line per differentiable primitive: its name, its family (the ``wengert.rules
 the modes it has rules for (``rev``: a VJP for every argument or ``rev(0,1)`` for some; ``fwd``
 likewise; ``float``: a fused Python-float VJP), and the facts the program transformer relies on
 (linear in which arguments, always returns a fresh buffer, broadcasts its arguments, and how
-generated code spells it). The facts are gathered from where they are kept today (the passes'
-and the renderer's tables); the table shows them together so that they can be checked at a glance.
+generated code spells it), read from the primitive itself (``wengert.core.extend.facts``), so that
+they can be checked at a glance.
 """
 
 from wengert import rules as ops
 from wengert.core.primitive import Primitive
-from wengert.program import passes, rendering
+from wengert.program import rendering
 
 __all__ = ["rows", "render"]
 
@@ -30,18 +30,27 @@ def _modes(prim):
     return " ".join(p for p in parts if p)
 
 
-def _spelling(prim, family):
+def _spelling(prim):
     name = prim.__name__
-    if name in rendering.OPERATORS:
-        return f"a {rendering.OPERATORS[name]} b"
-    if name in rendering.UNARY_OPERATORS:
-        return f"{rendering.UNARY_OPERATORS[name]}a"
-    if name in rendering.HELPERS:
+    if prim.operator is not None:
+        return f"{prim.operator}a" if len(prim.vjps) == 1 else f"a {prim.operator} b"
+    if prim.helper is not None:
         return f"{name}(...) (helper)"
-    if f"wengert.rules.{family}" in rendering.KNOWN_FAMILIES:
-        math = rendering.MATH_UNARY.get(name) or rendering.MATH_BINARY.get(name)
+    if rendering.numpy_name(prim) is not None:
+        math = prim.math_name
         return f"np.{name}" + (f", math.{math} on floats" if math else "")
     return "its implementation"
+
+
+def _facts(prim):
+    facts = []
+    if prim.linear:
+        facts.append("linear in " + ",".join(map(str, prim.linear)))
+    if prim.fresh:
+        facts.append("fresh")
+    if prim.broadcasts:
+        facts.append("broadcasts")
+    return ", ".join(facts)
 
 
 def rows():
@@ -55,15 +64,7 @@ def rows():
             seen.add(id(prim))
             home = getattr(prim.fun, "__module__", "") or ""
             family = (home if home.startswith("wengert.rules.") else module.__name__).rpartition(".")[2]
-            name = prim.__name__
-            facts = []
-            if name in passes._LINEAR:
-                facts.append("linear in " + ",".join(map(str, passes._LINEAR[name])))
-            if name in passes._FRESH:
-                facts.append("fresh")
-            if name in passes._BROADCASTING:
-                facts.append("broadcasts")
-            out.append((name, family, _modes(prim), ", ".join(facts), _spelling(prim, family)))
+            out.append((prim.__name__, family, _modes(prim), _facts(prim), _spelling(prim)))
     return sorted(out, key=lambda r: (r[1], r[0]))
 
 

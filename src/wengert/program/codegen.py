@@ -20,20 +20,23 @@ import numpy as np
 from wengert.program.ir import Statement, Variable, dup, vars_in
 from wengert.program.passes import use_counts
 from wengert.program.rendering import (
-    HELPERS,
-    KNOWN_FAMILIES,
-    MATH_BINARY,
-    MATH_UNARY,
-    OPERATORS,
-    UNARY_OPERATORS,
+    helper_sources,
     index_expr,
+    numpy_name,
     pretty_value,
+    reserved_names,
     source_value,
     uniform,
 )
 from wengert.rules import families
+from wengert.rules.elementwise import masked
+from wengert.rules.indexing import getitem
+from wengert.rules.reductions import add_chosen
 
-__all__ = ["pretty", "pretty_statement", "to_source", "compile_program"]
+__all__ = ["pretty", "pretty_statement", "to_source", "compile_program", "Module", "module_head",
+           "statement_source", "expression_source", "param_names"]
+
+_GETITEM = getitem.primitive
 
 
 # -- SSA notation -------------------------------------------------------------------------
@@ -51,11 +54,12 @@ def pretty_statement(stmt):
         return f"{stmt.args[0].name}[{index_expr(stmt.args[1], pretty_value)}] += {args[2]}"
     if name == "dup":
         return f"{outs} = dup({args[0]})"
-    if name in OPERATORS and len(args) == 2 and not stmt.kwargs:
-        rhs = f"{args[0]} {OPERATORS[name]} {args[1]}"
-    elif name in UNARY_OPERATORS and len(args) == 1:
-        rhs = f"{UNARY_OPERATORS[name]}{args[0]}"
-    elif name == "getitem":
+    op = stmt.prim.operator
+    if op is not None and len(args) == 2 and not stmt.kwargs:
+        rhs = f"{args[0]} {op} {args[1]}"
+    elif op is not None and len(args) == 1 and not stmt.kwargs:
+        rhs = f"{op}{args[0]}"
+    elif stmt.prim is _GETITEM:
         rhs = f"{args[0]}[{index_expr(stmt.args[1], pretty_value)}]"
     else:
         parts = args + [f"{k}={pretty_value(v)}" for k, v in stmt.kwargs.items()]
@@ -86,7 +90,7 @@ def pretty(program):
 
 def module_head(mod):
     """The lines before a generated function: imports, bound NumPy names, helpers and constants
-    (``mod`` is the :class:`_Module` its statements were rendered with)."""
+    (``mod`` is the :class:`Module` its statements were rendered with)."""
     if mod.math:
         head = [f"from math import {', '.join(sorted(mod.math))}", "", "import numpy as np"]
     else:
@@ -104,10 +108,8 @@ def module_head(mod):
     if supplied:
         head.append("# supplied by wengert (primitives without a NumPy spelling): " + ", ".join(supplied))
     head += ["", ""] if mod.helpers else [""]
-    if "tie_select" in mod.helpers:
-        mod.helpers.add("masked")
-    for name in sorted(mod.helpers):
-        head += [HELPERS[name].strip(), "", ""]
+    for text in helper_sources(mod.helpers):
+        head += [text, "", ""]
     for name, value in mod.constants:
         if isinstance(value, np.ndarray) and value.size > _MAX_LITERAL and uniform(value) is None:
             mod.foreign[name] = value
@@ -124,7 +126,7 @@ def module_head(mod):
     return head
 
 
-class _Module:
+class Module:
     """What a source needs besides its statements: imports, constants, helpers, foreign primitives."""
 
     def __init__(self, reserved):
@@ -132,12 +134,18 @@ class _Module:
         self.math = set()
         self.constants = []  # (name, value)
         self._const_ids = {}
-        self.helpers = set()
+        self.helpers = {}  # name -> the function whose source the module includes (rendering.helper_sources)
         self.foreign = {}  # name -> implementation
         self.imports = {}  # name -> the import line that defines it (primitives without a NumPy spelling)
         self.inline = {}  # Variable -> (expression, precedence, depth): single-use float temporaries
         self.negated = {}  # Variable -> Variable: the result of -x, read only by a sum
         self.bound = {}  # "exp", "add.reduce" -> the module-level name bound to np.exp, np.add.reduce
+
+    def use_helper(self, fun, name=None):
+        """Include helper ``fun`` (under ``name``, its own by default) in the module; returns the name."""
+        name = name or fun.__name__
+        self.helpers[name] = fun
+        return name
 
     def np_attr(self, path):
         """A module-level name for ``np.<path>``, bound once when the module runs: no attribute
@@ -188,7 +196,7 @@ class _Module:
 def param_names(program):
     """The user's names for the inputs, made unique and kept clear of every other name used."""
     taken = {v.name for s in program.statements for v in s.outs} | {"np", "math"}
-    taken |= set(MATH_UNARY.values()) | set(MATH_BINARY.values()) | set(HELPERS)
+    taken |= reserved_names()
     own = {v.name for v in program.inputs}
     names = []
     for var, name in zip(program.inputs, program.input_names):
@@ -206,8 +214,9 @@ _PRECEDENCE = {"**": 7, "*": 5, "/": 5, "@": 5, "+": 4, "-": 4,
 _ATOM, _UNARY = 100, 6
 
 
-def _rhs(stmt, mod, safe):
-    """The right-hand side of ``stmt`` as source, and its operator precedence."""
+def expression_source(stmt, mod, safe):
+    """The right-hand side of ``stmt`` as source, and its operator precedence (``safe``: NumPy only,
+    no ``math`` for Python floats)."""
     prim = stmt.prim
     name = prim.__name__
     a = [mod.value(x) for x in stmt.args]
@@ -215,24 +224,24 @@ def _rhs(stmt, mod, safe):
     out = stmt.outs[0]
     if name == "dup":
         return ", ".join([a[0]] * len(stmt.outs)), 0
-    if not _is_known(prim):
+    op = prim.operator
+    if op is None and prim.helper is None and prim is not _GETITEM and numpy_name(prim) is None:
         return f"{_foreign(prim, mod)}({', '.join(a)}{kw})", _ATOM
     # Python floats, and NumPy float64 scalars (math returns a float of the same value: NumPy's
     # scalar path costs twenty times more), go through math.
     as_float = not safe and (out.kind == "float" or (out.kind == "scalar" and out.dtype == np.float64))
-    if name == "power" and as_float and not _integral(stmt.args[1]):
+    if op == "**" and as_float and not _integral(stmt.args[1]):
         # Python's x ** y is complex for a negative x and a fractional y, where NumPy's is nan;
         # math.pow raises there instead, and the NumPy variant gives nan (see _source)
         mod.math.add("pow")
         return f"pow({a[0]}, {a[1]})", _ATOM
-    if name in OPERATORS and len(a) == 2 and not kw:
-        op = OPERATORS[name]
+    if op is not None and len(a) == 2 and not kw:
         p = _PRECEDENCE[op]
         left = mod.operand(stmt.args[0], p, strict=op == "**" or p == 2)
         right = mod.operand(stmt.args[1], p, strict=op != "**")
         return f"{left} {op} {right}", p
-    if name in UNARY_OPERATORS:
-        return f"{UNARY_OPERATORS[name]}{mod.operand(stmt.args[0], _UNARY, strict=False)}", _UNARY
+    if op is not None and len(a) == 1 and not kw:
+        return f"{op}{mod.operand(stmt.args[0], _UNARY, strict=False)}", _UNARY
     return _call(stmt, name, a, kw, mod, as_float), _ATOM
 
 
@@ -243,26 +252,21 @@ def _integral(y):
 
 
 def _call(stmt, name, a, kw, mod, as_float):
-    if as_float and name in MATH_UNARY:
-        fn = MATH_UNARY[name]
-        if fn != "abs":
+    fn = stmt.prim.math_name
+    if as_float and fn is not None and not kw:
+        if fn != "abs":  # a builtin
             mod.math.add(fn)
-        return f"{fn}({a[0]})"
-    if as_float and name in MATH_BINARY:
-        mod.math.add(MATH_BINARY[name])
-        return f"{MATH_BINARY[name]}({a[0]}, {a[1]})"
-    if name == "getitem":
+        return f"{fn}({', '.join(a)})"
+    if stmt.prim is _GETITEM:
         x = stmt.args[0]
         if type(x) is Variable and x.kind in ("scalar", "float"):  # a Python float at run time: np.asarray
             return f"np.asarray({mod.value(x)})[{index_expr(stmt.args[1], mod.value)}]"
         return f"{mod.operand(x, _ATOM, strict=False)}[{index_expr(stmt.args[1], mod.value)}]"
-    if name in HELPERS:
-        mod.helpers.add(name)
-        return f"{name}({', '.join(a)}{kw})"
+    if stmt.prim.helper is not None:
+        return f"{mod.use_helper(stmt.prim.helper, name)}({', '.join(a)}{kw})"
     if name == "where" and isinstance(stmt.args[2], (int, float)) and stmt.args[2] == 0 \
             and type(stmt.args[1]) is Variable and stmt.args[1].kind == "array":
-        mod.helpers.add("masked")
-        return f"masked({a[1]}, {a[0]})"
+        return f"{mod.use_helper(masked)}({a[1]}, {a[0]})"
     if name == "concatenate":
         return f"np.concatenate(({', '.join(a)},){kw})"
     if name == "astype":
@@ -286,7 +290,7 @@ def _call(stmt, name, a, kw, mod, as_float):
                   if not (k == "keepdims" and v is False)]
         inner = ", ".join(a[1:] + kwargs)
         return f"{mod.operand(stmt.args[0], _ATOM, strict=False)}.{name}({inner})"
-    if getattr(np, name, None) is None:  # one of wengert's own without a NumPy spelling (index_update)
+    if numpy_name(stmt.prim) is None:  # one of wengert's own without a NumPy spelling (index_update)
         return f"{_foreign(stmt.prim, mod)}({', '.join(a)}{kw})"
     return f"{mod.np_attr(name)}({', '.join(a)}{kw})"
 
@@ -345,14 +349,6 @@ def _all_axes(axis, ndim):
     return sorted(int(a) % ndim for a in axes) == list(range(ndim)) if ndim else True
 
 
-def _is_known(prim):
-    """Whether ``prim`` is one of wengert's own (spelled in NumPy) or a NumPy function itself."""
-    module = getattr(prim.fun, "__module__", None) or ""
-    if module in KNOWN_FAMILIES and module.startswith("wengert."):
-        return True
-    return getattr(np, prim.__name__, None) is prim.fun or prim.__name__ in UNARY_OPERATORS
-
-
 _MAX_SPARSE = 3
 """A constant added in place with at most this many nonzero entries is added entry by entry
 (``buf[2, 0] += -1.0``, as the one-hot cotangent of ``pred[label]``): cheaper than an array add."""
@@ -375,7 +371,8 @@ def _sparse_adds(buf, c):
     return lines
 
 
-def _statement_source(stmt, mod, safe):
+def statement_source(stmt, mod, safe):
+    """``stmt`` as one or more lines of source (``safe``: NumPy only)."""
     if stmt.inplace and stmt.prim.__name__ == "add":
         lines = _sparse_adds(stmt.args[0], stmt.args[1])
         if lines is not None:
@@ -386,7 +383,7 @@ def _statement_source(stmt, mod, safe):
         if vars_in(idx) or _has_array(idx):
             return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"
         return f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"
-    return f"{', '.join(o.name for o in stmt.outs)} = {_rhs(stmt, mod, safe)[0]}"
+    return f"{', '.join(o.name for o in stmt.outs)} = {expression_source(stmt, mod, safe)[0]}"
 
 
 def _has_array(idx):
@@ -449,7 +446,7 @@ def to_source(program, safe=False):
 def _source(program, safe, fallback=None):
     names = param_names(program)
     used = {v.name for s in program.statements for v in s.outs} | {v.name for v in program.inputs}
-    mod = _Module(used | set(names))
+    mod = Module(used | set(names))
     outputs = {o for o in program.outputs if type(o) is Variable}
     body = [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
     floats = [n for v, n in zip(program.inputs, names) if v.kind == "float"]
@@ -464,17 +461,16 @@ def _source(program, safe, fallback=None):
         out = s.outs[0]
         if s in fused:
             if fused[s] is not None:
-                mod.helpers.add("add_chosen")
-                body.append(f"    add_chosen({', '.join(mod.value(v) for v in fused[s])})")
+                body.append(f"    {mod.use_helper(add_chosen)}({', '.join(mod.value(v) for v in fused[s])})")
             continue
         if (out.kind == "float" and len(s.outs) == 1 and not s.inplace and counts.get(out) == 1
                 and s.prim is not dup and out not in outputs):
             depth = mod.depth(s)
             if depth <= _MAX_INLINE_DEPTH:
-                text, p = _rhs(s, mod, safe)
+                text, p = expression_source(s, mod, safe)
                 mod.inline[out] = (text, p, depth)
                 continue
-        body += [f"    {line}" for line in _statement_source(s, mod, safe).split("\n")]
+        body += [f"    {line}" for line in statement_source(s, mod, safe).split("\n")]
     outs = []
     inputs = set(program.inputs)
     for o in program.outputs:

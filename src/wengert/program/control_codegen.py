@@ -7,7 +7,7 @@ A node of another kind renders itself (``render``: the checkpointed loops of ``s
 import numpy as np
 
 from wengert.core.primitive import FLOAT_PATH_ERRORS
-from wengert.program.codegen import _Module, _rhs, _statement_source, module_head
+from wengert.program.codegen import Module, expression_source, module_head, statement_source
 from wengert.program.control import Assign, If, Loop, Pop, Push, Zeros, all_names, scalar_index
 from wengert.program.ir import Statement, Variable
 from wengert.program.rendering import index_expr
@@ -35,8 +35,6 @@ def _statement(stmt, mod, safe):
             return [f"{out} = {mod.value(x)}.copy()", f"{out}[{index_expr(idx, mod.value)}] = {mod.value(v)}"]
         return [f"{out} = np.array({mod.value(x)}, copy=True)",
                 f"{out}[{index_expr(idx, mod.value)}] = {mod.value(v)}"]
-    if name == "index_add" and not stmt.inplace:
-        mod.helpers.add("index_add")
     if name == "index_add" and stmt.inplace and scalar_index(stmt.args[1]):
         buf, idx, e = stmt.args
         lines = [f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"]
@@ -48,7 +46,7 @@ def _statement(stmt, mod, safe):
     if name == "index_add" and stmt.inplace and stmt.out is not stmt.args[0]:
         buf, idx, e = stmt.args
         return [f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})", f"{stmt.out.name} = {buf.name}"]
-    return [_statement_source(stmt, mod, safe)]
+    return [statement_source(stmt, mod, safe)]
 
 
 def render_block(nodes, mod, indent, safe=False):
@@ -112,7 +110,7 @@ def render_loop(n, mod, indent, safe):
     elif n.kind == "while":
         cond = n.cond
         if len(n.cond_block) == 1 and type(n.cond_block[0]) is Statement and n.cond_block[0].out is cond:
-            lines.append(f"{pad}while {_rhs(n.cond_block[0], mod, safe)[0]}:")
+            lines.append(f"{pad}while {expression_source(n.cond_block[0], mod, safe)[0]}:")
             body = []
         elif not n.cond_block:
             lines.append(f"{pad}while {mod.value(cond)}:")
@@ -146,8 +144,8 @@ def render_loop(n, mod, indent, safe):
 
 def block_source(name, params, nodes, outputs, safe=False, stack=False):
     """A module defining ``def name(params)`` running ``nodes`` and returning ``outputs``;
-    returns ``(text, module info)`` (see ``codegen._Module``)."""
-    mod = _Module(all_names(nodes) | {p.name for p in params} | {STACK})
+    returns ``(text, module info)`` (see ``codegen.Module``)."""
+    mod = Module(all_names(nodes) | {p.name for p in params} | {STACK})
     body = ["    " + STACK + " = []"] if stack else []
     body += render_block(nodes, mod, 1, safe)
     outs = []

@@ -15,7 +15,7 @@ import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, map_vars
 from wengert.rules.elementwise import add, multiply, negative, subtract, true_divide
-from wengert.rules.indexing import index_add
+from wengert.rules.indexing import index_add, untake
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
            "explicit_dup", "accumulate_in_place", "elide_broadcasts", "factor_sums", "rewrite_algebra",
@@ -131,13 +131,6 @@ def _zeros_like_var(var):
     return np.zeros(var.shape, var.dtype)
 
 
-# Primitives linear in the arguments listed: a zero there makes the result zero.
-_LINEAR = {"multiply": (0, 1), "matmul": (0, 1), "tensordot": (0, 1), "true_divide": (0,),
-           "negative": (0,), "positive": (0,), "untake": (0,), "tie_select": (0,), "sum": (0,),
-           "broadcast_to": (0,), "reshape": (0,), "transpose": (0,), "getitem": (0,),
-           "sum_repeats": (0,), "astype": (0,), "repeat": (0,)}
-
-
 def _same_type(a, out):
     """Whether Variable ``a`` may stand for ``out`` (same shape and dtype; floats stay floats)."""
     return (type(a) is Variable and a.shape == out.shape and a.dtype == out.dtype
@@ -153,7 +146,7 @@ def _fold(s):
         with np.errstate(all="ignore"):
             value = s.prim.fun(*args, **s.kwargs)
         return value if not isinstance(value, tuple) else None
-    if name in _LINEAR and any(i < len(args) and _is_const(args[i], 0) for i in _LINEAR[name]):
+    if any(i < len(args) and _is_const(args[i], 0) for i in s.prim.linear):  # a zero makes zero
         return _zeros_like_var(out)
     if name == "multiply":
         for x, c in ((args[0], args[1]), (args[1], args[0])):
@@ -239,16 +232,6 @@ def explicit_dup(program):
     return program.with_statements(stmts, outputs)
 
 
-_FRESH = frozenset((
-    "add", "subtract", "multiply", "true_divide", "power", "negative", "positive", "maximum",
-    "minimum", "arctan2", "hypot", "absolute", "sign", "sqrt", "cbrt", "exp", "exp2", "log", "log2",
-    "log10", "log1p", "expm1", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
-    "tanh", "arcsinh", "arccosh", "arctanh", "square", "reciprocal", "floor", "ceil", "rint", "trunc",
-    "where", "clip", "tie_select", "matmul", "tensordot", "untake", "index_add", "sum", "prod", "max",
-    "min", "concatenate", "astype", "sum_repeats", "repeat", "chooser_weights"))
-"""Primitives whose array result is always a new buffer (never a view of an argument)."""
-
-
 def accumulate_in_place(program):
     """Mark accumulations into owned, once-used buffers as in place (see module docs)."""
     counts = use_counts(program)
@@ -262,7 +245,7 @@ def accumulate_in_place(program):
     for s in program.statements:
         s = _rewritten(s, alias, look)
         out = s.outs[0]
-        if s.prim.__name__ in _FRESH and out.kind == "array":
+        if s.prim.fresh and out.kind == "array":  # a new buffer: this program owns it
             owned.add(out)
         if s.prim.__name__ == "add" and not s.kwargs:
             done = _in_place_add(s, counts, owned, producer, dropped, look)
@@ -291,7 +274,7 @@ def _in_place_add(s, counts, owned, producer, dropped, look):
             continue
         renamed = Variable(a.name, out.shape, out.dtype, out.kind)
         u = producer.get(b) if type(b) is Variable else None
-        if (u is not None and u.prim.__name__ == "untake" and counts.get(b, 0) == 1
+        if (u is not None and u.prim is untake and counts.get(b, 0) == 1
                 and type(u.args[0]) is Variable
                 and np.can_cast(u.args[0].dtype, a.dtype, "same_kind")):
             dropped.add(b)
@@ -299,10 +282,6 @@ def _in_place_add(s, counts, owned, producer, dropped, look):
             return Statement((renamed,), index_add, (a, idx, e), inplace=True)
         return Statement((renamed,), s.prim, (a, b), inplace=True)
     return None
-
-
-_BROADCASTING = frozenset(("add", "subtract", "multiply", "true_divide", "power", "maximum", "minimum",
-                           "arctan2", "hypot", "where", "tie_select"))
 
 
 def _shape(x):
@@ -324,7 +303,7 @@ def elide_broadcasts(program):
         x, b = s.args[0], s.out
         ok = True
         for u in users.get(b, []):
-            if u.prim.__name__ not in _BROADCASTING or u.kwargs:
+            if not u.prim.broadcasts or u.kwargs:
                 ok = False
                 break
             # with the broadcasts already dropped: two dropped at once may together lose the shape

@@ -1,107 +1,127 @@
 """How primitives and constants are spelled: in SSA notation and in NumPy source.
 
-The tables here name the operators (``a + b``), ``math`` functions used for Python floats, and the
-small helper functions the generated source defines for the primitives NumPy cannot spell in one
-call (``untake``, ``tie_select``, ...). Everything else is ``np.<primitive name>(...)``: the
-rule table uses NumPy's names and signatures.
+A primitive says how generated code writes it, by its facts (``wengert.core.extend.facts``): an
+``operator`` (``a + b``), a ``math_name`` for Python floats (``math.asin``), or a ``helper``, a
+function of NumPy alone whose source the generated module includes (``untake``, ``tie_select``,
+...). Otherwise a primitive whose implementation is NumPy's function, or one of the rule table's
+own with NumPy's name, is ``np.<name>(...)`` (:func:`numpy_name`): the rule table uses NumPy's
+names and signatures. Helpers are the real functions' source (:func:`helper_sources`), with the
+plain functions they call (:func:`register_helper`: ``masked``, ...).
 """
 
+import dis
+import inspect
 import re
+import textwrap
 
 import numpy as np
 
+from wengert.core.primitive import Primitive
 from wengert.program.ir import Variable
+from wengert.rules import EXTRA_FAMILIES, families
+from wengert.rules.elementwise import masked
+from wengert.rules.indexing import may_repeat
+from wengert.rules.reductions import add_chosen
 
-__all__ = ["OPERATORS", "UNARY_OPERATORS", "MATH_UNARY", "MATH_BINARY", "HELPERS", "KNOWN_FAMILIES",
+__all__ = ["numpy_name", "register_helper", "helpers", "helper_sources", "helper_source", "reserved_names",
            "pretty_value", "source_value", "index_expr", "uniform"]
 
-OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "power": "**",
-             "matmul": "@", "equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
-             "greater": ">", "greater_equal": ">="}
-UNARY_OPERATORS = {"negative": "-", "positive": "+"}
 
-MATH_UNARY = {"sqrt": "sqrt", "exp": "exp", "log": "log", "log2": "log2", "log10": "log10",
-              "log1p": "log1p", "expm1": "expm1", "sin": "sin", "cos": "cos", "tan": "tan",
-              "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
-              "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "absolute": "abs"}
-MATH_BINARY = {"arctan2": "atan2", "hypot": "hypot"}
+def numpy_name(prim):
+    """``prim``'s name when generated code may call it as ``np.<name>``, else None: NumPy's function
+    of that name is the implementation (or what it wraps), or ``prim`` is defined in a module of
+    ``wengert.rules`` (whose primitives take NumPy's names and signatures)."""
+    name = prim.__name__
+    fun = getattr(np, name, None) if name.isidentifier() else None
+    if fun is None:
+        return None
+    impl = prim.fun
+    if impl is fun or getattr(impl, "__wrapped__", None) is fun \
+            or (getattr(impl, "__module__", None) or "").startswith("wengert.rules."):
+        return name
+    return None
 
-KNOWN_FAMILIES = frozenset(f"wengert.rules.{m}" for m in (
-    "elementwise", "broadcasting", "reductions", "shape", "indexing", "products", "nondiff", "modular",
-)) | {"numpy", "builtins", "_operator", "operator", "wengert.program.ir", "wengert.core.extend"}
-"""Modules whose primitives are spelled in NumPy; others are called through their implementation."""
 
-HELPERS = {
-    "masked": '''
-def masked(a, mask):
-    """a where mask, 0 elsewhere (a product: np.where branches per element and is slower)."""
-    with np.errstate(invalid="ignore"):
-        out = np.multiply(a, mask)
-    if not np.isfinite(out).all():
-        out = np.where(mask, a, np.zeros((), out.dtype))
-    return out
-''',
-    "untake": '''
-def untake(g, idx, shape):
-    """Zeros of `shape` with g added at idx: the adjoint of x[idx]."""
-    out = np.zeros(shape, dtype=np.result_type(g))
-    parts = idx if type(idx) is tuple else (idx,)
-    if any(isinstance(p, (list, np.ndarray)) and np.asarray(p).dtype.kind in "iu" for p in parts):
-        np.add.at(out, idx, g)
-    else:
-        out[idx] = g
-    return out
-''',
-    "tie_select": '''
-def tie_select(g, x, y):
-    """g where x > y, g / 2 where x == y, 0 elsewhere: what max(x, y) passes back to x."""
-    out = masked(g, x > y)
-    ties = x == y
-    if np.any(ties):
-        out = np.where(ties, 0.5 * np.asarray(g), out)
-    return out
-''',
-    "chooser_weights": '''
-def chooser_weights(out, x, axis, keepdims):
-    """1/k on each of the k elements of x equal to its max (min) along axis, 0 elsewhere."""
-    x = np.asarray(x)
-    if axis is None:
-        hit = x == out
-        k = np.count_nonzero(hit)
-        return hit.astype(x.dtype) if k == 1 else hit / np.asarray(k, x.dtype)
-    hit = x == (out if keepdims else np.expand_dims(out, axis))
-    return hit / hit.sum(axis=axis, keepdims=True).astype(x.dtype)
-''',
-    "add_chosen": '''
-def add_chosen(buf, g, out, x):
-    """buf += g * chooser_weights(out, x, None, False), in place: g shared by the maxima of x
-    (nothing to add where g is 0)."""
-    if g == 0:
-        return
-    x = np.asarray(x)
-    where = (x == out).ravel().nonzero()[0]
-    if len(where) == 1:
-        buf.flat[where[0]] += g
-    else:
-        buf.flat[where] += g * (np.ones((), x.dtype) / len(where))
-''',
-    "sum_repeats": '''
-def sum_repeats(g, repeats, axis, n):
-    """The adjoint of np.repeat along axis: sum each run of repeated entries."""
-    g = np.moveaxis(np.asarray(g), axis, 0)
-    segment = np.repeat(np.arange(n), np.broadcast_to(repeats, (n,)))
-    out = np.zeros((n,) + g.shape[1:], dtype=g.dtype)
-    np.add.at(out, segment, g)
-    return np.moveaxis(out, 0, axis)
-''',
-    "index_add": '''
-def index_add(x, idx, v):
-    """x with v added at idx, repeated indices adding up (a new array)."""
-    out = np.array(x, copy=True)
-    np.add.at(out, idx, v)
-    return out
-''',
-}
+_REGISTERED = {}
+"""Plain helpers by name: functions of NumPy alone that helpers or generated code call."""
+
+_CACHE = {}
+"""What :func:`helpers` and :func:`reserved_names` found in the rule table (emptied when a helper
+is registered or a family added)."""
+
+
+def register_helper(fun, name=None):
+    """Let generated code include and call ``fun``, a function of NumPy (and other helpers) alone, by
+    ``name`` (its own by default). Returns ``fun``."""
+    _REGISTERED[name or fun.__name__] = fun
+    _CACHE.clear()
+    return fun
+
+
+register_helper(masked)  # where(c, x, 0) is written masked(x, c); tie_select calls it
+register_helper(may_repeat)  # untake and index_add call it
+register_helper(add_chosen)  # a max's cotangent added in place (codegen._fused_chooser_adds)
+
+
+def _survey():
+    """The helpers and ``math`` names of the rule table's primitives (cached)."""
+    if _CACHE.get("families") != len(EXTRA_FAMILIES):
+        found, math_names = {}, {"pow"}
+        for module in families():
+            for value in vars(module).values():
+                prim = getattr(value, "primitive", value)
+                if isinstance(prim, Primitive):
+                    if prim.helper is not None:
+                        found.setdefault(prim.__name__, prim.helper)
+                    if prim.math_name is not None:
+                        math_names.add(prim.math_name)
+        found.update(_REGISTERED)
+        _CACHE.update(families=len(EXTRA_FAMILIES), helpers=found, math=frozenset(math_names))
+    return _CACHE
+
+
+def helpers():
+    """``{name: function}``: the registered helpers and every rule-table primitive's ``helper`` (under
+    the primitive's name)."""
+    return dict(_survey()["helpers"])
+
+
+def reserved_names():
+    """Names generated code may define or import at module level: helpers and ``math`` functions."""
+    survey = _survey()
+    return set(survey["helpers"]) | survey["math"]
+
+
+def helper_source(name, fun):
+    """The source of ``fun``, dedented, its ``def`` line naming it ``name``."""
+    text = textwrap.dedent(inspect.getsource(fun)).strip()
+    own = fun.__name__
+    if own != name:
+        text = re.sub(rf"^def {re.escape(own)}\(", f"def {name}(", text, count=1, flags=re.M)
+    return text
+
+
+def _globals_read(code):
+    """The global names ``code`` (and the functions nested in it) reads."""
+    found = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            found |= _globals_read(const)
+    return found
+
+
+def helper_sources(used):
+    """The sources of the helpers ``used`` (``{name: function}``) and of the helpers they call, in
+    name order."""
+    known = helpers()
+    found, todo = {}, list(used.items())
+    while todo:
+        name, fun = todo.pop()
+        if name in found:
+            continue
+        found[name] = fun
+        todo += [(n, known[n]) for n in _globals_read(fun.__code__) if n in known and n not in found]
+    return [helper_source(name, found[name]) for name in sorted(found)]
 
 
 def _float_literal(x):

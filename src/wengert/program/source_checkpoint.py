@@ -22,7 +22,6 @@ of the body in all; the states held are the schedule's snapshots plus the last i
 kept from the forward loop until the reverse sweep starts from it.
 """
 
-import inspect
 import textwrap
 
 from wengert.api.checkpointing.schedules import POLICIES, binomial, ctz_reverse_sweep
@@ -30,15 +29,11 @@ from wengert.api.checkpointing.schedules import check_policy as check_policy_nam
 from wengert.program.control import If, Loop, TransformError, all_names, defined, reads
 from wengert.program.control_codegen import render_block, render_loop, targets_source, values_source
 from wengert.program.ir import Statement, Variable, vars_in
-from wengert.program.rendering import HELPERS
+from wengert.program.rendering import register_helper
 
 __all__ = ["POLICIES", "check_policy", "checkpointed", "Checkpointed", "Sweep", "checkpoint_loop", "plain"]
 
-def _register_helper():
-    HELPERS.setdefault("ctz_reverse_sweep", inspect.getsource(ctz_reverse_sweep))
-
-
-_register_helper()
+register_helper(ctz_reverse_sweep)
 
 
 def check_policy(checkpoint, snapshots, who):
@@ -194,7 +189,7 @@ class Sweep:
         loop, state, snaps = self.loop, _state(self.loop.headers), self.snaps
         lines = []
         if self.schedule is None:
-            mod.helpers.add("ctz_reverse_sweep")
+            mod.use_helper(ctz_reverse_sweep)
             source = f"ctz_reverse_sweep({self.count.name})"
             lines.append(f"{pad}if {self.count.name}:")
             lines.append(f"{p1}{state} = {snaps}[-1]  # the last iteration's state: the sweep starts there")

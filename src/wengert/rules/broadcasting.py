@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from wengert.core import primitive as _primitive
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 
 __all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "shape_of", "dtype_of",
@@ -112,6 +112,7 @@ def _broadcast_to_impl(array, shape):
 broadcast_to = Primitive(_broadcast_to_impl, name="broadcast_to")
 defvjp(broadcast_to, lambda g, out, x, s: sum_to_shape(g, shape_of(x)))
 defjvp(broadcast_to, lambda t, out, x, s: broadcast_to(t, s))
+facts(broadcast_to, linear=(0,))
 
 
 # -- the primitives broadcasting's adjoint is made of: sums, reshapes, casts, real parts ---------------
@@ -151,6 +152,7 @@ sum = Primitive(_sum_impl, name="sum")  # noqa: A001 - NumPy's name
 defvjp(sum, lambda g, out, x, axis=None, keepdims=False:
        expand_reduced(g, shape_of(x), axis, keepdims))
 defjvp(sum, lambda t, out, x, axis=None, keepdims=False: sum(t, axis=axis, keepdims=keepdims))
+facts(sum, linear=(0,), fresh=True)
 
 
 def _reshape_impl(a, newshape):
@@ -163,6 +165,7 @@ def _reshape_impl(a, newshape):
 reshape = Primitive(_reshape_impl, name="reshape")
 defvjp(reshape, lambda g, out, x, newshape: reshape(g, shape_of(x)))
 defjvp(reshape, lambda t, out, x, newshape: reshape(t, newshape))
+facts(reshape, linear=(0,))
 
 
 def _astype_impl(x, dtype):
@@ -180,6 +183,7 @@ def _astype_vjp(g, out, x, dtype):
 astype = Primitive(_astype_impl, name="astype")
 defvjp(astype, _astype_vjp)
 defjvp(astype, lambda t, out, x, dtype: astype(t, dtype))
+facts(astype, linear=(0,), fresh=True)
 
 
 def _is_complex(x):
@@ -201,5 +205,6 @@ def _real_impl(x):
 real = Primitive(_real_impl, name="real")
 defvjp(real, lambda g, out, x: _as_complex(g, x))
 defjvp(real, lambda t, out, x: real(t))
+facts(real, linear=(0,))
 
 _primitive.BROADCASTING[:] = [unbroadcast, broadcast_tangent]  # for users' primitives (wg.primitive)

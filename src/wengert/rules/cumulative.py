@@ -7,7 +7,7 @@ JVP is the cumulative sum of the tangent. ``cumprod`` is composed from products 
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, indexing
 
@@ -30,3 +30,4 @@ def _cumsum_vjp(g, out, x, axis):
 cumsum = Primitive(_cumsum_impl, name="cumsum", grad_post=broadcasting.unbroadcast)
 defvjp(cumsum, _cumsum_vjp)
 defjvp(cumsum, lambda t, out, x, axis: cumsum(t, axis))
+facts(cumsum, linear=(0,), fresh=True)

@@ -12,7 +12,7 @@ its conjugate twin); its VJP is the conjugate of ``rfft`` with the dual norm (``
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, shape
 from wengert.rules import complex as cplx
@@ -34,6 +34,7 @@ def _c2c_vjp(g, out, x, axes, norm, forward):
 c2c = Primitive(_c2c_impl, name="fft.c2c", grad_post=broadcasting.unbroadcast)  # fits the dtype
 defvjp(c2c, _c2c_vjp)
 defjvp(c2c, lambda t, out, x, axes, norm, forward: c2c(t, axes, norm, forward))
+facts(c2c, linear=(0,), fresh=True)
 
 
 def _r2c_impl(x, axes, norm):
@@ -60,6 +61,7 @@ def _r2c_vjp(g, out, x, axes, norm):
 r2c = Primitive(_r2c_impl, name="fft.r2c", grad_post=broadcasting.unbroadcast)
 defvjp(r2c, _r2c_vjp)
 defjvp(r2c, lambda t, out, x, axes, norm: r2c(t, axes, norm))
+facts(r2c, linear=(0,), fresh=True)
 
 
 def _c2r_impl(y, n, axes, norm):
@@ -89,6 +91,7 @@ def _c2r_vjp(g, out, y, n, axes, norm):
 c2r = Primitive(_c2r_impl, name="fft.c2r", grad_post=broadcasting.unbroadcast)
 defvjp(c2r, _c2r_vjp)
 defjvp(c2r, lambda t, out, y, n, axes, norm: c2r(t, n, axes, norm))
+facts(c2r, linear=(0,), fresh=True)
 
 
 fftshift = Primitive(lambda x, axes: np.fft.fftshift(x, axes), name="fft.fftshift")

@@ -10,12 +10,12 @@ loop costs O(n) in the backward pass rather than one zero-filled array of v's si
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, defvjp_accumulate
+from wengert.core.extend import defjvp, defvjp, defvjp_accumulate, facts
 from wengert.core.primitive import Primitive, binary_function
 from wengert.core.trace import unbox_all
 from wengert.rules import broadcasting
 
-__all__ = ["getitem", "untake", "index_update", "index_add", "IndexUpdates"]
+__all__ = ["getitem", "untake", "index_update", "index_add", "IndexUpdates", "may_repeat"]
 
 
 def _getitem_impl(x, idx):
@@ -36,8 +36,9 @@ def _getitem_impl(x, idx):
 _float64 = np.float64
 
 
-def _may_repeat(idx):
-    """Whether ``idx`` can select one element twice (it holds an integer array or list)."""
+def may_repeat(idx):
+    """Whether ``idx`` can select one element twice (it holds an integer array or list). A helper of
+    generated code too (``untake`` and ``index_add`` call it), so NumPy alone."""
     if type(idx) is int or type(idx) is slice:
         return False
     parts = idx if type(idx) is tuple else (idx,)
@@ -49,8 +50,8 @@ def _may_repeat(idx):
 
 def _untake_impl(g, idx, shape):
     """A zero array of ``shape`` with ``g`` added at ``idx`` (the adjoint of ``x[idx]``)."""
-    out = np.zeros(shape, dtype=broadcasting.dtype_of(g))
-    if _may_repeat(idx):
+    out = np.zeros(shape, dtype=np.result_type(g))
+    if may_repeat(idx):
         np.add.at(out, idx, g)
     else:
         out[idx] = g
@@ -61,7 +62,7 @@ def _getitem_accumulate(buffer, g, out, x, idx):
     """``buffer[idx] += g`` in place (np.add.at where an element may be selected twice)."""
     if type(idx) is int:
         buffer[idx] += g
-    elif _may_repeat(idx):
+    elif may_repeat(idx):
         np.add.at(buffer, idx, g)
     else:
         buffer[idx] += g
@@ -71,10 +72,12 @@ getitem = binary_function(Primitive(_getitem_impl, name="getitem"))
 defvjp(getitem, lambda g, out, x, idx: untake(g, idx, broadcasting.shape_of(x)))
 defvjp_accumulate(getitem, _getitem_accumulate)
 defjvp(getitem, lambda t, out, x, idx: getitem(t, idx))
+facts(getitem, linear=(0,))
 
 untake = Primitive(_untake_impl, name="untake")
 defvjp(untake, lambda g, out, x, idx, shape: getitem(g, idx))
 defjvp(untake, lambda t, out, x, idx, shape: untake(t, idx, shape))
+facts(untake, linear=(0,), fresh=True, helper=True)
 
 
 # -- functional updates: x with x[idx] replaced (index_update) or incremented (index_add) --------------
@@ -95,7 +98,7 @@ def _index_update_impl(x, idx, v):
 def _index_add_impl(x, idx, v):
     """``x`` with ``v`` added at ``idx`` (``np.add.at`` on a copy; ``x.at[idx].add(v)``)."""
     out = np.array(x, copy=True)
-    if _may_repeat(idx):
+    if may_repeat(idx):
         np.add.at(out, idx, v)
     else:
         out[idx] += v
@@ -113,7 +116,7 @@ def _last_writes(idx, shape):
 
 def _update_value_vjp(g, out, x, idx, v):
     picked = getitem(g, idx)
-    if _may_repeat(idx):
+    if may_repeat(idx):
         picked = picked * _last_writes(idx, broadcasting.shape_of(x))
     return picked
 
@@ -136,11 +139,13 @@ index_update = Primitive(_index_update_impl, name="index_update", grad_post=_fit
 defvjp(index_update, lambda g, out, x, idx, v: index_update(g, idx, 0.0), None, _update_value_vjp)
 defjvp(index_update, lambda t, out, x, idx, v: index_update(t, idx, 0.0), None,
        lambda t, out, x, idx, v: index_update(_zeros_for(t, out), idx, t))
+facts(index_update, fresh=True)
 
 index_add = Primitive(_index_add_impl, name="index_add", grad_post=_fit_cotangent, tangent_post=_fit_tangent)
 defvjp(index_add, lambda g, out, x, idx, v: g, None, lambda g, out, x, idx, v: getitem(g, idx))
 defjvp(index_add, lambda t, out, x, idx, v: t, None,
        lambda t, out, x, idx, v: index_add(_zeros_for(t, out), idx, t))
+facts(index_add, fresh=True, helper=True)
 
 
 class IndexUpdates:
@@ -185,7 +190,7 @@ class _IndexRef:
         return index_update(self.x, self.idx, getitem(self.x, self.idx) / self._unique(v, "divide"))
 
     def _unique(self, v, name):
-        if _may_repeat(self.idx) and not _last_writes(self.idx, broadcasting.shape_of(self.x)).all():
+        if may_repeat(self.idx) and not _last_writes(self.idx, broadcasting.shape_of(self.x)).all():
             raise ValueError(
                 f"x.at[idx].{name}(v): idx selects some elements more than once, which wengert does not "
                 f"support for {name}; combine the factors per element first (e.g. with x.at[...].add on "

@@ -16,7 +16,7 @@ Rules call wengert's own functions, so second derivatives work.
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, nondiff_primitive
+from wengert.core.extend import defjvp, defvjp, facts, nondiff_primitive
 from wengert.core.primitive import Primitive, unary_function
 from wengert.rules import broadcasting, elementwise, reductions
 
@@ -40,10 +40,12 @@ def _positive_mask_impl(x):
 
 
 positive_mask = nondiff_primitive(_positive_mask_impl, "positive_mask")
+facts(positive_mask, fresh=True)
 
 relu = unary_function(Primitive(_relu_impl, name="relu"))
 defvjp(relu, lambda g, out, x: g * positive_mask(x))
 defjvp(relu, lambda t, out, x: t * positive_mask(x))
+facts(relu, fresh=True)
 
 
 # -- log_softmax ------------------------------------------------------------------------------
@@ -66,6 +68,7 @@ defvjp(log_softmax, lambda g, out, x, axis=-1:
        g - elementwise.exp(out) * reductions.sum(g, axis=axis, keepdims=True))
 defjvp(log_softmax, lambda t, out, x, axis=-1:
        t - reductions.sum(elementwise.exp(out) * t, axis=axis, keepdims=True))
+facts(log_softmax, fresh=True)
 
 
 # -- softmax_cross_entropy --------------------------------------------------------------------
@@ -96,6 +99,7 @@ def _one_hot_impl(labels, shape, dtype):
 
 
 one_hot = nondiff_primitive(_one_hot_impl, "one_hot")
+facts(one_hot, fresh=True)
 
 
 def _softmax_cross_entropy_impl(logits, labels):
@@ -117,3 +121,4 @@ softmax_cross_entropy = Primitive(_softmax_cross_entropy_impl, name="softmax_cro
 defvjp(softmax_cross_entropy, lambda g, out, logits, labels: g * _ce_direction(logits, labels), None)
 defjvp(softmax_cross_entropy,
        lambda t, out, logits, labels: reductions.sum(t * _ce_direction(logits, labels)), None)
+facts(softmax_cross_entropy, fresh=True)

@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from wengert.core.extend import nondiff_primitive
+from wengert.core.extend import facts, nondiff_primitive
 from wengert.rules.elementwise import _binary
 
 __all__ = [
@@ -23,6 +23,9 @@ less = nondiff_primitive(_binary(np.less, operator.lt), "less")
 less_equal = nondiff_primitive(_binary(np.less_equal, operator.le), "less_equal")
 greater = nondiff_primitive(_binary(np.greater, operator.gt), "greater")
 greater_equal = nondiff_primitive(_binary(np.greater_equal, operator.ge), "greater_equal")
+for _comparison, _symbol in ((equal, "=="), (not_equal, "!="), (less, "<"), (less_equal, "<="),
+                             (greater, ">"), (greater_equal, ">=")):
+    facts(_comparison, operator=_symbol, fresh=True, broadcasts=True)
 logical_and = nondiff_primitive(np.logical_and)
 logical_or = nondiff_primitive(np.logical_or)
 logical_xor = nondiff_primitive(np.logical_xor)

@@ -8,7 +8,7 @@ import string
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
 from wengert.core.primitive import Primitive, binary_function
 from wengert.rules import broadcasting, shape
 
@@ -74,6 +74,7 @@ matmul = binary_function(Primitive(_matmul_impl, name="matmul", grad_post=broadc
                                    tangent_post=broadcasting.broadcast_tangent))
 defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
 defjvp(matmul, lambda t, out, a, b: matmul(t, b), lambda t, out, a, b: matmul(a, t))
+facts(matmul, linear=(0, 1), fresh=True, operator="@")
 
 
 def _tensordot_axes(axes, na, nb):
@@ -117,6 +118,7 @@ defvjp(tensordot, _tensordot_vjp_a, _tensordot_vjp_b)
 defjvp(tensordot,
        lambda t, out, a, b, axes=2: tensordot(t, b, axes),
        lambda t, out, a, b, axes=2: tensordot(a, t, axes))
+facts(tensordot, linear=(0, 1), fresh=True)
 
 
 def _parse_einsum(subscripts, shapes):

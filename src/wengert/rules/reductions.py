@@ -7,12 +7,12 @@ Each rule puts the reduced axes back (``expand_reduced``) and broadcasts to the 
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, nondiff_primitive
+from wengert.core.extend import defjvp, defvjp, facts, nondiff_primitive
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise
 from wengert.rules.broadcasting import expand_reduced, normalize_axis, sum  # noqa: A004 - NumPy's name
 
-__all__ = ["sum", "prod", "amax", "amin", "normalize_axis", "expand_reduced"]
+__all__ = ["sum", "prod", "amax", "amin", "normalize_axis", "expand_reduced", "chooser_weights", "add_chosen"]
 
 
 def _prod_impl(a, axis=None, keepdims=False):
@@ -43,16 +43,14 @@ defvjp(prod, lambda g, out, x, axis=None, keepdims=False:
        expand_reduced(g, broadcasting.shape_of(x), axis, keepdims) * _prod_partials(out, x, axis, keepdims))
 defjvp(prod, lambda t, out, x, axis=None, keepdims=False:
        sum(t * _prod_partials(out, x, axis, keepdims), axis=axis, keepdims=keepdims))
+facts(prod, fresh=True)
 
 
 def _chooser_weights_impl(out, x, axis, keepdims):
-    """1/k on each of the k elements equal to the max (min) along ``axis``, 0 elsewhere."""
+    """1/k on each of the k elements equal to the max (min) along ``axis``, 0 elsewhere (a helper of
+    generated code too: NumPy alone)."""
     x = np.asarray(x)
-    o = out
-    if not keepdims and axis is not None:
-        axes = normalize_axis(axis, x.ndim)
-        o = np.reshape(o, tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
-    hit = x == o
+    hit = x == (out if keepdims or axis is None else np.expand_dims(out, axis))
     if axis is None:  # one count: cheaper than a keepdims reduction and a broadcast division
         w = hit.astype(x.dtype)
         k = np.count_nonzero(hit)
@@ -64,6 +62,21 @@ def _chooser_weights_impl(out, x, axis, keepdims):
 
 # The weights are piecewise constant in x: no derivative flows through them.
 chooser_weights = nondiff_primitive(_chooser_weights_impl, "chooser_weights")
+facts(chooser_weights, fresh=True, helper=True)
+
+
+def add_chosen(buf, g, out, x):
+    """``buf += g * chooser_weights(out, x, None, False)`` in place: ``g`` shared by the maxima (minima)
+    of ``x``, nothing added where ``g`` is 0. Generated code's form of the accumulation into a max's
+    adjoint buffer (one update of the maxima, no dense array of weights); NumPy alone."""
+    if g == 0:
+        return
+    x = np.asarray(x)
+    where = (x == out).ravel().nonzero()[0]
+    if len(where) == 1:
+        buf.flat[where[0]] += g
+    else:
+        buf.flat[where] += g * (np.ones((), x.dtype) / len(where))
 
 
 def _chooser_weights(out, x, axis, keepdims):
@@ -91,6 +104,7 @@ def _chooser_jvp(t, out, x, axis=None, keepdims=False):
 amax = Primitive(_amax_impl, name="max")
 defvjp(amax, _chooser_vjp)
 defjvp(amax, _chooser_jvp)
+facts(amax, fresh=True)
 
 
 def _amin_impl(a, axis=None, keepdims=False):
@@ -103,3 +117,4 @@ def _amin_impl(a, axis=None, keepdims=False):
 amin = Primitive(_amin_impl, name="min")
 defvjp(amin, _chooser_vjp)
 defjvp(amin, _chooser_jvp)
+facts(amin, fresh=True)

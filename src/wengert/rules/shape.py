@@ -6,7 +6,7 @@ stack, split, tile, flip, ravel) is composed from these and indexing in ``wenger
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, indexing
 from wengert.rules.broadcasting import astype, reshape
@@ -30,6 +30,7 @@ def _inverse_perm(axes):
 transpose = Primitive(_transpose_impl, name="transpose")
 defvjp(transpose, lambda g, out, x, axes=None: transpose(g, _inverse_perm(axes)))
 defjvp(transpose, lambda t, out, x, axes=None: transpose(t, axes))
+facts(transpose, linear=(0,))
 
 
 def _concatenate_impl(*arrays, axis=0):
@@ -67,6 +68,7 @@ def _fit(c, arg):
 concatenate = Primitive(_concatenate_impl, name="concatenate", grad_post=_fit)
 defvjp_argnum(concatenate, _concatenate_vjp)
 defjvp_argnum(concatenate, _concatenate_jvp)
+facts(concatenate, fresh=True)
 
 
 def _repeat_impl(a, repeats, axis=None):
@@ -86,6 +88,7 @@ def _sum_repeats_impl(g, repeats, axis, n):
 sum_repeats = Primitive(_sum_repeats_impl, name="sum_repeats")
 defvjp(sum_repeats, lambda g, out, x, repeats, axis, n: repeat(g, repeats, axis=axis))
 defjvp(sum_repeats, lambda t, out, x, repeats, axis, n: sum_repeats(t, repeats, axis, n))
+facts(sum_repeats, linear=(0,), fresh=True, helper=True)
 
 
 def _repeat_vjp(g, out, x, repeats, axis=None):
@@ -100,3 +103,4 @@ def _repeat_vjp(g, out, x, repeats, axis=None):
 repeat = Primitive(_repeat_impl, name="repeat")
 defvjp(repeat, _repeat_vjp)
 defjvp(repeat, lambda t, out, x, repeats, axis=None: repeat(t, repeats, axis=axis))
+facts(repeat, linear=(0,), fresh=True)
