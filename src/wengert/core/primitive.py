@@ -86,6 +86,7 @@ class Primitive:
         self.math_name = None
         self.helper = None
         self.derivatives = None
+        self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
 
     def __call__(self, *args, **kwargs):
         top = None

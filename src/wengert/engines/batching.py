@@ -27,6 +27,7 @@ from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
 from wengert.rules import broadcasting, indexing
 from wengert.rules import shape as shape_ops
+from wengert.rules.broadcasting import NotBatched
 
 __all__ = ["Batched", "BatchTrace", "NoBatchingRuleWarning"]
 
@@ -124,6 +125,8 @@ class BatchTrace(Trace):
                     and not any(_holds(self, v) for v in kwargs.values()):
                 values = [a.value if b else a for a, b in zip(args, batched)]
                 out = rule(prim, values, batched, kwargs)
+                if type(out) is NotBatched:  # the same for every example (a shape)
+                    return out.value
                 if out is not NotImplemented:  # a rule may decline (an argument it cannot batch)
                     return _boxed(self, out)
         return self.loop(prim, args, kwargs)
@@ -216,8 +219,3 @@ def _elementwise(prim, values, batched, kwargs):
             v = shape_ops.reshape(v, s[:1] + (1,) * (rank - r) + s[1:])
         aligned.append(v)
     return prim(*aligned, **kwargs)
-
-
-def example_axes(axis, ndim):
-    """A reduction's ``axis`` over one example's ``ndim`` axes, as axes of the batched array."""
-    return tuple(a + 1 for a in broadcasting.normalize_axis(axis, ndim))

@@ -249,6 +249,7 @@ from wengert.rules.nondiff import (
     size,
     zeros_like,
 )
+from wengert.rules.nondiff import one_example as _one_example
 
 # Constructors from shapes: NumPy's own (a traced shape is refused by its __index__).
 zeros = _np.zeros
@@ -264,6 +265,10 @@ matrix_transpose = linalg.matrix_transpose
 vecdot = linalg.vecdot
 
 
+_SHAPE_AND_DTYPE_ONLY = frozenset(("result_type", "iscomplexobj", "isrealobj", "min_scalar_type", "can_cast",
+                                   "common_type", "shape", "ndim", "size"))
+
+
 def _derive_names():
     """Aliases, and NumPy's own functions for the integer-valued and zero-derivative names not
     defined above; then the public lists. Everything here is read off the classification table."""
@@ -274,6 +279,8 @@ def _derive_names():
         elif (entry.kind in (_table.INTEGER, _table.ZERO) and name not in namespace
               and hasattr(_np, name)):
             namespace[name] = _nondiff_primitive(_reading_values(getattr(_np, name)), name)
+            if name in _SHAPE_AND_DTYPE_ONLY:  # under wg.vmap, one example answers for all
+                namespace[name].batch = _one_example
     for name in _table.PLAIN_VALUES_ONLY:
         namespace[name] = _plain_values_only(name)
     present = [n for n in _table.TABLE["numpy"] if hasattr(_np, n)]

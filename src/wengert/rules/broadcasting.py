@@ -208,3 +208,70 @@ defjvp(real, lambda t, out, x: real(t))
 facts(real, linear=(0,))
 
 _primitive.BROADCASTING[:] = [unbroadcast, broadcast_tangent]  # for users' primitives (wg.primitive)
+
+
+# -- batching rules (``wengert.engines.batching``): rule(prim, values, batched, kwargs) -> the result for
+# every example, batch on axis 0, with the batched values' batch on axis 0; NotImplemented to decline
+# (the primitive then runs once per example); NotBatched(v) for a result the same for every example.
+
+class NotBatched:
+    """A batching rule's result that is the same for every example (a shape, a dtype)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def normalize_axis_order(axes, ndim):
+    """A permutation ``axes`` of ``ndim`` axes with negative entries made positive."""
+    return tuple(int(a) % ndim for a in axes)
+
+
+def example_axes(axis, ndim):
+    """``axis`` of one example's ``ndim`` axes, as a tuple of axes of the batch (shifted past axis 0)."""
+    return tuple(a + 1 for a in normalize_axis(axis, ndim))
+
+
+def batch_reduction(prim, values, batched, kwargs):
+    """A reduction of its first argument over ``axis`` (given second, or by keyword): the same
+    reduction of the batch, over the example's axes shifted past the batch axis."""
+    if any(batched[1:]):
+        return NotImplemented
+    x = values[0]
+    ndim = len(shape_of(x)) - 1
+    if len(values) > 1:
+        return prim(x, example_axes(values[1], ndim), *values[2:], **kwargs)
+    return prim(x, **{**kwargs, "axis": example_axes(kwargs.get("axis"), ndim)})
+
+
+def _batch_reshape(prim, values, batched, kwargs):
+    x, newshape = values
+    if batched[1]:
+        return NotImplemented
+    newshape = (newshape,) if isinstance(newshape, (int, np.integer)) else tuple(newshape)
+    return prim(x, (shape_of(x)[0],) + newshape, **kwargs)
+
+
+def _batch_broadcast_to(prim, values, batched, kwargs):
+    x, shape = values
+    if batched[1]:
+        return NotImplemented
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    s = tuple(shape_of(x))
+    x = reshape(x, s[:1] + (1,) * (len(shape) - len(s) + 1) + s[1:])
+    return prim(x, s[:1] + shape, **kwargs)
+
+
+def batch_unary(prim, values, batched, kwargs):
+    """A function of its first argument's elements alone (a cast, a real part): the batch as it is."""
+    if any(batched[1:]):
+        return NotImplemented
+    return prim(*values, **kwargs)
+
+
+sum.batch = batch_reduction
+reshape.batch = _batch_reshape
+broadcast_to.batch = _batch_broadcast_to
+astype.batch = batch_unary
+real.batch = batch_unary

@@ -196,3 +196,33 @@ class _IndexRef:
                 f"support for {name}; combine the factors per element first (e.g. with x.at[...].add on "
                 f"their logarithms), or pass unique indices")
         return v
+
+
+def _batch_index(idx):
+    """``idx`` for the batch: a full slice in front, for the batch axis; None where NumPy would move
+    the batch axis (advanced indices apart from each other put their axes first)."""
+    parts = idx if type(idx) is tuple else (idx,)
+    arrays = [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray))]
+    if arrays:
+        advanced = [k for k, p in enumerate(parts) if k in arrays or isinstance(p, (int, np.integer))]
+        if advanced != list(range(advanced[0], advanced[-1] + 1)):
+            return None
+    return (slice(None),) + parts
+
+
+def _batch_getitem(prim, values, batched, kwargs):
+    x, idx = values
+    new = None if batched[1] else _batch_index(idx)
+    return NotImplemented if new is None else prim(x, new)
+
+
+def _batch_untake(prim, values, batched, kwargs):
+    g, idx, shape = values
+    new = None if batched[1] or batched[2] else _batch_index(idx)
+    if new is None:
+        return NotImplemented
+    return prim(g, new, (broadcasting.shape_of(g)[0],) + tuple(shape))
+
+
+getitem.primitive.batch = _batch_getitem
+untake.batch = _batch_untake

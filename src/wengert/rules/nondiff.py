@@ -7,6 +7,8 @@ import operator
 import numpy as np
 
 from wengert.core.extend import facts, nondiff_primitive
+from wengert.core.trace import unbox_all
+from wengert.rules.broadcasting import NotBatched, batch_unary
 from wengert.rules.elementwise import _binary
 
 __all__ = [
@@ -50,3 +52,16 @@ size = nondiff_primitive(np.size)
 isclose = nondiff_primitive(np.isclose)
 allclose = nondiff_primitive(np.allclose)
 array_equal = nondiff_primitive(np.array_equal)
+
+
+def one_example(prim, values, batched, kwargs):
+    """Batching rule of a function of its arguments' shapes and dtypes alone (``np.shape``,
+    ``np.result_type``): one example's answer is every example's."""
+    first = [unbox_all(v)[0] if b else v for v, b in zip(values, batched)]
+    return NotBatched(prim(*first, **kwargs))
+
+
+for _query in (shape, ndim, size):
+    _query.batch = one_example
+for _like in (zeros_like, ones_like, empty_like, full_like):
+    _like.batch = batch_unary

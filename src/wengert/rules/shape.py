@@ -104,3 +104,28 @@ repeat = Primitive(_repeat_impl, name="repeat")
 defvjp(repeat, _repeat_vjp)
 defjvp(repeat, lambda t, out, x, repeats, axis=None: repeat(t, repeats, axis=axis))
 facts(repeat, linear=(0,), fresh=True)
+
+
+def _batch_transpose(prim, values, batched, kwargs):
+    if any(batched[1:]):
+        return NotImplemented
+    x = values[0]
+    axes = values[1] if len(values) > 1 else kwargs.get("axes")
+    n = len(broadcasting.shape_of(x)) - 1
+    order = range(n - 1, -1, -1) if axes is None else broadcasting.normalize_axis_order(axes, n)
+    return prim(x, (0,) + tuple(a + 1 for a in order))
+
+
+def _batch_concatenate(prim, values, batched, kwargs):
+    axis = kwargs.get("axis", 0)
+    if axis is None:
+        return NotImplemented
+    size = next(broadcasting.shape_of(v)[0] for v, b in zip(values, batched) if b)
+    parts = [v if b else broadcasting.broadcast_to(v, (size,) + tuple(broadcasting.shape_of(v)))
+             for v, b in zip(values, batched)]
+    n = len(broadcasting.shape_of(parts[0])) - 1
+    return prim(*parts, axis=broadcasting.example_axes(axis, n)[0])
+
+
+transpose.batch = _batch_transpose
+concatenate.batch = _batch_concatenate
