@@ -9,21 +9,10 @@ from the same rules.
 
 from wengert.api.batching import vmap
 from wengert.api.checkpointing.transforms import checkpoint, iterate
+from wengert.api.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
 from wengert.api.tape import Grad, Tape, Var
 from wengert.api.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
-from wengert.api.transforms import (
-    elementwise_grad,
-    grad,
-    hessian,
-    hvp,
-    jacfwd,
-    jacobian,
-    jacrev,
-    jvp,
-    stop_gradient,
-    value_and_grad,
-    vjp,
-)
+from wengert.api.transforms import elementwise_grad, grad, jvp, stop_gradient, value_and_grad, vjp
 from wengert.api.tree import tree_flatten, tree_map, tree_unflatten
 from wengert.core.extend import (
     defjvp,

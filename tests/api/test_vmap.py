@@ -180,3 +180,36 @@ def test_against_jax_vmap():
     ours = wg.vmap(wg.grad(lambda x, w: g(wnp, x, w)), in_axes=(0, None))(X, W)
     theirs = jax.vmap(jax.grad(lambda x, w: g(jnp, x, w)), in_axes=(0, None))(X, W)
     np.testing.assert_allclose(ours, np.asarray(theirs), rtol=1e-12)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1, 7, 100])
+def test_jacobians_and_hessians_in_chunks_equal_the_whole(chunk_size):
+    x = np.linspace(-1.0, 1.0, 12)
+
+    def rosen(v):
+        return wnp.sum(100.0 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2)
+
+    def field(v):
+        return wnp.tanh(np.arange(36.0).reshape(3, 12) / 36.0 @ v) * v[:3]
+
+    H = wg.hessian(rosen, chunk_size=chunk_size)(x)
+    d = np.zeros((12, 12))  # Rosenbrock's Hessian, by hand
+    i = np.arange(11)
+    d[i, i] += 1200.0 * x[:-1] ** 2 - 400.0 * x[1:] + 2.0
+    d[i + 1, i + 1] += 200.0
+    d[i, i + 1] = d[i + 1, i] = -400.0 * x[:-1]
+    np.testing.assert_allclose(H, d, rtol=1e-12, atol=1e-12)
+    Jr = wg.jacrev(field, chunk_size=chunk_size)(x)
+    Jf = wg.jacfwd(field, chunk_size=chunk_size)(x)
+    eps, fd = 1e-6, np.empty((3, 12))
+    for k in range(12):
+        e = np.zeros(12)
+        e[k] = eps
+        fd[:, k] = (np.asarray(field(x + e)) - np.asarray(field(x - e))) / (2 * eps)
+    np.testing.assert_allclose(Jr, fd, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(Jf, Jr, rtol=1e-13, atol=1e-15)
+
+
+def test_chunk_size_must_be_positive():
+    with pytest.raises(ValueError, match="chunk_size must be a positive int"):
+        wg.jacrev(wnp.sin, chunk_size=0)(np.ones(3))

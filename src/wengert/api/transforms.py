@@ -1,5 +1,6 @@
 """Function transforms: grad, value_and_grad, vjp, elementwise_grad (reverse mode); jvp (forward
-mode); jacrev, jacfwd, hessian, hvp (compositions). Semantics follow JAX and HIPS autograd.
+mode); the Jacobians, Hessians and hvp built on them are in ``wengert.api.jacobians``. Semantics
+follow JAX and HIPS autograd.
 
 Each call opens a new trace, boxes the arguments asked for (their pytree leaves), runs the
 function, and reads the derivative off the result. Nesting works to any depth (see ``trace.py``).
@@ -24,11 +25,9 @@ from wengert.core.exits import name_of as _name
 from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.engines.forward import Dual, ForwardTrace
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
-from wengert.rules import shape as shape_ops
 from wengert.rules.nondiff import zeros_like
 
-__all__ = ["grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "jacrev", "jacobian",
-           "jacfwd", "hessian", "hvp", "stop_gradient"]
+__all__ = ["grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "stop_gradient"]
 
 
 def _where(transform, fun, argnums):
@@ -422,172 +421,6 @@ def jvp(fun, primals, tangents, has_aux=False):
     if has_aux:
         return result + (tree_map(lambda v: v.value if type(v) is Dual and v._trace is trace else v, aux),)
     return result
-
-
-def _basis(value):
-    """The standard basis of ``value``'s space, one array per element."""
-    shape, dtype = np.shape(value), np.result_type(value)
-    for k in range(int(np.prod(shape))):
-        e = np.zeros(shape, dtype)
-        e.flat[k] = 1
-        yield e if shape else (dtype.type(1) if type(value) is not float else 1.0)
-
-
-def _block(parts, out_value, in_value, out_first):
-    """One block of a Jacobian, shape ``out.shape + in.shape``, from its rows (``out_first``: one
-    per output element, each shaped like the input) or its columns (one per input element)."""
-    out_value, in_value = unbox_all(out_value), unbox_all(in_value)
-    out_shape, in_shape = np.shape(out_value), np.shape(in_value)
-    if not parts:  # an output that does not depend on the input, or an empty one
-        return np.zeros(out_shape + in_shape, np.result_type(in_value, out_value))
-    rows = [shape_ops.reshape(p, (1,) + np.shape(unbox_all(p))) for p in parts]
-    stacked = shape_ops.concatenate(*rows, axis=0)
-    if not out_first:  # (n_in, *out) -> (*out, n_in)
-        n_out = len(out_shape)
-        stacked = shape_ops.transpose(stacked, tuple(range(1, n_out + 1)) + (0,))
-    return shape_ops.reshape(stacked, out_shape + in_shape)
-
-
-def _check_out_leaves(fun, transform, values):
-    for i, v in enumerate(values):
-        if not is_inexact(v):
-            raise TypeError(f"wg.{transform}({_name(fun)}): output leaf {i} is "
-                            f"{np.result_type(v)}, not float; integer and boolean results carry "
-                            f"no derivative (return them as aux, with has_aux=True).")
-
-
-def _assemble(out_def, per_out, single):
-    """JAX's layout: the output's structure outside, the inputs' inside (a tuple over argnums
-    unless ``argnums`` was one int)."""
-    return tree_unflatten(out_def, [blocks[0] if single else tuple(blocks) for blocks in per_out])
-
-
-def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Jacobian by reverse mode, one backward pass per output element (``jax.jacrev``).
-
-    Arguments and results may be pytrees: the result has the output's structure outside and the
-    argument's inside (a tuple of them for a tuple ``argnums``), each block of shape
-    ``out.shape + in.shape``. A complex output needs ``holomorphic=True`` (then the complex
-    derivative); a complex input with a real output gives the gradient's convention,
-    ``df/dx - i df/dy``, as ``grad`` does.
-    """
-    _argnums(fun, argnums, "jacrev")
-
-    @functools.wraps(fun)
-    def jac_fun(*args, **kwargs):
-        single, nums = _argnums_tuple(fun, argnums, len(args), "jacrev")
-        f = _restricted(fun, args, nums, kwargs)
-        trace, boxes, out_leaves, out_def, aux = _record(f, [args[a] for a in nums], "jacrev", has_aux)
-        out_values = [o.value if _own(o, trace) else o for o in out_leaves]
-        _check_out_leaves(fun, "jacrev", [unbox_all(v) for v in out_values])
-        ins = [b.value for mine, _ in boxes for b in mine]
-        _check_complex(fun, "jacrev", holomorphic, ins if holomorphic else (), out_values)
-        per_out = []
-        for o, ov in zip(out_leaves, out_values):
-            rows = []
-            if _own(o, trace):
-                for e in _basis(unbox_all(ov)):
-                    adj = backward_pass([(o, e)], tape=trace.entries)[0]
-                    rows.append([[_finish(adj.get(b), b.value) for b in mine] for mine, _ in boxes])
-            per_out.append([tree_unflatten(treedef, [_block([r[k][j] for r in rows], ov, b.value, True)
-                                                     for j, b in enumerate(mine)])
-                            for k, (mine, treedef) in enumerate(boxes)])
-        trace.entries = trace.mutations = None
-        jac = _assemble(out_def, per_out, single)
-        return (jac, aux) if has_aux else jac
-
-    return jac_fun
-
-
-jacobian = jacrev
-
-
-def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Jacobian by forward mode, one JVP per input element (``jax.jacfwd``); the same layout as
-    :func:`jacrev`. A complex input needs ``holomorphic=True`` (then the complex derivative, equal
-    to ``jacrev``'s); a real input with a complex output gives the complex Jacobian ``d out / dx``.
-    """
-    return _jacfwd(fun, argnums, has_aux, holomorphic, "jacfwd")
-
-
-def _jacfwd(fun, argnums, has_aux, holomorphic, transform):
-    _argnums(fun, argnums, transform)
-
-    @functools.wraps(fun)
-    def jac_fun(*args, **kwargs):
-        single, nums = _argnums_tuple(fun, argnums, len(args), transform)
-        f = _restricted(fun, args, nums, kwargs)
-        chosen = [args[a] for a in nums]
-        flat = [tree_flatten(c) for c in chosen]
-        for k, (leaves, _) in enumerate(flat):
-            for leaf in leaves:
-                _check_leaf(leaf, transform, fun, nums[k])
-        _check_complex(fun, transform, holomorphic, [leaf for leaves, _ in flat for leaf in leaves])
-        cols = [[[] for _ in leaves] for leaves, _ in flat]  # [argnum][leaf] -> [out tangents]
-        out_def = out_values = aux = None
-        with gc_paused():
-            for k, (leaves, treedef) in enumerate(flat):
-                for j, leaf in enumerate(leaves):
-                    for e in _basis(unbox_all(leaf)):
-                        trace = ForwardTrace()
-                        moved = list(leaves)
-                        moved[j] = Dual(leaf, e, trace)
-                        call = list(chosen)
-                        call[k] = tree_unflatten(treedef, moved)
-                        out = f(*call)
-                        if has_aux:
-                            out, aux_k = _split_aux(out, fun, transform)
-                        if out_def is None:
-                            _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
-                            out_leaves, out_def = tree_flatten(out)
-                            out_values = [o.value if type(o) is Dual and o._trace is trace else o
-                                          for o in out_leaves]
-                            if has_aux:
-                                aux = tree_map(lambda v, t=trace: v.value if type(v) is Dual and
-                                               v._trace is t else v, aux_k)
-                        else:
-                            out_leaves = tree_flatten(out)[0]
-                        cols[k][j].append([o.tangent if type(o) is Dual and o._trace is trace else
-                                           _zero_tangent(o) for o in out_leaves])
-            if out_def is None:  # no input has an element: the function runs once, for its output
-                out = f(*chosen)
-                if has_aux:
-                    out, aux = _split_aux(out, fun, transform)
-                _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
-                out_values, out_def = tree_flatten(out)
-        _check_out_leaves(fun, transform, [unbox_all(v) for v in out_values])
-        if holomorphic:
-            _check_complex(fun, transform, True, outs=out_values)
-        per_out = [[tree_unflatten(treedef, [_block([c[i] for c in cols[k][j]], ov, leaf, False)
-                                             for j, leaf in enumerate(leaves)])
-                    for k, (leaves, treedef) in enumerate(flat)]
-                   for i, ov in enumerate(out_values)]
-        jac = _assemble(out_def, per_out, single)
-        return (jac, aux) if has_aux else jac
-
-    return jac_fun
-
-
-def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``). For a tuple
-    ``argnums`` the blocks nest as ``((H00, H01), (H10, H11))``, block ``Hij`` of shape
-    ``x_i.shape + x_j.shape``; pytree arguments nest likewise."""
-    _argnums(fun, argnums, "hessian")
-    return _jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic, "hessian")
-
-
-def hvp(fun, primals, tangents):
-    """Hessian-vector product by forward over reverse: the JVP of ``grad(fun)``.
-
-    With one primal it returns an array like that primal; with several, a tuple of them.
-    Primals may be pytrees (the tangents then have the same structure).
-    """
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("wg.hvp(fun, primals, tangents): primals and tangents must be tuples "
-                        "(one entry per argument), e.g. wg.hvp(f, (x,), (v,))")
-    n = len(primals)
-    g = grad(fun, argnums=0 if n == 1 else tuple(range(n)))
-    return jvp(g, tuple(primals), tuple(tangents))[1]
 
 
 def stop_gradient(x):
