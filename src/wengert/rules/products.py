@@ -186,3 +186,40 @@ einsum = Primitive(_einsum_impl, name="einsum",
                    grad_post=broadcasting.unbroadcast, tangent_post=broadcasting.broadcast_tangent)
 defvjp_argnum(einsum, _einsum_vjp)
 defjvp_argnum(einsum, _einsum_jvp)
+
+
+# -- batching rules (wengert.engines.batching): the batch on axis 0 of the batched arguments -----------
+
+def _batch_matmul(prim, values, batched, kwargs):
+    """``a @ b`` for a batch, where NumPy's broadcasting of stacked matrices keeps the batch axis in
+    front: a batch of matrices (or of vectors, as rows) with one matrix or vector, one matrix with
+    a batch of matrices, two batches of the same rank; one matrix with a batch of vectors takes them
+    as columns. Otherwise NotImplemented (the loop), where the batch axis would be mixed up."""
+    a, b = values
+    ra, rb = _ndim(a), _ndim(b)
+    na, nb = ra - batched[0], rb - batched[1]
+    if batched[0] and not batched[1]:
+        fits = (na == 1 and nb <= 2) or (na >= 2 and (nb <= 2 or na >= nb))
+    elif batched[1] and not batched[0]:
+        if nb == 1 and ra == 2:  # (n, k) @ each (k,): the batch as columns, then back to rows
+            return shape.transpose(prim(a, shape.transpose(b, (1, 0))), (1, 0))
+        fits = nb >= 2 and (ra <= 2 or nb >= ra)
+    else:
+        fits = na >= 2 and na == nb
+    return prim(a, b) if fits else NotImplemented
+
+
+def _batch_tensordot(prim, values, batched, kwargs):
+    """One batched argument contracted with an unbatched one: the batch axis is a free axis of the
+    batched argument, kept in front (a's free axes come first in tensordot's result)."""
+    a, b = values[:2]
+    axes = values[2] if len(values) > 2 else kwargs.get("axes", 2)
+    if batched[1] or len(batched) > 2 and batched[2] or not batched[0]:
+        return NotImplemented
+    na, nb = _ndim(a) - 1, _ndim(b)
+    ax_a, ax_b = _tensordot_axes(axes, na, nb)
+    return prim(a, b, ([x + 1 for x in ax_a], ax_b))
+
+
+matmul.primitive.batch = _batch_matmul
+tensordot.batch = _batch_tensordot

@@ -118,3 +118,21 @@ amin = Primitive(_amin_impl, name="min")
 defvjp(amin, _chooser_vjp)
 defjvp(amin, _chooser_jvp)
 facts(amin, fresh=True)
+
+
+def _batch_chooser_weights(prim, values, batched, kwargs):
+    out, x, axis, keepdims = values
+    if batched[2] or batched[3]:
+        return NotImplemented
+    n = len(broadcasting.shape_of(x)) - batched[1]
+    axes = broadcasting.example_axes(axis, n)
+    if batched[0] and not batched[1]:
+        return NotImplemented
+    if not batched[0]:  # one maximum for every example's x: line it up with the batch
+        out = broadcasting.broadcast_to(out, broadcasting.shape_of(x)[:1] + tuple(broadcasting.shape_of(out)))
+    return prim(out, x, axes, keepdims)
+
+
+for _reduction in (prod, amax, amin):
+    _reduction.batch = broadcasting.batch_reduction
+chooser_weights.batch = _batch_chooser_weights
