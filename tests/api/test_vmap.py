@@ -213,3 +213,18 @@ def test_jacobians_and_hessians_in_chunks_equal_the_whole(chunk_size):
 def test_chunk_size_must_be_positive():
     with pytest.raises(ValueError, match="chunk_size must be a positive int"):
         wg.jacrev(wnp.sin, chunk_size=0)(np.ones(3))
+
+
+def test_batched_integer_indices_pick_each_examples_own_entries():
+    X3 = rng.standard_normal((4, 5, 3))
+    rows, one = rng.integers(0, 5, (4, 2)), rng.integers(0, 5, 4)
+    cases = [(lambda x, i: x[i], (X3, rows), (0, 0)), (lambda x, i: x[i], (X3, one), (0, 0)),
+             (lambda x, i: wnp.take(x, i, axis=0), (X3[0], rows), (None, 0)),
+             (lambda x, i: wnp.sum(x[i] ** 2), (X3, one), (0, 0))]
+    for fun, args, axes in cases:
+        def example(k):
+            return [a[k] if ax == 0 else a for a, ax in zip(args, axes)]
+
+        loss = wg.grad(lambda x, i: wnp.sum(wnp.sin(fun(x, i))))
+        np.testing.assert_allclose(wg.vmap(fun, in_axes=axes)(*args), [fun(*example(k)) for k in range(4)])
+        np.testing.assert_allclose(wg.vmap(loss, in_axes=axes)(*args), [loss(*example(k)) for k in range(4)])

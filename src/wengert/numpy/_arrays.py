@@ -68,7 +68,8 @@ def take_along_axis(arr, indices, axis=-1):
 def take(a, indices, axis=None, out=None, mode="raise"):
     """numpy.take (``getitem`` along one axis)."""
     F._no_out("take", out)
-    idx = np.asarray(unbox_all(indices))
+    idx = unbox_all(indices)
+    idx = idx if is_symbolic(idx) else np.asarray(idx)  # a batch of indices (wg.vmap) stays one
     if axis is None:
         a, axis = F.ravel(a), 0
     else:
@@ -79,13 +80,13 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     elif mode == "clip":
         idx = np.clip(idx, 0, n - 1)
     elif mode == "raise":
-        bad = idx[(idx >= n) | (idx < -n)]
-        if bad.size:
+        bad = None if is_symbolic(idx) else idx[(idx >= n) | (idx < -n)]  # a batch's: NumPy's indexing checks
+        if bad is not None and bad.size:
             raise IndexError(f"index {int(bad.flat[0])} is out of bounds for axis {axis} with size {n}")
     else:
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
-    key = int(idx) if idx.ndim == 0 else idx
-    return indexing.getitem(a, (slice(None),) * axis + (key,))
+    key = int(idx) if not is_symbolic(idx) and idx.ndim == 0 else idx
+    return indexing.getitem(a, (slice(None),) * axis + (key,) if axis else key)
 
 
 def sort(a, axis=-1, kind=None, order=None):

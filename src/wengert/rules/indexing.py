@@ -210,18 +210,34 @@ def _batch_index(idx):
     return (slice(None),) + parts
 
 
+def _batched_integer_index(x_batched, idx):
+    """A batch of integer arrays (or ints) indexing each example's first axis: with ``x`` batched,
+    each example's own row of the batch is picked alongside; None for anything else (masks)."""
+    if broadcasting.dtype_of(idx).kind not in "iu":
+        return None
+    if not x_batched:
+        return idx
+    s = tuple(broadcasting.shape_of(idx))
+    return (np.arange(s[0]).reshape(s[:1] + (1,) * (len(s) - 1)), idx)
+
+
 def _batch_getitem(prim, values, batched, kwargs):
     x, idx = values
-    new = None if batched[1] else _batch_index(idx)
+    new = _batched_integer_index(batched[0], idx) if batched[1] else _batch_index(idx)
     return NotImplemented if new is None else prim(x, new)
 
 
 def _batch_untake(prim, values, batched, kwargs):
     g, idx, shape = values
-    new = None if batched[1] or batched[2] else _batch_index(idx)
+    if batched[2]:
+        return NotImplemented
+    size = broadcasting.shape_of(idx if batched[1] else g)[0]
+    new = _batched_integer_index(True, idx) if batched[1] else _batch_index(idx)
     if new is None:
         return NotImplemented
-    return prim(g, new, (broadcasting.shape_of(g)[0],) + tuple(shape))
+    if not batched[0]:  # one cotangent for every example's index
+        g = broadcasting.broadcast_to(g, (size,) + tuple(broadcasting.shape_of(g)))
+    return prim(g, new, (size,) + tuple(shape))
 
 
 getitem.primitive.batch = _batch_getitem
