@@ -228,3 +228,18 @@ def test_batched_integer_indices_pick_each_examples_own_entries():
         loss = wg.grad(lambda x, i: wnp.sum(wnp.sin(fun(x, i))))
         np.testing.assert_allclose(wg.vmap(fun, in_axes=axes)(*args), [fun(*example(k)) for k in range(4)])
         np.testing.assert_allclose(wg.vmap(loss, in_axes=axes)(*args), [loss(*example(k)) for k in range(4)])
+
+
+def test_compiling_a_vmapped_function_generates_batched_code():
+    W = rng.standard_normal((3, 3))
+
+    def total(W, X):
+        return wnp.sum(wg.vmap(lambda x: wnp.tanh(W @ x) ** 2)(X))
+
+    compiled = wg.compile(total)
+    np.testing.assert_allclose(compiled(W, X), total(W, X), rtol=1e-14)
+    np.testing.assert_allclose(compiled.grad(0)(W, X), wg.grad(total)(W, X), rtol=1e-13)
+    source = compiled.grad(0).source(W, X)
+    assert source.count("@") == 2 and "for " not in source  # one product each way, for the whole batch
+    per_example = wg.vmap(wg.grad(lambda W, x: wnp.sum(wnp.tanh(W @ x) ** 2)), in_axes=(None, 0))
+    np.testing.assert_allclose(wg.compile(per_example)(W, X), per_example(W, X), rtol=1e-13)

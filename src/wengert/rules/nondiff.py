@@ -8,7 +8,7 @@ import numpy as np
 
 from wengert.core.extend import facts, nondiff_primitive
 from wengert.core.trace import unbox_all
-from wengert.rules.broadcasting import NotBatched, batch_unary
+from wengert.rules.broadcasting import NotBatched, batch_unary, dtype_of, shape_of
 from wengert.rules.elementwise import _binary
 
 __all__ = [
@@ -57,8 +57,15 @@ array_equal = nondiff_primitive(np.array_equal)
 def one_example(prim, values, batched, kwargs):
     """Batching rule of a function of its arguments' shapes and dtypes alone (``np.shape``,
     ``np.result_type``): one example's answer is every example's."""
-    first = [unbox_all(v)[0] if b else v for v, b in zip(values, batched)]
-    return NotBatched(prim(*first, **kwargs))
+    return NotBatched(prim(*[_stand_in(v, b) for v, b in zip(values, batched)], **kwargs))
+
+
+def _stand_in(v, batched):
+    """An array of one example's shape and dtype in place of ``v`` (traced or a batch), or ``v``."""
+    if not batched and type(unbox_all(v)) is not type(v):
+        return v
+    shape = tuple(shape_of(v))[1 if batched else 0:]
+    return np.empty(shape, dtype_of(v))
 
 
 for _query in (shape, ndim, size):
