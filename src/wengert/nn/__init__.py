@@ -21,10 +21,11 @@ from wengert.nn.functional import (
     tanh,
 )
 from wengert.nn.layers import GELU, MLP, Dropout, Embedding, Identity, Linear, ReLU, Sequential, Sigmoid, Tanh
-from wengert.nn.module import Module, Parameter, SparseRows
+from wengert.nn.module import Module, Parameter, SparseRows, functional_call
 
 __all__ = [
-    "Module", "Parameter", "SparseRows", "Linear", "Embedding", "Sequential", "MLP", "Dropout",
+    "Module", "Parameter", "SparseRows", "functional_call", "Linear", "Embedding", "Sequential", "MLP",
+    "Dropout",
     "ReLU", "Tanh", "Sigmoid", "GELU", "Identity",
     "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
     "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits", "init",

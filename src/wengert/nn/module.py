@@ -19,7 +19,7 @@ import numpy as np
 from wengert.api.tensor import EAGER, Tensor
 from wengert.core.trace import register_box, unbox_all
 
-__all__ = ["Module", "Parameter", "SparseRows"]
+__all__ = ["Module", "Parameter", "SparseRows", "functional_call"]
 
 
 @register_box
@@ -263,6 +263,23 @@ class Module:
 
     def extra_repr(self):
         return ""
+
+
+def functional_call(module, params, args, kwargs=None):
+    """``module(*args, **kwargs)`` computed with ``params`` in place of its parameters
+    (``torch.func.functional_call``); ``args`` a tuple, or one argument. ``params`` maps dotted names
+    to arrays (``{"0.weight": ..., ...}``) or is nested dicts (:meth:`Module.parameters_tree`). With it
+    a module's per-example gradients are one line::
+
+        grads = wg.vmap(wg.grad(loss), in_axes=(None, 0, 0))(model.parameters_tree(), X, y)
+
+    where ``loss(params, x, y)`` calls ``functional_call(model, params, x)`` on one example.
+    """
+    if not isinstance(module, Module):
+        raise TypeError(f"functional_call expects a wengert.nn.Module, got {type(module).__name__}")
+    args = args if type(args) is tuple else (args,)
+    with module.using(params):
+        return module(*args, **(kwargs or {}))
 
 
 def _flatten_names(tree, prefix=""):

@@ -122,3 +122,42 @@ defvjp(softmax_cross_entropy, lambda g, out, logits, labels: g * _ce_direction(l
 defjvp(softmax_cross_entropy,
        lambda t, out, logits, labels: reductions.sum(t * _ce_direction(logits, labels)), None)
 facts(softmax_cross_entropy, fresh=True)
+
+
+# -- batching rules (wengert.engines.batching) ------------------------------------------------------
+
+def _batch_log_softmax(prim, values, batched, kwargs):
+    if any(batched[1:]):
+        return NotImplemented
+    x = values[0]
+    axis = values[1] if len(values) > 1 else kwargs.get("axis", -1)
+    (axis,) = broadcasting.example_axes(axis, len(broadcasting.shape_of(x)) - 1)
+    return prim(x, axis=axis)
+
+
+def _batch_softmax_cross_entropy(prim, values, batched, kwargs):
+    """Each example's mean over its positions, written with the primitives it is made of (so that
+    it stays differentiable): -sum(log_softmax(logits) * onehot(labels)) / positions."""
+    logits, labels = values
+    shape = tuple(broadcasting.shape_of(logits))
+    if not batched[0]:
+        logits = broadcasting.broadcast_to(logits, broadcasting.shape_of(labels)[:1] + shape)
+        shape = tuple(broadcasting.shape_of(logits))
+    elif not batched[1]:
+        labels = np.broadcast_to(labels, shape[:-1])
+    positions = max(int(np.prod(shape[1:-1])), 1)
+    picked = log_softmax(logits, axis=-1) * one_hot(labels, shape, broadcasting.dtype_of(logits))
+    return reductions.sum(picked, axis=tuple(range(1, len(shape)))) * (-1.0 / positions)
+
+
+def _batch_one_hot(prim, values, batched, kwargs):
+    labels, shape, dtype = values
+    if batched[1] or batched[2] or not batched[0]:
+        return NotImplemented
+    return prim(labels, broadcasting.shape_of(labels)[:1] + tuple(shape), dtype)
+
+
+relu.primitive.batch = positive_mask.batch = broadcasting.batch_unary
+log_softmax.batch = _batch_log_softmax
+softmax_cross_entropy.batch = _batch_softmax_cross_entropy
+one_hot.batch = _batch_one_hot
