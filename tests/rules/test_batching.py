@@ -105,6 +105,16 @@ def test_vmap_equals_the_loop(name, i):
             return
         want = _stacked_results([fun(*ex) for ex in examples], axis)
         _same(got, want, f"vmap over axis {axis}")
+    # each float argument batched alone, the others the same for every example (rules that line
+    # up a batched argument with unbatched ones)
+    for j in [j for j, m in enumerate(mapped) if m] if sum(mapped) > 1 else []:
+        alone = [k == j for k in range(len(args))]
+        batch = [np.stack([np.asarray(ex[j]) for ex in examples]) if k == j else a
+                 for k, a in enumerate(args)]
+        got = wg.vmap(fun, in_axes=tuple(0 if m else None for m in alone))(*batch)
+        want = _stacked_results([fun(*[ex[k] if k == j else a for k, a in enumerate(args)])
+                                 for ex in examples], 0)
+        _same(got, want, f"vmap over argument {j} alone")
 
 
 @pytest.mark.parametrize("name,i", LIST)

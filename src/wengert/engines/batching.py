@@ -4,9 +4,11 @@ A :class:`Batched` value holds every example's value in one array whose axis 0 r
 batch; to the function it looks like one example (its ``shape`` leaves the batch axis out). A
 primitive called with batched values computes all examples in one call where it has a batching
 rule: elementwise primitives (those declared by their derivatives, or with the ``broadcasts`` fact)
-batch by broadcasting, once each argument's batch axis is lined up in front of its example's axes;
-a primitive's ``batch`` rule, ``rule(values, batched, kwargs) -> batched output`` (values with the
-batch on axis 0, and which of them are batched), does the rest. A primitive without a rule runs
+batch by broadcasting, once each argument's batch axis is lined up in front of its example's axes
+(``rules.broadcasting.batch_elementwise``); a primitive's ``batch`` rule,
+``rule(prim, values, batched, kwargs)`` (values with the batch on axis 0, and which of them are
+batched) returns the batched result, declared beside the primitive in the rule table. A primitive
+without a rule runs
 once per example and the results are stacked: slower, never wrong, with a one-time warning naming
 it.
 
@@ -150,7 +152,7 @@ _WARNED = set()
 def _rule(prim):
     rule = getattr(prim, "batch", None)
     if rule is None and (prim.broadcasts or prim.derivatives is not None):
-        return _elementwise
+        return broadcasting.batch_elementwise
     return rule
 
 
@@ -202,20 +204,3 @@ def _boxed(trace, out):
     if t is tuple or t is list:
         return t(_boxed(trace, o) for o in out)
     return trace.box(out)
-
-
-# -- batching rules -------------------------------------------------------------------------------
-
-def _elementwise(prim, values, batched, kwargs):
-    """An elementwise primitive on the whole batch: each batched argument gets singleton axes after
-    its batch axis up to the widest example's rank, so that NumPy's broadcasting (which aligns
-    trailing axes) pairs example axes with example axes and the batch axis comes out in front."""
-    ranks = [len(_shape(v)) - b for v, b in zip(values, batched)]
-    rank = max(ranks)
-    aligned = []
-    for v, b, r in zip(values, batched, ranks):
-        if b and r < rank:
-            s = tuple(_shape(v))
-            v = shape_ops.reshape(v, s[:1] + (1,) * (rank - r) + s[1:])
-        aligned.append(v)
-    return prim(*aligned, **kwargs)

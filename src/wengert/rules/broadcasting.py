@@ -263,6 +263,43 @@ def _batch_broadcast_to(prim, values, batched, kwargs):
     return prim(x, s[:1] + shape, **kwargs)
 
 
+def batch_elementwise(prim, values, batched, kwargs):
+    """An elementwise primitive on the whole batch: each batched argument gets singleton axes after
+    its batch axis up to the widest example's rank, so that NumPy's broadcasting (which aligns
+    trailing axes) pairs example axes with example axes and the batch axis comes out in front."""
+    ranks = [len(shape_of(v)) - b for v, b in zip(values, batched)]
+    rank = max(ranks)
+    aligned = []
+    for v, b, r in zip(values, batched, ranks):
+        if b and r < rank:
+            s = tuple(shape_of(v))
+            v = reshape(v, s[:1] + (1,) * (rank - r) + s[1:])
+        aligned.append(v)
+    return prim(*aligned, **kwargs)
+
+
+def batch_axes_argument(position, name="axis"):
+    """The rule of a primitive that works along ``axis`` (or ``axes``) of its first argument alone,
+    given at ``position`` or by keyword: the same on the batch, the axes shifted past the batch
+    axis (None, meaning every axis, becomes every example axis)."""
+    def rule(prim, values, batched, kwargs):
+        if any(b for i, b in enumerate(batched) if i):
+            return NotImplemented
+        values, kwargs = list(values), dict(kwargs)
+        where = values if position < len(values) else kwargs
+        key = position if position < len(values) else name
+        axes = where.get(key) if where is kwargs else where[key]
+        ndim = len(shape_of(values[0])) - 1
+        shifted = example_axes(axes, ndim)
+        if axes is not None and isinstance(axes, (int, np.integer)):
+            shifted = shifted[0]
+        elif axes is not None:  # an ordered list of axes keeps its order
+            shifted = tuple(int(a) % ndim + 1 for a in axes)
+        where[key] = shifted
+        return prim(*values, **kwargs)
+    return rule
+
+
 def batch_unary(prim, values, batched, kwargs):
     """A function of its first argument's elements alone (a cast, a real part): the batch as it is."""
     if any(batched[1:]):

@@ -93,3 +93,5 @@ def transposed(adjoint_rule):
     rule.__name__ = rule.__qualname__ = adjoint_rule.__name__
     rule.__doc__ = adjoint_rule.__doc__
     return rule
+
+imag.batch = conj.batch = broadcasting.batch_unary

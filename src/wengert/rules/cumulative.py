@@ -31,3 +31,4 @@ cumsum = Primitive(_cumsum_impl, name="cumsum", grad_post=broadcasting.unbroadca
 defvjp(cumsum, _cumsum_vjp)
 defjvp(cumsum, lambda t, out, x, axis: cumsum(t, axis))
 facts(cumsum, linear=(0,), fresh=True)
+cumsum.batch = broadcasting.batch_axes_argument(1)

@@ -191,3 +191,6 @@ defjvp(slogdet_sign, _sign_jvp)
 for _prim in (adjugate, adjugate_jvp, det, slogdet_logabs, slogdet_sign):
     name_singular_errors(_prim, "det" if _prim in (adjugate, adjugate_jvp, det) else "slogdet")
 del _prim
+
+for _stacked in (adjugate, adjugate_jvp, det, slogdet_logabs, slogdet_sign):
+    _stacked.batch = mh.batch_stacked

@@ -23,6 +23,7 @@ import numpy as np
 from wengert.core.extend import defjvp, defvjp, elementwise, facts, with_float_path
 from wengert.core.primitive import Primitive, binary_function
 from wengert.core.trace import is_symbolic, unbox_all
+from wengert.rules import broadcasting
 from wengert.rules import complex as complex_parts
 
 __all__ = [
@@ -189,6 +190,7 @@ def _round_impl(a, decimals=0):
 
 round_ = _both(Primitive(_round_impl, name="round"), _zero_rule)
 facts(round_, fresh=True)
+round_.batch = broadcasting.batch_elementwise
 
 
 def _unit_conj(out, x):

@@ -100,3 +100,7 @@ defvjp(fftshift, lambda g, out, x, axes: ifftshift(g, axes))
 defjvp(fftshift, lambda t, out, x, axes: fftshift(t, axes))
 defvjp(ifftshift, lambda g, out, x, axes: fftshift(g, axes))
 defjvp(ifftshift, lambda t, out, x, axes: ifftshift(t, axes))
+
+for _along in (c2c, r2c, fftshift, ifftshift):
+    _along.batch = broadcasting.batch_axes_argument(1, "axes")
+c2r.batch = broadcasting.batch_axes_argument(2, "axes")

@@ -240,5 +240,25 @@ def _batch_untake(prim, values, batched, kwargs):
     return prim(g, new, (size,) + tuple(shape))
 
 
+def _batch_index_update(prim, values, batched, kwargs):
+    """``x.at[idx].set(v)`` (or ``.add``) for a batch: the index with the batch axis in front, ``x``
+    repeated for every example if only ``v`` is batched (an unbatched ``v`` broadcasts as it is)."""
+    x, idx, v = values
+    new = None if batched[1] else _batch_index(idx)
+    if new is None:
+        return NotImplemented
+    shape_x = tuple(broadcasting.shape_of(x))
+    if not batched[0]:
+        shape_x = tuple(broadcasting.shape_of(v))[:1] + shape_x
+        x = broadcasting.broadcast_to(x, shape_x)
+    if batched[2]:  # v's example axes lined up with the slot's trailing axes, the batch axis in front
+        slot = np.broadcast_to(np.empty((), np.int8), shape_x)[new].shape
+        sv = tuple(broadcasting.shape_of(v))
+        if len(sv) < len(slot):
+            v = broadcasting.reshape(v, sv[:1] + (1,) * (len(slot) - len(sv)) + sv[1:])
+    return prim(x, new, v)
+
+
 getitem.primitive.batch = _batch_getitem
+index_update.batch = index_add.batch = _batch_index_update
 untake.batch = _batch_untake

@@ -484,3 +484,7 @@ _USER_NAMES = {inv: "inv", solve: "solve", cholesky: "cholesky", eigh_values: "e
 for _prim, _what in _USER_NAMES.items():
     name_singular_errors(_prim, _what)
 del _prim, _what
+
+for _stacked in (inv, solve, cholesky, eigh_values, eigh_vectors, eigvals, eig_vectors, svd_values, svd_u,
+                 svd_vh, qr_q, qr_r, pinv):
+    _stacked.batch = mh.batch_stacked

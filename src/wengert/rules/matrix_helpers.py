@@ -239,3 +239,21 @@ def eig_factors(a):
 
 def qr_factors(a, mode):
     return factorised(("qr", mode), a, lambda x: np.linalg.qr(x, mode))
+
+
+def batch_stacked(prim, values, batched, kwargs):
+    """Batching rule of a linear-algebra primitive on stacks of matrices (``(..., m, n)``, as NumPy's
+    ``linalg`` takes them): the batch is one more stack axis, in front. Every array argument must be
+    a matrix or a stack (a vector, with its own broadcasting, takes the loop), and an unbatched
+    argument a single matrix; batched ones must have the same number of stack axes (the batch axis
+    of one would meet a stack axis of the other)."""
+    ranks = set()
+    for v, b in zip(values, batched):
+        if isinstance(v, (str, type(None), bool)) or (not b and _shape(v) == ()):
+            continue  # an option (UPLO, mode, rcond)
+        n = len(_shape(v)) - b
+        if n < 2 or (not b and n != 2):
+            return NotImplemented
+        if b:
+            ranks.add(n)
+    return prim(*values, **kwargs) if len(ranks) == 1 else NotImplemented

@@ -17,7 +17,7 @@ import operator
 import numpy as np
 from numpy import float64 as _float64
 
-from wengert.core.extend import defjvp, defvjp, nondiff_primitive
+from wengert.core.extend import defjvp, defvjp, facts, nondiff_primitive
 from wengert.core.primitive import Primitive, binary_function
 from wengert.rules.broadcasting import broadcast_tangent, unbroadcast
 from wengert.rules.elementwise import rint
@@ -50,7 +50,7 @@ def _with_numpy_fallback(np_fun, float_op):
 
 def _broadcasting_binary(impl, name):
     prim = Primitive(impl, name=name, grad_post=unbroadcast, tangent_post=broadcast_tangent)
-    return binary_function(prim, impl.float_op)
+    return binary_function(facts(prim, broadcasts=True, fresh=True), impl.float_op)
 
 
 floor_divide = nondiff_primitive(_with_numpy_fallback(np.floor_divide, operator.floordiv), "floor_divide")

@@ -221,5 +221,19 @@ def _batch_tensordot(prim, values, batched, kwargs):
     return prim(a, b, ([x + 1 for x in ax_a], ax_b))
 
 
+def _batch_einsum(prim, values, batched, kwargs):
+    """einsum with one more subscript, for the batch, on every batched operand and in front of the
+    output (the subscripts made explicit first: an implicit output's order would change)."""
+    subscripts, operands = values[0], values[1:]
+    if batched[0] or not isinstance(subscripts, str):
+        return NotImplemented
+    shapes = [tuple(broadcasting.shape_of(o))[b:] for o, b in zip(operands, batched[1:])]
+    ins, out = _parse_einsum(subscripts, shapes)
+    letter = next(c for c in string.ascii_letters if c not in "".join(ins) + out)
+    ins = [letter + i if b else i for i, b in zip(ins, batched[1:])]
+    return prim(",".join(ins) + "->" + letter + out, *operands, **kwargs)
+
+
 matmul.primitive.batch = _batch_matmul
+einsum.batch = _batch_einsum
 tensordot.batch = _batch_tensordot

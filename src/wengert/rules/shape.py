@@ -129,3 +129,15 @@ def _batch_concatenate(prim, values, batched, kwargs):
 
 transpose.batch = _batch_transpose
 concatenate.batch = _batch_concatenate
+
+
+def _batch_repeat(prim, values, batched, kwargs):
+    axis = values[2] if len(values) > 2 else kwargs.get("axis")
+    if axis is None or any(batched[1:]):  # repeat(axis=None) flattens first: the loop
+        return NotImplemented
+    (axis,) = broadcasting.example_axes(axis, len(broadcasting.shape_of(values[0])) - 1)
+    return prim(values[0], values[1], axis=axis)
+
+
+repeat.batch = _batch_repeat
+sum_repeats.batch = broadcasting.batch_axes_argument(2)

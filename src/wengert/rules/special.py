@@ -12,7 +12,7 @@ import math
 
 import scipy.special as sp
 
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive, unary_function
 from wengert.rules.broadcasting import broadcast_tangent, dtype_of, unbroadcast
 from wengert.rules.elementwise import exp, log, log1p
@@ -41,13 +41,14 @@ def _fit_tangent(t, out):
 
 def _unary(ufunc, name=None):
     """A one-argument primitive named after the scipy.special ufunc (derivatives in its dtype)."""
-    return unary_function(Primitive(ufunc, name=name or ufunc.__name__, grad_post=unbroadcast,
-                                    tangent_post=_fit_tangent))
+    prim = Primitive(ufunc, name=name or ufunc.__name__, grad_post=unbroadcast, tangent_post=_fit_tangent)
+    return unary_function(facts(prim, broadcasts=True, fresh=True))
 
 
 def _broadcasting(ufunc, name=None):
     """A primitive of several broadcasting arguments (cotangents summed back to each shape)."""
-    return Primitive(ufunc, name=name or ufunc.__name__, grad_post=unbroadcast, tangent_post=_fit_tangent)
+    prim = Primitive(ufunc, name=name or ufunc.__name__, grad_post=unbroadcast, tangent_post=_fit_tangent)
+    return facts(prim, broadcasts=True, fresh=True)
 
 
 def _both(prim, *rules):
