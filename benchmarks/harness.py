@@ -32,6 +32,7 @@ IMPLEMENTATIONS = {
     "jax": "JAX eager (no jit)",
     "autograd": "HIPS autograd",
     "tape": "wengert tape",  # benchmarks/compiled.py: there "wengert" is the compiled function
+    "vjp": "wengert, one VJP",  # benchmarks/batching.py: the unit of the Jacobian's target
     "jit": "JAX jit",
 }
 
