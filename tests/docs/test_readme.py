@@ -27,7 +27,8 @@ import wengert as wg
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```[ \t]*$", re.S | re.M)
-DOCS = ["docs/tour.md", "docs/adding-a-primitive.md", "docs/program.md", "docs/source.md", "docs/complex.md"]
+DOCS = ["docs/tour.md", "docs/adding-a-primitive.md", "docs/program.md", "docs/source.md", "docs/complex.md",
+        "docs/vmap.md"]
 
 
 def blocks(name):
@@ -580,3 +581,18 @@ def test_the_numpy_additions_listed_are_differentiable():
     assert len(names) >= 40
     assert [n for n in names if n not in wnp.DIFFERENTIABLE] == []
     assert wnp.random is np.random  # "`wengert.numpy.random` is NumPy's `random`"
+
+
+def test_vmap_page_prints_what_it_shows(tmp_path):
+    ns, shown = {}, 0
+    for line, _lang, code, output in python_blocks("docs/vmap.md"):
+        ns, stdout = run(code, tmp_path, ns, tag=f"vmap_{line}")
+        if output is not None:
+            assert stdout.strip() == output.strip(), f"docs/vmap.md line {line}"
+            shown += 1
+    assert shown == 4
+    X, W = ns["X"], ns["W"]
+    np.testing.assert_allclose(ns["per_example"], [wg.grad(ns["f"])(x) for x in X], rtol=1e-14)
+    t = np.tanh(X @ W.T)  # d/dx sum(tanh(W x)**2) = W^T (2 tanh (1 - tanh**2)), by hand
+    np.testing.assert_allclose(ns["per_example"], (2 * t * (1 - t ** 2)) @ W, rtol=1e-13)
+    np.testing.assert_allclose(ns["H"], wg.jacfwd(wg.grad(ns["rosenbrock"]))(ns["x"]), rtol=1e-12)
