@@ -243,3 +243,13 @@ def test_compiling_a_vmapped_function_generates_batched_code():
     assert source.count("@") == 2 and "for " not in source  # one product each way, for the whole batch
     per_example = wg.vmap(wg.grad(lambda W, x: wnp.sum(wnp.tanh(W @ x) ** 2)), in_axes=(None, 0))
     np.testing.assert_allclose(wg.compile(per_example)(W, X), per_example(W, X), rtol=1e-13)
+
+
+def test_a_tensor_made_inside_vmap_is_refused_with_the_way_out():
+    def g(x):
+        v = wg.tensor(x, requires_grad=True)
+        wnp.sum(v * v).backward()
+        return v.grad
+
+    with pytest.raises(TypeError, match=r"wg.vmap\(wg.grad\(loss\)\)"):
+        wg.vmap(g)(X)

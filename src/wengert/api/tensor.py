@@ -13,6 +13,7 @@ import numpy as np
 
 from wengert.core import exits as _exits
 from wengert.core.trace import BOX_TYPES, register_box, unbox_all
+from wengert.engines.batching import Batched
 from wengert.engines.box import ArrayBox
 from wengert.engines.mutation import assign, augmented_assign, note_inplace_write
 from wengert.engines.reverse import Node, ReverseTrace, backward_pass, is_inexact
@@ -336,8 +337,15 @@ def tensor(data, requires_grad=False, dtype=None):
     the new leaf would silently drop its derivative.
     """
     if _traced_by_transform(data):
+        box = _first_box(data)
+        if type(box) is Batched:
+            raise _exits.refusal(  # a batch (wg.vmap): the eager tape is outside every transform
+                box, "wg.tensor(x)",
+                "Inside wg.vmap, differentiate with wg.grad (or wg.vjp) of a function of one example: "
+                "wg.vmap(wg.grad(loss))(xs) gives every example's gradient; Tensor.backward() records "
+                "on the eager tape, which is outside the batch.")
         raise _exits.refusal(
-            _first_box(data), "wg.tensor(x)",
+            box, "wg.tensor(x)",
             "Use x itself (it is already a traced value, with all of Tensor's methods), or "
             "wg.stop_gradient(x) for a constant.")
     data = unbox_all(data)
