@@ -63,17 +63,59 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     with gc_paused():
         for node in order:
             prim = node._prim
-            g = take(node, None) if prim is not None else None
-            if g is None:  # a leaf, or nothing flows through this node
+            if prim is None:  # a leaf
                 continue
-            if node._args is FREED:
+            g = take(node, None)
+            if g is None:  # nothing flows through this node
+                continue
+            args = node._args
+            if args is FREED:
                 raise RuntimeError(
                     "Trying to backward through the graph a second time: its saved values were "
                     "freed by the first backward(). Call backward(retain_graph=True) the first time.")
-            if type(g) is float and _float_step(node, prim, g, adj, owned, reads_direct):
-                pass
-            elif not (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
-                      and apply_inplace(prim, node, g, adj, owned)):
+            if type(g) is float:
+                # The scalar hot path, inline: x * y and x + y on Python floats (float arithmetic
+                # never raises), then v[i] (into v's buffer), then fused float rules.
+                if prim is _MUL or prim is _ADD:
+                    x, y = args
+                    if type(x) is float and type(y) is float:
+                        px, py = node._parents
+                        if px is not None:
+                            c = g * y if prim is _MUL else g
+                            if not (reads_direct and px._prim is _GETITEM
+                                    and _into_read_buffer(adj, owned, px, c)):
+                                prev = adj.get(px)
+                                if prev is None:
+                                    adj[px] = c
+                                elif type(prev) is float:
+                                    adj[px] = prev + c
+                                else:
+                                    accumulate(adj, owned, px, c)
+                        if py is not None:
+                            c = g * x if prim is _MUL else g
+                            if not (reads_direct and py._prim is _GETITEM
+                                    and _into_read_buffer(adj, owned, py, c)):
+                                prev = adj.get(py)
+                                if prev is None:
+                                    adj[py] = c
+                                elif type(prev) is float:
+                                    adj[py] = prev + c
+                                else:
+                                    accumulate(adj, owned, py, c)
+                        if not retain_graph:
+                            release(node)
+                        continue
+                elif prim is _GETITEM:
+                    if _into_read_buffer(adj, owned, node, g):
+                        if not retain_graph:
+                            release(node)
+                        continue
+                elif prim.float_vjp is not None and _fused_float_step(node, prim, g, args, adj, owned):
+                    if not retain_graph:
+                        release(node)
+                    continue
+            if not (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
+                    and apply_inplace(prim, node, g, adj, owned)):
                 _apply_rules(node, prim, g, adj, owned)
             if not retain_graph:
                 release(node)
@@ -119,36 +161,34 @@ def _reachable(roots, log=None):
     return order
 
 
-def _float_step(node, prim, g, adj, owned, reads_direct):
-    """A Python-float cotangent through the commonest scalar steps; False: take the ordinary rules.
-
-    ``x * y`` and ``x + y`` on floats have their rules inline (float arithmetic never raises), as
-    has ``v[i]`` (an int ``i``: ``buffer[i] += g`` where the pass owns v's buffer); other
-    primitives with a fused float rule (``defvjp_float``) get all contributions in one call.
-    """
-    args = node._args
-    if prim is _MUL or prim is _ADD:
-        x, y = args
-        if type(x) is not float or type(y) is not float:
+def _fused_float_step(node, prim, g, args, adj, owned):
+    """All arguments' contributions by ``prim``'s fused float rule (``float_vjp``), when every
+    argument is a Python float; False: take the ordinary rules."""
+    n = len(args)
+    if n == 1:
+        x = args[0]
+        if type(x) is not float:
             return False
-        cx, cy = (g * y, g * x) if prim is _MUL else (g, g)
-        px, py = node._parents
-        if px is not None and not (reads_direct and _into_read_buffer(adj, owned, px, cx)):
-            accumulate(adj, owned, px, cx)
-        if py is not None and not (reads_direct and _into_read_buffer(adj, owned, py, cy)):
-            accumulate(adj, owned, py, cy)
+        try:
+            c = prim.float_vjp(g, node.value, x)
+        except (ArithmeticError, ValueError):
+            return False  # math raised where NumPy gives inf or nan: the ordinary rules
+        parent = node._parents[0]
+        prev = adj.get(parent)
+        if prev is None:
+            adj[parent] = c
+        elif type(prev) is float and type(c) is float:
+            adj[parent] = prev + c
+        else:
+            accumulate(adj, owned, parent, c)
         return True
-    if prim is _GETITEM:
-        return _into_read_buffer(adj, owned, node, g)
-    fused = prim.float_vjp
-    if fused is None or any(type(a) is not float for a in args):
-        return False
+    for a in args:
+        if type(a) is not float:
+            return False
     try:
-        cs = fused(g, node.value, *args)
+        cs = prim.float_vjp(g, node.value, *args)
     except (ArithmeticError, ValueError):
-        return False  # math raised where NumPy gives inf or nan: the ordinary rules
-    if len(args) == 1:
-        cs = (cs,)
+        return False
     for parent, c in zip(node._parents, cs):
         if parent is not None:
             accumulate(adj, owned, parent, c)

@@ -90,7 +90,20 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    return record(trace, _ADD, x + y, (x, y), (self, other))
+                    node = trace.box_type()  # record(trace, _ADD, ...), inline: the hot path
+                    node.value = x + y
+                    node._trace = trace
+                    node._prim = _ADD
+                    node._args = (x, y)
+                    node._kwargs = None
+                    node._parents = (self, other)
+                    node.requires_grad = True
+                    entries = trace.entries
+                    if entries is None:
+                        node._id = next(node_ids)
+                    else:
+                        entries.append(node)
+                    return node
         return _add(self, other)
 
     def __mul__(self, other):
@@ -101,7 +114,20 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    return record(trace, _MUL, x * y, (x, y), (self, other))
+                    node = trace.box_type()  # record(trace, _MUL, ...), inline: the hot path
+                    node.value = x * y
+                    node._trace = trace
+                    node._prim = _MUL
+                    node._args = (x, y)
+                    node._kwargs = None
+                    node._parents = (self, other)
+                    node.requires_grad = True
+                    entries = trace.entries
+                    if entries is None:
+                        node._id = next(node_ids)
+                    else:
+                        entries.append(node)
+                    return node
         return _mul(self, other)
 
     def __rmul__(self, other):  # a float constant times a recorded float (0.5 * sin(z))
@@ -110,7 +136,20 @@ class Node(ArrayBox):
             if type(y) is float:
                 trace = self._trace
                 if trace.records_inline and self.requires_grad:
-                    return record(trace, _MUL, other * y, (other, y), (None, self))
+                    node = trace.box_type()  # record(trace, _MUL, ...), inline: the hot path
+                    node.value = other * y
+                    node._trace = trace
+                    node._prim = _MUL
+                    node._args = (other, y)
+                    node._kwargs = None
+                    node._parents = (None, self)
+                    node.requires_grad = True
+                    entries = trace.entries
+                    if entries is None:
+                        node._id = next(node_ids)
+                    else:
+                        entries.append(node)
+                    return node
         return _mul(other, self)
 
     def __getitem__(self, idx):
