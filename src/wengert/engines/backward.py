@@ -110,10 +110,28 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                         if not retain_graph:
                             release(node)
                         continue
-                elif prim.float_vjp is not None and _fused_float_step(node, prim, g, args, adj, owned):
-                    if not retain_graph:
-                        release(node)
-                    continue
+                elif prim.float_vjp is not None:
+                    if len(args) == 1 and type(args[0]) is float:  # sin(x): one contribution
+                        try:
+                            c = prim.float_vjp(g, node.value, args[0])
+                        except (ArithmeticError, ValueError):
+                            c = None  # math raised where NumPy gives inf or nan: the ordinary rules
+                        if c is not None:
+                            parent = node._parents[0]
+                            prev = adj.get(parent)
+                            if prev is None:
+                                adj[parent] = c
+                            elif type(prev) is float and type(c) is float:
+                                adj[parent] = prev + c
+                            else:
+                                accumulate(adj, owned, parent, c)
+                            if not retain_graph:
+                                release(node)
+                            continue
+                    elif _fused_float_step(node, prim, g, args, adj, owned):
+                        if not retain_graph:
+                            release(node)
+                        continue
             if not (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
                     and apply_inplace(prim, node, g, adj, owned)):
                 _apply_rules(node, prim, g, adj, owned)

@@ -253,17 +253,35 @@ class ReverseTrace(Trace):
 
     def apply1(self, prim, x, kwargs=None):
         v = x.value
-        if type(v) in BOX_TYPES or not x.requires_grad:
-            return self.apply(prim, (x,), kwargs or {})
-        if kwargs:
-            out = prim.fun(v, **kwargs)
-        elif type(v) is float and prim.float_fun is not None:
+        op = prim.float_fun
+        if type(v) is float and op is not None and not kwargs and x.requires_grad:
+            # sin(x) on a recorded float (a scalar loop's step): math's function, without the
+            # implementation's wrapper, and the node filled right here
             try:
-                out = prim.float_fun(v)  # math's function, without the implementation's wrapper
+                out = op(v)
             except FLOAT_PATH_ERRORS:  # where math refuses, NumPy's answer, as a float
                 out = float(prim.fun(_float64(v)))
-        else:
-            out = prim.fun(v)
+            if type(out) is not float and not is_inexact(out):
+                return self.constant(out)
+            if 0 in prim.vjp_missing:
+                prim.vjp_rule(0)  # raises NoRuleError naming prim and argument
+            node = self.box_type()  # record(self, prim, out, (v,), (x,)), inline: the hot path
+            node.value = out
+            node._trace = self
+            node._prim = prim
+            node._args = (v,)
+            node._kwargs = None
+            node._parents = (x,)
+            node.requires_grad = True
+            entries = self.entries
+            if entries is None:
+                node._id = next(node_ids)
+            else:
+                entries.append(node)
+            return node
+        if type(v) in BOX_TYPES or not x.requires_grad:
+            return self.apply(prim, (x,), kwargs or {})
+        out = prim.fun(v, **kwargs) if kwargs else prim.fun(v)
         if type(out) is not float and not is_inexact(out):
             return self.constant(out)
         if 0 in prim.vjp_missing:
