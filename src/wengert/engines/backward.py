@@ -7,7 +7,8 @@ adds is cost:
   trace's Wengert list read backwards), without recursion;
 - adjoints accumulate in buffers the pass owns, in place, never into an array it did not allocate
   (``adjoints.accumulate``); accumulate rules (``x[idx]``: ``buffer[idx] += g``) make indexing
-  adjoints O(len(g)); a float contribution to a read ``v[i]`` goes straight into v's buffer;
+  adjoints O(len(g)); float contributions to reads ``v[i]`` gather in a Python list per v, added
+  into v's adjoint in one step;
 - on Python floats a primitive's fused float rule (``float_vjp``) gives all its arguments'
   contributions in one call, and ``*``, ``+`` and ``v[i]`` have their rules written inline;
 - an in-place rule (``vjp_inplace``) may overwrite a cotangent nothing else refers to;
@@ -60,11 +61,14 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
         accumulate(adj, owned, node, ct)
     take = adj.get if keep_all else adj.pop
     reads_direct = not keep_all  # keep_all reports every read's adjoint: none may be skipped
+    reads = {}  # v -> [float contributions of its reads v[i], by i] (``_into_reads``)
     with gc_paused():
         for node in order:
             prim = node._prim
             if prim is None:  # a leaf
                 continue
+            if reads and node in reads:
+                _flush_reads(reads, adj, owned, node)
             g = take(node, None)
             if g is None:  # nothing flows through this node
                 continue
@@ -82,8 +86,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                         px, py = node._parents
                         if px is not None:
                             c = g * y if prim is _MUL else g
-                            if not (reads_direct and px._prim is _GETITEM
-                                    and _into_read_buffer(adj, owned, px, c)):
+                            if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, c)):
                                 prev = adj.get(px)
                                 if prev is None:
                                     adj[px] = c
@@ -93,8 +96,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                                     accumulate(adj, owned, px, c)
                         if py is not None:
                             c = g * x if prim is _MUL else g
-                            if not (reads_direct and py._prim is _GETITEM
-                                    and _into_read_buffer(adj, owned, py, c)):
+                            if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, c)):
                                 prev = adj.get(py)
                                 if prev is None:
                                     adj[py] = c
@@ -106,7 +108,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                             release(node)
                         continue
                 elif prim is _GETITEM:
-                    if _into_read_buffer(adj, owned, node, g):
+                    if _into_reads(reads, node, g):
                         if not retain_graph:
                             release(node)
                         continue
@@ -137,6 +139,8 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
                 _apply_rules(node, prim, g, adj, owned)
             if not retain_graph:
                 release(node)
+        while reads:  # the leaves' (and nodes' not read in order)
+            _flush_reads(reads, adj, owned, next(iter(reads)))
     for box, leaf in aliases:  # a leaf that was assigned to answers for its original value
         g = adj.get(leaf)
         if g is None:
@@ -213,19 +217,28 @@ def _fused_float_step(node, prim, g, args, adj, owned):
     return True
 
 
-def _into_read_buffer(adj, owned, read, c):
+def _into_reads(reads, read, c):
     """Add ``c``, a float contribution to ``read`` = ``v[i]`` (an int ``i``, a float element), into
-    v's adjoint buffer at ``i`` when this pass already owns that buffer (getitem's accumulate rule,
-    without its call); True when done. ``buf.item(i) + c`` costs less than ``buf[i] += c``."""
-    if read._prim is not _GETITEM or type(read.value) is not float:
+    the list of v's float contributions at ``i`` (made here, zeros, at the first), which the pass
+    adds into v's adjoint before v's own step (``_flush_reads``); True when done. A Python list's
+    ``acc[i] += c`` costs a fraction of an array's, and an element's adjoint stays O(1)."""
+    if type(read.value) is not float:
         return False
-    i = read._args[-1]
+    args = read._args
+    i = args[-1]
+    if type(i) is not int:  # a tuple index (v[i, j]), or the node was freed
+        return False
     source = read._parents[0]
-    buf = adj.get(source)
-    if type(i) is not int or type(buf) is not np.ndarray or source not in owned:
-        return False
-    buf[i] = buf.item(i) + c
+    acc = reads.get(source)
+    if acc is None:
+        acc = reads[source] = [0.0] * len(args[0])
+    acc[i] += c
     return True
+
+
+def _flush_reads(reads, adj, owned, source):
+    """Add the float contributions gathered for reads of ``source`` into its adjoint."""
+    accumulate(adj, owned, source, np.array(reads.pop(source)))
 
 
 def _apply_rules(node, prim, g, adj, owned):

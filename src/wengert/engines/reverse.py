@@ -166,7 +166,20 @@ class Node(ArrayBox):
                     out = float(out)
                 elif not is_inexact(out):
                     return out  # the trace's constant (records_inline: the plain value)
-                return record(trace, _GETITEM, out, (v, idx), (self, None))
+                node = trace.box_type()  # record(trace, _GETITEM, ...), inline: the hot path
+                node.value = out
+                node._trace = trace
+                node._prim = _GETITEM
+                node._args = (v, idx)
+                node._kwargs = None
+                node._parents = (self, None)
+                node.requires_grad = True
+                entries = trace.entries
+                if entries is None:
+                    node._id = next(node_ids)
+                else:
+                    entries.append(node)
+                return node
             return trace.apply2(_GETITEM, self, idx)
         return ArrayBox.__getitem__(self, idx)
 
