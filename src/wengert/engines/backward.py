@@ -17,6 +17,7 @@ adds is cost:
   versions they meant (``mutation.py``), and eager arrays overwritten after being saved are refused.
 """
 
+import gc
 import operator
 
 import numpy as np
@@ -59,88 +60,11 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
     for node, ct in seeds:
         accumulate(adj, owned, node, ct)
-    take = adj.get if keep_all else adj.pop
-    reads_direct = not keep_all  # keep_all reports every read's adjoint: none may be skipped
-    reads = {}  # v -> [float contributions of its reads v[i], by i] (``_into_reads``)
-    with gc_paused():
-        for node in order:
-            prim = node._prim
-            if prim is None:  # a leaf
-                continue
-            if reads and node in reads:
-                _flush_reads(reads, adj, owned, node)
-            g = take(node, None)
-            if g is None:  # nothing flows through this node
-                continue
-            args = node._args
-            if args is FREED:
-                raise RuntimeError(
-                    "Trying to backward through the graph a second time: its saved values were "
-                    "freed by the first backward(). Call backward(retain_graph=True) the first time.")
-            if type(g) is float:
-                # The scalar hot path, inline: x * y and x + y on Python floats (float arithmetic
-                # never raises), then v[i] (into v's buffer), then fused float rules.
-                if prim is _MUL or prim is _ADD:
-                    x, y = args
-                    if type(x) is float and type(y) is float:
-                        px, py = node._parents
-                        if px is not None:
-                            c = g * y if prim is _MUL else g
-                            if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, c)):
-                                prev = adj.get(px)
-                                if prev is None:
-                                    adj[px] = c
-                                elif type(prev) is float:
-                                    adj[px] = prev + c
-                                else:
-                                    accumulate(adj, owned, px, c)
-                        if py is not None:
-                            c = g * x if prim is _MUL else g
-                            if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, c)):
-                                prev = adj.get(py)
-                                if prev is None:
-                                    adj[py] = c
-                                elif type(prev) is float:
-                                    adj[py] = prev + c
-                                else:
-                                    accumulate(adj, owned, py, c)
-                        if not retain_graph:
-                            release(node)
-                        continue
-                elif prim is _GETITEM:
-                    if _into_reads(reads, node, g):
-                        if not retain_graph:
-                            release(node)
-                        continue
-                elif prim.float_vjp is not None:
-                    if len(args) == 1 and type(args[0]) is float:  # sin(x): one contribution
-                        try:
-                            c = prim.float_vjp(g, node.value, args[0])
-                        except (ArithmeticError, ValueError):
-                            c = None  # math raised where NumPy gives inf or nan: the ordinary rules
-                        if c is not None:
-                            parent = node._parents[0]
-                            prev = adj.get(parent)
-                            if prev is None:
-                                adj[parent] = c
-                            elif type(prev) is float and type(c) is float:
-                                adj[parent] = prev + c
-                            else:
-                                accumulate(adj, owned, parent, c)
-                            if not retain_graph:
-                                release(node)
-                            continue
-                    elif _fused_float_step(node, prim, g, args, adj, owned):
-                        if not retain_graph:
-                            release(node)
-                        continue
-            if not (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
-                    and apply_inplace(prim, node, g, adj, owned)):
-                _apply_rules(node, prim, g, adj, owned)
-            if not retain_graph:
-                release(node)
-        while reads:  # the leaves' (and nodes' not read in order)
-            _flush_reads(reads, adj, owned, next(iter(reads)))
+    if gc.isenabled():
+        with gc_paused():
+            _propagate(order, adj, owned, retain_graph, keep_all)
+    else:  # already paused (the transforms pause it around the whole call) or turned off
+        _propagate(order, adj, owned, retain_graph, keep_all)
     for box, leaf in aliases:  # a leaf that was assigned to answers for its original value
         g = adj.get(leaf)
         if g is None:
@@ -148,6 +72,91 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
         else:
             adj[box] = g
     return adj, (order if tape is None else tape)
+
+
+def _propagate(order, adj, owned, retain_graph, keep_all):
+    """The pass proper: each node of ``order`` that received an adjoint gives its parents theirs."""
+    take = adj.get if keep_all else adj.pop
+    reads_direct = not keep_all  # keep_all reports every read's adjoint: none may be skipped
+    reads = {}  # v -> [float contributions of its reads v[i], by i] (``_into_reads``)
+    for node in order:
+        prim = node._prim
+        if prim is None:  # a leaf
+            continue
+        if reads and node in reads:
+            _flush_reads(reads, adj, owned, node)
+        g = take(node, None)
+        if g is None:  # nothing flows through this node
+            continue
+        args = node._args
+        if args is FREED:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time: its saved values were "
+                "freed by the first backward(). Call backward(retain_graph=True) the first time.")
+        if type(g) is float:
+            # The scalar hot path, inline: x * y and x + y on Python floats (float arithmetic
+            # never raises), then v[i] (into v's buffer), then fused float rules.
+            if prim is _MUL or prim is _ADD:
+                x, y = args
+                if type(x) is float and type(y) is float:
+                    px, py = node._parents
+                    if px is not None:
+                        c = g * y if prim is _MUL else g
+                        if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, c)):
+                            prev = adj.get(px)
+                            if prev is None:
+                                adj[px] = c
+                            elif type(prev) is float:
+                                adj[px] = prev + c
+                            else:
+                                accumulate(adj, owned, px, c)
+                    if py is not None:
+                        c = g * x if prim is _MUL else g
+                        if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, c)):
+                            prev = adj.get(py)
+                            if prev is None:
+                                adj[py] = c
+                            elif type(prev) is float:
+                                adj[py] = prev + c
+                            else:
+                                accumulate(adj, owned, py, c)
+                    if not retain_graph:
+                        release(node)
+                    continue
+            elif prim is _GETITEM:
+                if _into_reads(reads, node, g):
+                    if not retain_graph:
+                        release(node)
+                    continue
+            elif prim.float_vjp is not None:
+                if len(args) == 1 and type(args[0]) is float:  # sin(x): one contribution
+                    try:
+                        c = prim.float_vjp(g, node.value, args[0])
+                    except (ArithmeticError, ValueError):
+                        c = None  # math raised where NumPy gives inf or nan: the ordinary rules
+                    if c is not None:
+                        parent = node._parents[0]
+                        prev = adj.get(parent)
+                        if prev is None:
+                            adj[parent] = c
+                        elif type(prev) is float and type(c) is float:
+                            adj[parent] = prev + c
+                        else:
+                            accumulate(adj, owned, parent, c)
+                        if not retain_graph:
+                            release(node)
+                        continue
+                elif _fused_float_step(node, prim, g, args, adj, owned):
+                    if not retain_graph:
+                        release(node)
+                    continue
+        if not (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
+                and apply_inplace(prim, node, g, adj, owned)):
+            _apply_rules(node, prim, g, adj, owned)
+        if not retain_graph:
+            release(node)
+    while reads:  # the leaves' (and nodes' not read in order)
+        _flush_reads(reads, adj, owned, next(iter(reads)))
 
 
 def _children_first(seeds, tape):

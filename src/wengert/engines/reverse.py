@@ -33,8 +33,10 @@ _float64 = np.float64
 _GETITEM = _getitem.primitive
 _add = ew.add
 _mul = ew.multiply
+_sub = ew.subtract
 _ADD = ew.add.primitive
 _MUL = ew.multiply.primitive
+_SUB = ew.subtract.primitive
 
 
 def is_inexact(x):
@@ -104,7 +106,28 @@ class Node(ArrayBox):
                     else:
                         entries.append(node)
                     return node
+        elif type(other) is float:  # x + 1.0
+            node = _float_binary(_ADD, self, other, False)
+            if node is not None:
+                return node
         return _add(self, other)
+
+    def __radd__(self, other):  # 1.0 + x, and sum()'s start value 0
+        if type(other) is int and type(self.value) is float:
+            other = float(other)
+        if type(other) is float:
+            node = _float_binary(_ADD, self, other, True)
+            if node is not None:
+                return node
+        return _add(other, self)
+
+    def __sub__(self, other):
+        node = _float_binary(_SUB, self, other, False)
+        return node if node is not None else _sub(self, other)
+
+    def __rsub__(self, other):
+        node = _float_binary(_SUB, self, other, True) if type(other) is float else None
+        return node if node is not None else _sub(other, self)
 
     def __mul__(self, other):
         if type(other) is type(self):
@@ -128,6 +151,10 @@ class Node(ArrayBox):
                     else:
                         entries.append(node)
                     return node
+        elif type(other) is float:  # x * 2.0
+            node = _float_binary(_MUL, self, other, False)
+            if node is not None:
+                return node
         return _mul(self, other)
 
     def __rmul__(self, other):  # a float constant times a recorded float (0.5 * sin(z))
@@ -182,6 +209,31 @@ class Node(ArrayBox):
                 return node
             return trace.apply2(_GETITEM, self, idx)
         return ArrayBox.__getitem__(self, idx)
+
+
+def _float_binary(prim, box, other, reflected):
+    """``box op other`` (``other op box`` when ``reflected``) for a recorded float ``box`` and a
+    Python float or another recorded float ``other`` of its trace: recorded here with the
+    operator (``prim.float_fun``: +, - or *, which never raise on floats), as apply2 would record
+    it. None for anything else (the caller takes the primitive's entry point)."""
+    x = box.value
+    if type(x) is not float:
+        return None
+    trace = box._trace
+    if not (trace.records_inline and box.requires_grad):
+        return None
+    if type(other) is float:
+        y = other
+        parent = None
+    elif (type(other) is type(box) and other._trace is trace and other.requires_grad
+          and type(other.value) is float):
+        y = other.value
+        parent = other
+    else:
+        return None
+    if reflected:
+        return record(trace, prim, prim.float_fun(y, x), (y, x), (parent, box))
+    return record(trace, prim, prim.float_fun(x, y), (x, y), (box, parent))
 
 
 def record(trace, prim, out, args, parents, kwargs=None):
