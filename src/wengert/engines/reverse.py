@@ -30,6 +30,7 @@ __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact", "record"]
 _new = object.__new__
 _INEXACT = frozenset("fc")
 _float64 = np.float64
+_ndarray = np.ndarray
 _GETITEM = _getitem.primitive
 _add = ew.add
 _mul = ew.multiply
@@ -122,12 +123,18 @@ class Node(ArrayBox):
         return _add(other, self)
 
     def __sub__(self, other):
-        node = _float_binary(_SUB, self, other, False)
-        return node if node is not None else _sub(self, other)
+        if type(self.value) is float:
+            node = _float_binary(_SUB, self, other, False)
+            if node is not None:
+                return node
+        return _sub(self, other)
 
     def __rsub__(self, other):
-        node = _float_binary(_SUB, self, other, True) if type(other) is float else None
-        return node if node is not None else _sub(other, self)
+        if type(other) is float and type(self.value) is float:
+            node = _float_binary(_SUB, self, other, True)
+            if node is not None:
+                return node
+        return _sub(other, self)
 
     def __mul__(self, other):
         if type(other) is type(self):
@@ -347,7 +354,8 @@ class ReverseTrace(Trace):
         if type(v) in BOX_TYPES or not x.requires_grad:
             return self.apply(prim, (x,), kwargs or {})
         out = prim.fun(v, **kwargs) if kwargs else prim.fun(v)
-        if type(out) is not float and not is_inexact(out):
+        t = type(out)
+        if t is not float and not (t is _ndarray and out.dtype.kind in _INEXACT) and not is_inexact(out):
             return self.constant(out)
         if 0 in prim.vjp_missing:
             prim.vjp_rule(0)  # raises NoRuleError naming prim and argument
@@ -381,7 +389,8 @@ class ReverseTrace(Trace):
                 out = prim.fun(vx, vy)
             except ValueError as e:
                 raise explained(prim, (vx, vy), e) from e
-        if type(out) is not float and not is_inexact(out):
+        t = type(out)
+        if t is not float and not (t is _ndarray and out.dtype.kind in _INEXACT) and not is_inexact(out):
             return self.constant(out)
         missing = prim.vjp_missing
         if missing:
@@ -389,4 +398,17 @@ class ReverseTrace(Trace):
                 prim.vjp_rule(0)
             if py is not None and 1 in missing:
                 prim.vjp_rule(1)
-        return record(self, prim, out, (vx, vy), (px, py))
+        node = self.box_type()  # record(self, prim, out, (vx, vy), (px, py)), inline: the hot path
+        node.value = out
+        node._trace = self
+        node._prim = prim
+        node._args = (vx, vy)
+        node._kwargs = None
+        node._parents = (px, py)
+        node.requires_grad = True
+        entries = self.entries
+        if entries is None:
+            node._id = next(node_ids)
+        else:
+            entries.append(node)
+        return node
