@@ -100,26 +100,29 @@ def _propagate(order, adj, owned, retain_graph, keep_all):
                 x, y = args
                 if type(x) is float and type(y) is float:
                     px, py = node._parents
+                    if prim is _MUL:
+                        cx = g * y
+                        cy = g * x
+                    else:
+                        cx = cy = g
                     if px is not None:
-                        c = g * y if prim is _MUL else g
-                        if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, c)):
+                        if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, cx)):
                             prev = adj.get(px)
                             if prev is None:
-                                adj[px] = c
+                                adj[px] = cx
                             elif type(prev) is float:
-                                adj[px] = prev + c
+                                adj[px] = prev + cx
                             else:
-                                accumulate(adj, owned, px, c)
+                                accumulate(adj, owned, px, cx)
                     if py is not None:
-                        c = g * x if prim is _MUL else g
-                        if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, c)):
+                        if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, cy)):
                             prev = adj.get(py)
                             if prev is None:
-                                adj[py] = c
+                                adj[py] = cy
                             elif type(prev) is float:
-                                adj[py] = prev + c
+                                adj[py] = prev + cy
                             else:
-                                accumulate(adj, owned, py, c)
+                                accumulate(adj, owned, py, cy)
                     if not retain_graph:
                         release(node)
                     continue
