@@ -270,4 +270,7 @@ def _apply_rules(node, prim, g, adj, owned):
             c = on_float64(rule, (g, out, *args), kw, e)
         if post is not None and type(c) is not float:  # floats: nothing to fit
             c = post(c, arg)
-        accumulate(adj, owned, parent, c)
+        if parent in adj:
+            accumulate(adj, owned, parent, c)
+        else:  # the first contribution, stored as it is (accumulate's first case, without its call)
+            adj[parent] = c

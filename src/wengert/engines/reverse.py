@@ -280,7 +280,14 @@ class ReverseTrace(Trace):
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
-        return self.box_type.make(value, self, None, None, None, (), True)
+        node = self.box_type()  # Node.make(...), without its two calls: once per argument and call
+        node.value = value
+        node._trace = self
+        node._prim = node._args = node._kwargs = None
+        node._parents = ()
+        node._id = next(node_ids)
+        node.requires_grad = True
+        return node
 
     def constant(self, value):
         """What a primitive returns when nothing of this trace is differentiated through it."""
