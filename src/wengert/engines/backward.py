@@ -96,37 +96,37 @@ def _propagate(order, adj, owned, retain_graph, keep_all):
         if type(g) is float:
             # The scalar hot path, inline: x * y and x + y on Python floats (float arithmetic
             # never raises), then v[i] (into v's buffer), then fused float rules.
-            if prim is _MUL or prim is _ADD:
-                x, y = args
-                if type(x) is float and type(y) is float:
-                    px, py = node._parents
-                    if prim is _MUL:
-                        cx = g * y
-                        cy = g * x
-                    else:
-                        cx = cy = g
-                    if px is not None:
-                        if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, cx)):
-                            prev = adj.get(px)
-                            if prev is None:
-                                adj[px] = cx
-                            elif type(prev) is float:
-                                adj[px] = prev + cx
-                            else:
-                                accumulate(adj, owned, px, cx)
-                    if py is not None:
-                        if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, cy)):
-                            prev = adj.get(py)
-                            if prev is None:
-                                adj[py] = cy
-                            elif type(prev) is float:
-                                adj[py] = prev + cy
-                            else:
-                                accumulate(adj, owned, py, cy)
-                    if not retain_graph:
-                        release(node)
-                    continue
-            elif prim is _GETITEM:
+            if prim is _ADD:
+                cx = cy = g  # add's rules give g itself, and a float needs no fitting
+            elif prim is _MUL and type(args[0]) is float and type(args[1]) is float:
+                cx = g * args[1]
+                cy = g * args[0]
+            else:
+                cx = None
+            if cx is not None:
+                px, py = node._parents
+                if px is not None:
+                    if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, cx)):
+                        prev = adj.get(px)
+                        if prev is None:
+                            adj[px] = cx
+                        elif type(prev) is float:
+                            adj[px] = prev + cx
+                        else:
+                            accumulate(adj, owned, px, cx)
+                if py is not None:
+                    if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, cy)):
+                        prev = adj.get(py)
+                        if prev is None:
+                            adj[py] = cy
+                        elif type(prev) is float:
+                            adj[py] = prev + cy
+                        else:
+                            accumulate(adj, owned, py, cy)
+                if not retain_graph:
+                    release(node)
+                continue
+            if prim is _GETITEM:
                 if _into_reads(reads, node, g):
                     if not retain_graph:
                         release(node)
