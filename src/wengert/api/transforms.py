@@ -130,6 +130,8 @@ def _finish(g, value):
     """The gradient for a leaf of value ``value`` (zero when it was not reached)."""
     if type(g) is np.ndarray and type(value) is np.ndarray and g.shape == value.shape:
         return g
+    if type(g) is float and type(value) is float:
+        return g
     if g is None:
         return 0.0 if type(value) is float else zeros_like(value)
     if type(g) in BOX_TYPES:

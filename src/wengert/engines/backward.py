@@ -7,7 +7,8 @@ adds is cost:
   trace's Wengert list read backwards), without recursion;
 - adjoints accumulate in buffers the pass owns, in place, never into an array it did not allocate
   (``adjoints.accumulate``); accumulate rules (``x[idx]``: ``buffer[idx] += g``) make indexing
-  adjoints O(len(g)); a float contribution to a read ``v[i]`` goes straight into v's buffer;
+  adjoints O(len(g)); float contributions to reads ``v[i]`` gather in a Python list per v, added
+  into v's adjoint in one step;
 - on Python floats a primitive's fused float rule (``float_vjp``) gives all its arguments'
   contributions in one call, and ``*``, ``+`` and ``v[i]`` have their rules written inline;
 - an in-place rule (``vjp_inplace``) may overwrite a cotangent nothing else refers to;
@@ -16,6 +17,7 @@ adds is cost:
   versions they meant (``mutation.py``), and eager arrays overwritten after being saved are refused.
 """
 
+import gc
 import operator
 
 import numpy as np
@@ -58,25 +60,11 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
     for node, ct in seeds:
         accumulate(adj, owned, node, ct)
-    take = adj.get if keep_all else adj.pop
-    reads_direct = not keep_all  # keep_all reports every read's adjoint: none may be skipped
-    with gc_paused():
-        for node in order:
-            prim = node._prim
-            g = take(node, None) if prim is not None else None
-            if g is None:  # a leaf, or nothing flows through this node
-                continue
-            if node._args is FREED:
-                raise RuntimeError(
-                    "Trying to backward through the graph a second time: its saved values were "
-                    "freed by the first backward(). Call backward(retain_graph=True) the first time.")
-            if type(g) is float and _float_step(node, prim, g, adj, owned, reads_direct):
-                pass
-            elif not (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
-                      and apply_inplace(prim, node, g, adj, owned)):
-                _apply_rules(node, prim, g, adj, owned)
-            if not retain_graph:
-                release(node)
+    if gc.isenabled():
+        with gc_paused():
+            _propagate(order, adj, owned, retain_graph, keep_all)
+    else:  # already paused (the transforms pause it around the whole call) or turned off
+        _propagate(order, adj, owned, retain_graph, keep_all)
     for box, leaf in aliases:  # a leaf that was assigned to answers for its original value
         g = adj.get(leaf)
         if g is None:
@@ -84,6 +72,94 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
         else:
             adj[box] = g
     return adj, (order if tape is None else tape)
+
+
+def _propagate(order, adj, owned, retain_graph, keep_all):
+    """The pass proper: each node of ``order`` that received an adjoint gives its parents theirs."""
+    take = adj.get if keep_all else adj.pop
+    reads_direct = not keep_all  # keep_all reports every read's adjoint: none may be skipped
+    reads = {}  # v -> [float contributions of its reads v[i], by i] (``_into_reads``)
+    for node in order:
+        prim = node._prim
+        if prim is None:  # a leaf
+            continue
+        if reads and node in reads:
+            _flush_reads(reads, adj, owned, node)
+        g = take(node, None)
+        if g is None:  # nothing flows through this node
+            continue
+        args = node._args
+        if args is FREED:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time: its saved values were "
+                "freed by the first backward(). Call backward(retain_graph=True) the first time.")
+        if type(g) is float:
+            # The scalar hot path, inline: x * y and x + y on Python floats (float arithmetic
+            # never raises), then v[i] (into v's buffer), then fused float rules.
+            if prim is _ADD:
+                cx = cy = g  # add's rules give g itself, and a float needs no fitting
+            elif prim is _MUL and type(args[0]) is float and type(args[1]) is float:
+                cx = g * args[1]
+                cy = g * args[0]
+            else:
+                cx = None
+            if cx is not None:
+                px, py = node._parents
+                if px is not None:
+                    if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, cx)):
+                        prev = adj.get(px)
+                        if prev is None:
+                            adj[px] = cx
+                        elif type(prev) is float:
+                            adj[px] = prev + cx
+                        else:
+                            accumulate(adj, owned, px, cx)
+                if py is not None:
+                    if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, cy)):
+                        prev = adj.get(py)
+                        if prev is None:
+                            adj[py] = cy
+                        elif type(prev) is float:
+                            adj[py] = prev + cy
+                        else:
+                            accumulate(adj, owned, py, cy)
+                if not retain_graph:
+                    release(node)
+                continue
+            if prim is _GETITEM:
+                if _into_reads(reads, node, g):
+                    if not retain_graph:
+                        release(node)
+                    continue
+            elif prim.float_vjp is not None:
+                if len(args) == 1 and type(args[0]) is float:  # sin(x): one contribution
+                    try:
+                        c = prim.float_vjp(g, node.value, args[0])
+                    except (ArithmeticError, ValueError):
+                        c = None  # math raised where NumPy gives inf or nan: the ordinary rules
+                    if c is not None:
+                        parent = node._parents[0]
+                        prev = adj.get(parent)
+                        if prev is None:
+                            adj[parent] = c
+                        elif type(prev) is float and type(c) is float:
+                            adj[parent] = prev + c
+                        else:
+                            accumulate(adj, owned, parent, c)
+                        if not retain_graph:
+                            release(node)
+                        continue
+                elif _fused_float_step(node, prim, g, args, adj, owned):
+                    if not retain_graph:
+                        release(node)
+                    continue
+        if not (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
+                and apply_inplace(prim, node, g, adj, owned)):
+            _apply_rules(node, prim, g, adj, owned)
+        if not retain_graph:
+            release(node)
+    while reads:  # the leaves' (and nodes' not read in order)
+        _flush_reads(reads, adj, owned, next(iter(reads)))
 
 
 def _children_first(seeds, tape):
@@ -119,55 +195,62 @@ def _reachable(roots, log=None):
     return order
 
 
-def _float_step(node, prim, g, adj, owned, reads_direct):
-    """A Python-float cotangent through the commonest scalar steps; False: take the ordinary rules.
-
-    ``x * y`` and ``x + y`` on floats have their rules inline (float arithmetic never raises), as
-    has ``v[i]`` (an int ``i``: ``buffer[i] += g`` where the pass owns v's buffer); other
-    primitives with a fused float rule (``defvjp_float``) get all contributions in one call.
-    """
-    args = node._args
-    if prim is _MUL or prim is _ADD:
-        x, y = args
-        if type(x) is not float or type(y) is not float:
+def _fused_float_step(node, prim, g, args, adj, owned):
+    """All arguments' contributions by ``prim``'s fused float rule (``float_vjp``), when every
+    argument is a Python float; False: take the ordinary rules."""
+    n = len(args)
+    if n == 1:
+        x = args[0]
+        if type(x) is not float:
             return False
-        cx, cy = (g * y, g * x) if prim is _MUL else (g, g)
-        px, py = node._parents
-        if px is not None and not (reads_direct and _into_read_buffer(adj, owned, px, cx)):
-            accumulate(adj, owned, px, cx)
-        if py is not None and not (reads_direct and _into_read_buffer(adj, owned, py, cy)):
-            accumulate(adj, owned, py, cy)
+        try:
+            c = prim.float_vjp(g, node.value, x)
+        except (ArithmeticError, ValueError):
+            return False  # math raised where NumPy gives inf or nan: the ordinary rules
+        parent = node._parents[0]
+        prev = adj.get(parent)
+        if prev is None:
+            adj[parent] = c
+        elif type(prev) is float and type(c) is float:
+            adj[parent] = prev + c
+        else:
+            accumulate(adj, owned, parent, c)
         return True
-    if prim is _GETITEM:
-        return _into_read_buffer(adj, owned, node, g)
-    fused = prim.float_vjp
-    if fused is None or any(type(a) is not float for a in args):
-        return False
+    for a in args:
+        if type(a) is not float:
+            return False
     try:
-        cs = fused(g, node.value, *args)
+        cs = prim.float_vjp(g, node.value, *args)
     except (ArithmeticError, ValueError):
-        return False  # math raised where NumPy gives inf or nan: the ordinary rules
-    if len(args) == 1:
-        cs = (cs,)
+        return False
     for parent, c in zip(node._parents, cs):
         if parent is not None:
             accumulate(adj, owned, parent, c)
     return True
 
 
-def _into_read_buffer(adj, owned, read, c):
+def _into_reads(reads, read, c):
     """Add ``c``, a float contribution to ``read`` = ``v[i]`` (an int ``i``, a float element), into
-    v's adjoint buffer at ``i`` when this pass already owns that buffer (getitem's accumulate rule,
-    without its call); True when done. ``buf.item(i) + c`` costs less than ``buf[i] += c``."""
-    if read._prim is not _GETITEM or type(read.value) is not float:
+    the list of v's float contributions at ``i`` (made here, zeros, at the first), which the pass
+    adds into v's adjoint before v's own step (``_flush_reads``); True when done. A Python list's
+    ``acc[i] += c`` costs a fraction of an array's, and an element's adjoint stays O(1)."""
+    if type(read.value) is not float:
         return False
-    i = read._args[-1]
+    args = read._args
+    i = args[-1]
+    if type(i) is not int:  # a tuple index (v[i, j]), or the node was freed
+        return False
     source = read._parents[0]
-    buf = adj.get(source)
-    if type(i) is not int or type(buf) is not np.ndarray or source not in owned:
-        return False
-    buf[i] = buf.item(i) + c
+    acc = reads.get(source)
+    if acc is None:
+        acc = reads[source] = [0.0] * len(args[0])
+    acc[i] += c
     return True
+
+
+def _flush_reads(reads, adj, owned, source):
+    """Add the float contributions gathered for reads of ``source`` into its adjoint."""
+    accumulate(adj, owned, source, np.array(reads.pop(source)))
 
 
 def _apply_rules(node, prim, g, adj, owned):
@@ -187,4 +270,7 @@ def _apply_rules(node, prim, g, adj, owned):
             c = on_float64(rule, (g, out, *args), kw, e)
         if post is not None and type(c) is not float:  # floats: nothing to fit
             c = post(c, arg)
-        accumulate(adj, owned, parent, c)
+        if parent in adj:
+            accumulate(adj, owned, parent, c)
+        else:  # the first contribution, stored as it is (accumulate's first case, without its call)
+            adj[parent] = c

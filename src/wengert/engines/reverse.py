@@ -30,11 +30,14 @@ __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact", "record"]
 _new = object.__new__
 _INEXACT = frozenset("fc")
 _float64 = np.float64
+_ndarray = np.ndarray
 _GETITEM = _getitem.primitive
 _add = ew.add
 _mul = ew.multiply
+_sub = ew.subtract
 _ADD = ew.add.primitive
 _MUL = ew.multiply.primitive
+_SUB = ew.subtract.primitive
 
 
 def is_inexact(x):
@@ -90,8 +93,48 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    return record(trace, _ADD, x + y, (x, y), (self, other))
+                    node = trace.box_type()  # record(trace, _ADD, ...), inline: the hot path
+                    node.value = x + y
+                    node._trace = trace
+                    node._prim = _ADD
+                    node._args = (x, y)
+                    node._kwargs = None
+                    node._parents = (self, other)
+                    node.requires_grad = True
+                    entries = trace.entries
+                    if entries is None:
+                        node._id = next(node_ids)
+                    else:
+                        entries.append(node)
+                    return node
+        elif type(other) is float:  # x + 1.0
+            node = _float_binary(_ADD, self, other, False)
+            if node is not None:
+                return node
         return _add(self, other)
+
+    def __radd__(self, other):  # 1.0 + x, and sum()'s start value 0
+        if type(other) is int and type(self.value) is float:
+            other = float(other)
+        if type(other) is float:
+            node = _float_binary(_ADD, self, other, True)
+            if node is not None:
+                return node
+        return _add(other, self)
+
+    def __sub__(self, other):
+        if type(self.value) is float:
+            node = _float_binary(_SUB, self, other, False)
+            if node is not None:
+                return node
+        return _sub(self, other)
+
+    def __rsub__(self, other):
+        if type(other) is float and type(self.value) is float:
+            node = _float_binary(_SUB, self, other, True)
+            if node is not None:
+                return node
+        return _sub(other, self)
 
     def __mul__(self, other):
         if type(other) is type(self):
@@ -101,7 +144,24 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    return record(trace, _MUL, x * y, (x, y), (self, other))
+                    node = trace.box_type()  # record(trace, _MUL, ...), inline: the hot path
+                    node.value = x * y
+                    node._trace = trace
+                    node._prim = _MUL
+                    node._args = (x, y)
+                    node._kwargs = None
+                    node._parents = (self, other)
+                    node.requires_grad = True
+                    entries = trace.entries
+                    if entries is None:
+                        node._id = next(node_ids)
+                    else:
+                        entries.append(node)
+                    return node
+        elif type(other) is float:  # x * 2.0
+            node = _float_binary(_MUL, self, other, False)
+            if node is not None:
+                return node
         return _mul(self, other)
 
     def __rmul__(self, other):  # a float constant times a recorded float (0.5 * sin(z))
@@ -110,7 +170,20 @@ class Node(ArrayBox):
             if type(y) is float:
                 trace = self._trace
                 if trace.records_inline and self.requires_grad:
-                    return record(trace, _MUL, other * y, (other, y), (None, self))
+                    node = trace.box_type()  # record(trace, _MUL, ...), inline: the hot path
+                    node.value = other * y
+                    node._trace = trace
+                    node._prim = _MUL
+                    node._args = (other, y)
+                    node._kwargs = None
+                    node._parents = (None, self)
+                    node.requires_grad = True
+                    entries = trace.entries
+                    if entries is None:
+                        node._id = next(node_ids)
+                    else:
+                        entries.append(node)
+                    return node
         return _mul(other, self)
 
     def __getitem__(self, idx):
@@ -127,9 +200,47 @@ class Node(ArrayBox):
                     out = float(out)
                 elif not is_inexact(out):
                     return out  # the trace's constant (records_inline: the plain value)
-                return record(trace, _GETITEM, out, (v, idx), (self, None))
+                node = trace.box_type()  # record(trace, _GETITEM, ...), inline: the hot path
+                node.value = out
+                node._trace = trace
+                node._prim = _GETITEM
+                node._args = (v, idx)
+                node._kwargs = None
+                node._parents = (self, None)
+                node.requires_grad = True
+                entries = trace.entries
+                if entries is None:
+                    node._id = next(node_ids)
+                else:
+                    entries.append(node)
+                return node
             return trace.apply2(_GETITEM, self, idx)
         return ArrayBox.__getitem__(self, idx)
+
+
+def _float_binary(prim, box, other, reflected):
+    """``box op other`` (``other op box`` when ``reflected``) for a recorded float ``box`` and a
+    Python float or another recorded float ``other`` of its trace: recorded here with the
+    operator (``prim.float_fun``: +, - or *, which never raise on floats), as apply2 would record
+    it. None for anything else (the caller takes the primitive's entry point)."""
+    x = box.value
+    if type(x) is not float:
+        return None
+    trace = box._trace
+    if not (trace.records_inline and box.requires_grad):
+        return None
+    if type(other) is float:
+        y = other
+        parent = None
+    elif (type(other) is type(box) and other._trace is trace and other.requires_grad
+          and type(other.value) is float):
+        y = other.value
+        parent = other
+    else:
+        return None
+    if reflected:
+        return record(trace, prim, prim.float_fun(y, x), (y, x), (parent, box))
+    return record(trace, prim, prim.float_fun(x, y), (x, y), (box, parent))
 
 
 def record(trace, prim, out, args, parents, kwargs=None):
@@ -169,7 +280,14 @@ class ReverseTrace(Trace):
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
-        return self.box_type.make(value, self, None, None, None, (), True)
+        node = self.box_type()  # Node.make(...), without its two calls: once per argument and call
+        node.value = value
+        node._trace = self
+        node._prim = node._args = node._kwargs = None
+        node._parents = ()
+        node._id = next(node_ids)
+        node.requires_grad = True
+        return node
 
     def constant(self, value):
         """What a primitive returns when nothing of this trace is differentiated through it."""
@@ -214,18 +332,37 @@ class ReverseTrace(Trace):
 
     def apply1(self, prim, x, kwargs=None):
         v = x.value
-        if type(v) in BOX_TYPES or not x.requires_grad:
-            return self.apply(prim, (x,), kwargs or {})
-        if kwargs:
-            out = prim.fun(v, **kwargs)
-        elif type(v) is float and prim.float_fun is not None:
+        op = prim.float_fun
+        if type(v) is float and op is not None and not kwargs and x.requires_grad:
+            # sin(x) on a recorded float (a scalar loop's step): math's function, without the
+            # implementation's wrapper, and the node filled right here
             try:
-                out = prim.float_fun(v)  # math's function, without the implementation's wrapper
+                out = op(v)
             except FLOAT_PATH_ERRORS:  # where math refuses, NumPy's answer, as a float
                 out = float(prim.fun(_float64(v)))
-        else:
-            out = prim.fun(v)
-        if type(out) is not float and not is_inexact(out):
+            if type(out) is not float and not is_inexact(out):
+                return self.constant(out)
+            if 0 in prim.vjp_missing:
+                prim.vjp_rule(0)  # raises NoRuleError naming prim and argument
+            node = self.box_type()  # record(self, prim, out, (v,), (x,)), inline: the hot path
+            node.value = out
+            node._trace = self
+            node._prim = prim
+            node._args = (v,)
+            node._kwargs = None
+            node._parents = (x,)
+            node.requires_grad = True
+            entries = self.entries
+            if entries is None:
+                node._id = next(node_ids)
+            else:
+                entries.append(node)
+            return node
+        if type(v) in BOX_TYPES or not x.requires_grad:
+            return self.apply(prim, (x,), kwargs or {})
+        out = prim.fun(v, **kwargs) if kwargs else prim.fun(v)
+        t = type(out)
+        if t is not float and not (t is _ndarray and out.dtype.kind in _INEXACT) and not is_inexact(out):
             return self.constant(out)
         if 0 in prim.vjp_missing:
             prim.vjp_rule(0)  # raises NoRuleError naming prim and argument
@@ -259,7 +396,8 @@ class ReverseTrace(Trace):
                 out = prim.fun(vx, vy)
             except ValueError as e:
                 raise explained(prim, (vx, vy), e) from e
-        if type(out) is not float and not is_inexact(out):
+        t = type(out)
+        if t is not float and not (t is _ndarray and out.dtype.kind in _INEXACT) and not is_inexact(out):
             return self.constant(out)
         missing = prim.vjp_missing
         if missing:
@@ -267,4 +405,17 @@ class ReverseTrace(Trace):
                 prim.vjp_rule(0)
             if py is not None and 1 in missing:
                 prim.vjp_rule(1)
-        return record(self, prim, out, (vx, vy), (px, py))
+        node = self.box_type()  # record(self, prim, out, (vx, vy), (px, py)), inline: the hot path
+        node.value = out
+        node._trace = self
+        node._prim = prim
+        node._args = (vx, vy)
+        node._kwargs = None
+        node._parents = (px, py)
+        node.requires_grad = True
+        entries = self.entries
+        if entries is None:
+            node._id = next(node_ids)
+        else:
+            entries.append(node)
+        return node
