@@ -2,14 +2,15 @@
 
 One line per differentiable primitive: its name, its family (the ``wengert.rules`` module defining it),
 the modes it has rules for (``rev``: a VJP for every argument or ``rev(0,1)`` for some; ``fwd``
-likewise; ``float``: a fused Python-float VJP), and the facts the program transformer relies on
-(linear in which arguments, always returns a fresh buffer, broadcasts its arguments, and how
-generated code spells it), read from the primitive itself (``wengert.core.extend.facts``), so that
+likewise; ``float``: a fused Python-float VJP; ``vmap``: a batching rule), and the facts the program
+transformer relies on (linear in which arguments, always returns a fresh buffer, broadcasts its
+arguments, and how generated code spells it), read from the primitive itself (``wengert.core.extend.facts``), so that
 they can be checked at a glance.
 """
 
 from wengert import rules as ops
 from wengert.core.primitive import Primitive
+from wengert.engines.batching import batching_rule
 from wengert.program import rendering
 
 __all__ = ["rows", "render"]
@@ -27,6 +28,8 @@ def _modes(prim):
     parts = [covered(prim.vjps, prim.vjp_argnum, "rev"), covered(prim.jvps, prim.jvp_argnum, "fwd")]
     if prim.float_vjp is not None:
         parts.append("float")
+    if batching_rule(prim) is not None:
+        parts.append("vmap")
     return " ".join(p for p in parts if p)
 
 

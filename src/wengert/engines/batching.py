@@ -31,7 +31,7 @@ from wengert.rules import broadcasting, indexing
 from wengert.rules import shape as shape_ops
 from wengert.rules.broadcasting import NotBatched
 
-__all__ = ["Batched", "BatchTrace", "NoBatchingRuleWarning"]
+__all__ = ["Batched", "BatchTrace", "NoBatchingRuleWarning", "batching_rule"]
 
 _shape = broadcasting.shape_of
 
@@ -120,7 +120,7 @@ class BatchTrace(Trace):
         return Batched(value, self)
 
     def apply(self, prim, args, kwargs):
-        rule = _rule(prim)
+        rule = batching_rule(prim)
         if rule is not None:
             batched = [self.mine(a) for a in args]
             if not any(_holds(self, a) for a, b in zip(args, batched) if not b) \
@@ -149,7 +149,8 @@ class BatchTrace(Trace):
 _WARNED = set()
 
 
-def _rule(prim):
+def batching_rule(prim):
+    """``prim``'s batching rule (declared, or the elementwise one its facts imply), or None."""
     rule = getattr(prim, "batch", None)
     if rule is None and (prim.broadcasts or prim.derivatives is not None):
         return broadcasting.batch_elementwise
