@@ -4,8 +4,8 @@ One line per differentiable primitive: its name, its family (the ``wengert.rules
 the modes it has rules for (``rev``: a VJP for every argument or ``rev(0,1)`` for some; ``fwd``
 likewise; ``float``: a fused Python-float VJP; ``vmap``: a batching rule), and the facts the program
 transformer relies on (linear in which arguments, always returns a fresh buffer, broadcasts its
-arguments, and how generated code spells it), read from the primitive itself (``wengert.core.extend.facts``), so that
-they can be checked at a glance.
+arguments, and how generated code spells it), read from the primitive itself
+(``wengert.core.extend.facts``), so that they can be checked at a glance.
 """
 
 from wengert import rules as ops
