@@ -194,15 +194,32 @@ def _batch_matmul(prim, values, batched, kwargs):
     """``a @ b`` for a batch, where NumPy's broadcasting of stacked matrices keeps the batch axis in
     front: a batch of matrices (or of vectors, as rows) with one matrix or vector, one matrix with
     a batch of matrices, two batches of the same rank; one matrix with a batch of vectors takes them
-    as columns. Otherwise NotImplemented (the loop), where the batch axis would be mixed up."""
+    as columns. A batch against one matrix is one matrix product, not one per example (NumPy loops
+    over stacked matrices). Otherwise NotImplemented (the loop), where the batch axis would be mixed
+    up."""
     a, b = values
     ra, rb = _ndim(a), _ndim(b)
     na, nb = ra - batched[0], rb - batched[1]
     if batched[0] and not batched[1]:
+        if na >= 2 and rb == 2:  # (B, ..., n, k) @ (k, m): rows of every example at once
+            sa = tuple(broadcasting.shape_of(a))
+            flat = prim(shape.reshape(a, (-1, sa[-1])), b)
+            return shape.reshape(flat, sa[:-1] + tuple(broadcasting.shape_of(b))[-1:])
         fits = (na == 1 and nb <= 2) or (na >= 2 and (nb <= 2 or na >= nb))
     elif batched[1] and not batched[0]:
-        if nb == 1 and ra == 2:  # (n, k) @ each (k,): the batch as columns, then back to rows
-            return shape.transpose(prim(a, shape.transpose(b, (1, 0))), (1, 0))
+        if ra == 2 and nb >= 1:  # (n, k) @ each (..., k, m), or each (k,): one product of the columns
+            sb = tuple(broadcasting.shape_of(b))
+            k_axis = len(sb) - (2 if nb >= 2 else 1)
+            order = (k_axis,) + tuple(i for i in range(len(sb)) if i != k_axis)
+            cols = shape.reshape(shape.transpose(b, order), (sb[k_axis], -1))
+            rest = tuple(sb[i] for i in order[1:])
+            out = shape.reshape(prim(a, cols), (broadcasting.shape_of(a)[0],) + rest)
+            n_rest = len(rest)  # out: (n, B, ..., [m]) -> (B, ..., n, [m])
+            if nb >= 2:
+                back = tuple(range(1, n_rest)) + (0, n_rest)
+            else:
+                back = tuple(range(1, n_rest + 1)) + (0,)
+            return shape.transpose(out, back)
         fits = nb >= 2 and (ra <= 2 or nb >= ra)
     else:
         fits = na >= 2 and na == nb
