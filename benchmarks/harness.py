@@ -33,6 +33,7 @@ IMPLEMENTATIONS = {
     "autograd": "HIPS autograd",
     "tape": "wengert tape",  # benchmarks/compiled.py: there "wengert" is the compiled function
     "vjp": "wengert, one VJP",  # benchmarks/batching.py: the unit of the Jacobian's target
+    "torch-loop": "PyTorch loop",  # benchmarks/batching.py: one example at a time
     "jit": "JAX jit",
 }
 

@@ -145,7 +145,8 @@ def _outputs(out, out_axes, trace, fun):
         if axis is None:
             if mapped:
                 raise ValueError(f"wg.vmap({name_of(fun)}): out_axes is None for result {k}, but it differs "
-                                 f"between examples (it depends on a mapped argument); give it an axis")
+                                 f"between the {trace.size} examples (it depends on a mapped argument); "
+                                 f"give it an axis")
             done.append(leaf)
             continue
         value = leaf.value if mapped else _broadcast_batch(leaf, trace.size)
