@@ -7,9 +7,13 @@ and its parents. Nodes are ordered by creation (``_id``, or the trace's Wengert 
 ``entries``): a node is always made after its parents. The backward pass that reads them is in
 ``wengert.engines.backward``.
 
-The commonest scalar steps (``x[i]`` with an int ``i``, ``+`` and ``*`` on recorded floats) are
-recorded by the node's own methods, skipping the primitive's entry point and ``apply2``; they make
-the same nodes. Every node is filled by one function, :func:`record`.
+The commonest scalar steps (``x[i]`` with an int ``i``; ``+``, ``-`` and ``*`` on recorded floats
+and float constants) are recorded by the node's own methods, skipping the primitive's entry point
+and ``apply2``; they make the same nodes. :func:`record` fills a node; on the hottest paths
+(``x + y``, ``x * y``, ``c * x``, ``x[i]``, ``apply1`` on a float, ``apply2``, ``leaf``) its few
+lines are repeated inline instead, since a Python call costs a fifth of a recorded scalar step:
+a change to what a node holds must be made in each of them (``_NODE_SLOTS`` in mutation.py lists
+the slots).
 """
 
 import numpy as np
