@@ -87,6 +87,7 @@ class Primitive:
         self.helper = None
         self.derivatives = None
         self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
+        self.jvp_joint = None  # optional: every argument's tangents at once, rule(tangents, out, *args)
 
     def __call__(self, *args, **kwargs):
         top = None

@@ -49,6 +49,11 @@ class ForwardTrace(Trace):
         out = prim(*unboxed, **kwargs)
         if not is_inexact(out):
             return out
+        if prim.jvp_joint is not None and len(tangents) > 1:  # one call for all (concatenate's)
+            given = [None] * len(args)
+            for i, t in tangents:
+                given[i] = t
+            return Dual(out, prim.jvp_joint(given, out, *unboxed, **kwargs), self)
         t_out = None
         for i, t in tangents:
             d = prim.jvp(i, t, out, unboxed, kwargs)
