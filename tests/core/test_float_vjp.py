@@ -95,3 +95,24 @@ def test_defvjp_float_refuses_what_is_not_a_primitive_or_a_rule():
         defvjp_float(math.sin, lambda g, out, x: g)
     with pytest.raises(TypeError, match="must be a function"):
         defvjp_float(wg.primitive(lambda x: x), 3.0)
+
+
+def test_a_users_elementwise_function_gets_a_fused_rule_whatever_its_derivative_looks_like():
+    """One-line derivatives are written inline into the fused rule; others (several lines, default
+    arguments, closures) are called from it. Either way it computes what the ordinary rule does."""
+    scale = 3.0
+
+    def several_lines(out, x):
+        s = math.cos(x)
+        return s * scale
+
+    cases = [
+        wg.elementwise(np.sin, lambda out, x: wnp.cos(x) * 3.0, float_fun=math.sin, name="one_line"),
+        wg.elementwise(np.sin, lambda out, x, c=3.0: wnp.cos(x) * c, float_fun=math.sin, name="defaults"),
+        wg.elementwise(np.sin, lambda out, x: wnp.cos(x) * scale, float_fun=math.sin, name="closure"),
+        wg.elementwise(np.sin, several_lines, float_fun=math.sin, name="several_lines"),
+    ]
+    for f in cases:
+        assert wg.grad(lambda x, f=f: f(x) * 2.0)(0.4) == pytest.approx(6.0 * math.cos(0.4), rel=1e-15)
+        prim = f.primitive
+        assert prim.float_vjp(1.5, math.sin(0.4), 0.4) == pytest.approx(1.5 * 3.0 * math.cos(0.4), rel=1e-15)

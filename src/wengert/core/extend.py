@@ -1,21 +1,12 @@
-"""The extension API: how a primitive and its derivatives are defined, in one place.
+"""The extension API: how a primitive and its derivatives are defined, in one place. Five things
+are all a new primitive needs (``docs/adding-a-primitive.md`` walks through them): :func:`primitive`
+(differentiate a function by its rules, not its body), :func:`defvjp` and :func:`defjvp` (reverse-
+and forward-mode rules, one per positional argument), :func:`elementwise` (an elementwise function
+by its partial derivatives alone: VJP, JVP and the fused rule for floats from one expression each),
+and :func:`facts` (what the program transformer may rely on). Rules are written with wengert's own
+functions, so that they can be differentiated again and traced."""
 
-Five things are all a new primitive needs (``docs/adding-a-primitive.md`` walks through them):
-
-1. :func:`primitive` makes a function a primitive: wengert differentiates it by its rules, not by
-   its body.
-2. :func:`defvjp` gives it reverse-mode rules, one per positional argument.
-3. :func:`defjvp` gives it forward-mode rules, one per positional argument.
-4. :func:`elementwise` defines an elementwise function by its partial derivatives alone: one
-   expression per argument yields the VJP (``g * d``), the JVP (``t * d``) and the fused rule for
-   Python floats.
-5. :func:`facts` records what the program transformer may rely on: linear in which arguments,
-   always a fresh buffer, how generated code spells it.
-
-Rules are written with wengert's own functions (``wengert.numpy``), so that they can be
-differentiated again and traced.
-"""
-
+import linecache
 import types
 
 import numpy as np
@@ -176,7 +167,6 @@ def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=No
     the argument's share of the output's cotangent ``g``; None marks an argument not differentiable.
 
     Options (each must compute what the ordinary rules compute):
-
     - ``variadic=rule``: one rule for every argument, ``rule(argnum, g, out, *args)``;
     - ``accumulate=(rule, ...)``: ``rule(buffer, g, out, *args)`` adds the contribution into
       ``buffer`` (the argument's adjoint, owned by the backward pass) in place, ``buffer[idx] += g``:
@@ -190,21 +180,20 @@ def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=No
       ``ValueError`` the ordinary rules are used, so it must raise rather than return what NumPy
       would not (``math.pow``, not ``**``, for a negative base's fractional power).
     """
-    definer = "defvjp"
-    prim = _as_primitive(prim, definer)
+    prim = _as_primitive(prim, "defvjp")
     if variadic is not None:
         prim.vjp_argnum = _checked_argnum(prim, "VJP", variadic)
         prim.vjp_missing = frozenset()
     elif rules or (accumulate, inplace, floats) == (None, None, None):
-        prim.vjps = _rules(prim, rules, definer, "VJP")
+        prim.vjps = _rules(prim, rules, "defvjp", "VJP")
         prim.vjp_argnum = None
         prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
     if accumulate is not None:
-        prim.vjp_accumulate = _special(prim, accumulate, definer)
+        prim.vjp_accumulate = _special(prim, accumulate, "defvjp")
     if inplace is not None:
-        prim.vjp_inplace = _special(prim, inplace, definer)
+        prim.vjp_inplace = _special(prim, inplace, "defvjp")
     if floats is not None:
-        prim.float_vjp = _rules(prim, (floats,), definer)[0]
+        prim.float_vjp = _rules(prim, (floats,), "defvjp")[0]
     extra = (prim.vjp_accumulate, prim.vjp_argnum, prim.vjp_inplace) != (None, None, None)
     prim.vjp_extra = True if extra else None  # the backward pass's one test for more than ``vjps``
     return prim
@@ -275,7 +264,7 @@ def elementwise(np_fun, *derivatives, name=None, float_fun=None, **known):
     defvjp(prim, *[_times(d) for d in derivatives])
     defjvp(prim, *[_times(d) for d in derivatives])
     if float_fun is not None and n <= 2 and all(d is not None for d in derivatives):
-        prim.float_vjp = _FusedFloatRule(prim)
+        prim.float_vjp = _fused_on_first_use(prim)
     if float_fun is not None and getattr(float_fun, "__module__", None) in ("math", "builtins"):
         known.setdefault("math_name", float_fun.__name__)
     known.setdefault("fresh", True)
@@ -301,13 +290,20 @@ def with_float_path(np_fun, float_fun, n):
                     return float(np_fun(x))
             return np_fun(x)
     else:
-        def impl(*args):
-            if all(type(a) is float for a in args):
+        if n != 2:
+            raise TypeError(f"elementwise: float_fun is for functions of one or two arguments, not {n}")
+        scalars = (float, np.float64) if getattr(float_fun, "__module__", "") == "_operator" else (float,)
+
+        def impl(x, y):  # Python's operators on float64 scalars are NumPy's own scalar arithmetic
+            tx, ty = type(x), type(y)
+            if tx in scalars and ty in scalars:
+                if tx is not float or ty is not float:
+                    return float_fun(x, y)
                 try:
-                    return float_fun(*args)
+                    return float_fun(x, y)
                 except FLOAT_PATH_ERRORS:
-                    return np_fun(*args).item()
-            return np_fun(*args)
+                    return np_fun(x, y).item()
+            return np_fun(x, y)
     impl.__name__ = getattr(np_fun, "__name__", "elementwise")
     impl.__doc__ = f"numpy.{impl.__name__}, elementwise."
     impl.__wrapped__ = np_fun
@@ -340,43 +336,51 @@ def _negated(g, out, *args):  # a derivative of -1
     return -g
 
 
-class _FusedFloatRule:
-    """An :func:`elementwise` primitive's fused rule for Python floats, built on first use (the
-    derivatives may name functions defined after it)."""
-
-    __slots__ = ("prim",)
-
-    def __init__(self, prim):
-        self.prim = prim
-
-    def __call__(self, g, out, *args):
-        rule = _fused(self.prim.derivatives)
-        self.prim.float_vjp = rule
-        return rule(g, out, *args)
+def _fused_on_first_use(prim):
+    """``prim``'s fused rule for Python floats, built on its first call (the derivatives may name
+    functions defined after it)."""
+    def build(g, out, *args):
+        prim.float_vjp = _fused(prim.derivatives)
+        return prim.float_vjp(g, out, *args)
+    return build
 
 
 def _fused(derivatives):
-    """One function giving every argument's contribution on Python floats."""
-    ds = [_on_floats(d) if callable(d) else float(d) for d in derivatives]
-    if all(callable(d) for d in ds):
-        if len(ds) == 1:
-            (d,) = ds
-            return lambda g, out, x: g * d(out, x)
-        d0, d1 = ds
-        return lambda g, out, x, y: (g * d0(out, x, y), g * d1(out, x, y))
-    parts = [_float_part(d) for d in ds]
+    """One function giving every argument's contribution on Python floats: ``g * d`` for each
+    derivative ``d``, the expressions written inline (one call in all) where each is one line."""
+    inlined = [_inline(d) if callable(d) else None for d in derivatives]
+    params = next((f[0] for f in inlined if f is not None), ["out", "x", "y"][:len(derivatives) + 1])
+    texts, scope = [], {}
+    for d, found in zip(derivatives, inlined):
+        found = found if callable(d) else (params, "0.0" if d == 0 else repr(float(d)), {})
+        if found is None or found[0] != params or len(params) != len(derivatives) + 1:
+            break
+        texts.append("0.0" if found[1] == "0.0" else f"g * ({found[1]})")
+        scope.update(found[2])
+    else:
+        body = texts[0] if len(texts) == 1 else f"({', '.join(texts)})"
+        return eval(f"lambda g, {', '.join(params)}: {body}", scope)  # noqa: S307 - our own source
+    parts = [_on_floats(d) if callable(d) else (lambda out, *args, c=float(d): c) for d in derivatives]
     if len(parts) == 1:
-        return parts[0]
-    p0, p1 = parts
-    return lambda g, out, x, y: (p0(g, out, x, y), p1(g, out, x, y))
+        return lambda g, out, x, d=parts[0]: g * d(out, x)
+    return lambda g, out, x, y, d0=parts[0], d1=parts[1]: (g * d0(out, x, y), g * d1(out, x, y))
 
 
-def _float_part(d):
-    if callable(d):
-        return lambda g, out, *args: g * d(out, *args)
-    if d == 0:
-        return lambda g, out, *args: 0.0
-    return lambda g, out, *args: g * d  # exact for 1 and -1
+def _inline(d):
+    """``(parameter names, the body's source, the globals it reads on floats)`` of a one-line lambda
+    (or def) ``d``, or None."""
+    d = _on_floats(d)
+    code, lines = d.__code__, linecache.getlines(d.__code__.co_filename)
+    spans = [p for p in code.co_positions() if p[0] is not None and p[3] > p[2]]
+    if not lines or not spans or code.co_freevars or d.__defaults__ or code.co_flags & 0x0C \
+            or len({p[0] for p in spans} | {p[1] for p in spans}) != 1:  # 0x0C: *args, **kwargs
+        return None
+    body = lines[spans[0][0] - 1][min(p[2] for p in spans):max(p[3] for p in spans)]
+    try:
+        compile(body, "<derivative>", "eval")
+    except SyntaxError:
+        return None
+    return list(code.co_varnames[:code.co_argcount]), body, d.__globals__
 
 
 def _on_floats(d, memo=None):
@@ -410,7 +414,6 @@ def _on_floats(d, memo=None):
 
 def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math_name=None, helper=None):
     """Record facts about ``prim`` that passes, renderers and code generators read from it:
-
     - ``linear``: the positional arguments in which the result is linear, the others held fixed
       (``multiply``: ``(0, 1)``; ``true_divide``: ``(0,)``): a zero there makes the result zero;
     - ``fresh``: its array result is always a new buffer, never a view of an argument;
@@ -419,10 +422,8 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
     - ``operator``: the Python operator generated code writes for it (``"+"``; ``"-"`` for negation);
     - ``math_name``: the ``math`` function generated code calls on Python floats (``"asin"``);
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
-      (for a primitive NumPy cannot write in one call); by default the primitive's implementation.
-
-    Returns ``prim``. ``tests/rules/test_facts.py`` checks every declared fact numerically.
-    """
+      (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation.
+    Returns ``prim``. ``tests/rules/test_facts.py`` checks every declared fact numerically."""
     prim = _as_primitive(prim, "facts")
     given = dict(linear=None if linear is None else tuple(linear), fresh=fresh, broadcasts=broadcasts,
                  operator=operator, math_name=math_name, helper=prim.fun if helper is True else helper)
