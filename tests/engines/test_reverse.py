@@ -172,7 +172,7 @@ def test_accumulation_happens_in_place_in_owned_buffers():
             calls.append("out" in kwargs)
             return real_add(*args, **kwargs)
 
-    import wengert.engines.adjoints as rev  # where the backward pass adds contributions
+    import wengert.engines.accumulation as rev  # where the backward pass adds contributions
 
     x = np.ones(5)
     original = rev.np

@@ -6,7 +6,7 @@ adds is cost:
 - it visits only nodes reachable from the outputs, children first (by creation order, or the
   trace's Wengert list read backwards), without recursion;
 - adjoints accumulate in buffers the pass owns, in place, never into an array it did not allocate
-  (``adjoints.accumulate``); accumulate rules (``x[idx]``: ``buffer[idx] += g``) make indexing
+  (``accumulation.accumulate``); accumulate rules (``x[idx]``: ``buffer[idx] += g``) make indexing
   adjoints O(len(g)); float contributions to reads ``v[i]`` gather in a Python list per v, added
   into v's adjoint in one step;
 - on Python floats a primitive's fused float rule (``float_vjp``) gives all its arguments'
@@ -24,7 +24,7 @@ import numpy as np
 
 from wengert.core.primitive import FLOAT_PATH_ERRORS, on_float64
 from wengert.core.trace import gc_paused
-from wengert.engines.adjoints import FREED, accumulate, alone, apply_inplace, extra_rules, release
+from wengert.engines.accumulation import FREED, accumulate, alone, apply_inplace, extra_rules, release
 from wengert.engines.mutation import (
     INPLACE_WRITES,
     check_inplace_writes,

@@ -20,7 +20,7 @@ import numpy as np
 
 from wengert.core.primitive import FLOAT_PATH_ERRORS, explained
 from wengert.core.trace import BOX_TYPES, Trace, gc_paused  # noqa: F401 - gc_paused: imported from here too
-from wengert.engines.adjoints import FREED  # noqa: F401 - imported from here too
+from wengert.engines.accumulation import FREED  # noqa: F401 - imported from here too
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
 from wengert.engines.mutation import node_ids
