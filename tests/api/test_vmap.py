@@ -245,11 +245,26 @@ def test_compiling_a_vmapped_function_generates_batched_code():
     np.testing.assert_allclose(wg.compile(per_example)(W, X), per_example(W, X), rtol=1e-13)
 
 
-def test_a_tensor_made_inside_vmap_is_refused_with_the_way_out():
+def test_tensor_backward_inside_vmap():
     def g(x):
         v = wg.tensor(x, requires_grad=True)
-        wnp.sum(v * v).backward()
+        loss = wnp.sum(wnp.sin(v) * v)
+        loss.backward()
         return v.grad
 
-    with pytest.raises(TypeError, match=r"wg.vmap\(wg.grad\(loss\)\)"):
-        wg.vmap(g)(X)
+    np.testing.assert_allclose(wg.vmap(g)(X), [wg.grad(lambda x: wnp.sum(wnp.sin(x) * x))(x) for x in X],
+                               rtol=1e-14)
+
+    def with_seed(x):
+        v = wg.tensor(x, requires_grad=True)
+        (v * v).backward(gradient=np.arange(3.0))
+        return v.grad
+
+    np.testing.assert_allclose(wg.vmap(with_seed)(X), 2 * X * np.arange(3.0), rtol=1e-14)
+
+    def not_scalar(x):
+        v = wg.tensor(x, requires_grad=True)
+        (v * v).backward()
+
+    with pytest.raises(RuntimeError, match="each example has shape"):
+        wg.vmap(not_scalar)(X)

@@ -336,16 +336,11 @@ def tensor(data, requires_grad=False, dtype=None):
     as ``torch.tensor`` copies; a value traced by a transform (``wg.grad``, ...) is refused, since
     the new leaf would silently drop its derivative.
     """
+    if type(data) is Batched and type(data.value) not in BOX_TYPES:  # inside wg.vmap: a batch of leaves
+        return Batched(tensor(data.value, requires_grad, dtype), data._trace)
     if _traced_by_transform(data):
-        box = _first_box(data)
-        if type(box) is Batched:
-            raise _exits.refusal(  # a batch (wg.vmap): the eager tape is outside every transform
-                box, "wg.tensor(x)",
-                "Inside wg.vmap, differentiate with wg.grad (or wg.vjp) of a function of one example: "
-                "wg.vmap(wg.grad(loss))(xs) gives every example's gradient; Tensor.backward() records "
-                "on the eager tape, which is outside the batch.")
         raise _exits.refusal(
-            box, "wg.tensor(x)",
+            _first_box(data), "wg.tensor(x)",
             "Use x itself (it is already a traced value, with all of Tensor's methods), or "
             "wg.stop_gradient(x) for a constant.")
     data = unbox_all(data)

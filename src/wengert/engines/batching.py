@@ -70,6 +70,32 @@ class Batched(ArrayBox):
     def _kind(self):
         return "a value batched by wg.vmap"
 
+    # a batch of eager tensors (wg.tensor inside wg.vmap): each example's backward() and .grad
+    def backward(self, gradient=None, retain_graph=False):
+        """Every example's ``backward()`` at once: the examples are independent, so the batch's
+        sum has each example's gradient in its own row of the leaves' ``.grad``."""
+        if not hasattr(self.value, "backward"):
+            raise RuntimeError("backward() inside wg.vmap needs a tensor made by wg.tensor(..., "
+                               "requires_grad=True) from a batched value")
+        seed = np.ones(np.shape(self.value.value)) if gradient is None else gradient
+        if gradient is not None and type(gradient) is not Batched:  # the same seed for every example
+            seed = np.broadcast_to(gradient, np.shape(self.value.value))
+        elif type(gradient) is Batched:
+            seed = gradient.value
+        if gradient is None and self.shape != ():
+            raise RuntimeError(f"backward(): grad can be implicitly created only for scalar outputs; "
+                               f"each example has shape {self.shape}: pass gradient=")
+        self.value.backward(seed, retain_graph=retain_graph)
+
+    @property
+    def grad(self):
+        g = getattr(self.value, "grad", None)
+        return None if g is None else Batched(g.value, self._trace)
+
+    @property
+    def requires_grad(self):
+        return bool(getattr(self.value, "requires_grad", False))
+
     # masks are batched too (a comparison of batched values): NumPy's logical operators on them
     def __and__(self, other):
         return _bitwise_and(self, other)
