@@ -268,3 +268,13 @@ def test_tensor_backward_inside_vmap():
 
     with pytest.raises(RuntimeError, match="each example has shape"):
         wg.vmap(not_scalar)(X)
+
+
+def test_vjp_and_jacobians_inside_vmap():
+    def f(x):
+        return wnp.tanh(x) * x[::-1]
+
+    got = wg.vmap(lambda x, u: wg.vjp(f, x)[1](u)[0])(X, Y)
+    np.testing.assert_allclose(got, [wg.vjp(f, x)[1](u)[0] for x, u in zip(X, Y)], rtol=1e-14)
+    for jac in (wg.jacrev, wg.jacfwd):
+        np.testing.assert_allclose(wg.vmap(jac(f))(X), [jac(f)(x) for x in X], rtol=1e-13)
