@@ -53,7 +53,7 @@ def _matmul_vjp_a(g, out, a, b):
     if nb == 1:  # a (..., n, k) @ b (k,) -> (..., n)
         return _add_axis(g, -1) * b
     if na == 1:  # a (k,) @ b (..., k, m) -> (..., m)
-        return _drop_axis(matmul(b, _add_axis(g, -1)), -1)
+        return matmul(b, g) if nb == 2 else _drop_axis(matmul(b, _add_axis(g, -1)), -1)
     return matmul(g, _mT(b))
 
 
@@ -65,8 +65,8 @@ def _matmul_vjp_b(g, out, a, b):
         return g * a
     if na == 1:  # a (k,) @ b (..., k, m) -> (..., m)
         return _add_axis(a, -1) * _add_axis(g, -2)
-    if nb == 1:  # a (..., n, k) @ b (k,) -> (..., n)
-        return _drop_axis(matmul(_mT(a), _add_axis(g, -1)), -1)
+    if nb == 1:  # a (..., n, k) @ b (k,) -> (..., n); for one matrix, g @ a (one product, batched too)
+        return matmul(g, a) if na == 2 else _drop_axis(matmul(_mT(a), _add_axis(g, -1)), -1)
     return matmul(_mT(a), g)
 
 
@@ -207,7 +207,9 @@ def _batch_matmul(prim, values, batched, kwargs):
             return shape.reshape(flat, sa[:-1] + tuple(broadcasting.shape_of(b))[-1:])
         fits = (na == 1 and nb <= 2) or (na >= 2 and (nb <= 2 or na >= nb))
     elif batched[1] and not batched[0]:
-        if ra == 2 and nb >= 1:  # (n, k) @ each (..., k, m), or each (k,): one product of the columns
+        if ra == 2 and nb == 1:  # (n, k) @ each (k,): the batch's rows times a's transpose
+            return prim(b, shape.transpose(a, (1, 0)))
+        if ra == 2 and nb >= 2:  # (n, k) @ each (..., k, m): one product of the columns
             sb = tuple(broadcasting.shape_of(b))
             k_axis = len(sb) - (2 if nb >= 2 else 1)
             order = (k_axis,) + tuple(i for i in range(len(sb)) if i != k_axis)
