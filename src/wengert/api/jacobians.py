@@ -45,8 +45,8 @@ def _check_chunk(chunk_size, transform):
 def _basis_batch(value, start, stop):
     """Elements ``start:stop`` of the standard basis of ``value``'s space, stacked on a new axis 0."""
     shape, dtype = np.shape(value), np.result_type(value)
-    e = np.zeros((stop - start, int(np.prod(shape))), dtype)
-    e[np.arange(stop - start), np.arange(start, stop)] = 1
+    n = int(np.prod(shape))
+    e = np.eye(stop - start, n, start, dtype=dtype)  # rows start..stop of the n x n identity
     return e.reshape((stop - start,) + shape)
 
 

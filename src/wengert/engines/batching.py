@@ -148,10 +148,17 @@ class BatchTrace(Trace):
     def apply(self, prim, args, kwargs):
         rule = batching_rule(prim)
         if rule is not None:
-            batched = [self.mine(a) for a in args]
-            if not any(_holds(self, a) for a, b in zip(args, batched) if not b) \
-                    and not any(_holds(self, v) for v in kwargs.values()):
-                values = [a.value if b else a for a, b in zip(args, batched)]
+            batched, values, nested = [], [], False
+            for a in args:
+                t = type(a)
+                if t is Batched and a._trace is self:
+                    batched.append(True)
+                    values.append(a.value)
+                else:
+                    batched.append(False)
+                    values.append(a)
+                    nested = nested or ((t is tuple or t is list or t is dict) and _holds(self, a))
+            if not nested and not (kwargs and any(_holds(self, v) for v in kwargs.values())):
                 out = rule(prim, values, batched, kwargs)
                 if type(out) is NotBatched:  # the same for every example (a shape)
                     return out.value

@@ -272,6 +272,8 @@ def batch_elementwise(prim, values, batched, kwargs):
     trailing axes) pairs example axes with example axes and the batch axis comes out in front."""
     ranks = [len(shape_of(v)) - b for v, b in zip(values, batched)]
     rank = max(ranks)
+    if all(r == rank for r, b in zip(ranks, batched) if b):  # lined up already (the common case)
+        return prim(*values, **kwargs)
     aligned = []
     for v, b, r in zip(values, batched, ranks):
         if b and r < rank:
