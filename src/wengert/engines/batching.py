@@ -145,6 +145,26 @@ class BatchTrace(Trace):
         """``value`` (batch on axis 0) as a batched value of this trace."""
         return Batched(value, self)
 
+    def apply1(self, prim, x, kwargs=None):
+        if (not kwargs and prim.derivatives is not None and type(x) is Batched and x._trace is self
+                and type(x.value) not in BOX_TYPES):
+            return Batched(prim.fun(x.value), self)  # one-argument elementwise: the batch as it is
+        return self.apply(prim, (x,), kwargs or {})
+
+    def apply2(self, prim, x, y):
+        if prim.broadcasts:  # elementwise on plain arrays: two batches of one rank, or one and a number
+            tx, ty = type(x), type(y)
+            if tx is Batched and x._trace is self and type(x.value) is np.ndarray:
+                if ty is Batched and y._trace is self and type(y.value) is np.ndarray:
+                    if x.value.ndim == y.value.ndim:
+                        return Batched(prim.fun(x.value, y.value), self)
+                elif ty is float or ty is int:
+                    return Batched(prim.fun(x.value, y), self)
+            elif (tx is float or tx is int) and ty is Batched and y._trace is self \
+                    and type(y.value) is np.ndarray:
+                return Batched(prim.fun(x, y.value), self)
+        return self.apply(prim, (x, y), {})
+
     def apply(self, prim, args, kwargs):
         rule = batching_rule(prim)
         if rule is not None:
