@@ -9,6 +9,7 @@ layout: the output's pytree structure outside, the inputs' inside, each block of
 """
 
 import functools
+import math
 
 import numpy as np
 
@@ -45,7 +46,7 @@ def _check_chunk(chunk_size, transform):
 def _basis_batch(value, start, stop):
     """Elements ``start:stop`` of the standard basis of ``value``'s space, stacked on a new axis 0."""
     shape, dtype = np.shape(value), np.result_type(value)
-    n = int(np.prod(shape))
+    n = math.prod(shape)
     e = np.eye(stop - start, n, start, dtype=dtype)  # rows start..stop of the n x n identity
     return e.reshape((stop - start,) + shape)
 
