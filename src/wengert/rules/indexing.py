@@ -137,13 +137,13 @@ def _fit_tangent(t, out):
 index_update = Primitive(_index_update_impl, name="index_update", grad_post=_fit_cotangent,
                          tangent_post=_fit_tangent)
 defvjp(index_update, lambda g, out, x, idx, v: index_update(g, idx, 0.0), None, _update_value_vjp)
-defjvp(index_update, lambda t, out, x, idx, v: index_update(t, idx, 0.0), None,
+defjvp(index_update, index_update.vjps[0], None,  # x's part is the same map both ways: zero at idx
        lambda t, out, x, idx, v: index_update(_zeros_for(t, out), idx, t))
 facts(index_update, fresh=True)
 
 index_add = Primitive(_index_add_impl, name="index_add", grad_post=_fit_cotangent, tangent_post=_fit_tangent)
 defvjp(index_add, lambda g, out, x, idx, v: g, None, lambda g, out, x, idx, v: getitem(g, idx))
-defjvp(index_add, lambda t, out, x, idx, v: t, None,
+defjvp(index_add, index_add.vjps[0], None,  # x's part is the identity both ways
        lambda t, out, x, idx, v: index_add(_zeros_for(t, out), idx, t))
 facts(index_add, fresh=True, helper=True)
 
