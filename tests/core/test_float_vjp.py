@@ -116,3 +116,30 @@ def test_a_users_elementwise_function_gets_a_fused_rule_whatever_its_derivative_
         assert wg.grad(lambda x, f=f: f(x) * 2.0)(0.4) == pytest.approx(6.0 * math.cos(0.4), rel=1e-15)
         prim = f.primitive
         assert prim.float_vjp(1.5, math.sin(0.4), 0.4) == pytest.approx(1.5 * 3.0 * math.cos(0.4), rel=1e-15)
+
+
+def test_a_derivative_whose_source_changed_since_import_is_called_not_inlined(tmp_path, monkeypatch):
+    """The fused rule writes a one-line derivative inline only when its source text still compiles
+    to its code: a file edited after import must not put other code in the rule."""
+    import importlib
+    import linecache
+
+    (tmp_path / "edited_derivative.py").write_text("import numpy as np\nd = lambda out, x: np.cos(x) * 3.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("edited_derivative")
+    (tmp_path / "edited_derivative.py").write_text("import numpy as np\nd = lambda out, x: np.cos(x) * 5.0\n")
+    linecache.clearcache()
+    f = wg.elementwise(np.sin, module.d, float_fun=math.sin, name="edited")
+    assert f.primitive.float_vjp(1.0, math.sin(0.4), 0.4) == pytest.approx(3.0 * math.cos(0.4), rel=1e-15)
+
+
+def test_derivatives_from_two_modules_keep_their_own_names(tmp_path, monkeypatch):
+    """``scale`` means 2 in one module and 7 in the other: merged into one scope, one would be wrong."""
+    import importlib
+
+    for name, k in (("deriv_two", 2.0), ("deriv_seven", 7.0)):
+        (tmp_path / f"{name}.py").write_text(f"scale = {k}\nd = lambda out, x, y: scale * y\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    two, seven = (importlib.import_module(n) for n in ("deriv_two", "deriv_seven"))
+    f = wg.elementwise(np.multiply, two.d, seven.d, float_fun=lambda x, y: x * y, name="mixed")
+    assert f.primitive.float_vjp(1.0, 6.0, 2.0, 3.0) == (2.0 * 3.0, 7.0 * 3.0)

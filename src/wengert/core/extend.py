@@ -328,17 +328,12 @@ def _zero(g, out, *args):
     return 0.0 if type(g) is float else np.zeros(np.shape(g), dtype=np.result_type(g))
 
 
-def _identity(g, out, *args):  # a derivative of 1
-    return g
-
-
-def _negated(g, out, *args):  # a derivative of -1
-    return -g
+_identity = lambda g, out, *args: g  # noqa: E731 - a derivative of 1
+_negated = lambda g, out, *args: -g  # noqa: E731 - a derivative of -1
 
 
 def _fused_on_first_use(prim):
-    """``prim``'s fused rule for Python floats, built on its first call (the derivatives may name
-    functions defined after it)."""
+    """``prim``'s fused float rule, built on first call (derivatives may name later functions)."""
     def build(g, out, *args):
         prim.float_vjp = _fused(prim.derivatives)
         return prim.float_vjp(g, out, *args)
@@ -346,9 +341,9 @@ def _fused_on_first_use(prim):
 
 
 def _fused(derivatives):
-    """One function giving every argument's contribution on Python floats: ``g * d`` for each
-    derivative ``d``, the expressions written inline (one call in all) where each is one line."""
-    inlined = [_inline(d) if callable(d) else None for d in derivatives]
+    """Every argument's contribution on Python floats, ``g * d``, written inline (one call) if it can."""
+    same_module = len({id(d.__globals__) for d in derivatives if callable(d)}) <= 1  # one scope to merge
+    inlined = [_inline(d) if callable(d) and same_module else None for d in derivatives]
     params = next((f[0] for f in inlined if f is not None), ["out", "x", "y"][:len(derivatives) + 1])
     texts, scope = [], {}
     for d, found in zip(derivatives, inlined):
@@ -368,26 +363,29 @@ def _fused(derivatives):
 
 def _inline(d):
     """``(parameter names, the body's source, the globals it reads on floats)`` of a one-line lambda
-    (or def) ``d``, or None."""
-    d = _on_floats(d)
+    ``d`` whose source text compiles to ``d``'s own code (a file edited since, or anything unusual:
+    None, and ``d`` is called instead)."""
     code, lines = d.__code__, linecache.getlines(d.__code__.co_filename)
     spans = [p for p in code.co_positions() if p[0] is not None and p[3] > p[2]]
     if not lines or not spans or code.co_freevars or d.__defaults__ or code.co_flags & 0x0C \
             or len({p[0] for p in spans} | {p[1] for p in spans}) != 1:  # 0x0C: *args, **kwargs
         return None
+    params = list(code.co_varnames[:code.co_argcount])
     body = lines[spans[0][0] - 1][min(p[2] for p in spans):max(p[3] for p in spans)]
     try:
-        compile(body, "<derivative>", "eval")
+        outer = compile(f"lambda {', '.join(params)}: {body}", "<derivative>", "eval")
     except SyntaxError:
         return None
-    return list(code.co_varnames[:code.co_argcount]), body, d.__globals__
+    probe = [c for c in outer.co_consts if isinstance(c, types.CodeType)]
+    same = probe and (probe[0].co_code, probe[0].co_consts, probe[0].co_names) == (
+        code.co_code, code.co_consts, code.co_names)
+    return (params, body, _on_floats(d).__globals__) if same else None
 
 
 def _on_floats(d, memo=None):
-    """``d`` with the wengert functions among its global names bound to their float forms (``cos`` ->
-    ``math.cos``), and so the module's helper functions it calls: on Python floats it computes the
-    same, without the fast entries' fallbacks, so that where ``math`` refuses it raises (the backward
-    pass then takes the ordinary rules, for the arguments that need them, on NumPy's terms)."""
+    """``d`` with wengert's functions among its globals bound to their float forms (``cos`` -> ``math.cos``),
+    the module's helpers too: on floats the same, and where ``math`` refuses it raises (then the
+    backward pass takes the ordinary rules for the arguments that need them, on NumPy's terms)."""
     memo = {} if memo is None else memo
     if d in memo:
         return memo[d]
