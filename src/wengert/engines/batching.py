@@ -8,9 +8,8 @@ batch by broadcasting, once each argument's batch axis is lined up in front of i
 (``rules.broadcasting.batch_elementwise``); a primitive's ``batch`` rule,
 ``rule(prim, values, batched, kwargs)`` (values with the batch on axis 0, and which of them are
 batched) returns the batched result, declared beside the primitive in the rule table. A primitive
-without a rule runs
-once per example and the results are stacked: slower, never wrong, with a one-time warning naming
-it.
+without a rule runs once per example and the results are stacked: slower, never wrong, with a
+one-time warning naming it.
 
 Batched values are opaque to rules, like the program tracer's symbols: ``unbox_all`` stops at them
 and ``is_symbolic`` is true, so a rule's data-dependent branch takes its general form and a
@@ -77,14 +76,16 @@ class Batched(ArrayBox):
         if not hasattr(self.value, "backward"):
             raise RuntimeError("backward() inside wg.vmap needs a tensor made by wg.tensor(..., "
                                "requires_grad=True) from a batched value")
-        seed = np.ones(np.shape(self.value.value)) if gradient is None else gradient
-        if gradient is not None and type(gradient) is not Batched:  # the same seed for every example
-            seed = np.broadcast_to(gradient, np.shape(self.value.value))
+        batch_shape = np.shape(self.value.value)
+        if gradient is None:
+            if self.shape != ():
+                raise RuntimeError(f"backward(): grad can be implicitly created only for scalar outputs; "
+                                   f"each example has shape {self.shape}: pass gradient=")
+            seed = np.ones(batch_shape, dtype=np.result_type(self.value.value))
         elif type(gradient) is Batched:
             seed = gradient.value
-        if gradient is None and self.shape != ():
-            raise RuntimeError(f"backward(): grad can be implicitly created only for scalar outputs; "
-                               f"each example has shape {self.shape}: pass gradient=")
+        else:  # the same seed for every example
+            seed = np.broadcast_to(gradient, batch_shape)
         self.value.backward(seed, retain_graph=retain_graph)
 
     @property
