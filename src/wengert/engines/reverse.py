@@ -9,11 +9,9 @@ and its parents. Nodes are ordered by creation (``_id``, or the trace's Wengert 
 
 The commonest scalar steps (``x[i]`` with an int ``i``; ``+``, ``-`` and ``*`` on recorded floats
 and float constants) are recorded by the node's own methods, skipping the primitive's entry point
-and ``apply2``; they make the same nodes. :func:`record` fills a node; on the hottest paths
-(``x + y``, ``x * y``, ``c * x``, ``x[i]``, ``apply1`` on a float, ``apply2``, ``leaf``) its few
-lines are repeated inline instead, since a Python call costs a fifth of a recorded scalar step:
-a change to what a node holds must be made in each of them (``_NODE_SLOTS`` in mutation.py lists
-the slots).
+and ``apply2``; they make the same nodes. :func:`record` fills every recorded node, on every path
+(writing its lines inline on the hottest ones measured no faster, within the noise); only
+``leaf`` fills a leaf, which has no primitive (``_NODE_SLOTS`` in mutation.py lists the slots).
 """
 
 import numpy as np
@@ -97,20 +95,7 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    node = trace.box_type()  # record(trace, _ADD, ...), inline: the hot path
-                    node.value = x + y
-                    node._trace = trace
-                    node._prim = _ADD
-                    node._args = (x, y)
-                    node._kwargs = None
-                    node._parents = (self, other)
-                    node.requires_grad = True
-                    entries = trace.entries
-                    if entries is None:
-                        node._id = next(node_ids)
-                    else:
-                        entries.append(node)
-                    return node
+                    return record(trace, _ADD, x + y, (x, y), (self, other))
         elif type(other) is float:  # x + 1.0
             node = _float_binary(_ADD, self, other, False)
             if node is not None:
@@ -148,20 +133,7 @@ class Node(ArrayBox):
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    node = trace.box_type()  # record(trace, _MUL, ...), inline: the hot path
-                    node.value = x * y
-                    node._trace = trace
-                    node._prim = _MUL
-                    node._args = (x, y)
-                    node._kwargs = None
-                    node._parents = (self, other)
-                    node.requires_grad = True
-                    entries = trace.entries
-                    if entries is None:
-                        node._id = next(node_ids)
-                    else:
-                        entries.append(node)
-                    return node
+                    return record(trace, _MUL, x * y, (x, y), (self, other))
         elif type(other) is float:  # x * 2.0
             node = _float_binary(_MUL, self, other, False)
             if node is not None:
@@ -174,20 +146,7 @@ class Node(ArrayBox):
             if type(y) is float:
                 trace = self._trace
                 if trace.records_inline and self.requires_grad:
-                    node = trace.box_type()  # record(trace, _MUL, ...), inline: the hot path
-                    node.value = other * y
-                    node._trace = trace
-                    node._prim = _MUL
-                    node._args = (other, y)
-                    node._kwargs = None
-                    node._parents = (None, self)
-                    node.requires_grad = True
-                    entries = trace.entries
-                    if entries is None:
-                        node._id = next(node_ids)
-                    else:
-                        entries.append(node)
-                    return node
+                    return record(trace, _MUL, other * y, (other, y), (None, self))
         return _mul(other, self)
 
     def __getitem__(self, idx):
@@ -204,20 +163,7 @@ class Node(ArrayBox):
                     out = float(out)
                 elif not is_inexact(out):
                     return out  # the trace's constant (records_inline: the plain value)
-                node = trace.box_type()  # record(trace, _GETITEM, ...), inline: the hot path
-                node.value = out
-                node._trace = trace
-                node._prim = _GETITEM
-                node._args = (v, idx)
-                node._kwargs = None
-                node._parents = (self, None)
-                node.requires_grad = True
-                entries = trace.entries
-                if entries is None:
-                    node._id = next(node_ids)
-                else:
-                    entries.append(node)
-                return node
+                return record(trace, _GETITEM, out, (v, idx), (self, None))
             return trace.apply2(_GETITEM, self, idx)
         return ArrayBox.__getitem__(self, idx)
 
@@ -348,20 +294,7 @@ class ReverseTrace(Trace):
                 return self.constant(out)
             if 0 in prim.vjp_missing:
                 prim.vjp_rule(0)  # raises NoRuleError naming prim and argument
-            node = self.box_type()  # record(self, prim, out, (v,), (x,)), inline: the hot path
-            node.value = out
-            node._trace = self
-            node._prim = prim
-            node._args = (v,)
-            node._kwargs = None
-            node._parents = (x,)
-            node.requires_grad = True
-            entries = self.entries
-            if entries is None:
-                node._id = next(node_ids)
-            else:
-                entries.append(node)
-            return node
+            return record(self, prim, out, (v,), (x,))
         if type(v) in BOX_TYPES or not x.requires_grad:
             return self.apply(prim, (x,), kwargs or {})
         out = prim.fun(v, **kwargs) if kwargs else prim.fun(v)
@@ -409,17 +342,4 @@ class ReverseTrace(Trace):
                 prim.vjp_rule(0)
             if py is not None and 1 in missing:
                 prim.vjp_rule(1)
-        node = self.box_type()  # record(self, prim, out, (vx, vy), (px, py)), inline: the hot path
-        node.value = out
-        node._trace = self
-        node._prim = prim
-        node._args = (vx, vy)
-        node._kwargs = None
-        node._parents = (px, py)
-        node.requires_grad = True
-        entries = self.entries
-        if entries is None:
-            node._id = next(node_ids)
-        else:
-            entries.append(node)
-        return node
+        return record(self, prim, out, (vx, vy), (px, py))
