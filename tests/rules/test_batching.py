@@ -137,26 +137,23 @@ def test_vmap_of_derivatives_equals_the_loop(name, i):
     tangents = [np.cos(np.arange(np.size(args[j]))).reshape(np.shape(args[j])) + 0.25 for j in nums]
     tangents = [float(t) if type(args[j]) is float else t for t, j in zip(tangents, nums)]
 
-    def tangent(*a):
-        def restricted(*xs):
-            full = list(a)
-            for j, x in zip(nums, xs):
-                full[j] = x
-            return loss(*full)
-        return wg.jvp(restricted, tuple(a[j] for j in nums), tuple(tangents))[1]
+    def tangent_of(f):
+        """The tangent of ``f`` (a function of all the arguments) along ``tangents`` in the mapped ones."""
+        def along(*a):
+            def restricted(*xs):
+                full = list(a)
+                for j, x in zip(nums, xs):
+                    full[j] = x
+                return f(*full)
+            return wg.jvp(restricted, tuple(a[j] for j in nums), tuple(tangents))[1]
+        return along
 
+    tangent = tangent_of(loss)
     _same(wg.vmap(tangent, in_axes=in_axes)(*batch), np.array([tangent(*ex) for ex in examples]),
           "vmap(jvp)")
 
     # second order: the gradient's tangent (a Hessian-vector product) per example
-    def hvp(*a):
-        def g_restricted(*xs):
-            full = list(a)
-            for j, x in zip(nums, xs):
-                full[j] = x
-            return grad(*full)
-        return wg.jvp(g_restricted, tuple(a[j] for j in nums), tuple(tangents))[1]
-
+    hvp = tangent_of(grad)
     _same(wg.vmap(hvp, in_axes=in_axes)(*batch), _stacked_results([hvp(*ex) for ex in examples], 0),
           "vmap(hvp)")
 
