@@ -9,6 +9,7 @@ from pathlib import Path
 
 from benchmarks import checkpointing as checkpoint_bench
 from benchmarks import indexing
+from benchmarks import scale as stacking
 from benchmarks import source as source_loops
 from benchmarks.compiled import COMPILED_NAMES, compiled_workloads
 from benchmarks.harness import (
@@ -57,10 +58,14 @@ def main(argv=None):
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
-    others = [o for o in args.only or [] if not checkpoint_bench.matches(o)]  # "--only checkpoint"
-    checkpoint_too = args.only is None or len(others) < len(args.only)
+    others = [o for o in args.only or [] if not checkpoint_bench.matches(o) and not stacking.matches(o)]
+    checkpoint_too = args.only is None or any(checkpoint_bench.matches(o) for o in args.only)
+    stacking_too = args.only is None or any(stacking.matches(o) for o in args.only)
     if args.only and not others:
-        return checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=args.markdown)
+        failed = stacking.run(quick=args.quick, rounds=args.rounds) if stacking_too else 0
+        if checkpoint_too:
+            failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=args.markdown)
+        return 1 if failed else 0
     selected = _select(others, parser) if args.only else list(WORKLOAD_NAMES + COMPILED_NAMES)
     everything = all_workloads(quick=args.quick) + compiled_workloads(quick=args.quick)
     workloads = [w for w in everything if w.name in selected]
@@ -91,6 +96,8 @@ def main(argv=None):
                    + source_loops.summary_markdown(results))
     print(f"\nTotal {elapsed:.0f} s. Markdown written to {path}")
     failed = sum(len(r.failures) for r in results)
+    if stacking_too:
+        failed += stacking.run(quick=args.quick, rounds=args.rounds)
     if checkpoint_too:
         failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds)
     if failed:
