@@ -1,7 +1,7 @@
 """Checkpointing schedules as data: how to reverse a loop of n steps while holding few of its states.
 
-A schedule is a sequence of :class:`Action` s, generated as it is followed, over the states x_0 ... x_n of ``x = step(x)``, step p
-taking x_p to x_(p+1):
+A schedule is a sequence of :class:`Action` s, generated as it is followed, over the states
+x_0 ... x_n of ``x = step(x)``, step p taking x_p to x_(p+1):
 
 - ``advance p k``: from the current state x_p, evaluate k steps without recording them;
 - ``snapshot p -> slot j``: keep the current state x_p in slot j. Slots form a stack: writing slot j
