@@ -404,7 +404,7 @@ def measure_scale(key, cfg, rss=False):
     tracemalloc, which would slow a 10^6-step loop several times over) or its peak traced memory."""
     fn = SCALE[key][2](cfg)
     start = time.perf_counter()
-    if rss:
+    if rss and SCALE[key][1] != "schedule":  # a schedule's few kilobytes: below RSS's resolution
         before = _rss_bytes("VmRSS")
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -433,19 +433,21 @@ def _scale_in_subprocess(key, quick):
 
 
 def _format_scale(cfg, scale, rss, quick):
-    what = ("peak RSS increase, fresh process each" if rss
+    what = ("peak RSS increase above the level before the call, a fresh process each" if rss
             else "peak traced memory (tracemalloc), this process")
     lines = [f"## Checkpointing at scale ({what})" + (" (QUICK: not representative)" if quick else ""), "",
              "| workload | memory | time |", "|---|---|---|"]
-    field = "rss" if rss else "traced"
-    for key, (label, _, _) in SCALE.items():
-        got = scale.get(key)
-        lines.append(f"| {label.format(**cfg)} | {_mib(got[field]) if got else 'failed'} | "
-                     f"{_seconds(got['seconds']) if got else '-'} |")
-    targets = []
-
     def mem(key):
-        return scale[key][field] if scale.get(key) else None
+        got = scale.get(key)
+        return None if not got else got.get("rss", got.get("traced"))
+
+    for key, (label, kind, _) in SCALE.items():
+        got = scale.get(key)
+        how = " (tracemalloc)" if got and "rss" not in got and rss else ""
+        memory = f"{mem(key) / 1e3:,.1f} kB" if kind == "schedule" and got else _mib(mem(key))
+        took = _seconds(got["seconds"]) if got else "-"
+        lines.append(f"| {label.format(**cfg)} | {memory}{how} | {took} |")
+    targets = []
 
     if mem("scalar-ctz") is not None:
         targets.append(('"ctz" scalar loop <= 60 MB above the level before the call',
