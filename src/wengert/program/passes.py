@@ -567,12 +567,16 @@ def factor_products(program):
 
 
 def simplify(program):
-    """Constant folding, common subexpressions and dead code, to a fixed point."""
+    """Constant folding, common subexpressions and dead code, to a fixed point.
+
+    One round of the first three is complete by itself (each pass rewrites its statements through
+    the aliases it made earlier in the same sweep, and neither merging equal statements nor
+    dropping dead ones makes anything foldable): another round runs only when the algebraic
+    rewrites changed the program."""
     for _ in range(4):
-        n = len(program.statements)
         program = eliminate_dead_code(eliminate_common_subexpressions(fold_constants(program)))
         factored = factor_sums(rewrite_algebra(program))
-        if factored is program and len(program.statements) == n:
+        if factored is program:
             break
         program = factored
     return program
