@@ -255,8 +255,11 @@ def accumulate_in_place(program):
                 owned.add(done.out)
                 s = done
         stmts.append(s)
-    stmts = [s for s in stmts if s.out not in dropped]
     outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
+    if not dropped:
+        return program.with_statements(stmts, outputs)
+    # an untake every use of which became ``a[i] += e`` is read no more: no zero array of a's size
+    stmts = [s for s in stmts if not (s.out in dropped and counts.get(s.out, 0) == 0)]
     return program.with_statements(stmts, outputs)
 
 
@@ -274,9 +277,11 @@ def _in_place_add(s, counts, owned, producer, dropped, look):
             continue
         renamed = Variable(a.name, out.shape, out.dtype, out.kind)
         u = producer.get(b) if type(b) is Variable else None
-        if (u is not None and u.prim is untake and counts.get(b, 0) == 1
-                and type(u.args[0]) is Variable
+        if (u is not None and u.prim is untake and type(u.args[0]) is Variable
                 and np.can_cast(u.args[0].dtype, a.dtype, "same_kind")):
+            # ``a + untake(e, i)`` reads only e and i: this use of the untake is gone (the same read
+            # twice, ``v[i] * v[i]``, is one untake used twice), and the untake with it when none is left
+            counts[b] -= 1
             dropped.add(b)
             e, idx = map_vars(u.args[0], look), map_vars(u.args[1], look)
             return Statement((renamed,), index_add, (a, idx, e), inplace=True)
