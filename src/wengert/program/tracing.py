@@ -27,8 +27,8 @@ from wengert.engines.box import ArrayBox
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
 from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.rules import elementwise, nondiff
-from wengert.rules.indexing import untake
 from wengert.rules import shape as shape_ops
+from wengert.rules.indexing import untake
 
 __all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location", "is_input_leaf",
            "python_identifier"]
