@@ -6,7 +6,7 @@
 generated Python per input signature.
 
 The modules build on each other in this order, each importing only those before it: ``ir``
-(``Program``, ``Statement``, ``Variable``), ``rendering``, ``passes``, ``codegen``, ``dot``,
+(``Program``, ``Statement``, ``Variable``), ``rendering``, ``liveness``, ``passes``, ``codegen``, ``dot``,
 ``tracing``, ``adjoint``, ``compiled``; then the source front end: ``control`` (``If``/``Loop``
 nodes), ``control_codegen``, ``source_inplace``, ``source_checkpoint``, ``source_values``,
 ``source_builder``, ``source_parse``, ``source_scope``, ``source_loops``, ``source_interpreter``,

@@ -18,6 +18,7 @@ import re
 import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, vars_in
+from wengert.program.liveness import deletions
 from wengert.program.passes import use_counts
 from wengert.program.rendering import (
     helper_sources,
@@ -457,11 +458,17 @@ def _source(program, safe, fallback=None):
     for s, x in _negated_sums(program, counts).items():
         mod.negated[s.out] = x
         fused[s] = None
+    arrays = any(o.kind == "array" for s in program.statements for o in s.outs)
+    reads, defined, ends, within = [], [], [], {}  # for the dels of dead buffers (arrays only)
     for s in program.statements:
         out = s.outs[0]
         if s in fused:
             if fused[s] is not None:
                 body.append(f"    {mod.use_helper(add_chosen)}({', '.join(mod.value(v) for v in fused[s])})")
+                if arrays:
+                    reads.append(vars_in(fused[s]))
+                    defined.append(())
+                    ends.append(len(body))
             continue
         if (out.kind == "float" and len(s.outs) == 1 and not s.inplace and counts.get(out) == 1
                 and s.prim is not dup and out not in outputs):
@@ -469,8 +476,17 @@ def _source(program, safe, fallback=None):
             if depth <= _MAX_INLINE_DEPTH:
                 text, p = expression_source(s, mod, safe)
                 mod.inline[out] = (text, p, depth)
+                if arrays:
+                    within[out] = _read_through(s, mod, within)
                 continue
         body += [f"    {line}" for line in statement_source(s, mod, safe).split("\n")]
+        if arrays:
+            reads.append(_read_through(s, mod, within))
+            defined.append(s.outs)
+            ends.append(len(body))
+    if arrays:
+        keep = {v.name for v in program.inputs} | {o.name for o in outputs} | set(names)
+        body = _with_deletions(body, ends, deletions(reads, defined, keep))
     outs = []
     inputs = set(program.inputs)
     for o in program.outputs:
@@ -488,6 +504,36 @@ def _source(program, safe, fallback=None):
         body = ["    try:"] + ["    " + line for line in body] + rerun
     text = "\n".join(head) + f"\n\ndef {program.name}({', '.join(names)}):\n" + "\n".join(body) + "\n"
     return text, mod
+
+
+def _read_through(s, mod, within):
+    """The Variables statement ``s`` reads as written: through the expressions written into it
+    (``within``: inlined temporaries, what they read) and the negations written as ``-sum(x)``."""
+    found = []
+    for v in s.uses():
+        if v in within:
+            found += within[v]
+        elif v in mod.negated:
+            found.append(mod.negated[v])
+        else:
+            found.append(v)
+    return found
+
+
+def _with_deletions(body, ends, dels):
+    """``body`` with ``del`` lines after the statements that read a buffer last (``ends[i]``: the
+    body's length after the ``i``-th statement's lines): memory held only as long as it is read."""
+    if not dels:
+        return body
+    out, start = [], 0
+    for i, end in enumerate(ends):
+        out += body[start:end]
+        start = end
+        names = dels.get(i)
+        if names:
+            out.append(f"    del {', '.join(names)}")
+    out += body[start:]
+    return out
 
 
 def compile_program(program):

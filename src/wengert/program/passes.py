@@ -14,6 +14,7 @@
 import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, map_vars
+from wengert.program.liveness import rematerialize
 from wengert.rules.elementwise import add, multiply, negative, subtract, true_divide
 from wengert.rules.indexing import index_add, untake
 
@@ -574,10 +575,9 @@ def factor_products(program):
 def simplify(program):
     """Constant folding, common subexpressions and dead code, to a fixed point.
 
-    One round of the first three is complete by itself (each pass rewrites its statements through
-    the aliases it made earlier in the same sweep, and neither merging equal statements nor
-    dropping dead ones makes anything foldable): another round runs only when the algebraic
-    rewrites changed the program."""
+    One round of the three is complete (each rewrites statements through the aliases it made
+    earlier in its sweep; merging equal statements or dropping dead ones makes nothing foldable):
+    another runs only when the algebraic rewrites changed the program."""
     for _ in range(4):
         program = eliminate_dead_code(eliminate_common_subexpressions(fold_constants(program)))
         factored = factor_sums(rewrite_algebra(program))
@@ -589,8 +589,10 @@ def simplify(program):
 
 def lower(program):
     """The passes after ``simplify`` (derivative programs come simplified): broadcasts elided, sums
-    factored again (an elided broadcast may expose a scalar factor), in-place accumulation."""
-    return accumulate_in_place(factor_products(rewrite_algebra(factor_sums(elide_broadcasts(program)))))
+    factored again (an elided broadcast may expose a scalar factor), in-place accumulation, and
+    cheap values computed again where that frees a buffer (``liveness.rematerialize``)."""
+    program = factor_products(rewrite_algebra(factor_sums(elide_broadcasts(program))))
+    return rematerialize(accumulate_in_place(program))
 
 
 def optimize(program):

@@ -248,9 +248,9 @@ class ProgramBuilder(Trace):
                 example = prim.fun(*ex_args, **ex_kwargs)  # callers hold np.errstate(all="ignore")
             except (ArithmeticError, np.linalg.LinAlgError) as e:
                 example = _evaluate_generic(prim, ex_args, ex_kwargs, e)
-            if key is not None and type(example) is np.ndarray and example.size >= _SHARED_EXAMPLE_SIZE:
-                example.flags.writeable = False  # shared by the variables of this key
-                self._shaped[key] = example
+            if (key is not None and type(example) is np.ndarray and example.size >= _SHARED_EXAMPLE_SIZE
+                    and example.base is None and not any(example is a for a in ex_args)):
+                self._shaped[key] = example  # a new array of its own (never an argument), never written
         if prim in _SHAPE_QUERIES:
             return example
         if prim.__name__ == "getitem" and _has_bool_symbol(args[1:]):
