@@ -89,7 +89,7 @@ def rematerialize(program):
     for k, s in enumerate(stmts):
         out += before.get(k, ())
         swap = renamed.get(k)
-        out.append(s.replaced(lambda v: swap.get(v, v)) if swap else s)
+        out.append(s.replaced(lambda v, swap=swap: swap.get(v, v)) if swap else s)
     return program.with_statements(out)
 
 
