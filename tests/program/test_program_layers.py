@@ -17,8 +17,8 @@ _spec.loader.exec_module(graph_tool)
 
 ORDER = ["ir", "rendering", "liveness", "passes", "codegen", "dot", "tracing", "adjoint", "compiled",
          "control", "control_codegen", "source_inplace", "source_checkpoint", "source_values",
-         "source_builder", "source_parse", "source_scope", "source_loops", "source_interpreter", "source_adjoint", "source",
-         "source_api"]
+         "source_builder", "source_parse", "source_scope", "source_loops", "source_interpreter",
+         "source_adjoint", "source", "source_api"]
 """Bottom to top, as ``wengert/program/__init__.py`` lists them; the package itself is the top."""
 
 BELOW = ("wengert.core", "wengert.rules", "wengert.engines", "wengert.api", "wengert.numpy", "wengert.scipy")
