@@ -273,13 +273,14 @@ _SHARED_EXAMPLE_SIZE = 256
 
 
 def _shape_key(prim, args, kwargs):
-    """For an elementwise primitive (or ``untake``) applied to symbols and numbers, the key that
+    """For an elementwise primitive (one that broadcasts, or one defined by its derivatives:
+    ``core.extend.elementwise``), or ``untake``, applied to symbols and numbers, the key that
     determines its result's shape and dtype: the primitive, each symbol's shape, dtype and kind,
     each number's type and value. Examples are only ever read for their shape and dtype, so
     statements of one key may share one example: an adjoint adding n one-element cotangents into
     an n-vector would otherwise compute n examples of n elements (quadratic time). None for other
     primitives and arguments."""
-    if kwargs or not (prim.broadcasts or prim is untake):
+    if kwargs or not (prim.broadcasts or prim is untake or getattr(prim, "derivatives", None) is not None):
         return None
     key = [prim]
     for a in args:
