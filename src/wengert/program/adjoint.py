@@ -13,7 +13,7 @@ import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
 from wengert.program.ir import Program, Variable, dup, map_vars, placeholder
-from wengert.program.passes import simplify
+from wengert.program.pipeline import simplify
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
 

@@ -18,7 +18,7 @@ from wengert.api import transforms
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.core.trace import BOX_TYPES, gc_paused
 from wengert.program.ir import Program, Variable
-from wengert.program.passes import lower, optimize
+from wengert.program.pipeline import lower, optimize
 
 __all__ = ["compile_function", "CompiledFunction", "CacheInfo"]
 

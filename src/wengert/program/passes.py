@@ -14,13 +14,12 @@
 import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, map_vars, zero_of
-from wengert.program.liveness import rematerialize
 from wengert.rules.elementwise import add, multiply, negative, subtract, true_divide
 from wengert.rules.indexing import index_add, untake
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
            "explicit_dup", "accumulate_in_place", "elide_broadcasts", "factor_sums", "rewrite_algebra",
-           "factor_products", "simplify", "lower", "optimize"]
+           "factor_products"]
 
 
 def use_counts(program):
@@ -66,7 +65,8 @@ def eliminate_dead_code(program):
     live = {o for o in program.outputs if type(o) is Variable}
     kept = []
     for s in reversed(program.statements):
-        if any(o in live for o in s.outs):
+        outs = s.outs
+        if outs[0] in live or (len(outs) > 1 and any(o in live for o in outs)):
             kept.append(s)
             live.update(s.uses())
     kept.reverse()
@@ -570,31 +570,3 @@ def factor_products(program):
     if not dead:
         return program
     return program.with_statements([s for s in stmts if s.outs[0] not in dead])
-
-
-def simplify(program):
-    """Constant folding, common subexpressions and dead code, to a fixed point.
-
-    One round of the three is complete (each rewrites statements through the aliases it made
-    earlier in its sweep; merging equal statements or dropping dead ones makes nothing foldable):
-    another runs only when the algebraic rewrites changed the program."""
-    for _ in range(4):
-        program = eliminate_dead_code(eliminate_common_subexpressions(fold_constants(program)))
-        factored = factor_sums(rewrite_algebra(program))
-        if factored is program:
-            break
-        program = factored
-    return program
-
-
-def lower(program):
-    """The passes after ``simplify`` (derivative programs come simplified): broadcasts elided, sums
-    factored again (an elided broadcast may expose a scalar factor), in-place accumulation, and
-    cheap values computed again where that frees a buffer (``liveness.rematerialize``)."""
-    program = factor_products(rewrite_algebra(factor_sums(elide_broadcasts(program))))
-    return rematerialize(accumulate_in_place(program))
-
-
-def optimize(program):
-    """``simplify`` then ``lower``: what ``wg.compile`` runs."""
-    return lower(simplify(program))
