@@ -28,6 +28,8 @@ from wengert.rules.elementwise import negative
 
 __all__ = ["fold_and_merge", "simplify", "lower", "optimize"]
 
+_SHAPE_ONLY = frozenset(("zeros_like", "ones_like"))
+
 
 def _statement_key(s):
     """What makes two statements equal: the primitive and the arguments (Variables by identity,
@@ -61,13 +63,22 @@ def fold_and_merge(program):
     for s in program.statements:
         if alias:
             s = _rewritten(s, alias, look)
-        negated = _negated(s)
-        if negated is not None:
-            s = Statement(s.outs, negative.primitive, (negated,))
-        folded = _fold(s)
-        if folded is not None:
-            alias[s.outs[0]] = folded
-            continue
+        # Variables only (the common case): no folding rule applies, as each needs a constant,
+        # but for zeros_like and ones_like, which read only the shape
+        plain = bool(s.args) and len(s.outs) == 1 and not s.kwargs and s.prim.__name__ not in _SHAPE_ONLY
+        if plain:
+            for a in s.args:
+                if type(a) is not Variable:
+                    plain = False
+                    break
+        if not plain:
+            negated = _negated(s)
+            if negated is not None:
+                s = Statement(s.outs, negative.primitive, (negated,))
+            folded = _fold(s)
+            if folded is not None:
+                alias[s.outs[0]] = folded
+                continue
         if s.prim is dup or len(s.outs) != 1:
             kept.append(s)
             continue

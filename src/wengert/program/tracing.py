@@ -198,10 +198,12 @@ class ProgramBuilder(Trace):
     def fresh(self, base=None):
         """A new variable name: the next ``vN``, or ``base`` (``base2``, ``base3``, ... if taken)."""
         if base is None:
-            while var_name(self.counter) in self.names:
-                self.counter += 1
-            name = var_name(self.counter)
-            self.counter += 1
+            names, k = self.names, self.counter
+            name = f"v{k}" if k >= 0 else var_name(k)
+            while name in names:
+                k += 1
+                name = f"v{k}" if k >= 0 else var_name(k)
+            self.counter = k + 1
         else:
             name, k = base, self.versions.get(base, 2)
             while name in self.names:
