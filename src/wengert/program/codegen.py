@@ -197,7 +197,12 @@ class Module:
         return f"({text})" if p < parent or (strict and p == parent) else text
 
     def depth(self, stmt):
-        return 1 + max((self.inline[v][2] for v in stmt.uses() if v in self.inline), default=0)
+        deepest, inline = 0, self.inline
+        for v in stmt.uses():
+            inlined = inline.get(v)
+            if inlined is not None and inlined[2] > deepest:
+                deepest = inlined[2]
+        return 1 + deepest
 
 
 def param_names(program, defined=None):
@@ -242,6 +247,12 @@ def expression_source(stmt, mod, safe):
             return f"{left} {op} {mod.operand(args[1], p, strict=True)}", p
         if len(args) == 1:
             return f"{op}{mod.operand(args[0], _UNARY, strict=False)}", _UNARY
+    elif op is None and not safe and not stmt.kwargs and prim.math_name is not None \
+            and _spelled(prim) and stmt.outs[0].kind == "float":  # sin(x) on a Python float
+        fn = prim.math_name
+        if fn != "abs":  # a builtin
+            mod.math.add(fn)
+        return f"{fn}({', '.join([mod.value(x) for x in stmt.args])})", _ATOM
     name = prim.__name__
     a = [mod.value(x) for x in stmt.args]
     kw = "".join(f", {k}={mod.value(v)}" for k, v in stmt.kwargs.items())
@@ -249,7 +260,7 @@ def expression_source(stmt, mod, safe):
     if name == "dup":
         return ", ".join([a[0]] * len(stmt.outs)), 0
     op = prim.operator
-    if op is None and prim.helper is None and prim is not _GETITEM and numpy_name(prim) is None:
+    if op is None and not _spelled(prim):
         return f"{_foreign(prim, mod)}({', '.join(a)}{kw})", _ATOM
     # Python floats, and NumPy float64 scalars (math returns a float of the same value: NumPy's
     # scalar path costs twenty times more), go through math.
@@ -267,6 +278,18 @@ def expression_source(stmt, mod, safe):
     if op is not None and len(a) == 1 and not kw:
         return f"{op}{mod.operand(stmt.args[0], _UNARY, strict=False)}", _UNARY
     return _call(stmt, name, a, kw, mod, as_float), _ATOM
+
+
+_SPELLED = {}
+
+
+def _spelled(prim):
+    """Whether generated code can write ``prim`` other than by calling its implementation: a
+    helper, indexing, or NumPy's function of its name (cached per primitive)."""
+    known = _SPELLED.get(prim)
+    if known is None:
+        known = _SPELLED[prim] = prim.helper is not None or prim is _GETITEM or numpy_name(prim) is not None
+    return known
 
 
 def _integral(y):
@@ -407,7 +430,9 @@ def statement_source(stmt, mod, safe):
         if vars_in(idx) or _has_array(idx):
             return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"
         return f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"
-    return f"{', '.join(o.name for o in stmt.outs)} = {expression_source(stmt, mod, safe)[0]}"
+    outs = stmt.outs
+    names = outs[0].name if len(outs) == 1 else ", ".join(o.name for o in outs)
+    return f"{names} = {expression_source(stmt, mod, safe)[0]}"
 
 
 def _has_array(idx):
@@ -502,7 +527,11 @@ def _source(program, safe, fallback=None, defined=None):
                 if arrays:
                     within[out] = _read_through(s, mod, within)
                 continue
-        body += [f"    {line}" for line in statement_source(s, mod, safe).split("\n")]
+        text = statement_source(s, mod, safe)
+        if "\n" in text:
+            body += [f"    {line}" for line in text.split("\n")]
+        else:
+            body.append(f"    {text}")
         if arrays:
             reads.append(_read_through(s, mod, within))
             writes.append(s.outs)
