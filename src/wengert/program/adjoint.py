@@ -67,21 +67,21 @@ class _Tracer:
             raise TracingError(f"the {kind} rule of primitive '{prim.__name__}' for argument {i} cannot "
                                f"be traced to a program: {e}") from e
 
-    def replay(self, tag, inputs, fun):
-        """``fun()``, which records statements computing on ``inputs`` (symbols and constants), as
+    def replay(self, tag, inputs, fun, *fargs):
+        """``fun(*fargs)``, which records statements computing on ``inputs`` (symbols and constants), as
         a rule does. The statements one call records depend only on the inputs' shapes, dtypes,
         kinds and sameness and on the constants (a traced value's data is never read), so the
         first call of each such key is recorded and the later ones replay it with fresh variables:
         a long program's adjoint costs a few objects per statement, not a trace through the rule."""
         key = _replay_key(tag, inputs)
         if key is None:
-            return fun()
+            return fun(*fargs)
         replay = self._replays.get(key)
         if replay is not None:
             return _replayed(self.builder, replay, inputs)
         if key in self._replays:  # recorded once, not replayable
-            return fun()
-        result, self._replays[key] = _record(self.builder, inputs, fun)
+            return fun(*fargs)
+        result, self._replays[key] = _record(self.builder, inputs, fun, fargs)
         return result
 
     def active(self, wrt):
@@ -130,23 +130,30 @@ def _replay_key(tag, inputs):
     shape, dtype and kind and which earlier input it is the same variable as (a symbol), or its
     type and value (a constant). None when an input is neither (a container, an array constant)."""
     key = [tag]
-    first = {}
-    for j, x in enumerate(inputs):
+    seen = []
+    for x in inputs:
         if type(x) is Symbol:
             v = x.variable
-            key.append((first.setdefault(v, j), v.shape, v.dtype, v.kind))
+            same = -1
+            for j, w in enumerate(seen):
+                if w is v:
+                    same = j
+                    break
+            key += (same, v.shape, v.dtype, v.kind)
+            seen.append(v)
         elif _simple(x):
-            key.append((type(x), repr(x)))
+            key += (type(x), repr(x))
+            seen.append(None)
         else:
             return None
     return tuple(key)
 
 
-def _record(builder, inputs, fun):
-    """Call ``fun()`` and return its result and a :class:`_Replay` of it, or None where the
+def _record(builder, inputs, fun, fargs):
+    """Call ``fun(*fargs)`` and return its result and a :class:`_Replay` of it, or None where the
     statements it recorded read other variables than ``inputs``' (then it is not replayed)."""
     mark = len(builder.statements)
-    result = fun()
+    result = fun(*fargs)
     refs = {}
     for j, x in enumerate(inputs):
         if type(x) is Symbol:
@@ -213,7 +220,7 @@ def _replayed(builder, replay, inputs):
         if nested:
             args = _resolve(args, values)
         else:
-            args = tuple(values[a.k] if type(a) is _Ref else a for a in args)
+            args = [values[a.k] if type(a) is _Ref else a for a in args]
         statements.append(Statement(outs, prim, args, _resolve(kwargs, values) if kwargs else None))
     r = replay.result
     if type(r) is not _Ref:
@@ -268,6 +275,14 @@ def _check_wrt(program, var):
 _ADD = object()  # the replay tag of adding two cotangents
 
 
+def _cotangent(tr, prim, i, rule, g, out, args, kwargs):
+    """Argument ``i``'s cotangent contribution, from ``prim``'s VJP rule (recorded on symbols)."""
+    c = tr.call_rule("VJP", prim, i, rule, g, out, *args, **kwargs)
+    if prim.grad_post is not None and type(c) is not float:
+        c = prim.grad_post(c, args[i])
+    return c
+
+
 def _backward(tr, seeds, wrt):
     """Reverse sweep: ``seeds`` [(output Variable, cotangent)], adjoints of ``wrt`` (Variables)."""
     with np.errstate(all="ignore"):  # abstract evaluation on placeholders may divide by zero
@@ -281,7 +296,7 @@ def _backward_sweep(tr, seeds, wrt):
     def accumulate(var, c):
         prev = adj.get(var)
         if prev is not None:
-            c = tr.replay(_ADD, (prev, c), lambda: ew.add(prev, c))
+            c = tr.replay(_ADD, (prev, c), ew.add, prev, c)
         adj[var] = tr.name(c, f"{var.name}_bar")
 
     for o, ct in seeds:
@@ -301,23 +316,16 @@ def _backward_sweep(tr, seeds, wrt):
             continue
         prim = stmt.prim
         args = map_vars(stmt.args, tr.sym)
-        kwargs = map_vars(stmt.kwargs, tr.sym)
+        kwargs = map_vars(stmt.kwargs, tr.sym) if stmt.kwargs else {}
         out = tr.sym(stmt.out)
         for i, a in enumerate(stmt.args):
             if type(a) is not Variable or a not in active:
                 continue
             rule = prim.vjp_rule(i)  # NoRuleError names the primitive and the argument
-
-            def cotangent(rule=rule, i=i, args=args, kwargs=kwargs, out=out, g=g, prim=prim):
-                c = tr.call_rule("VJP", prim, i, rule, g, out, *args, **kwargs)
-                if prim.grad_post is not None and type(c) is not float:
-                    c = prim.grad_post(c, args[i])
-                return c
-
             if kwargs:
-                c = cotangent()
+                c = _cotangent(tr, prim, i, rule, g, out, args, kwargs)
             else:
-                c = tr.replay((prim, i), (g, out) + tuple(args), cotangent)
+                c = tr.replay((prim, i), (g, out, *args), _cotangent, tr, prim, i, rule, g, out, args, kwargs)
             accumulate(a, c)
     return [adj.get(v) for v in wrt]
 
