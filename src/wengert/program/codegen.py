@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, vars_in
-from wengert.program.liveness import deletions
+from wengert.program.liveness import deletions, read_through, with_deletions
 from wengert.program.passes import use_counts
 from wengert.program.rendering import (
     helper_sources,
@@ -285,11 +285,14 @@ _SPELLED = {}
 
 def _spelled(prim):
     """Whether generated code can write ``prim`` other than by calling its implementation: a
-    helper, indexing, or NumPy's function of its name (cached per primitive)."""
+    helper, indexing, or NumPy's function of its name (looked up once per implementation; a
+    primitive's facts may be given after its first use)."""
+    if prim.helper is not None or prim is _GETITEM:
+        return True
     known = _SPELLED.get(prim)
-    if known is None:
-        known = _SPELLED[prim] = prim.helper is not None or prim is _GETITEM or numpy_name(prim) is not None
-    return known
+    if known is None or known[0] is not prim.fun:
+        known = _SPELLED[prim] = (prim.fun, numpy_name(prim) is not None)
+    return known[1]
 
 
 def _integral(y):
@@ -525,7 +528,7 @@ def _source(program, safe, fallback=None, defined=None):
                 text, p = expression_source(s, mod, safe)
                 mod.inline[out] = (text, p, depth)
                 if arrays:
-                    within[out] = _read_through(s, mod, within)
+                    within[out] = read_through(s, within, mod.negated)
                 continue
         text = statement_source(s, mod, safe)
         if "\n" in text:
@@ -533,12 +536,12 @@ def _source(program, safe, fallback=None, defined=None):
         else:
             body.append(f"    {text}")
         if arrays:
-            reads.append(_read_through(s, mod, within))
+            reads.append(read_through(s, within, mod.negated))
             writes.append(s.outs)
             ends.append(len(body))
     if arrays:
         keep = {v.name for v in program.inputs} | {o.name for o in outputs} | set(names)
-        body = _with_deletions(body, ends, deletions(reads, writes, keep))
+        body = with_deletions(body, ends, deletions(reads, writes, keep))
     outs = []
     inputs = set(program.inputs)
     for o in program.outputs:
@@ -556,36 +559,6 @@ def _source(program, safe, fallback=None, defined=None):
         body = ["    try:"] + ["    " + line for line in body] + rerun
     text = "\n".join(head) + f"\n\ndef {program.name}({', '.join(names)}):\n" + "\n".join(body) + "\n"
     return text, mod
-
-
-def _read_through(s, mod, within):
-    """The Variables statement ``s`` reads as written: through the expressions written into it
-    (``within``: inlined temporaries, what they read) and the negations written as ``-sum(x)``."""
-    found = []
-    for v in s.uses():
-        if v in within:
-            found += within[v]
-        elif v in mod.negated:
-            found.append(mod.negated[v])
-        else:
-            found.append(v)
-    return found
-
-
-def _with_deletions(body, ends, dels):
-    """``body`` with ``del`` lines after the statements that read a buffer last (``ends[i]``: the
-    body's length after the ``i``-th statement's lines): memory held only as long as it is read."""
-    if not dels:
-        return body
-    out, start = [], 0
-    for i, end in enumerate(ends):
-        out += body[start:end]
-        start = end
-        names = dels.get(i)
-        if names:
-            out.append(f"    del {', '.join(names)}")
-    out += body[start:]
-    return out
 
 
 def compile_program(program):

@@ -14,7 +14,7 @@ import numpy as np
 
 from wengert.program.ir import Statement, Variable
 
-__all__ = ["rematerialize", "deletions", "REMAT_MIN_SIZE", "REMAT_MIN_GAP"]
+__all__ = ["rematerialize", "deletions", "read_through", "with_deletions", "REMAT_MIN_SIZE", "REMAT_MIN_GAP"]
 
 REMAT_MIN_SIZE = 4096
 """Only arrays of at least this many elements are computed again: below it the buffer costs less
@@ -113,3 +113,35 @@ def deletions(reads, defined, keep):
     for names in found.values():
         names.sort()
     return found
+
+
+def read_through(s, within, negated):
+    """The Variables statement ``s`` reads as the code generator writes it: through the expressions
+    written into it (``within``: an inlined temporary -> what it reads) and the negations written
+    as ``-sum(x)`` (``negated``: the negation's result -> x)."""
+    found = []
+    for v in s.uses():
+        if v in within:
+            found += within[v]
+        elif v in negated:
+            found.append(negated[v])
+        else:
+            found.append(v)
+    return found
+
+
+def with_deletions(body, ends, dels):
+    """``body`` (lines of a function's body) with ``del`` lines after the statements that read a
+    buffer last (``ends[i]``: the body's length after the ``i``-th statement's lines; ``dels``:
+    :func:`deletions`): memory held only as long as it is read."""
+    if not dels:
+        return body
+    out, start = [], 0
+    for i, end in enumerate(ends):
+        out += body[start:end]
+        start = end
+        names = dels.get(i)
+        if names:
+            out.append(f"    del {', '.join(names)}")
+    out += body[start:]
+    return out
