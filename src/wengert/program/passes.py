@@ -545,8 +545,10 @@ def factor_products(program):
         name = s.prim.__name__
         if name == "multiply":
             producer[s.outs[0]] = s
-        elif name in sums and not s.kwargs and not s.inplace and len(s.args) == 2:
-            out = s.outs[0]
+        elif name in sums and len(s.args) == 2 and type(s.args[0]) is Variable \
+                and type(s.args[1]) is Variable and s.args[0] in producer and s.args[1] in producer \
+                and not s.kwargs and not s.inplace:
+            out = s.outs[0]  # a sum of two products (the cheap tests first)
             if out.kind not in ("float", "array", "scalar") or out.dtype.kind not in "fc":
                 stmts.append(s)
                 continue
