@@ -78,7 +78,7 @@ class _Tracer:
             return fun(*fargs)
         replay = self._replays.get(key)
         if replay is not None:
-            return _replayed(self.builder, replay, inputs)
+            return _replayed(self.builder, replay, inputs, self.sym)
         if key in self._replays:  # recorded once, not replayable
             return fun(*fargs)
         result, self._replays[key] = _record(self.builder, inputs, fun, fargs)
@@ -132,8 +132,9 @@ def _replay_key(tag, inputs):
     key = [tag]
     seen = []
     for x in inputs:
-        if type(x) is Symbol:
-            v = x.variable
+        t = type(x)
+        if t is Symbol or t is Variable:
+            v = x.variable if t is Symbol else x
             same = -1
             for j, w in enumerate(seen):
                 if w is v:
@@ -158,6 +159,8 @@ def _record(builder, inputs, fun, fargs):
     for j, x in enumerate(inputs):
         if type(x) is Symbol:
             refs.setdefault(x.variable, _Ref(j))
+        elif type(x) is Variable:
+            refs.setdefault(x, _Ref(j))
     steps, n = [], len(inputs)
     ok = [True]
 
@@ -205,9 +208,9 @@ def _new_variable(name, shape, dtype, kind):
     return v
 
 
-def _replayed(builder, replay, inputs):
-    """The statements of ``replay`` recorded again on ``inputs`` (with fresh variables), and the
-    symbol (or constant) they return."""
+def _replayed(builder, replay, inputs, sym):
+    """The statements of ``replay`` recorded again on ``inputs`` (symbols, Variables, constants)
+    with fresh variables, and the symbol (``sym`` of a Variable) or constant they return."""
     values = [x.variable if type(x) is Symbol else x for x in inputs]
     statements, examples, fresh = builder.statements, builder.examples, builder.fresh
     for prim, args, kwargs, metas, nested in replay.steps:
@@ -226,7 +229,8 @@ def _replayed(builder, replay, inputs):
     if type(r) is not _Ref:
         return r
     if r.k < len(inputs):
-        return inputs[r.k]
+        x = inputs[r.k]
+        return sym(x) if type(x) is Variable else x
     v = values[r.k]
     return Symbol(v, examples.get(v), builder)
 
@@ -275,9 +279,13 @@ def _check_wrt(program, var):
 _ADD = object()  # the replay tag of adding two cotangents
 
 
-def _cotangent(tr, prim, i, rule, g, out, args, kwargs):
-    """Argument ``i``'s cotangent contribution, from ``prim``'s VJP rule (recorded on symbols)."""
-    c = tr.call_rule("VJP", prim, i, rule, g, out, *args, **kwargs)
+def _traced_cotangent(tr, stmt, i, rule, g):
+    """Argument ``i``'s cotangent contribution to ``stmt``, from its primitive's VJP ``rule``,
+    recorded on symbols."""
+    prim = stmt.prim
+    args = map_vars(stmt.args, tr.sym)
+    kwargs = map_vars(stmt.kwargs, tr.sym) if stmt.kwargs else {}
+    c = tr.call_rule("VJP", prim, i, rule, g, tr.sym(stmt.out), *args, **kwargs)
     if prim.grad_post is not None and type(c) is not float:
         c = prim.grad_post(c, args[i])
     return c
@@ -315,17 +323,15 @@ def _backward_sweep(tr, seeds, wrt):
         if g is None or stmt.prim.nondiff:
             continue
         prim = stmt.prim
-        args = map_vars(stmt.args, tr.sym)
-        kwargs = map_vars(stmt.kwargs, tr.sym) if stmt.kwargs else {}
-        out = tr.sym(stmt.out)
+        inputs = (g, stmt.out, *stmt.args)  # symbols made only where a rule is traced
         for i, a in enumerate(stmt.args):
             if type(a) is not Variable or a not in active:
                 continue
             rule = prim.vjp_rule(i)  # NoRuleError names the primitive and the argument
-            if kwargs:
-                c = _cotangent(tr, prim, i, rule, g, out, args, kwargs)
+            if stmt.kwargs:
+                c = _traced_cotangent(tr, stmt, i, rule, g)
             else:
-                c = tr.replay((prim, i), (g, out, *args), _cotangent, tr, prim, i, rule, g, out, args, kwargs)
+                c = tr.replay((prim, i), inputs, _traced_cotangent, tr, stmt, i, rule, g)
             accumulate(a, c)
     return [adj.get(v) for v in wrt]
 
