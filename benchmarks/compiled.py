@@ -1,9 +1,22 @@
 """The compiled workloads: ``wg.compile``'s generated gradient on the scalar chain and the tiny
 network, against hand-written code, wengert's tape, PyTorch eager and ``jax.jit``. The one-time
 trace+compile time of wengert and JAX is measured once and shown in the note column.
+
+Two more measure ``wg.compile`` at scale:
+
+- ``compiled-compile-time``: the one-time trace and compilation of the scalar chain's gradient at
+  5,000 to 40,000 operations, with the log-log slope of the time against the operation count (the
+  timed call is the largest size; the sizes and the slope are in the note);
+- ``compiled-long-chain-memory``: 1,024 steps of ``x = a sin(x) + 0.1 x`` over 100,000 float64
+  values, value and gradient, the compiled program beside the hand-written NumPy one: peak live
+  memory (``tracemalloc``, in states of 800 KB) in the notes, and the time.
+
+The compiled indexing loop runs with the indexing workload (``benchmarks/indexing.py``).
 """
 
+import gc
 import time
+import tracemalloc
 
 import numpy as np
 
@@ -11,11 +24,19 @@ import wengert as wg
 import wengert.numpy as wnp
 from benchmarks import peers
 from benchmarks import workloads as W
+from benchmarks.checkpointing import hand_written, initial_state
 from benchmarks.harness import Impl, Target, Workload
+from benchmarks.indexing import slope
 
-__all__ = ["COMPILED_NAMES", "compiled_scalar_chain", "compiled_tiny_network", "compiled_workloads"]
+__all__ = ["COMPILED_NAMES", "compiled_scalar_chain", "compiled_tiny_network", "compiled_compile_time",
+           "compiled_long_chain_memory", "compile_times", "peak_states", "compiled_workloads"]
 
-COMPILED_NAMES = ("compiled-scalar-chain", "compiled-tiny-network")
+COMPILED_NAMES = ("compiled-scalar-chain", "compiled-tiny-network", "compiled-compile-time",
+                  "compiled-long-chain-memory")
+COMPILE_SIZES = (5_000, 10_000, 20_000, 40_000)
+TARGET_COMPILE_S = 1.5  # at 40,000 operations
+TARGET_SLOPE = 1.1
+TARGET_MEMORY = 1.1  # compiled peak / hand-written peak
 
 
 def _first_call(fun, *args):
@@ -99,8 +120,138 @@ def compiled_tiny_network(rounds=41, seed=0):
     )
 
 
+def _chain_grad(steps):
+    """A new compiled gradient of the ``steps``-step chain (not traced yet: its first call is)."""
+    return wg.compile(lambda a, b: W.chain_forward(wnp.sin, a, b, steps)).grad((0, 1))
+
+
+def compile_times(sizes, repeats=3, x=0.3, y=0.9):
+    """Seconds of the first call (trace, passes, code generation, Python's compile) of the scalar
+    chain's compiled gradient with each of ``sizes`` operations: the least of ``repeats`` rounds,
+    the sizes interleaved within a round, so that a change in the machine's load bends no slope."""
+    _chain_grad(3)(x, y)  # what every first compilation imports and caches
+    best = [float("inf")] * len(sizes)
+    for _ in range(repeats):
+        for k, n in enumerate(sizes):
+            g = _chain_grad(n // 4)
+            gc.collect()
+            start = time.perf_counter()
+            g(x, y)
+            best[k] = min(best[k], time.perf_counter() - start)
+            del g
+    return best
+
+
+def _python_compile_seconds(steps, x, y):
+    """Python's own ``compile`` of the generated source of the ``steps``-step chain's gradient."""
+    text = _chain_grad(steps).source(x, y)
+    start = time.perf_counter()
+    compile(text, "<chain>", "exec")
+    return time.perf_counter() - start
+
+
+def _met(ok):
+    return "MET" if ok else "NOT MET"
+
+
+def compiled_compile_time(sizes=COMPILE_SIZES, repeats=3, rounds=3, x=0.3, y=0.9):
+    """Trace+compile time of the scalar chain's gradient by size, and its slope (see module docs)."""
+    steps = sizes[-1] // 4
+
+    def compiled_impl():
+        times = compile_times(sizes, repeats, x, y)
+        s = slope(sizes, times)
+        python = _python_compile_seconds(steps, x, y)
+        note = (", ".join(f"{n:,} ops {t:.2f} s" for n, t in zip(sizes, times))
+                + f" (Python's compile of the source alone {python:.2f} s); "
+                f"[{_met(s <= TARGET_SLOPE)}] slope <= {TARGET_SLOPE} (measured {s:.2f}); "
+                f"[{_met(times[-1] <= TARGET_COMPILE_S)}] <= {TARGET_COMPILE_S} s at {sizes[-1]:,} ops")
+
+        def run():
+            return _chain_grad(steps)(x, y)  # a new compiled function: traced and compiled again
+
+        return Impl(run, lambda out: (None, list(out)), note=note)
+
+    def jit_impl():
+        jax, jnp = peers.load_jax()
+
+        def loss(a, b):
+            return jax.lax.fori_loop(0, steps, lambda _, z: z * b + 0.5 * jnp.sin(z), a)
+
+        def run():  # a new function each time: traced and compiled again
+            return jax.block_until_ready(jax.jit(jax.grad(lambda a, b: loss(a, b), argnums=(0, 1)))(x, y))
+
+        return Impl(run, lambda out: (None, [float(np.asarray(v)) for v in out]),
+                    note="lax.fori_loop (not unrolled): trace+compile+run")
+
+    return Workload(
+        name="compiled-compile-time",
+        title="wg.compile's one-time cost: the scalar chain's gradient, "
+              f"{', '.join(f'{n:,}' for n in sizes)} ops",
+        description="Each timed call compiles anew (trace, passes, code generation, Python's compile) and "
+                    "runs once; the note has every size (least of a few interleaved rounds) and the "
+                    "log-log slope of the time against the operation count.",
+        params=("x", "y"), rtol=1e-6, reference=lambda: W.chain_by_hand(x, y, steps),
+        factories={"wengert": compiled_impl, "jit": jit_impl},
+        rounds=rounds, sample_s=0.0, max_calls=1, ops=sizes[-1],
+    )
+
+
+def peak_states(fun, state_bytes):
+    """Peak memory traced while ``fun()`` runs (``tracemalloc``), in states of ``state_bytes``."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fun()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak / state_bytes
+
+
+def compiled_long_chain_memory(size=100_000, n=1024, rounds=3, a=0.9):
+    """Peak live memory of the compiled long chain beside the hand-written NumPy program."""
+    x0 = initial_state(size)
+    hand = hand_written({"n": n})  # with a = 0.9
+
+    def loss(x, s):
+        for _ in range(n):
+            x = s * wnp.sin(x) + 0.1 * x
+        return wnp.sum(x)
+
+    def hand_impl():
+        return Impl(lambda: hand(x0), lambda out: out,
+                    note=f"peak {peak_states(lambda: hand(x0), x0.nbytes):,.0f} states")
+
+    def compiled_impl():
+        vg = wg.compile(loss).value_and_grad((0, 1))
+        _, build = _first_call(vg, x0, a)
+        mine = peak_states(lambda: vg(x0, a), x0.nbytes)
+        theirs = peak_states(lambda: hand(x0), x0.nbytes)
+        note = (f"peak {mine:,.0f} states, hand-written {theirs:,.0f}: "
+                f"[{_met(mine <= TARGET_MEMORY * theirs)}] <= {TARGET_MEMORY}x hand-written; "
+                f"trace+compile {_seconds(build)}")
+        return Impl(lambda: vg(x0, a), lambda out: (float(out[0]), list(out[1])), note=note)
+
+    return Workload(
+        name="compiled-long-chain-memory",
+        title=f"compiled long chain: {n:,} steps of x = a sin(x) + 0.1 x over {size:,} float64, "
+              "value and gradient",
+        description="wg.compile(loss).value_and_grad((0, 1)) beside the hand-written NumPy program (which "
+                    "keeps every x and computes sin(x) again backwards). Peak live memory by tracemalloc, "
+                    "in states of one x (notes).",
+        params=("x0", "a"), rtol=1e-8, reference=lambda: hand(x0),
+        factories={"hand": hand_impl, "wengert": compiled_impl},
+        rounds=rounds, sample_s=0.0, max_calls=1, ops=4 * n,
+        targets=[Target("compiled within 1.5x of hand-written", "hand", 1.5, kind="within")],
+    )
+
+
 def compiled_workloads(quick=False):
-    """The two compiled workloads (``quick``: a short chain and few rounds, for smoke-testing)."""
+    """The compiled workloads (``quick``: small sizes and few rounds, for smoke-testing)."""
     if quick:
-        return [compiled_scalar_chain(steps=500, jit_steps=50, rounds=3), compiled_tiny_network(rounds=3)]
-    return [compiled_scalar_chain(), compiled_tiny_network()]
+        return [compiled_scalar_chain(steps=500, jit_steps=50, rounds=3), compiled_tiny_network(rounds=3),
+                compiled_compile_time(sizes=(200, 400, 800), repeats=1, rounds=1),
+                compiled_long_chain_memory(size=5_000, n=16, rounds=1)]
+    return [compiled_scalar_chain(), compiled_tiny_network(), compiled_compile_time(),
+            compiled_long_chain_memory()]

@@ -3,7 +3,9 @@
 Each read ``v[i]`` has an adjoint of v's full size if it is built as a zero-filled array (HIPS autograd,
 PyTorch's index backward), which makes the backward pass O(n^2); adding into the adjoint in place makes
 it O(n). One workload per n, all named ``indexing-loop`` (times shown per element); :func:`summary` adds the
-log-log slope of time against n per implementation and checks its targets.
+log-log slope of time against n per implementation and checks its targets. Besides the libraries'
+keys (``harness.IMPLEMENTATIONS``) it runs ``wg.compile``'s gradient ("wg.compile", its one-time trace
+and compilation in the note), whose slope has the same target.
 """
 
 import gc
@@ -24,6 +26,10 @@ JAX_MAX_N = 500  # JAX eager costs about 0.4 ms per operation: only the smallest
 AUTOGRAD_MAX_N = 4000  # HIPS autograd allocates n arrays of size n per call: 2 GB at n = 16,000
 TARGET_SLOPE = 1.1
 TARGET_US = 5.0
+COMPILED = "wg.compile"
+KEYS = dict(IMPLEMENTATIONS, **{COMPILED: "wg.compile"})
+"""The implementations of this workload, in table order: the harness's and the compiled gradient."""
+COMPILED_MAX_N = 8000  # its one-time compilation costs about a millisecond per element
 
 
 def loop_sum(v):
@@ -57,6 +63,14 @@ def indexing_loop(n, rounds=None, seed=0):
         vg = wg.value_and_grad(loop_sum)
         return Impl(lambda: vg(v), lambda out: (float(out[0]), [out[1]]))
 
+    def compiled_impl():
+        vg = wg.compile(loop_sum).value_and_grad()
+        start = time.perf_counter()
+        vg(v)  # traced and compiled here, once
+        build = time.perf_counter() - start
+        return Impl(lambda: vg(v), lambda out: (float(out[0]), [out[1]]),
+                    note=f"trace+compile {build:.2f} s")
+
     def torch_impl():
         torch = peers.load_torch()
 
@@ -81,6 +95,8 @@ def indexing_loop(n, rounds=None, seed=0):
                     lambda out: (float(out[0]), [np.asarray(out[1])]))
 
     factories = {"hand": hand_impl, "wengert": wengert_impl, "torch": torch_impl}
+    if n <= COMPILED_MAX_N:
+        factories[COMPILED] = compiled_impl
     if n <= AUTOGRAD_MAX_N:
         factories["autograd"] = autograd_impl
     if n <= JAX_MAX_N:
@@ -118,7 +134,7 @@ def run_interleaved(workloads, impls=None, rounds=None, progress=_progress):
     if not workloads:
         return []
     started = time.perf_counter()
-    keys = [k for k in IMPLEMENTATIONS if impls is None or k in impls]
+    keys = [k for k in KEYS if impls is None or k in impls or (k == COMPILED and "wengert" in impls)]
     everywhere = [k for k in keys if all(k in w.factories for w in workloads)]
     apart = [k for k in keys if k not in everywhere and any(k in w.factories for w in workloads)]
     n_rounds = max(w.rounds for w in workloads) if rounds is None else rounds
@@ -138,7 +154,7 @@ def run_interleaved(workloads, impls=None, rounds=None, progress=_progress):
                         slots.append((result, impl))
         _time_rounds(slots, n_rounds)
     for pairs in prepared:  # table order
-        pairs.sort(key=lambda pair: list(IMPLEMENTATIONS).index(pair[0].key))
+        pairs.sort(key=lambda pair: list(KEYS).index(pair[0].key))
     seconds = (time.perf_counter() - started) / max(1, len(workloads))
     progress(f"[{NAME}] done in {seconds * len(workloads):.1f} s")
     return [WorkloadResult(w, [r for r, _ in pairs], n_rounds, seconds)
@@ -187,7 +203,7 @@ def summary(results):
     sizes = [r.workload.ops for r in runs]
     head = ["implementation"] + [f"n={n}" for n in sizes] + ["slope", f"÷ wengert (n={sizes[-1]})"]
     rows, slopes, last = [], {}, {}
-    for key, label in IMPLEMENTATIONS.items():
+    for key, label in KEYS.items():
         per = [r.get(key).per_op() * 1e6 if r.get(key) else None for r in runs]
         if all(p is None for p in per):
             continue
@@ -206,10 +222,12 @@ def summary(results):
                                   for i, (c, wd) in enumerate(zip(cells, widths)))
     lines = ["== indexing loop: µs per element by n, and log-log slope of the time per call against n",
              fmt(head), fmt(["-" * wd for wd in widths])] + [fmt(row) for row in rows]
+    for key in ("wengert", COMPILED):
+        if key in slopes and w is not None:
+            s = slopes[key]
+            met = "MET" if s <= TARGET_SLOPE else "NOT MET"
+            lines.append(f"  [{met}] {KEYS[key]} slope <= {TARGET_SLOPE} (measured {s:.2f})")
     if "wengert" in slopes and w is not None:
-        s = slopes["wengert"]
-        lines.append(f"  [{'MET' if s <= TARGET_SLOPE else 'NOT MET'}] wengert slope <= {TARGET_SLOPE} "
-                     f"(measured {s:.2f})")
         lines.append(f"  [{'MET' if w <= TARGET_US else 'NOT MET'}] wengert <= {TARGET_US:g} µs per element "
                      f"at n = {sizes[-1]} (measured {w:.3g})")
     return "\n".join(lines)

@@ -25,11 +25,14 @@ def test_tiny_run_checks_gradients_and_reports_slopes():
         workload.sample_s = 0.001
     results = indexing.run_interleaved(loops, impls=("hand", "wengert"), rounds=2, progress=lambda _: None)
     assert len(results) == len(loops)
-    for res in results:
-        assert [r.status for r in res.results] == ["ok", "ok"], [r.detail for r in res.results]
+    for res in results:  # hand-written, the tape and wg.compile's gradient
+        assert [r.key for r in res.results] == ["hand", "wengert", indexing.COMPILED]
+        assert [r.status for r in res.results] == ["ok", "ok", "ok"], [r.detail for r in res.results]
         assert all(len(r.times) == 2 for r in res.results)
+        assert "trace+compile" in res.results[2].note
     text = indexing.summary(results)
     assert "wengert" in text and "hand-written" in text and "slope <= 1.1" in text
+    assert "wg.compile slope <= 1.1" in text
     assert indexing.summary_markdown(results).startswith("## Indexing loop")
 
 

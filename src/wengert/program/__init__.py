@@ -2,17 +2,17 @@
 
 ``Program.from_trace(fun, *args)`` records what ``fun`` does as a straight-line program; its
 ``grad``/``vjp``/``jvp`` are new programs traced from the same rules the tape uses; passes
-(``wengert.program.passes``) simplify them; ``compile_function`` (``wg.compile``) caches the
-generated Python per input signature.
+(``wengert.program.passes``, run in order by ``wengert.program.pipeline``) simplify them;
+``compile_function`` (``wg.compile``) caches the generated Python per input signature.
 
 The modules build on each other in this order, each importing only those before it: ``ir``
-(``Program``, ``Statement``, ``Variable``), ``rendering``, ``passes``, ``codegen``, ``dot``,
-``tracing``, ``adjoint``, ``compiled``; then the source front end: ``control`` (``If``/``Loop``
-nodes), ``control_codegen``, ``source_inplace``, ``source_checkpoint``, ``source_values``,
-``source_builder``, ``source_parse``, ``source_scope``, ``source_loops``, ``source_interpreter``,
-``source_adjoint``, ``source`` (``SourceProgram``, ``from_source``), ``source_api``. This
-``__init__`` is the top: it hands ``Program`` the functions its methods call (printing, source,
-tracing, derivatives), which live above the IR.
+(``Program``, ``Statement``, ``Variable``), ``rendering``, ``liveness``, ``passes``, ``pipeline``,
+``codegen``, ``dot``, ``tracing``, ``adjoint``, ``compiled``; then the source front end:
+``control`` (``If``/``Loop`` nodes), ``control_codegen``, ``source_inplace``,
+``source_checkpoint``, ``source_values``, ``source_builder``, ``source_parse``, ``source_scope``,
+``source_loops``, ``source_interpreter``, ``source_adjoint``, ``source`` (``SourceProgram``,
+``from_source``), ``source_api``. This ``__init__`` is the top: it hands ``Program`` the
+functions its methods call (printing, source, tracing, derivatives), which live above the IR.
 """
 
 from wengert.program import adjoint, codegen, dot, source, tracing

@@ -12,8 +12,8 @@ Adjoint programs are programs: their adjoints (second derivatives) come the same
 import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
-from wengert.program.ir import Program, Variable, dup, map_vars, placeholder
-from wengert.program.passes import simplify
+from wengert.program.ir import Program, Statement, Variable, dup, map_vars, placeholder
+from wengert.program.pipeline import simplify
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
 
@@ -30,6 +30,7 @@ class _Tracer:
         self.builder.statements = list(program.statements)
         self.n_forward = len(self.builder.statements)
         self._symbols = {}
+        self._replays = {}  # _replay_key -> _Replay, or None (see replay)
 
     def sym(self, var):
         s = self._symbols.get(var)
@@ -66,6 +67,23 @@ class _Tracer:
             raise TracingError(f"the {kind} rule of primitive '{prim.__name__}' for argument {i} cannot "
                                f"be traced to a program: {e}") from e
 
+    def replay(self, tag, inputs, fun, *fargs):
+        """``fun(*fargs)``, which records statements computing on ``inputs`` (symbols and constants), as
+        a rule does. The statements one call records depend only on the inputs' shapes, dtypes,
+        kinds and sameness and on the constants (a traced value's data is never read), so the
+        first call of each such key is recorded and the later ones replay it with fresh variables:
+        a long program's adjoint costs a few objects per statement, not a trace through the rule."""
+        key = _replay_key(tag, inputs)
+        if key is None:
+            return fun(*fargs)
+        replay = self._replays.get(key)
+        if replay is not None:
+            return _replayed(self.builder, replay, inputs, self.sym)
+        if key in self._replays:  # recorded once, not replayable
+            return fun(*fargs)
+        result, self._replays[key] = _record(self.builder, inputs, fun, fargs)
+        return result
+
     def active(self, wrt):
         """Variables that depend on ``wrt`` through differentiable statements."""
         active = set(wrt)
@@ -78,6 +96,143 @@ class _Tracer:
 
     def result(self, value):
         return value.variable if type(value) is Symbol else value
+
+
+class _Ref:
+    """In a :class:`_Replay`, the ``k``-th value: the inputs first, then the recorded results."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+
+def _simple(x):
+    """Whether constant ``x`` may be part of a replay key (compared by type and value)."""
+    t = type(x)
+    return t is float or t is int or t is bool or x is None or t is str or isinstance(x, np.generic)
+
+
+class _Replay:
+    """The statements one call of a rule recorded, with the inputs and results as :class:`_Ref`
+    (``steps``: (primitive, arguments, keyword arguments, result metadata, examples)), and what
+    it returned (a ``_Ref`` or a constant)."""
+
+    __slots__ = ("steps", "result")
+
+    def __init__(self, steps, result):
+        self.steps = steps
+        self.result = result
+
+
+def _replay_key(tag, inputs):
+    """What decides the statements a rule records: ``tag`` (which rule), and for each input its
+    shape, dtype and kind and which earlier input it is the same variable as (a symbol), or its
+    type and value (a constant). None when an input is neither (a container, an array constant)."""
+    key = [tag]
+    seen = []
+    for x in inputs:
+        t = type(x)
+        if t is Symbol or t is Variable:
+            v = x.variable if t is Symbol else x
+            same = -1
+            for j, w in enumerate(seen):
+                if w is v:
+                    same = j
+                    break
+            key += (same, v.shape, v.dtype, v.kind)
+            seen.append(v)
+        elif _simple(x):
+            key += (type(x), repr(x))
+            seen.append(None)
+        else:
+            return None
+    return tuple(key)
+
+
+def _record(builder, inputs, fun, fargs):
+    """Call ``fun(*fargs)`` and return its result and a :class:`_Replay` of it, or None where the
+    statements it recorded read other variables than ``inputs``' (then it is not replayed)."""
+    mark = len(builder.statements)
+    result = fun(*fargs)
+    refs = {}
+    for j, x in enumerate(inputs):
+        if type(x) is Symbol:
+            refs.setdefault(x.variable, _Ref(j))
+        elif type(x) is Variable:
+            refs.setdefault(x, _Ref(j))
+    steps, n = [], len(inputs)
+    ok = [True]
+
+    def ref(v):
+        r = refs.get(v)
+        if r is None:
+            ok[0] = False
+            return v
+        return r
+
+    for st in builder.statements[mark:]:
+        args = map_vars(st.args, ref)
+        kwargs = map_vars(st.kwargs, ref) if st.kwargs else None
+        if not ok[0]:
+            return result, None
+        metas = []
+        for o in st.outs:
+            refs[o] = _Ref(n)
+            n += 1
+            metas.append((o.shape, o.dtype, o.kind, builder.examples.get(o)))
+        steps.append((st.prim, args, kwargs, tuple(metas), any(type(a) in (tuple, list, dict) for a in args)))
+    if type(result) is Symbol:
+        r = refs.get(result.variable)
+        if r is None:
+            return result, None
+        return result, _Replay(tuple(steps), r)
+    return result, _Replay(tuple(steps), result)
+
+
+def _resolve(obj, values):
+    """``obj`` with each :class:`_Ref` replaced by its value (containers too)."""
+    t = type(obj)
+    if t is _Ref:
+        return values[obj.k]
+    if t is tuple or t is list:
+        return t([_resolve(o, values) for o in obj])
+    if t is dict:
+        return {k: _resolve(v, values) for k, v in obj.items()}
+    return obj
+
+
+def _new_variable(name, shape, dtype, kind):
+    v = Variable.__new__(Variable)
+    v.name, v.shape, v.dtype, v.kind = name, shape, dtype, kind
+    return v
+
+
+def _replayed(builder, replay, inputs, sym):
+    """The statements of ``replay`` recorded again on ``inputs`` (symbols, Variables, constants)
+    with fresh variables, and the symbol (``sym`` of a Variable) or constant they return."""
+    values = [x.variable if type(x) is Symbol else x for x in inputs]
+    statements, examples, fresh = builder.statements, builder.examples, builder.fresh
+    for prim, args, kwargs, metas, nested in replay.steps:
+        outs = []
+        for shape, dtype, kind, example in metas:
+            v = _new_variable(fresh(), shape, dtype, kind)
+            examples[v] = example
+            outs.append(v)
+            values.append(v)
+        if nested:
+            args = _resolve(args, values)
+        else:
+            args = [values[a.k] if type(a) is _Ref else a for a in args]
+        statements.append(Statement(outs, prim, args, _resolve(kwargs, values) if kwargs else None))
+    r = replay.result
+    if type(r) is not _Ref:
+        return r
+    if r.k < len(inputs):
+        x = inputs[r.k]
+        return sym(x) if type(x) is Variable else x
+    v = values[r.k]
+    return Symbol(v, examples.get(v), builder)
 
 
 def _complete_examples(program):
@@ -121,6 +276,21 @@ def _check_wrt(program, var):
                         f"{what}; derivatives are taken with respect to float (or complex) values only")
 
 
+_ADD = object()  # the replay tag of adding two cotangents
+
+
+def _traced_cotangent(tr, stmt, i, rule, g):
+    """Argument ``i``'s cotangent contribution to ``stmt``, from its primitive's VJP ``rule``,
+    recorded on symbols."""
+    prim = stmt.prim
+    args = map_vars(stmt.args, tr.sym)
+    kwargs = map_vars(stmt.kwargs, tr.sym) if stmt.kwargs else {}
+    c = tr.call_rule("VJP", prim, i, rule, g, tr.sym(stmt.out), *args, **kwargs)
+    if prim.grad_post is not None and type(c) is not float:
+        c = prim.grad_post(c, args[i])
+    return c
+
+
 def _backward(tr, seeds, wrt):
     """Reverse sweep: ``seeds`` [(output Variable, cotangent)], adjoints of ``wrt`` (Variables)."""
     with np.errstate(all="ignore"):  # abstract evaluation on placeholders may divide by zero
@@ -133,7 +303,9 @@ def _backward_sweep(tr, seeds, wrt):
 
     def accumulate(var, c):
         prev = adj.get(var)
-        adj[var] = tr.name(c if prev is None else ew.add(prev, c), f"{var.name}_bar")
+        if prev is not None:
+            c = tr.replay(_ADD, (prev, c), ew.add, prev, c)
+        adj[var] = tr.name(c, f"{var.name}_bar")
 
     for o, ct in seeds:
         if type(o) is Variable and o in active:
@@ -151,16 +323,15 @@ def _backward_sweep(tr, seeds, wrt):
         if g is None or stmt.prim.nondiff:
             continue
         prim = stmt.prim
-        args = map_vars(stmt.args, tr.sym)
-        kwargs = map_vars(stmt.kwargs, tr.sym)
-        out = tr.sym(stmt.out)
+        inputs = (g, stmt.out, *stmt.args)  # symbols made only where a rule is traced
         for i, a in enumerate(stmt.args):
             if type(a) is not Variable or a not in active:
                 continue
             rule = prim.vjp_rule(i)  # NoRuleError names the primitive and the argument
-            c = tr.call_rule("VJP", prim, i, rule, g, out, *args, **kwargs)
-            if prim.grad_post is not None and type(c) is not float:
-                c = prim.grad_post(c, args[i])
+            if stmt.kwargs:
+                c = _traced_cotangent(tr, stmt, i, rule, g)
+            else:
+                c = tr.replay((prim, i), inputs, _traced_cotangent, tr, stmt, i, rule, g)
             accumulate(a, c)
     return [adj.get(v) for v in wrt]
 

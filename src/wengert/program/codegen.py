@@ -18,6 +18,7 @@ import re
 import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, vars_in
+from wengert.program.liveness import deletions, read_through, with_deletions
 from wengert.program.passes import use_counts
 from wengert.program.rendering import (
     helper_sources,
@@ -186,27 +187,46 @@ class Module:
     def operand(self, x, parent, strict):
         """``x`` as an operand of an operator of precedence ``parent``; ``strict``: equal precedence
         needs parentheses too (right operands, so that evaluation order is kept exactly)."""
-        text, p = self.value(x), self.precedence(x)
+        if type(x) is Variable:
+            inlined = self.inline.get(x)
+            if inlined is None:
+                return x.name
+            text, p = inlined[0], inlined[1]
+        else:
+            text, p = source_value(x, self.constant), self.precedence(x)
         return f"({text})" if p < parent or (strict and p == parent) else text
 
     def depth(self, stmt):
-        return 1 + max((self.inline[v][2] for v in stmt.uses() if v in self.inline), default=0)
+        deepest, inline = 0, self.inline
+        for v in stmt.uses():
+            inlined = inline.get(v)
+            if inlined is not None and inlined[2] > deepest:
+                deepest = inlined[2]
+        return 1 + deepest
 
 
-def param_names(program):
-    """The user's names for the inputs, made unique and kept clear of every other name used."""
-    taken = {v.name for s in program.statements for v in s.outs} | {"np", "math"}
-    taken |= reserved_names()
+def param_names(program, defined=None):
+    """The user's names for the inputs, made unique and kept clear of every other name used
+    (``defined``: the names of the statements' results, when known already)."""
+    if defined is None:
+        defined = _defined_names(program)
     own = {v.name for v in program.inputs}
-    names = []
+    taken = defined | own | reserved_names() | {"np", "math"}
+    names, given = [], set()
     for var, name in zip(program.inputs, program.input_names):
-        if not name.isidentifier() or name in names or (name in taken | own and name != var.name):
+        if not name.isidentifier() or name in given or (name in taken and name != var.name):
             base = name if name.isidentifier() else "arg"
             name = base + "_"
-            while name in taken | own or name in names:
+            while name in taken or name in given:
                 name += "_"
         names.append(name)
+        given.add(name)
     return names
+
+
+def _defined_names(program):
+    """The names of the statements' results."""
+    return {v.name for s in program.statements for v in s.outs}
 
 
 _PRECEDENCE = {"**": 7, "*": 5, "/": 5, "@": 5, "+": 4, "-": 4,
@@ -218,6 +238,21 @@ def expression_source(stmt, mod, safe):
     """The right-hand side of ``stmt`` as source, and its operator precedence (``safe``: NumPy only,
     no ``math`` for Python floats)."""
     prim = stmt.prim
+    op = prim.operator
+    if op is not None and op != "**" and not stmt.kwargs:  # the common case first: a + b, -a
+        args = stmt.args
+        if len(args) == 2:
+            p = _PRECEDENCE[op]
+            left = mod.operand(args[0], p, strict=p == 2)
+            return f"{left} {op} {mod.operand(args[1], p, strict=True)}", p
+        if len(args) == 1:
+            return f"{op}{mod.operand(args[0], _UNARY, strict=False)}", _UNARY
+    elif op is None and not safe and not stmt.kwargs and prim.math_name is not None \
+            and _spelled(prim) and stmt.outs[0].kind == "float":  # sin(x) on a Python float
+        fn = prim.math_name
+        if fn != "abs":  # a builtin
+            mod.math.add(fn)
+        return f"{fn}({', '.join([mod.value(x) for x in stmt.args])})", _ATOM
     name = prim.__name__
     a = [mod.value(x) for x in stmt.args]
     kw = "".join(f", {k}={mod.value(v)}" for k, v in stmt.kwargs.items())
@@ -225,7 +260,7 @@ def expression_source(stmt, mod, safe):
     if name == "dup":
         return ", ".join([a[0]] * len(stmt.outs)), 0
     op = prim.operator
-    if op is None and prim.helper is None and prim is not _GETITEM and numpy_name(prim) is None:
+    if op is None and not _spelled(prim):
         return f"{_foreign(prim, mod)}({', '.join(a)}{kw})", _ATOM
     # Python floats, and NumPy float64 scalars (math returns a float of the same value: NumPy's
     # scalar path costs twenty times more), go through math.
@@ -243,6 +278,21 @@ def expression_source(stmt, mod, safe):
     if op is not None and len(a) == 1 and not kw:
         return f"{op}{mod.operand(stmt.args[0], _UNARY, strict=False)}", _UNARY
     return _call(stmt, name, a, kw, mod, as_float), _ATOM
+
+
+_SPELLED = {}
+
+
+def _spelled(prim):
+    """Whether generated code can write ``prim`` other than by calling its implementation: a
+    helper, indexing, or NumPy's function of its name (looked up once per implementation; a
+    primitive's facts may be given after its first use)."""
+    if prim.helper is not None or prim is _GETITEM:
+        return True
+    known = _SPELLED.get(prim)
+    if known is None or known[0] is not prim.fun:
+        known = _SPELLED[prim] = (prim.fun, numpy_name(prim) is not None)
+    return known[1]
 
 
 def _integral(y):
@@ -383,7 +433,9 @@ def statement_source(stmt, mod, safe):
         if vars_in(idx) or _has_array(idx):
             return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"
         return f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"
-    return f"{', '.join(o.name for o in stmt.outs)} = {expression_source(stmt, mod, safe)[0]}"
+    outs = stmt.outs
+    names = outs[0].name if len(outs) == 1 else ", ".join(o.name for o in outs)
+    return f"{names} = {expression_source(stmt, mod, safe)[0]}"
 
 
 def _has_array(idx):
@@ -443,25 +495,31 @@ def to_source(program, safe=False):
     return _source(program, safe)[0]
 
 
-def _source(program, safe, fallback=None):
-    names = param_names(program)
-    used = {v.name for s in program.statements for v in s.outs} | {v.name for v in program.inputs}
-    mod = Module(used | set(names))
+def _source(program, safe, fallback=None, defined=None):
+    defined = _defined_names(program) if defined is None else defined
+    names = param_names(program, defined)
+    mod = Module(defined | {v.name for v in program.inputs} | set(names))
     outputs = {o for o in program.outputs if type(o) is Variable}
     body = [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
     floats = [n for v, n in zip(program.inputs, names) if v.kind == "float"]
     if safe and floats:  # the NumPy-only variant: Python floats as np.float64, so that / and ** are NumPy's
         body = [f"    {', '.join(floats)} = {', '.join(f'np.float64({n})' for n in floats)}"] + body
     counts = use_counts(program)
-    fused = _fused_chooser_adds(program, counts)
-    for s, x in _negated_sums(program, counts).items():
+    arrays = any(o.kind == "array" for s in program.statements for o in s.outs)
+    fused = _fused_chooser_adds(program, counts) if arrays else {}  # both rewrite arrays only
+    for s, x in (_negated_sums(program, counts) if arrays else {}).items():
         mod.negated[s.out] = x
         fused[s] = None
+    reads, writes, ends, within = [], [], [], {}  # for the dels of dead buffers (arrays only)
     for s in program.statements:
         out = s.outs[0]
         if s in fused:
             if fused[s] is not None:
                 body.append(f"    {mod.use_helper(add_chosen)}({', '.join(mod.value(v) for v in fused[s])})")
+                if arrays:
+                    reads.append(vars_in(fused[s]))
+                    writes.append(())
+                    ends.append(len(body))
             continue
         if (out.kind == "float" and len(s.outs) == 1 and not s.inplace and counts.get(out) == 1
                 and s.prim is not dup and out not in outputs):
@@ -469,8 +527,21 @@ def _source(program, safe, fallback=None):
             if depth <= _MAX_INLINE_DEPTH:
                 text, p = expression_source(s, mod, safe)
                 mod.inline[out] = (text, p, depth)
+                if arrays:
+                    within[out] = read_through(s, within, mod.negated)
                 continue
-        body += [f"    {line}" for line in statement_source(s, mod, safe).split("\n")]
+        text = statement_source(s, mod, safe)
+        if "\n" in text:
+            body += [f"    {line}" for line in text.split("\n")]
+        else:
+            body.append(f"    {text}")
+        if arrays:
+            reads.append(read_through(s, within, mod.negated))
+            writes.append(s.outs)
+            ends.append(len(body))
+    if arrays:
+        keep = {v.name for v in program.inputs} | {o.name for o in outputs} | set(names)
+        body = with_deletions(body, ends, deletions(reads, writes, keep))
     outs = []
     inputs = set(program.inputs)
     for o in program.outputs:
@@ -509,12 +580,13 @@ def _compile_safe(program):
 
 def _compile(program, safe, fallback=None):
     ref = None
+    defined = _defined_names(program)
     if fallback is not None:
         ref = "_numpy_variant"
-        reserved = {v.name for s in program.statements for v in s.outs} | set(param_names(program))
+        reserved = defined | set(param_names(program, defined))
         while ref in reserved:
             ref = "_" + ref
-    text, mod = _source(program, safe, ref)
+    text, mod = _source(program, safe, ref, defined)
     namespace = {"__name__": f"wengert_program_{program.name}"}
     if ref is not None:
         namespace[ref] = fallback

@@ -16,9 +16,9 @@ import numpy as np
 
 from wengert.api import transforms
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
-from wengert.core.trace import BOX_TYPES
+from wengert.core.trace import BOX_TYPES, gc_paused
 from wengert.program.ir import Program, Variable
-from wengert.program.passes import lower, optimize
+from wengert.program.pipeline import lower, optimize
 
 __all__ = ["compile_function", "CompiledFunction", "CacheInfo"]
 
@@ -187,10 +187,17 @@ class CompiledFunction:
         entry = self._cache.get(key)
         if entry is None:
             self._misses += 1
-            entry = self._cache[key] = _Entry(self._build(args))
+            entry = self._cache[key] = self._new_entry(args)
         else:
             self._hits += 1
         return entry, (leaves if leaves is not None else args)
+
+    def _new_entry(self, args):
+        # Tracing, the passes and code generation make several objects per statement, all alive
+        # until the end: the collector's full passes would scan them again and again (a third of
+        # the time of a long program's compilation). What cyclic garbage they leave is collected after.
+        with gc_paused():
+            return _Entry(self._build(args))
 
     def _build(self, args):
         program = Program.from_trace(self.fun, *args)
@@ -216,7 +223,7 @@ class CompiledFunction:
             entry = self._cache.get(key)
             if entry is None:
                 self._misses += 1
-                entry = self._cache[key] = _Entry(self._build(args))
+                entry = self._cache[key] = self._new_entry(args)
             else:
                 self._hits += 1
             if entry.dispatch is None:

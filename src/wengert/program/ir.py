@@ -12,8 +12,8 @@ import numpy as np
 from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.primitive import Primitive
 
-__all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in", "placeholder", "dup",
-           "provide"]
+__all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in", "placeholder", "zero_of",
+           "dup", "provide"]
 
 _PROVIDED = {}
 """What the modules built on the IR do with a program, by the name ``Program`` knows it by: the
@@ -92,6 +92,15 @@ def placeholder(var):
     if var.kind == "scalar":
         return var.dtype.type(fill)
     return np.full(var.shape, fill, dtype=var.dtype)
+
+
+def zero_of(var):
+    """The zero of ``var``'s kind, shape and dtype."""
+    if var.kind == "float":
+        return 0.0
+    if var.kind != "array":
+        return var.dtype.type(0)
+    return np.zeros(var.shape, var.dtype)
 
 
 _CONTAINERS = (tuple, list, dict)

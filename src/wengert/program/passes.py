@@ -13,13 +13,13 @@
 
 import numpy as np
 
-from wengert.program.ir import Statement, Variable, dup, map_vars
+from wengert.program.ir import Statement, Variable, dup, map_vars, zero_of
 from wengert.rules.elementwise import add, multiply, negative, subtract, true_divide
 from wengert.rules.indexing import index_add, untake
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
            "explicit_dup", "accumulate_in_place", "elide_broadcasts", "factor_sums", "rewrite_algebra",
-           "factor_products", "simplify", "lower", "optimize"]
+           "factor_products"]
 
 
 def use_counts(program):
@@ -65,7 +65,8 @@ def eliminate_dead_code(program):
     live = {o for o in program.outputs if type(o) is Variable}
     kept = []
     for s in reversed(program.statements):
-        if any(o in live for o in s.outs):
+        outs = s.outs
+        if outs[0] in live or (len(outs) > 1 and any(o in live for o in outs)):
             kept.append(s)
             live.update(s.uses())
     kept.reverse()
@@ -123,14 +124,6 @@ def _is_const(x, value):
     return False
 
 
-def _zeros_like_var(var):
-    if var.kind == "float":
-        return 0.0
-    if var.kind != "array":
-        return var.dtype.type(0)
-    return np.zeros(var.shape, var.dtype)
-
-
 def _same_type(a, out):
     """Whether Variable ``a`` may stand for ``out`` (same shape and dtype; floats stay floats)."""
     return (type(a) is Variable and a.shape == out.shape and a.dtype == out.dtype
@@ -147,7 +140,7 @@ def _fold(s):
             value = s.prim.fun(*args, **s.kwargs)
         return value if not isinstance(value, tuple) else None
     if any(i < len(args) and _is_const(args[i], 0) for i in s.prim.linear):  # a zero makes zero
-        return _zeros_like_var(out)
+        return zero_of(out)
     if name == "multiply":
         for x, c in ((args[0], args[1]), (args[1], args[0])):
             if _is_const(c, 1) and _same_type(x, out):
@@ -161,7 +154,7 @@ def _fold(s):
     if name in ("broadcast_to", "reshape", "astype") and _same_type(args[0], out):
         return args[0]
     if name == "where" and _is_const(args[1], 0) and _is_const(args[2], 0):
-        return _zeros_like_var(out)
+        return zero_of(out)
     if name in ("zeros_like", "ones_like") and out.kind == "array":  # only the shape is read
         return np.zeros(out.shape, out.dtype) if name == "zeros_like" else np.ones(out.shape, out.dtype)
     return None
@@ -234,6 +227,8 @@ def explicit_dup(program):
 
 def accumulate_in_place(program):
     """Mark accumulations into owned, once-used buffers as in place (see module docs)."""
+    if not any(s.outs[0].kind == "array" for s in program.statements):  # only arrays are buffers
+        return program
     counts = use_counts(program)
     producer = {o: s for s in program.statements for o in s.outs}
     owned = set()
@@ -255,8 +250,9 @@ def accumulate_in_place(program):
                 owned.add(done.out)
                 s = done
         stmts.append(s)
-    stmts = [s for s in stmts if s.out not in dropped]
     outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
+    if dropped:  # an untake every use of which became ``a[i] += e`` is read no more
+        stmts = [s for s in stmts if not (s.out in dropped and counts.get(s.out, 0) == 0)]
     return program.with_statements(stmts, outputs)
 
 
@@ -274,9 +270,10 @@ def _in_place_add(s, counts, owned, producer, dropped, look):
             continue
         renamed = Variable(a.name, out.shape, out.dtype, out.kind)
         u = producer.get(b) if type(b) is Variable else None
-        if (u is not None and u.prim is untake and counts.get(b, 0) == 1
-                and type(u.args[0]) is Variable
+        if (u is not None and u.prim is untake and type(u.args[0]) is Variable
                 and np.can_cast(u.args[0].dtype, a.dtype, "same_kind")):
+            # a + untake(e, i) reads only e and i; the untake goes when no use is left (v[i] * v[i]: two)
+            counts[b] -= 1
             dropped.add(b)
             e, idx = map_vars(u.args[0], look), map_vars(u.args[1], look)
             return Statement((renamed,), index_add, (a, idx, e), inplace=True)
@@ -291,6 +288,8 @@ def _shape(x):
 def elide_broadcasts(program):
     """Drop ``broadcast_to(x, s)`` when every use is a broadcasting elementwise primitive that
     reaches shape ``s`` anyway: NumPy broadcasts inside the operation, without the copy."""
+    if not any(s.prim.__name__ == "broadcast_to" for s in program.statements):
+        return program
     users = {}
     for s in program.statements:
         for v in s.uses():
@@ -500,19 +499,20 @@ def rewrite_algebra(program):
     return eliminate_dead_code(program.with_statements(stmts, outputs))
 
 
-def _factors(x, out, producer, counts, top):
+def _factors(x, out, producer, counts, top, walked):
     """The operands of the product tree ending in ``x``, through multiplications used once and of
-    ``out``'s type, or None if ``x`` is no such product (``top``: ``x`` must be a product)."""
+    ``out``'s type, or None if ``x`` is no such product (``top``: ``x`` must be a product). The
+    products passed through are appended to ``walked`` (read only by the tree)."""
     s = producer.get(x) if type(x) is Variable else None
-    if (s is None or s.prim.__name__ != "multiply" or s.kwargs or s.inplace or counts.get(x, 0) != 1
-            or not _same_type(x, out)):
+    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not _same_type(x, out):
         if top:
             return None
         ok = _same_type(x, out) if type(x) is Variable else type(x) is float and out.dtype.kind == "f"
         return [x] if ok else None
+    walked.append(x)
     found = []
     for a in s.args:
-        sub = _factors(a, out, producer, counts, False)
+        sub = _factors(a, out, producer, counts, False, walked)
         if sub is None:
             return None
         found += sub
@@ -527,8 +527,8 @@ def factor_products(program):
     if not any(s.prim.__name__ == "multiply" for s in program.statements):
         return program
     counts = use_counts(program)
-    producer = {}
-    stmts, changed, fresh = [], False, [0]
+    producer = {}  # Variable -> the multiplication computing it
+    stmts, dead, fresh = [], set(), [0]
 
     def product(parts, like):
         cur = parts[0]
@@ -540,12 +540,21 @@ def factor_products(program):
             cur = v
         return cur
 
+    sums = ("add", "subtract")
     for s in program.statements:
-        out = s.outs[0]
-        if s.prim.__name__ in ("add", "subtract") and not s.kwargs and not s.inplace and len(s.args) == 2 \
-                and out.kind in ("float", "array", "scalar") and out.dtype.kind in "fc":
-            fp = _factors(s.args[0], out, producer, counts, True)
-            fq = _factors(s.args[1], out, producer, counts, True) if fp else None
+        name = s.prim.__name__
+        if name == "multiply":
+            producer[s.outs[0]] = s
+        elif name in sums and len(s.args) == 2 and type(s.args[0]) is Variable \
+                and type(s.args[1]) is Variable and s.args[0] in producer and s.args[1] in producer \
+                and not s.kwargs and not s.inplace:
+            out = s.outs[0]  # a sum of two products (the cheap tests first)
+            if out.kind not in ("float", "array", "scalar") or out.dtype.kind not in "fc":
+                stmts.append(s)
+                continue
+            walked = []
+            fp = _factors(s.args[0], out, producer, counts, True, walked)
+            fq = _factors(s.args[1], out, producer, counts, True, walked) if fp else None
             common = next((v for v in fp if type(v) is Variable and any(v is w for w in fq)), None) \
                 if fq else None
             if common is not None:
@@ -557,33 +566,9 @@ def factor_products(program):
                 stmts.append(Statement((inner,), s.prim, (product(rest_p, out), product(rest_q, out))))
                 producer[inner] = stmts[-1]
                 s = Statement((out,), multiply.primitive, (common, inner))
-                changed = True
-        for o in s.outs:
-            producer[o] = s
+                producer[out] = s
+                dead.update(walked)  # the products were read only by the sum they were taken from
         stmts.append(s)
-    if not changed:
+    if not dead:
         return program
-    return eliminate_dead_code(program.with_statements(stmts))
-
-
-def simplify(program):
-    """Constant folding, common subexpressions and dead code, to a fixed point."""
-    for _ in range(4):
-        n = len(program.statements)
-        program = eliminate_dead_code(eliminate_common_subexpressions(fold_constants(program)))
-        factored = factor_sums(rewrite_algebra(program))
-        if factored is program and len(program.statements) == n:
-            break
-        program = factored
-    return program
-
-
-def lower(program):
-    """The passes after ``simplify`` (derivative programs come simplified): broadcasts elided, sums
-    factored again (an elided broadcast may expose a scalar factor), in-place accumulation."""
-    return accumulate_in_place(factor_products(rewrite_algebra(factor_sums(elide_broadcasts(program)))))
-
-
-def optimize(program):
-    """``simplify`` then ``lower``: what ``wg.compile`` runs."""
-    return lower(simplify(program))
+    return program.with_statements([s for s in stmts if s.outs[0] not in dead])

@@ -28,6 +28,7 @@ from wengert.numpy._dispatch import UnsupportedNumpyFunction
 from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.rules import elementwise, nondiff
 from wengert.rules import shape as shape_ops
+from wengert.rules.indexing import untake
 
 __all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location", "is_input_leaf",
            "python_identifier"]
@@ -183,7 +184,7 @@ SYMBOLIC_TYPES.add(Symbol)
 class ProgramBuilder(Trace):
     """Records statements. ``names`` holds every name given out, so generated names never clash."""
 
-    __slots__ = ("statements", "names", "counter", "versions", "examples")
+    __slots__ = ("statements", "names", "counter", "versions", "examples", "_shaped")
 
     def __init__(self, first=1, names=(), examples=None):
         super().__init__()
@@ -192,14 +193,17 @@ class ProgramBuilder(Trace):
         self.names = set(names)
         self.counter = first
         self.versions = {}  # base name -> next version number to try
+        self._shaped = {}  # _shape_key -> a large example computed already for that key
 
     def fresh(self, base=None):
         """A new variable name: the next ``vN``, or ``base`` (``base2``, ``base3``, ... if taken)."""
         if base is None:
-            while var_name(self.counter) in self.names:
-                self.counter += 1
-            name = var_name(self.counter)
-            self.counter += 1
+            names, k = self.names, self.counter
+            name = f"v{k}" if k >= 0 else var_name(k)
+            while name in names:
+                k += 1
+                name = f"v{k}" if k >= 0 else var_name(k)
+            self.counter = k + 1
         else:
             name, k = base, self.versions.get(base, 2)
             while name in self.names:
@@ -239,10 +243,16 @@ class ProgramBuilder(Trace):
                 args = stacked
         ex_args = _map_leaves(args, self._example)
         ex_kwargs = _map_leaves(kwargs, self._example) if kwargs else kwargs
-        try:
-            example = prim.fun(*ex_args, **ex_kwargs)  # callers hold np.errstate(all="ignore")
-        except (ArithmeticError, np.linalg.LinAlgError) as e:
-            example = _evaluate_generic(prim, ex_args, ex_kwargs, e)
+        key = _shape_key(prim, args, kwargs)
+        example = self._shaped.get(key) if key is not None else None
+        if example is None:
+            try:
+                example = prim.fun(*ex_args, **ex_kwargs)  # callers hold np.errstate(all="ignore")
+            except (ArithmeticError, np.linalg.LinAlgError) as e:
+                example = _evaluate_generic(prim, ex_args, ex_kwargs, e)
+            if (key is not None and type(example) is np.ndarray and example.size >= _SHARED_EXAMPLE_SIZE
+                    and example.base is None and not any(example is a for a in ex_args)):
+                self._shaped[key] = example  # a new array of its own (never an argument), never written
         if prim in _SHAPE_QUERIES:
             return example
         if prim.__name__ == "getitem" and _has_bool_symbol(args[1:]):
@@ -258,6 +268,37 @@ class ProgramBuilder(Trace):
         self.statements.append(Statement((var,), prim, _map_leaves(args, to_var),
                                          _map_leaves(kwargs, to_var) if kwargs else None))
         return Symbol(var, example, self)
+
+
+_SHARED_EXAMPLE_SIZE = 256
+"""Examples of at least this many elements are computed once per :func:`_shape_key`."""
+
+
+def _shape_key(prim, args, kwargs):
+    """For an elementwise primitive (one that broadcasts, or one defined by its derivatives:
+    ``core.extend.elementwise``), or ``untake``, applied to symbols and numbers, the key that
+    determines its result's shape and dtype: the primitive, each symbol's shape, dtype and kind,
+    each number's type and value. Examples are only ever read for their shape and dtype, so
+    statements of one key may share one example: an adjoint adding n one-element cotangents into
+    an n-vector would otherwise compute n examples of n elements (quadratic time). None for other
+    primitives and arguments."""
+    if kwargs or not (prim.broadcasts or prim is untake or getattr(prim, "derivatives", None) is not None):
+        return None
+    key = [prim]
+    for a in args:
+        t = type(a)
+        if t is Symbol:
+            v = a.variable
+            key.append((v.shape, v.dtype, v.kind))
+        elif t is int and prim is untake:  # an index: untake's result has the shape it is given
+            key.append(int)
+        elif t is float or t is int or t is bool or t is complex:
+            key.append((t, a))
+        elif t is tuple and all(type(p) is int for p in a):  # untake's shape, or an index
+            key.append((t, a))
+        else:
+            return None
+    return tuple(key)
 
 
 def _stack_lists(args):

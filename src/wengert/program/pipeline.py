@@ -1,0 +1,121 @@
+"""The passes in the order ``wg.compile`` and the derivative programs run them.
+
+- ``simplify``: constant folding, common subexpressions and dead code (derivative programs are
+  returned simplified), with the algebraic rewrites, to a fixed point.
+- ``lower``: what makes the generated code cheaper to run and to keep: broadcasts elided, sums
+  and products factored, in-place accumulation, values computed again where that frees a buffer.
+- ``optimize``: both.
+
+Every pass is linear in the program's size: one sweep forward (or backward, for dead code) with
+dictionaries, so a long program costs the same per statement as a short one.
+"""
+
+from wengert.program.ir import Statement, Variable, dup
+from wengert.program.liveness import rematerialize
+from wengert.program.passes import (
+    _fold,
+    _key,
+    _negated,
+    _rewritten,
+    accumulate_in_place,
+    elide_broadcasts,
+    eliminate_dead_code,
+    factor_products,
+    factor_sums,
+    rewrite_algebra,
+)
+from wengert.rules.elementwise import negative
+
+__all__ = ["fold_and_merge", "simplify", "lower", "optimize"]
+
+_SHAPE_ONLY = frozenset(("zeros_like", "ones_like"))
+
+
+def _statement_key(s):
+    """What makes two statements equal: the primitive and the arguments (Variables by identity,
+    constants by value, ``passes._key``)."""
+    parts = [id(s.prim)]
+    for a in s.args:
+        t = type(a)
+        if t is Variable:
+            parts.append(a)
+        elif t is float:
+            parts.append((float, repr(a)))
+        else:
+            parts.append(_key(a))
+    if s.kwargs:
+        parts.append(_key(s.kwargs))
+    return tuple(parts)
+
+
+def fold_and_merge(program):
+    """``passes.fold_constants`` and ``passes.eliminate_common_subexpressions`` in one sweep: each
+    statement is read through the aliases made so far, folded if it folds, else dropped if an
+    equal one came earlier. (Merging two equal statements never makes one foldable: both have
+    the same arguments, of the same types, constant or not.)"""
+    alias, kept, seen = {}, [], {}
+
+    def look(v):
+        while type(v) is Variable and v in alias:
+            v = alias[v]
+        return v
+
+    for s in program.statements:
+        if alias:
+            s = _rewritten(s, alias, look)
+        # Variables only (the common case): no folding rule applies, as each needs a constant,
+        # but for zeros_like and ones_like, which read only the shape
+        plain = bool(s.args) and len(s.outs) == 1 and not s.kwargs and s.prim.__name__ not in _SHAPE_ONLY
+        if plain:
+            for a in s.args:
+                if type(a) is not Variable:
+                    plain = False
+                    break
+        if not plain:
+            negated = _negated(s)
+            if negated is not None:
+                s = Statement(s.outs, negative.primitive, (negated,))
+            folded = _fold(s)
+            if folded is not None:
+                alias[s.outs[0]] = folded
+                continue
+        if s.prim is dup or len(s.outs) != 1:
+            kept.append(s)
+            continue
+        key = _statement_key(s)
+        earlier = seen.get(key)
+        if earlier is None:
+            seen[key] = s.outs[0]
+            kept.append(s)
+        else:
+            alias[s.outs[0]] = earlier
+    outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
+    return program.with_statements(kept, outputs)
+
+
+def simplify(program):
+    """Constant folding, common subexpressions and dead code, to a fixed point.
+
+    One round of the three is complete (each statement is rewritten through the aliases made
+    earlier in the sweep; dropping dead statements makes nothing foldable): another runs only
+    when the algebraic rewrites changed the program."""
+    for _ in range(4):
+        program = eliminate_dead_code(fold_and_merge(program))
+        factored = factor_sums(rewrite_algebra(program))
+        if factored is program:
+            break
+        program = factored
+    return program
+
+
+def lower(program):
+    """The passes after ``simplify`` (derivative programs come simplified): broadcasts elided, sums
+    factored again (an elided broadcast may expose a scalar factor), in-place accumulation, and
+    cheap values computed again where that frees a buffer (``liveness.rematerialize``)."""
+    program = factor_products(rewrite_algebra(factor_sums(elide_broadcasts(program))))
+    return rematerialize(accumulate_in_place(program))
+
+
+def optimize(program):
+    """``simplify`` then ``lower``: what ``wg.compile`` runs."""
+    return lower(simplify(program))
