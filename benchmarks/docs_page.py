@@ -35,52 +35,67 @@ def _keys(results):
     return [k for k in IMPLEMENTATIONS if k in seen and k != "hand"]
 
 
+def _labels(results):
+    """A label per workload result: its name, with the size from its title where names repeat
+    (the loops are run at several sizes)."""
+    names = [w.workload.name for w in results]
+    return [n if names.count(n) == 1 else f"{n} ({w.workload.title.rsplit(', ', 1)[-1]})"
+            for n, w in zip(names, results)]
+
+
 def summary_rows(results):
     """``(header, rows)``: one row per workload with a hand-written time, one column per
     implementation, each cell that implementation's time over the hand-written one."""
     keys = _keys(results)
     header = ["workload"] + [IMPLEMENTATIONS[k] for k in keys]
     rows = []
-    for wres in results:
+    for wres, label in zip(results, _labels(results)):
         if wres.get("hand") is None:
             continue
         cells = [_relative(wres, k) for k in keys]
-        rows.append([wres.workload.name] + ["-" if c is None else f"{c:.2f}x" for c in cells])
+        rows.append([label] + ["-" if c is None else f"{c:.2f}x" for c in cells])
     return header, rows
 
 
 def plot_relative(results, path):
-    """A horizontal bar chart, log scale: per workload, each implementation's time over the
-    hand-written code's. Returns the path, or None when no workload has a hand-written time."""
+    """A horizontal bar chart, log scale: per workload, each measured implementation's time over the
+    hand-written code's, one bar each (a colour per implementation). Returns the path, or None when
+    no workload has a hand-written time and another measured implementation."""
     keys = _keys(results)
-    shown = [w for w in results if w.get("hand") is not None and any(_relative(w, k) for k in keys)]
-    if not shown or not keys:
+    rows, ticks, y = [], [], 0.0  # rows: (y, key, ratio)
+    for wres, label in zip(results, _labels(results)):
+        present = [(k, r) for k in keys if (r := _relative(wres, k)) is not None]
+        if not present:
+            continue
+        ticks.append((y + (len(present) - 1) / 2, label))
+        for k, r in present:
+            rows.append((y, k, r))
+            y += 1.0
+        y += 0.8  # a gap between workloads
+    if not rows:
         return None
-    height = 0.8 / len(keys)
-    fig = Figure(figsize=(9, 1.2 + 0.28 * len(shown) * len(keys)), layout="constrained")
+    fig = Figure(figsize=(9, 1.3 + 0.24 * y), layout="constrained")
     ax = fig.add_subplot()
     for j, key in enumerate(keys):
-        ys, xs = [], []
-        for i, wres in enumerate(shown):
-            ratio = _relative(wres, key)
-            if ratio is not None:
-                ys.append(i + (j - (len(keys) - 1) / 2) * height)
-                xs.append(ratio)
+        mine = [(yy, r) for yy, k, r in rows if k == key]
+        if not mine:
+            continue
+        ys, xs = [yy for yy, _ in mine], [r for _, r in mine]
         # each bar runs from 1 (the hand-written time) to the ratio: right slower, left faster
-        ax.barh(ys, [x - 1.0 for x in xs], left=1.0, height=height, label=IMPLEMENTATIONS[key],
-                color=f"C{j}")
-        for y, x in zip(ys, xs):
-            ax.annotate(f"{x:.2g}", (x, y), xytext=(3 if x >= 1 else -3, 0), textcoords="offset points",
+        ax.barh(ys, [x - 1.0 for x in xs], left=1.0, height=0.85, label=IMPLEMENTATIONS[key],
+                color=f"C{j % 10}")
+        for yy, x in mine:
+            ax.annotate(f"{x:.2g}", (x, yy), xytext=(3 if x >= 1 else -3, 0), textcoords="offset points",
                         ha="left" if x >= 1 else "right", va="center", fontsize="x-small")
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ratios = [r for w in shown for k in keys if (r := _relative(w, k)) is not None]
+    ratios = [r for _, _, r in rows]
     ax.set_xlim(min(0.5, min(ratios) / 2), max(2.0, max(ratios) * 2))
-    ax.set_yticks(range(len(shown)), [w.workload.name for w in shown])
-    ax.invert_yaxis()
+    ax.set_yticks([t for t, _ in ticks], [name for _, name in ticks])
+    ax.set_ylim(y - 0.3, -0.7)
     ax.set_xlabel("time relative to hand-written NumPy (log scale): right of 1 slower, left of 1 faster")
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     ax.grid(axis="x", which="both", alpha=0.3)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -166,7 +181,9 @@ def write_page(path, results, env, quick=False, command="make bench", checkpoint
     if rows:
         lines += ["## Summary", "",
                   "Time of each implementation relative to hand-written NumPy (per operation where the "
-                  "workload counts operations; below 1 is faster than the hand-written code).", "",
+                  "workload counts operations; below 1 is faster than the hand-written code). In the "
+                  "compiled workloads \"wengert\" is `wg.compile`'s derivative program and \"wengert tape\" "
+                  "is `wg.grad` on the same function.", "",
                   "| " + " | ".join(header) + " |", "|:--|" + "--:|" * (len(header) - 1)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         lines.append("")
