@@ -57,6 +57,13 @@ def summary_rows(results):
     return header, rows
 
 
+def _ratio_text(x):
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
+
+
+_PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
+
+
 def plot_relative(results, path):
     """A horizontal bar chart, log scale: per workload, each measured implementation's time over the
     hand-written code's, one bar each (a colour per implementation). Returns the path, or None when
@@ -85,11 +92,11 @@ def plot_relative(results, path):
         ax.barh(ys, [x - 1.0 for x in xs], left=1.0, height=0.85, label=IMPLEMENTATIONS[key],
                 color=f"C{j % 10}")
         for yy, x in mine:
-            ax.annotate(f"{x:.2g}", (x, yy), xytext=(3 if x >= 1 else -3, 0), textcoords="offset points",
+            ax.annotate(_ratio_text(x), (x, yy), xytext=(3 if x >= 1 else -3, 0), textcoords="offset points",
                         ha="left" if x >= 1 else "right", va="center", fontsize="x-small")
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_major_formatter(_PLAIN)
     ratios = [r for _, _, r in rows]
     ax.set_xlim(min(0.5, min(ratios) / 2), max(2.0, max(ratios) * 2))
     ax.set_yticks([t for t, _ in ticks], [name for _, name in ticks])
@@ -144,6 +151,9 @@ def plot_memory(points, path):
         ax.scatter([mib], [seconds], color=f"C{j % 10}", label=label, zorder=3)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(_PLAIN)
+        axis.set_minor_formatter(_PLAIN)
     ax.set_xlabel("peak memory of one gradient (MiB, tracemalloc; log scale)")
     ax.set_ylabel("time of one gradient (s, median; log scale)")
     ax.legend(fontsize="small")
