@@ -316,3 +316,16 @@ def test_long_loops_against_finite_differences(policy, kw, n):
     got = wg.grad(lambda x, a: wnp.sum(f(x, a)), argnums=(0, 1))(np.array([0.4, -0.7]), 0.9)
     for g, r in zip(got, all_):
         np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14)
+
+
+def test_shared_structures_keep_their_key_types():
+    """Structures shared between calls are told apart by type, not only by equality: 1 == True."""
+    step = wg.checkpoint(lambda d: {k: wnp.sin(v) for k, v in d.items()})
+
+    def f(x, key):
+        out = step({key: x})
+        assert [type(k) for k in out] == [type(key)], (list(out), key)
+        return wnp.sum(out[key])
+
+    for key in (1, True, 1.0):
+        np.testing.assert_allclose(wg.grad(f)(np.ones(2), key), np.cos(np.ones(2)), rtol=1e-15)

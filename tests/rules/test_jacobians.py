@@ -101,6 +101,25 @@ def test_jacobians_equal_one_pass_per_basis_vector(name, i):
         _same(wg.jacfwd(f, argnums=argnums, chunk_size=chunk)(*xs), cols, f"jacfwd chunk_size={chunk}")
 
 
+@pytest.mark.parametrize("name,i", LIST)
+def test_hessians_equal_one_tangent_of_the_gradient_per_basis_vector(name, i):
+    fun, args = TABLE[name][i]
+    nums = tuple(j for j, a in enumerate(args)
+                 if type(a) is float or (isinstance(a, np.ndarray) and a.dtype.kind == "f"))
+    if not nums or name in REFUSED or not _real_leaves(fun(*args)):
+        pytest.skip("no real float argument or result")
+    f = _restricted(fun, args, nums)
+    xs = tuple(args[j] for j in nums)
+
+    def loss(*v):  # a fixed weighting of every output element
+        return sum(wnp.sum(o * (np.cos(np.arange(np.size(o))).reshape(np.shape(o)) + 0.5)) for o in f(*v))
+
+    argnums = tuple(range(len(xs)))
+    grads = wg.grad(loss, argnums=argnums)
+    want = _by_jvps(lambda *v: tuple(grads(*v)), xs)
+    _same(wg.hessian(loss, argnums=argnums)(*xs), want, "hessian")
+
+
 INF = np.array([1.0, np.inf, -2.0, np.nan])
 M = np.arange(16.0).reshape(4, 4) / 7.0
 M_INF = M.copy()

@@ -105,13 +105,14 @@ def shared(value):
     """One object for equal small immutable values (tree structures, flag tuples, sequences of
     slots): a loop of 10^6 calls stores pointers to a few objects, not 10^6 copies. Bounded."""
     try:
-        got = _SHARED.get(value)
+        key = (value, repr(value))  # the repr tells apart equal values of other types: {1: x}, {True: x}
+        got = _SHARED.get(key)
     except TypeError:  # unhashable (a dict key that is not): keep it as it is
         return value
     if got is not None:
         return got
     if len(_SHARED) < _SHARED_LIMIT:
-        _SHARED[value] = value
+        _SHARED[key] = value
     return value
 
 
