@@ -54,7 +54,8 @@ def _plain_env():
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory):
-    """``python -m build`` on a copy of the project's packaging files: (sdist path, wheel path)."""
+    """``python -m build`` on a copy of the project's packaging files: (sdist path, wheel path). Without
+    build isolation: the build backend (setuptools, in the test extra) is this environment's."""
     src = tmp_path_factory.mktemp("project")
     for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "MANIFEST.in"):
         shutil.copy(ROOT / name, src / name)
