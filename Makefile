@@ -27,6 +27,7 @@ $(VENV)/.bench: pyproject.toml | $(PY)
 
 test: $(VENV)/.test
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -n 2
 
 # Random programs through every engine, for FUZZ_MINUTES; the report goes to build/fuzz-report.md.

@@ -1,14 +1,19 @@
-"""``python -m benchmarks [--quick] [--only NAME ...] [--rounds N]``: print the tables and targets, write
-them to benchmarks/results/latest.md, and exit non-zero if any gradient cross-check failed.
+"""``python -m benchmarks [--quick] [--only NAME ...] [--rounds N] [--docs PATH]``: print the tables and
+targets, write them to benchmarks/results/latest.md, and exit non-zero if any gradient cross-check
+failed. A full run (no ``--quick``, ``--only``, ``--impls`` or ``--rounds``: what ``make bench`` does)
+also writes the documentation's benchmark page, docs/benchmarks.md, with its plots in docs/img/;
+``--docs PATH`` writes the page for any run.
 """
 
 import argparse
+import contextlib
+import io
 import sys
 import time
 from pathlib import Path
 
 from benchmarks import checkpointing as checkpoint_bench
-from benchmarks import indexing
+from benchmarks import docs_page, indexing
 from benchmarks import scale as stacking
 from benchmarks import source as source_loops
 from benchmarks.compiled import COMPILED_NAMES, compiled_workloads
@@ -23,6 +28,8 @@ from benchmarks.harness import (
 from benchmarks.workloads import WORKLOAD_NAMES, all_workloads
 
 RESULTS = Path(__file__).resolve().parent / "results"
+DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+CHECKPOINTING = "checkpointing"  # the checkpointing benchmark's name for --only (benchmarks/checkpointing.py)
 
 
 def _select(names, parser):
@@ -38,6 +45,42 @@ def _select(names, parser):
     return chosen
 
 
+class _Tee(io.TextIOBase):
+    """Writes to several streams at once."""
+
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text):
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self):
+        for stream in self.streams:
+            stream.flush()
+
+
+def _tee(run, **kwargs):
+    """``(run(**kwargs), what it printed)``, the printing still shown."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(_Tee(sys.stdout, printed)):
+        result = run(**kwargs)
+    return result, printed.getvalue()
+
+
+def _stacking_markdown(printed):
+    """The stacking benchmark's printed caption and table as a Markdown section ("" without them)."""
+    lines = printed.splitlines()
+    start = next((k for k, line in enumerate(lines) if line.startswith("Stacking N traced scalars")), None)
+    if start is None:
+        return ""
+    table = [line for line in lines[start + 1:] if line.startswith("|")]
+    notes = [line for line in lines[start + 1:] if "differ from the formula" in line]
+    return "\n".join(["## Scale: stacking many traced pieces", "", lines[start] + ".", "", *table, "",
+                      *notes]) + "\n"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -46,14 +89,18 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few rounds, for smoke-testing (not representative)")
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help=f"run only these workloads: {', '.join(WORKLOAD_NAMES + COMPILED_NAMES)} "
-                             "(parts of names work)")
+                        help=f"run only these workloads: {', '.join(WORKLOAD_NAMES + COMPILED_NAMES)}, "
+                             f"{CHECKPOINTING} (the checkpointing runner: time and memory of long loops), "
+                             "stack (stacking many traced pieces) (parts of names work)")
     parser.add_argument("--rounds", type=int, metavar="N", help="rounds per workload (default: per workload)")
     parser.add_argument("--impls", nargs="+", metavar="KEY", choices=list(IMPLEMENTATIONS),
                         help=f"run only these implementations: {', '.join(IMPLEMENTATIONS)}")
     parser.add_argument("--markdown", type=Path, metavar="PATH",
                         help="where to write the Markdown report (default: benchmarks/results/latest.md, "
                              "or latest-quick.md with --quick)")
+    parser.add_argument("--docs", type=Path, metavar="PATH",
+                        help="also write the documentation's benchmark page there, plots in img/ beside it "
+                             "(a full run writes docs/benchmarks.md)")
     args = parser.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
@@ -96,10 +143,23 @@ def main(argv=None):
                    + source_loops.summary_markdown(results))
     print(f"\nTotal {elapsed:.0f} s. Markdown written to {path}")
     failed = sum(len(r.failures) for r in results)
+    stacking_md = ""
     if stacking_too:
-        failed += stacking.run(quick=args.quick, rounds=args.rounds)
+        failed_stacking, printed = _tee(stacking.run, quick=args.quick, rounds=args.rounds)
+        failed += failed_stacking
+        stacking_md = _stacking_markdown(printed)
+    checkpoint_md = RESULTS / ("checkpointing-quick.md" if args.quick else "checkpointing.md")
     if checkpoint_too:
-        failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds)
+        failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=checkpoint_md)
+    full = not (args.quick or args.only or args.impls or args.rounds)
+    page = args.docs or (DOCS_PAGE if full else None)
+    if page is not None:
+        extra = [indexing.summary_markdown(results), source_loops.summary_markdown(results), stacking_md]
+        checkpointing = checkpoint_md.read_text(encoding="utf-8") if checkpoint_too else None
+        command = "make bench" if full else "python -m benchmarks " + " ".join(argv or sys.argv[1:])
+        written = docs_page.write_page(page, results, env, quick=args.quick, command=command,
+                                       checkpointing=checkpointing, extra=extra)
+        print("Benchmark page written: " + ", ".join(str(p) for p in written))
     if failed:
         print(f"{failed} implementation(s) FAILED the gradient cross-check", file=sys.stderr)
         return 1

@@ -21,7 +21,8 @@ from benchmarks.peers import PeerUnavailable, package_version
 
 __all__ = [
     "IMPLEMENTATIONS", "Impl", "Target", "Workload", "ImplResult", "WorkloadResult", "cross_check",
-    "run_workload", "format_text", "format_markdown", "evaluate_targets", "environment", "write_markdown",
+    "run_workload", "format_text", "format_markdown", "format_tables_markdown", "evaluate_targets",
+    "environment", "write_markdown", "METHOD",
 ]
 
 # Implementation keys, in table order, with the labels printed for them.
@@ -396,6 +397,12 @@ def format_markdown(results, env, quick=False):
         lines.append(f"- **{key}**: {value}")
     lines.append("- **rounds**: " + ", ".join(f"{w.workload.name} {w.rounds}" for w in results))
     lines += ["", METHOD, ""]
+    return "\n".join(lines) + "\n" + format_tables_markdown(results, quick)
+
+
+def format_tables_markdown(results, quick=False):
+    """Each workload's table (a level-2 heading each) and the targets, as Markdown."""
+    lines = []
     for wres in results:
         lines.append(f"## {_heading(wres)}")
         lines.append("")
@@ -471,6 +478,7 @@ def environment():
     return {
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         "machine": f"{_cpu_model()}, {cpus} CPUs, {platform.system()} {platform.release()}",
+        "OS": platform.platform(),
         "Python": platform.python_version(),
         "NumPy": f"{np.__version__} (BLAS: {_blas()})",
         "wengert": f"{wengert.__version__}, commit {_git_revision()}",

@@ -1,8 +1,9 @@
-"""Command line: ``python -m wengert demo`` (an MLP learns the digits), ``python -m wengert example``
-(a tape example in reverse and forward mode), ``python -m wengert adjoint FILE.py:FUNCTION`` (a
-derivative program built from source), ``python -m wengert rules`` (the rule table at a glance)."""
+"""Command line (``wengert`` or ``python -m wengert``): ``demo`` (an MLP learns the digits),
+``example`` (a tape example in reverse and forward mode), ``rules`` (the rule table at a glance),
+``adjoint FILE.py:FUNCTION`` (a derivative program built from source); ``--version``."""
 
 import argparse
+import os
 import sys
 
 import wengert as wg
@@ -80,23 +81,33 @@ def _seed_value(text):
     return value
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m wengert", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="train an MLP on scikit-learn's digits (needs the demo extra)")
+def build_parser():
+    """The command line's parser: one subcommand per entry point, each with a one-line help."""
+    prog = "wengert" if os.path.basename(sys.argv[0] or "") == "wengert" else "python -m wengert"
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="wengert: exact derivatives of Python/NumPy programs. Run a subcommand with --help "
+                    "for its options.")
+    parser.add_argument("--version", action="version", version=f"wengert {wg.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    d = sub.add_parser("demo", help="train an MLP on the digits data (the demo extra)",
+                       description="Train an MLP on scikit-learn's digits; needs the demo extra "
+                                   "(pip install 'wengert[demo]').")
     d.add_argument("--epochs", type=_positive(int), default=30, help="passes over the training set (30)")
     d.add_argument("--hidden", type=_positive(int), default=256, help="width of the hidden layer (256)")
     d.add_argument("--lr", type=_positive(float), default=2e-3, help="Adam's learning rate (0.002)")
     d.add_argument("--seed", type=_seed_value, default=0, help="seed of the split, init and batches (0)")
     d.add_argument("--out", default="wengert-demo", help="folder for the outputs (./wengert-demo/)")
     d.set_defaults(run=demo)
-    s = sub.add_parser("example", help="z = x*y + sin(x) on a tape, in reverse and forward mode")
+    s = sub.add_parser("example", help="z = x*y + sin(x) on a tape, reverse and forward mode",
+                       description=example.__doc__)
     s.set_defaults(run=example)
-    r = sub.add_parser("rules", help="the rule table: every differentiable primitive, its family, modes "
-                                     "and facts")
+    r = sub.add_parser("rules", help="every differentiable primitive: modes and facts",
+                       description=rules.__doc__)
     r.set_defaults(run=rules)
-    a = sub.add_parser("adjoint", help="print the derivative program of FILE.py:FUNCTION, built from "
-                                       "its source")
+    a = sub.add_parser("adjoint", help="the derivative program of FILE.py:FUNCTION, as Python",
+                       description="Print the derivative program of FILE.py:FUNCTION, built from its "
+                                   "source and specialised to example arguments (--args).")
     a.add_argument("target", metavar="FILE.py:FUNCTION")
     a.add_argument("--table", action="store_true", help="each forward statement beside its reverse "
                                                         "counterpart")
@@ -109,7 +120,11 @@ def main(argv=None):
                    help="how loops' reverse passes get their iterations' values (all: a stack)")
     a.add_argument("--snapshots", type=_positive(int), default=None, help="binomial: states kept per loop")
     a.set_defaults(run=adjoint)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     return args.run(args)
 
 

@@ -11,7 +11,10 @@ Like PyTorch: ``param_groups`` is a list of dicts holding ``"params"`` and the h
 (so a schedule can set ``"lr"``); ``state_dict()`` refers to parameters by their position.
 """
 
+from __future__ import annotations
+
 import math
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -24,9 +27,10 @@ __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "StepLR", "CosineAnnealingLR"]
 class Optimizer:
     """Base class: holds ``param_groups`` and per-parameter ``state``; subclasses define ``_update``."""
 
-    defaults = {}
+    defaults: dict[str, Any] = {}
+    _update: Any  # defined by each subclass: _update(p, g, state, group)
 
-    def __init__(self, params, **hyper):
+    def __init__(self, params: Iterable[Any], **hyper: Any) -> None:
         for key, value in hyper.items():
             if key == "lr" and not value >= 0.0:
                 raise ValueError(f"{type(self).__name__}: invalid learning rate lr={value}")
@@ -34,7 +38,7 @@ class Optimizer:
         if not params:
             raise ValueError(f"{type(self).__name__}: got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
-        self.param_groups = []
+        self.param_groups: list[dict[str, Any]] = []
         for group in groups:
             group = dict(group)
             group["params"] = list(group["params"])
@@ -51,7 +55,7 @@ class Optimizer:
     def _all_params(self):
         return [p for g in self.param_groups for p in g["params"]]
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients (``None``, PyTorch 2's default), or fill them with zeros."""
         for p in self._all_params():
             if set_to_none or p.grad is None:
@@ -59,7 +63,7 @@ class Optimizer:
             else:
                 p.grad = np.zeros_like(p.value)
 
-    def step(self):
+    def step(self) -> None:
         """Update every parameter that has a gradient, in place."""
         for group in self.param_groups:
             for p in group["params"]:
@@ -76,7 +80,7 @@ class Optimizer:
         self._update(p, g.to_dense(), state, group)
 
     # -- state ------------------------------------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """``{"state": {index: {...}}, "param_groups": [{hyper-parameters, "params": [indices]}]}``."""
         index = {id(p): i for i, p in enumerate(self._all_params())}
         groups, k = [], 0
@@ -89,7 +93,7 @@ class Optimizer:
                  for pid, s in self.state.items() if pid in index}
         return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned (for the same parameters, in the same order)."""
         params = self._all_params()
         groups = state_dict["param_groups"]
@@ -118,7 +122,8 @@ class SGD(Optimizer):
     dampening ``d``: g += wd p; b = mu b + (1 - d) g (b = g at the first step);
     g = g + mu b (Nesterov) or b; p -= lr g."""
 
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0):
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 nesterov: bool = False, weight_decay: float = 0.0) -> None:
         if momentum < 0.0 or weight_decay < 0.0:
             raise ValueError(f"SGD: momentum and weight_decay must be >= 0, got {momentum}, {weight_decay}")
         if nesterov and (momentum <= 0.0 or dampening != 0.0):
@@ -152,7 +157,8 @@ class Adam(Optimizer):
 
     decoupled = False
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
         b1, b2 = betas
         if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
             raise ValueError(f"{type(self).__name__}: betas must lie in [0, 1), got {betas}")
@@ -200,19 +206,20 @@ class AdamW(Adam):
 
     decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.01) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
 
 class _Schedule:
     """Sets each group's ``lr`` from its ``initial_lr`` and the epoch; call ``step()`` once per epoch."""
 
-    def __init__(self, optimizer):
+    def __init__(self, optimizer: Optimizer) -> None:
         self.optimizer = optimizer
         self.last_epoch = 0
         self._set()
 
-    def step(self):
+    def step(self) -> None:
         self.last_epoch += 1
         self._set()
 
@@ -220,13 +227,13 @@ class _Schedule:
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr_at(group["initial_lr"], self.last_epoch)
 
-    def get_last_lr(self):
+    def get_last_lr(self) -> list[float]:
         return [group["lr"] for group in self.optimizer.param_groups]
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         return {"last_epoch": self.last_epoch}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.last_epoch = int(state["last_epoch"])
         self._set()
 
@@ -234,13 +241,13 @@ class _Schedule:
 class StepLR(_Schedule):
     """lr = initial_lr * gamma ** (epoch // step_size) (torch.optim.lr_scheduler.StepLR)."""
 
-    def __init__(self, optimizer, step_size, gamma=0.1):
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1) -> None:
         if step_size < 1:
             raise ValueError(f"StepLR: step_size must be >= 1, got {step_size}")
         self.step_size, self.gamma = int(step_size), float(gamma)
         super().__init__(optimizer)
 
-    def lr_at(self, base, epoch):
+    def lr_at(self, base: float, epoch: int) -> float:
         return base * self.gamma ** (epoch // self.step_size)
 
 
@@ -248,11 +255,11 @@ class CosineAnnealingLR(_Schedule):
     """lr = eta_min + (initial_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2, the closed form of
     torch.optim.lr_scheduler.CosineAnnealingLR (as there, it climbs back after T_max epochs)."""
 
-    def __init__(self, optimizer, T_max, eta_min=0.0):  # noqa: N803 - PyTorch's name
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0) -> None:  # noqa: N803 - PyTorch's name
         if T_max < 1:
             raise ValueError(f"CosineAnnealingLR: T_max must be >= 1, got {T_max}")
         self.T_max, self.eta_min = int(T_max), float(eta_min)
         super().__init__(optimizer)
 
-    def lr_at(self, base, epoch):
+    def lr_at(self, base: float, epoch: int) -> float:
         return self.eta_min + (base - self.eta_min) * (1.0 + math.cos(math.pi * epoch / self.T_max)) / 2.0

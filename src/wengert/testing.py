@@ -11,6 +11,10 @@ cotangents pair with tangents by ``Re(sum(u * t))``, without conjugation: the co
 autograd and JAX, under which a holomorphic ``f`` has VJP ``g * f'(z)`` (docs/complex.md).
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
 import numpy as np
 
 from wengert.api.transforms import jvp, vjp
@@ -70,7 +74,8 @@ def _close(a, b, rtol, atol):
     return abs(a - b) <= atol + rtol * max(abs(a), abs(b))
 
 
-def check_grads(fun, *args, modes=("fwd", "rev"), order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
+def check_grads(fun: Callable[..., Any], *args: Any, modes: Sequence[str] = ("fwd", "rev"), order: int = 2,
+                eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-6, seed: int = 0) -> None:
     """Check ``fun``'s derivatives at ``args`` against finite differences, to ``order``.
 
     Like HIPS autograd's ``check_grads``. Raises :class:`GradientCheckError` naming the mode, the

@@ -14,9 +14,12 @@ draw itself (has ``to_dot()``, as ``wg.Program`` will) is asked to. ``render(obj
 SVG/PNG/PDF through Graphviz's ``dot`` when it is installed, else the ``.dot`` file and a hint.
 """
 
+from __future__ import annotations
+
 import os
 import shutil
 import subprocess
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -26,7 +29,7 @@ from wengert.engines.reverse import FREED, Node
 __all__ = ["to_dot", "render"]
 
 
-def to_dot(obj, names=None, title=None):
+def to_dot(obj: Any, names: Mapping[str, Any] | None = None, title: str | None = None) -> str:
     """DOT text of the graph recorded for ``obj`` (a Tensor, a Var, a Tape, or anything with
     ``to_dot()``). ``names`` maps names to values (e.g. ``dict(model.named_parameters(), x=x)``)."""
     if hasattr(obj, "to_dot"):
@@ -185,7 +188,8 @@ def _short(value):
     return type(value).__name__
 
 
-def render(obj, path, names=None, title=None, quiet=False):
+def render(obj: Any, path: str | os.PathLike[str], names: Mapping[str, Any] | None = None,
+           title: str | None = None, quiet: bool = False) -> str:
     """Write the picture of ``obj`` to ``path`` (.svg, .png, .pdf through Graphviz's ``dot``; .dot as
     text). Without ``dot`` on PATH, writes the .dot file and prints how to render it. Returns the
     path actually written."""

@@ -23,6 +23,19 @@ def scaled(x, scale=2.0, shift=0.0):
 
 def broken(x):
     return x.no_such_method()
+
+def inverse(a):
+    return np.sum(np.linalg.inv(a))
+
+def repeat(x, n):
+    for i in range(n):
+        x = 0.9 * np.sin(x) + 0.1 * x
+    return x
+
+def sized(x, n, m):
+    for row in x:
+        m = m + np.sum(np.zeros(n) + row)
+    return m + len(x) * x.sum()
 """
 
 
@@ -59,17 +72,27 @@ def test_a_skipped_default_is_filled_in(module, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["{m}:loop"], "building the derivative of loop(v=1.0, n=1.0) failed: IndexError"),
+    (["{m}:loop"], "loop(v, n) needs example arguments: v is indexed (line 7), n is a bound of range() "
+                   "(line 6), so the float 1.0 will not do; give them with --args, e.g. "
+                   "--args 'v=np.ones(3), n=4'"),
+    (["{m}:loop", "--args", "np.ones(3)"], "loop(v, n) needs more example arguments: n is a bound of "
+                                           "range() (line 6)"),
+    (["{m}:repeat"], "repeat(x, n) needs example arguments: n is a bound of range() (line 20), so the "
+                     "float 1.0 will not do; give it with --args, e.g. --args 'n=4'"),
+    (["{m}:sized"], "x is iterated over (line 25), n is the size given to zeros() (line 26)"),
+    (["{m}:inverse"], "building the derivative of inverse(a=1.0) failed: LinAlgError"),
     (["{m}:loop", "--args", "v=np.ones(3), q=4"], "--args names q, which loop(v, n) does not take"),
     (["{m}:loop", "--args", "v=np.ones(3"], "--args 'v=np.ones(3' does not evaluate: SyntaxError"),
     (["{m}:loop", "--args", "np.ones(3), 4, 5"], "--args gives 3 arguments; loop(v, n) takes 2"),
     (["{m}:loop", "--args", "np.ones(3), v=np.ones(3)"], "gives v twice"),
     (["{m}:loop", "--args", "v=np.ones(3), n=4", "--argnums", "x"], "--argnums 'x': expected positions"),
-    (["{m}:broken"], "failed: AttributeError"),
+    (["{m}:broken"], "broken(x) needs example arguments: x has .no_such_method (line 14)"),
+    (["{m}:broken", "--args", "np.ones(3)"], "failed: AttributeError"),
     (["{m}:nope"], "defines no function 'nope'"),
     (["{d}/absent.py:f"], "no file"),
     (["no-colon"], "expected FILE.py:FUNCTION"),
-], ids=["floats-by-default", "unknown-name", "syntax", "too-many", "twice", "argnums", "user-error",
+], ids=["not-floats", "one-not-given", "range-bound", "iterated-and-size", "floats-by-default",
+        "unknown-name", "syntax", "too-many", "twice", "argnums", "not-a-float-attribute", "user-error",
         "no-function", "no-file", "no-colon"])
 def test_bad_input_is_one_paragraph_and_status_2(module, capsys, argv, message):
     argv = [a.format(m=module, d=module.parent) for a in argv]
@@ -77,8 +100,23 @@ def test_bad_input_is_one_paragraph_and_status_2(module, capsys, argv, message):
     assert status == 2
     assert message in err
     assert "Traceback" not in err and err.count("\n") == 1 and out == ""
-    if argv[0].endswith(":loop") and len(argv) == 1:
-        assert "--args 'v=np.ones(3), n=4'" in err  # the remedy
+    if argv[0].endswith(":inverse"):
+        assert "a was the float 1.0: give example arguments with --args, e.g. --args 'a=np.ones(3)'" in err
+
+
+def test_a_float_parameter_needs_no_arguments(module, capsys):
+    status, out, err = _run(capsys, f"{module}:scaled")
+    assert status == 0, err
+    assert "def scaled_grad(x):" in out
+
+
+def test_the_suggested_arguments_work(module, capsys):
+    status, _, err = _run(capsys, f"{module}:repeat")
+    suggested = err.split("--args '")[1].split("'")[0]
+    assert status == 2 and suggested == "n=4"
+    status, out, err = _run(capsys, f"{module}:repeat", "--args", suggested)
+    assert status == 0, err
+    assert "def repeat_grad(x):" in out
 
 
 def test_a_module_that_fails_to_import(tmp_path, capsys):

@@ -9,7 +9,10 @@ composes with every transform in both orders (``vmap(grad(f))`` gives per-exampl
 ``grad`` of a function that calls ``vmap`` differentiates through it).
 """
 
+from __future__ import annotations
+
 import functools
+from typing import Any, Callable
 
 import numpy as np
 
@@ -23,7 +26,7 @@ from wengert.rules import shape as shape_ops
 __all__ = ["vmap"]
 
 
-def vmap(fun, in_axes=0, out_axes=0):
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
     """``fun`` mapped over axis ``in_axes`` of its arguments; the results stacked along ``out_axes``."""
     if not callable(fun):
         raise TypeError(f"wg.vmap expects a function, got {fun!r}")

@@ -8,8 +8,11 @@ layout: the output's pytree structure outside, the inputs' inside, each block of
 ``out.shape + in.shape``.
 """
 
+from __future__ import annotations
+
 import functools
 import math
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -131,7 +134,8 @@ def _assemble(out_def, per_out, single):
     return tree_unflatten(out_def, [blocks[0] if single else tuple(blocks) for blocks in per_out])
 
 
-def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, chunk_size=None):
+def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
     """Jacobian by reverse mode (``jax.jacrev``): one recording, and one backward pass batched over
     every output element (``chunk_size`` of them at a time, to bound memory; all by default).
 
@@ -176,7 +180,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, chunk_size=None):
 jacobian = jacrev
 
 
-def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False, chunk_size=None):
+def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
     """Jacobian by forward mode (``jax.jacfwd``): one forward pass batched over every input element
     (``chunk_size`` of them at a time, to bound memory; all by default); the same layout as
     :func:`jacrev`. A complex input needs ``holomorphic=True`` (then the complex derivative, equal
@@ -253,7 +258,8 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform, chunk_size=None):
     return jac_fun
 
 
-def hessian(fun, argnums=0, has_aux=False, holomorphic=False, chunk_size=None):
+def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
     """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``). For a tuple
     ``argnums`` the blocks nest as ``((H00, H01), (H10, H11))``, block ``Hij`` of shape
     ``x_i.shape + x_j.shape``; pytree arguments nest likewise."""
@@ -262,7 +268,7 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False, chunk_size=None):
                    "hessian", chunk_size)
 
 
-def hvp(fun, primals, tangents):
+def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
     """Hessian-vector product by forward over reverse: the JVP of ``grad(fun)``.
 
     With one primal it returns an array like that primal; with several, a tuple of them.

@@ -4,6 +4,10 @@ Arguments and results of every transform may be pytrees; gradients come back wit
 structure. Namedtuples keep their type; dicts keep their keys' order; ``None`` is an empty node.
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
 import numpy as np
 
 __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_structure", "argnums_checked",
@@ -12,7 +16,7 @@ __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_structure", "argn
 _LEAF = "leaf"
 
 
-def tree_flatten(tree):
+def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
     """``(leaves, treedef)``: the leaves in order, and what is needed to rebuild the structure."""
     leaves = []
     treedef = _flatten(tree, leaves)
@@ -33,7 +37,7 @@ def _flatten(tree, leaves):
     return _LEAF
 
 
-def tree_unflatten(treedef, leaves):
+def tree_unflatten(treedef: Any, leaves: Sequence[Any]) -> Any:
     """Rebuild a pytree with the structure ``treedef`` from ``leaves``."""
     it = iter(leaves)
     out = _unflatten(treedef, it)
@@ -57,12 +61,12 @@ def _unflatten(treedef, it):
     return t(*values)  # namedtuple
 
 
-def tree_structure(tree):
+def tree_structure(tree: Any) -> Any:
     """The treedef alone."""
     return tree_flatten(tree)[1]
 
 
-def tree_map(f, tree, *rest):
+def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     """Apply ``f`` to every leaf (and the corresponding leaves of ``rest``, same structure)."""
     leaves, treedef = tree_flatten(tree)
     others = []
@@ -74,7 +78,7 @@ def tree_map(f, tree, *rest):
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
 
 
-def describe(treedef):
+def describe(treedef: Any) -> str:
     """A short readable rendering of a structure, for error messages."""
     if treedef is _LEAF:
         return "*"
@@ -96,7 +100,7 @@ def _is_index(a):
     return isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
 
 
-def argnums_checked(argnums, where):
+def argnums_checked(argnums: Any, where: str | Callable[[], str]) -> tuple[bool, tuple[int, ...]]:
     """``(single, nums)`` for ``argnums``, an int or a tuple/list of ints; ``where`` (a string, or a
     function making it, called only for an error) starts the error message
     (``"wg.grad(f, argnums=0.0)"``). Any other value is a TypeError naming it."""
@@ -116,7 +120,8 @@ def argnums_checked(argnums, where):
                     f"({type(argnums).__name__}); write e.g. argnums=0 or argnums=(0, 1)")
 
 
-def argnums_resolved(nums, nargs, where, arity="the function was called with"):
+def argnums_resolved(nums: tuple[int, ...], nargs: int, where: str | Callable[[], str],
+                     arity: str = "the function was called with") -> tuple[int, ...]:
     """``nums`` (from :func:`argnums_checked`) as indices ``0 <= a < nargs``. Out of range, or one
     argument named twice (``(0, 0)``, or ``(0, -2)`` of two), is a ValueError: a derivative with
     respect to the same argument twice has no one meaning."""

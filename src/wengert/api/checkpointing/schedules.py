@@ -168,7 +168,7 @@ class Schedule:
             return all(a == b for a, b in itertools.zip_longest(self, other, fillvalue=sentinel))
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable: equality compares the actions
 
     def __repr__(self):
         return f"<{self.policy} schedule: {self.n} steps>"

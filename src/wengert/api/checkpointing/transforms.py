@@ -3,7 +3,10 @@ the backward pass instead of kept. The engine (one recomputing node per call) is
 the schedules the loop follows are ``checkpointing.py``.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import Any, Callable
 
 import numpy as np
 
@@ -16,7 +19,7 @@ from wengert.core.trace import unbox_all
 __all__ = ["checkpoint", "iterate"]
 
 
-def checkpoint(fun):
+def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     """``fun`` whose intermediates are not kept for the backward pass but recomputed there from its
     inputs (``jax.checkpoint``, ``torch.utils.checkpoint.checkpoint``).
 
@@ -40,12 +43,14 @@ def checkpoint(fun):
     return checkpointed
 
 
-_NO_KWARGS = {}  # never written to
+_NO_KWARGS: dict[str, Any] = {}  # never written to
 _ONE_STEP = sched.Schedule((sched.Action("snapshot", 0, 0, 0), sched.Action("reverse", 0, 1)), 1,
                            "checkpoint")
 
 
-def iterate(step, x0, n=None, *, until=None, checkpoint="all", snapshots=None):
+def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
+            until: Callable[[Any], Any] | None = None, checkpoint: str = "all",
+            snapshots: int | None = None) -> Any:
     """The state after ``x = step(x)`` applied ``n`` times, or until ``until(x)`` is true (at most
     ``n`` times when both are given), differentiable with respect to ``x0`` and to everything
     ``step`` closes over (``jax.lax.fori_loop`` / ``while_loop`` with ``jax.checkpoint``).
