@@ -20,9 +20,10 @@ import numpy as np
 from wengert.core import primitive as _primitive
 from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
+from wengert.core.trace import BOX_TYPES
 
 __all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "shape_of", "dtype_of",
-           "sum", "reshape", "astype", "real", "normalize_axis", "expand_reduced"]
+           "sum", "reshape", "astype", "real", "normalize_axis", "expand_reduced", "foreign"]
 
 _SCALARS = (float, int, bool, complex)
 _ndarray = np.ndarray
@@ -48,6 +49,15 @@ def dtype_of(x):
         return x.dtype
     except AttributeError:
         return np.result_type(x)
+
+
+def foreign(x):
+    """Whether ``x`` is an array of another NEP-18 library (Dask, CuPy): not NumPy's, not a scalar, not
+    traced. Rules give such arrays their generic path -- the library's own functions through NumPy's
+    dispatch, ``zeros_like`` -- never an in-place write, ``np.asarray``, or a test of the data (which
+    would compute a lazy array)."""
+    t = type(x)
+    return t is not _ndarray and t not in BOX_TYPES and hasattr(t, "__array_function__")
 
 
 def sum_to_shape(c, target):
@@ -173,6 +183,8 @@ facts(reshape, linear=(0,))
 
 def _astype_impl(x, dtype):
     """``x.astype(dtype)`` (a Python float becomes a 0-d array of that dtype)."""
+    if foreign(x):  # another library's array keeps its library
+        return x.astype(dtype)
     return np.asarray(x).astype(dtype)
 
 

@@ -55,6 +55,8 @@ def zeros_of(x):
     x = unbox_all(x)
     if type(x) is float:
         return 0.0
+    if broadcasting.foreign(x):
+        return np.zeros_like(x)
     return np.zeros(np.shape(x), dtype=np.result_type(x))
 
 
@@ -160,7 +162,8 @@ def _sinc_d(out, x):
     1e-19 of the sum), and differentiable again.
     """
     small = abs(unbox_all(x)) < SINC_SERIES_BELOW
-    traced = is_symbolic(small)  # a traced program takes the general form (its data is not known)
+    # a traced program or a lazy array takes the general form (its data is not known, or not computed)
+    traced = is_symbolic(small) or broadcasting.foreign(small)
     if not traced and not np.any(small):
         return (cos(math.pi * x) - out) / x
     x2 = x * x
@@ -226,6 +229,8 @@ def masked(a, mask):
     branches per element); the product is exact except that 0 * inf is nan, so when ``a`` holds
     inf or nan the result is recomputed with ``np.where``.
     """
+    if type(a) is not np.ndarray and hasattr(type(a), "__array_function__"):  # Dask, CuPy: no test of
+        return np.where(mask, a, 0)  # their data (NumPy alone here: generated code includes this)
     with np.errstate(invalid="ignore"):
         out = np.multiply(a, mask)
     if out.dtype.kind in "fc" and not np.isfinite(out).all():
@@ -237,6 +242,8 @@ def tie_select(g, x, y):
     """``g`` where x > y, ``g / 2`` where x == y, 0 elsewhere (in the broadcast shape)."""
     out = masked(g, x > y)
     ties = x == y
+    if type(ties) is not np.ndarray and hasattr(type(ties), "__array_function__"):  # Dask, CuPy: no test
+        return np.where(ties, 0.5 * g, out)  # of their data (NumPy alone: generated code includes this)
     if ties.any() if type(ties) is np.ndarray else ties:  # the method: np.any's wrapper costs more
         out = np.where(ties, 0.5 * np.asarray(g), out)
     return out
