@@ -108,7 +108,8 @@ _REASONS = {
          {LAZY, COMPUTES}),
     "np.linalg on Dask: Dask has 2-D, square-chunked inv/solve/cholesky/qr/svd only, and computes or "
     "refuses the rest (eig, eigh, det, pinv, slogdet)":
-        (_names("linalg.adjugate", "linalg.adjugate_jvp", "linalg.cholesky", "linalg.det", "linalg.eig_vectors",
+        (_names("linalg.adjugate", "linalg.adjugate_jvp", "linalg.cholesky", "linalg.det",
+                "linalg.eig_vectors",
                 "linalg.eigh_values", "linalg.eigh_vectors", "linalg.eigvals", "linalg.inv", "linalg.pinv",
                 "linalg.qr_q", "linalg.qr_r", "linalg.slogdet_logabs", "linalg.slogdet_sign", "linalg.solve",
                 "linalg.svd_u", "linalg.svd_values", "linalg.svd_vh", "composed:linalg.cholesky_upper",
