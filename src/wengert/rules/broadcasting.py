@@ -162,8 +162,15 @@ def _sum_impl(a, axis=None, keepdims=False):
 
 
 sum = Primitive(_sum_impl, name="sum")  # noqa: A001 - NumPy's name
-defvjp(sum, lambda g, out, x, axis=None, keepdims=False:
-       expand_reduced(g, shape_of(x), axis, keepdims))
+def _sum_vjp(g, out, x, axis=None, keepdims=False):
+    if type(x) is not _ndarray and foreign(x) and not foreign(g) and type(g) not in BOX_TYPES:
+        # NumPy's cotangent of another library's sum is broadcast in that library (a Dask graph then
+        # holds no NumPy array of the data's size)
+        g = np.zeros_like(x, shape=shape_of(g), dtype=np.result_type(dtype_of(g), dtype_of(x))) + g
+    return expand_reduced(g, shape_of(x), axis, keepdims)
+
+
+defvjp(sum, _sum_vjp)
 defjvp(sum, lambda t, out, x, axis=None, keepdims=False: sum(t, axis=axis, keepdims=keepdims))
 facts(sum, linear=(0,), fresh=True)
 
