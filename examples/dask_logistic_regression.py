@@ -98,7 +98,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--features", type=int, default=20)
-    parser.add_argument("--chunk-rows", type=int, default=250_000, help="rows per chunk (40 MB at 20 features)")
+    parser.add_argument("--chunk-rows", type=int, default=250_000,
+                        help="rows per chunk (40 MB at 20 features)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="1.5GB", help="per worker")
     parser.add_argument("--l2", type=float, default=1e-3)
@@ -110,7 +111,8 @@ def main(argv=None):
     print(f"data: {args.rows:,} rows x {args.features} features (+ labels), {gigabytes:.2f} GB, "
           f"{x.numblocks[0]} chunks, generated lazily")
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                      memory_limit=args.memory_limit, dashboard_address=None) as cluster, Client(cluster) as client:
+                      memory_limit=args.memory_limit, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
         workers_before = set(client.scheduler_info()["workers"])
         start = time.perf_counter()
         with PeakMemory(client) as memory:
@@ -120,7 +122,8 @@ def main(argv=None):
     survived = workers_before == workers_after
     peak = max(memory.peak.values()) / 1e9 if memory.peak else float("nan")
     print(f"L-BFGS: {result.nit} iterations, {calls} loss-and-gradient graphs, {seconds:.1f} s "
-          f"({seconds / calls:.2f} s per graph); loss {result.fun:.10f}; |grad| {np.abs(result.jac).max():.1e}")
+          f"({seconds / calls:.2f} s per graph); loss {result.fun:.10f}; "
+          f"|grad| {np.abs(result.jac).max():.1e}")
     print(f"peak worker memory {peak:.2f} GB (limit {args.memory_limit}); "
           f"{'no worker was restarted' if survived else 'A WORKER WAS RESTARTED'}")
     out = {"w": result.x, "loss": result.fun, "seconds": seconds, "calls": calls, "peak_gb": peak,
