@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from benchmarks import checkpointing as checkpoint_bench
+from benchmarks import dask as dask_bench
 from benchmarks import indexing
 from benchmarks import source as source_loops
 from benchmarks.compiled import COMPILED_NAMES, compiled_workloads
@@ -45,7 +46,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few rounds, for smoke-testing (not representative)")
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help=f"run only these workloads: {', '.join(WORKLOAD_NAMES + COMPILED_NAMES)} "
+                        help=f"run only these workloads: {', '.join(WORKLOAD_NAMES + COMPILED_NAMES)}, "
+                             "checkpoint, dask "
                              "(parts of names work)")
     parser.add_argument("--rounds", type=int, metavar="N", help="rounds per workload (default: per workload)")
     parser.add_argument("--impls", nargs="+", metavar="KEY", choices=list(IMPLEMENTATIONS),
@@ -57,10 +59,15 @@ def main(argv=None):
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
-    others = [o for o in args.only or [] if not checkpoint_bench.matches(o)]  # "--only checkpoint"
-    checkpoint_too = args.only is None or len(others) < len(args.only)
+    dask_too = args.only is None or any(dask_bench.matches(o) for o in args.only)  # "--only dask"
+    only = [o for o in args.only or [] if not dask_bench.matches(o)]
+    others = [o for o in only if not checkpoint_bench.matches(o)]  # "--only checkpoint"
+    checkpoint_too = args.only is None or len(others) < len(only)
     if args.only and not others:
-        return checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=args.markdown)
+        failed = dask_bench.run(quick=args.quick, rounds=args.rounds) if dask_too else 0
+        if checkpoint_too:
+            failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=args.markdown)
+        return 1 if failed else 0
     selected = _select(others, parser) if args.only else list(WORKLOAD_NAMES + COMPILED_NAMES)
     everything = all_workloads(quick=args.quick) + compiled_workloads(quick=args.quick)
     workloads = [w for w in everything if w.name in selected]
@@ -93,6 +100,8 @@ def main(argv=None):
     failed = sum(len(r.failures) for r in results)
     if checkpoint_too:
         failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds)
+    if dask_too:
+        failed += dask_bench.run(quick=args.quick, rounds=args.rounds)
     if failed:
         print(f"{failed} implementation(s) FAILED the gradient cross-check", file=sys.stderr)
         return 1
