@@ -20,10 +20,11 @@ import numpy as np
 from wengert.core import primitive as _primitive
 from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
-from wengert.core.trace import BOX_TYPES
+from wengert.core.trace import BOX_TYPES, unbox_all
 
 __all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "shape_of", "dtype_of",
-           "sum", "reshape", "astype", "real", "normalize_axis", "expand_reduced", "foreign"]
+           "sum", "reshape", "astype", "real", "normalize_axis", "expand_reduced", "foreign",
+           "filled_like"]
 
 _SCALARS = (float, int, bool, complex)
 _ndarray = np.ndarray
@@ -58,6 +59,15 @@ def foreign(x):
     would compute a lazy array)."""
     t = type(x)
     return t is not _ndarray and t not in BOX_TYPES and hasattr(t, "__array_function__")
+
+
+def filled_like(x, shape, dtype, fill=0.0):
+    """``np.full(shape, fill, dtype)`` in ``x``'s own array library (NumPy's, unless ``x`` is another
+    library's array, traced or not)."""
+    v = unbox_all(x)
+    if foreign(v):
+        return np.full_like(v, fill, shape=shape, dtype=dtype)
+    return np.full(shape, fill, dtype=dtype)
 
 
 def sum_to_shape(c, target):

@@ -303,7 +303,7 @@ def _nan_extra(d, size, axis):
     if s[axis] == size:
         return d
     s[axis] = size - s[axis]
-    return shape.concatenate(d, np.full(s, np.nan, dtype=broadcasting.dtype_of(d)), axis=axis)
+    return shape.concatenate(d, broadcasting.filled_like(d, s, broadcasting.dtype_of(d), np.nan), axis=axis)
 
 
 def _svd_values_vjp(g, out, a):
