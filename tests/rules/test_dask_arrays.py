@@ -187,3 +187,24 @@ def test_dask_cholesky_is_the_lower_factor():
     got = wg.grad(f)(da.from_array(a, chunks=3))
     assert isinstance(got, da.Array)
     np.testing.assert_allclose(got.compute(), wg.grad(f)(a), rtol=1e-12)
+
+
+def test_index_update_with_a_repeating_index_on_dask_is_refused_by_name():
+    x = da.from_array(np.arange(4.0), chunks=2)
+    with pytest.raises(NotImplementedError, match=r"index_update .* on a dask\.array\.core\.Array with an "
+                                                  r"integer-array index"):
+        wg.grad(lambda v: (v.at[np.array([0, 0])].set(1.0) * v).sum())(x)
+
+
+def test_repeated_reads_of_a_dask_array_differentiate_lazily():
+    """``x[idx]`` with repeated indices: its adjoint adds every read (a bincount on Dask), no compute."""
+    v = np.linspace(1.0, 2.0, 5)
+    idx = np.array([0, 3, 0, 0, 4])
+    f = lambda x: (x[idx] ** 2).sum()
+    counter = ComputeCounter()
+    with counter, dask.config.set(scheduler="sync"):
+        g = wg.grad(f)(da.from_array(v, chunks=2))
+    assert isinstance(g, da.Array) and counter.computes == 0
+    want = np.zeros(5)
+    np.add.at(want, idx, 2 * v[idx])
+    np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-14)
