@@ -173,10 +173,13 @@ def _sum_impl(a, axis=None, keepdims=False):
 
 sum = Primitive(_sum_impl, name="sum")  # noqa: A001 - NumPy's name
 def _sum_vjp(g, out, x, axis=None, keepdims=False):
-    if type(x) is not _ndarray and foreign(x) and not foreign(g) and type(g) not in BOX_TYPES:
-        # NumPy's cotangent of another library's sum is broadcast in that library (a Dask graph then
-        # holds no NumPy array of the data's size)
-        g = np.zeros_like(x, shape=shape_of(g), dtype=np.result_type(dtype_of(g), dtype_of(x))) + g
+    if type(x) is not _ndarray and foreign(x) and type(g) not in BOX_TYPES:
+        # the cotangent of another library's sum is broadcast in that library, chunked as x is (a Dask
+        # graph then holds no NumPy array of the data's size, and needs no rechunking)
+        if not keepdims and axis is not None:
+            axes = normalize_axis(axis, len(shape_of(x)))
+            g = np.reshape(g, tuple(1 if i in axes else n for i, n in enumerate(shape_of(x))))
+        return np.zeros_like(x, dtype=np.result_type(dtype_of(g), dtype_of(x))) + g
     return expand_reduced(g, shape_of(x), axis, keepdims)
 
 
