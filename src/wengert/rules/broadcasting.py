@@ -58,7 +58,13 @@ def foreign(x):
     dispatch, ``zeros_like`` -- never an in-place write, ``np.asarray``, or a test of the data (which
     would compute a lazy array)."""
     t = type(x)
-    return t is not _ndarray and t not in BOX_TYPES and hasattr(t, "__array_function__")
+    if t in _NATIVE:
+        return False
+    return t not in BOX_TYPES and hasattr(t, "__array_function__")
+
+
+_NATIVE = frozenset((_ndarray, float, int, complex, bool, np.float64, np.float32, np.complex128,
+                     np.complex64))  # decided without a call
 
 
 def filled_like(x, shape, dtype, fill=0.0):

@@ -105,16 +105,22 @@ power = elementwise(np.power, lambda out, x, y: _pow_dx(x, y), lambda out, x, y:
 arctan2 = elementwise(np.arctan2, lambda out, y, x: x / (x * x + y * y),
                       lambda out, y, x: -y / (x * x + y * y), float_fun=math.atan2)
 hypot = elementwise(np.hypot, lambda out, x, y: x / out, lambda out, x, y: y / out, float_fun=math.hypot)
-def _logaddexp_share(out, a, b):
-    """d logaddexp(a, b) / da: exp(a - out); on another library's array 1 / (1 + exp(b - a)), which does
+def _logaddexp_dx(out, x, y):
+    """d logaddexp(x, y) / dx: exp(x - out); on another library's array 1 / (1 + exp(y - x)), which does
     not read ``out``, so that a lazy gradient (Dask) need not compute the forward value too."""
-    if broadcasting.foreign(unbox_all(out)):
-        return 1.0 / (1.0 + exp(b - a))
-    return exp(a - out)
+    if type(out) is not float and broadcasting.foreign(unbox_all(out)):
+        return 1.0 / (1.0 + exp(y - x))
+    return exp(x - out)
 
 
-logaddexp = elementwise(np.logaddexp, lambda out, x, y: _logaddexp_share(out, x, y),
-                        lambda out, x, y: _logaddexp_share(out, y, x))
+def _logaddexp_dy(out, x, y):
+    """d logaddexp(x, y) / dy, as :func:`_logaddexp_dx`."""
+    if type(out) is not float and broadcasting.foreign(unbox_all(out)):
+        return 1.0 / (1.0 + exp(x - y))
+    return exp(y - out)
+
+
+logaddexp = elementwise(np.logaddexp, _logaddexp_dx, _logaddexp_dy)
 logaddexp2 = elementwise(np.logaddexp2, lambda out, x, y: exp2(x - out), lambda out, x, y: exp2(y - out))
 
 # -- one-argument functions --------------------------------------------------------------------------
