@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test test-gpu fuzz bench demo lint clean
+.PHONY: test test-gpu fuzz bench demo docs lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ $(VENV)/.test: pyproject.toml | $(PY)
 
 $(VENV)/.demo: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[demo]'
+	touch $@
+
+$(VENV)/.docs: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[docs]'
 	touch $@
 
 $(VENV)/.bench: pyproject.toml | $(PY)
@@ -41,6 +45,11 @@ demo: $(VENV)/.demo
 bench: $(VENV)/.bench
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
 	  $(PY) -m benchmarks $(BENCH_ARGS)
+
+# The documentation site (MkDocs, Material theme, API reference from the docstrings) in build/site;
+# warnings are errors. `make test` checks that it builds and that its code blocks run.
+docs: $(VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 lint: $(VENV)/.test
 	$(PY) -m ruff check .

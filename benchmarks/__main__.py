@@ -10,6 +10,7 @@ from pathlib import Path
 from benchmarks import checkpointing as checkpoint_bench
 from benchmarks import dask as dask_bench
 from benchmarks import indexing
+from benchmarks import scale as stacking
 from benchmarks import source as source_loops
 from benchmarks.compiled import COMPILED_NAMES, compiled_workloads
 from benchmarks.harness import (
@@ -60,11 +61,14 @@ def main(argv=None):
         parser.error("--rounds must be at least 1")
 
     dask_too = args.only is None or any(dask_bench.matches(o) for o in args.only)  # "--only dask"
-    only = [o for o in args.only or [] if not dask_bench.matches(o)]
-    others = [o for o in only if not checkpoint_bench.matches(o)]  # "--only checkpoint"
-    checkpoint_too = args.only is None or len(others) < len(only)
+    others = [o for o in args.only or [] if not checkpoint_bench.matches(o) and not stacking.matches(o)
+              and not dask_bench.matches(o)]
+    checkpoint_too = args.only is None or any(checkpoint_bench.matches(o) for o in args.only)
+    stacking_too = args.only is None or any(stacking.matches(o) for o in args.only)
     if args.only and not others:
-        failed = dask_bench.run(quick=args.quick, rounds=args.rounds) if dask_too else 0
+        failed = stacking.run(quick=args.quick, rounds=args.rounds) if stacking_too else 0
+        if dask_too:
+            failed += dask_bench.run(quick=args.quick, rounds=args.rounds)
         if checkpoint_too:
             failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=args.markdown)
         return 1 if failed else 0
@@ -98,6 +102,8 @@ def main(argv=None):
                    + source_loops.summary_markdown(results))
     print(f"\nTotal {elapsed:.0f} s. Markdown written to {path}")
     failed = sum(len(r.failures) for r in results)
+    if stacking_too:
+        failed += stacking.run(quick=args.quick, rounds=args.rounds)
     if checkpoint_too:
         failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds)
     if dask_too:

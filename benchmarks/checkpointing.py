@@ -8,6 +8,11 @@ with respect to x0 and a. Reports the median time of a full gradient and its pea
   by /proc/self/clear_refs), for everything: the only fair measure for PyTorch and JAX, whose
   allocators tracemalloc does not see.
 
+Then the scale rows, memory that must grow with the snapshots and not with the loop's length: the
+gradient of a 10^6-step scalar loop under "ctz" (and "all"), 10^6 scalar steps each wrapped in
+``wg.checkpoint`` (and plain), and ``binomial(10^6, 20)`` iterated (tracemalloc: a few kilobytes are
+below RSS's resolution); each in a fresh process (``--scale KEY``).
+
 ``python -m benchmarks --only checkpoint [--quick]``; part of the default ``make bench``.
 """
 
@@ -32,8 +37,10 @@ __all__ = ["IMPLS", "run", "matches", "main"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 A = 0.9
-FULL = {"size": 100_000, "n": 1024, "snapshots": 10, "segments": 32, "rounds": 3}
-QUICK = {"size": 2_000, "n": 64, "snapshots": 6, "segments": 8, "rounds": 1}
+FULL = {"size": 100_000, "n": 1024, "snapshots": 10, "many": 32, "segments": 32, "rounds": 3,
+        "scalar_n": 1_000_000, "schedule_n": 1_000_000, "schedule_s": 20}
+QUICK = {"size": 2_000, "n": 64, "snapshots": 6, "many": 8, "segments": 8, "rounds": 1,
+         "scalar_n": 2_000, "schedule_n": 2_000, "schedule_s": 5}
 
 
 def matches(name):
@@ -66,10 +73,10 @@ def hand_written(cfg):
     return run
 
 
-def wengert_policy(policy):
+def wengert_policy(policy, snapshots="snapshots"):
     def make(cfg):
         n = cfg["n"]
-        kw = {"snapshots": cfg["snapshots"]} if policy == "binomial" else {}
+        kw = {"snapshots": cfg[snapshots]} if policy == "binomial" else {}
 
         def loss(x0, a):
             return wnp.sum(wg.iterate(lambda x: a * wnp.sin(x) + 0.1 * x, x0, n, checkpoint=policy, **kw))
@@ -149,6 +156,8 @@ IMPLS = {
     "wengert-all": ('wengert checkpoint="all"', wengert_policy("all"), "all", True),
     "wengert-binomial": ('wengert checkpoint="binomial"', wengert_policy("binomial"), "{snapshots} snapshots",
                          True),
+    "wengert-binomial-many": ('wengert checkpoint="binomial", more snapshots',
+                              wengert_policy("binomial", "many"), "{many} snapshots", True),
     "wengert-ctz": ('wengert checkpoint="ctz"', wengert_policy("ctz"), "<= floor(log2 n)+2 snapshots", True),
     "torch-all": ("PyTorch eager, every state", torch_impl(False), "all", False),
     "torch-checkpoint": ("PyTorch checkpoint_sequential", torch_impl(True), "{segments} segments", False),
@@ -162,6 +171,8 @@ def _evaluations(key, cfg):
     n = cfg["n"]
     if key == "wengert-binomial":
         return binomial(n, cfg["snapshots"]).evaluations
+    if key == "wengert-binomial-many":
+        return binomial(n, cfg["many"]).evaluations
     if key == "wengert-ctz":
         return ctz(n).evaluations
     if key == "torch-checkpoint" or key == "jax-checkpoint":
@@ -260,8 +271,11 @@ def run(quick=False, peers_wanted=True, rss=None, rounds=None, markdown=None, pr
                 evaluations[key], snapshots[key] = stats.evaluations, stats.peak_snapshots
     resident = {key: _rss_in_subprocess(key, cfg, quick) for key in runs} if rss else {}
     rows = _rows(cfg, keys, status, times, traced, resident, evaluations, snapshots)
-    targets = _targets(times, traced)
+    targets = _targets(times, traced, cfg)
     text = _format(cfg, rows, targets, quick)
+    say("checkpointing: scale workloads")
+    scale = {key: (_scale_in_subprocess(key, quick) if rss else measure_scale(key, cfg)) for key in SCALE}
+    text += "\n\n" + _format_scale(cfg, scale, rss, quick)
     print(text)
     path = markdown or RESULTS / ("checkpointing-quick.md" if quick else "checkpointing.md")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -302,12 +316,19 @@ def _rows(cfg, keys, status, times, traced, resident, evaluations, snapshots):
     return rows
 
 
-def _targets(times, traced):
+def _targets(times, traced, cfg=None):
     out = []
     if "wengert-all" not in times:
         return out
     t_all = statistics.median(times["wengert-all"])
     m_all = traced["wengert-all"]
+    if cfg is not None and "wengert-binomial-many" in times:
+        states = traced["wengert-binomial-many"] / (8 * cfg["size"])
+        bound = cfg["many"] + 8
+        t = statistics.median(times["wengert-binomial-many"]) / t_all
+        out.append((f'"binomial" with {cfg["many"]} snapshots: peak <= {bound} states',
+                    f"{states:.1f} states", states <= bound))
+        out.append((f'"binomial" with {cfg["many"]} snapshots: time <= 2x "all"', f"{t:.2f}x", t <= 2))
     for key, factor in (("wengert-binomial", 3), ("wengert-ctz", 4)):
         if key not in times:
             continue
@@ -340,6 +361,114 @@ def _format(cfg, rows, targets, quick):
     return "\n".join(lines)
 
 
+# -- scale: memory that grows with the schedule's snapshots, not with the loop's length -----------------
+
+def _scalar_step(x):
+    return 0.9 * wnp.sin(x) + 0.1 * x
+
+
+def _scalar_loop(policy, n):
+    return wg.grad(lambda x: wg.iterate(_scalar_step, x, n, checkpoint=policy))
+
+
+def _scalar_calls(checkpointed, n):
+    step = wg.checkpoint(_scalar_step) if checkpointed else _scalar_step
+
+    def loss(x):
+        for _ in range(n):
+            x = step(x)
+        return x
+
+    return wg.grad(loss)
+
+
+def _iterate_schedule(n, s):
+    count = 0
+    for _ in binomial(n, s):
+        count += 1
+    return count
+
+
+# key -> (label, what it measures, make(cfg) -> a function of no arguments)
+SCALE = {
+    "scalar-all": ('grad of a {scalar_n:,}-step scalar loop, checkpoint="all"', "loop",
+                   lambda cfg: lambda: _scalar_loop("all", cfg["scalar_n"])(0.5)),
+    "scalar-ctz": ('grad of a {scalar_n:,}-step scalar loop, checkpoint="ctz"', "loop",
+                   lambda cfg: lambda: _scalar_loop("ctz", cfg["scalar_n"])(0.5)),
+    "calls-plain": ("grad of {scalar_n:,} scalar steps, plain", "calls",
+                    lambda cfg: lambda: _scalar_calls(False, cfg["scalar_n"])(0.5)),
+    "calls-checkpoint": ("grad of {scalar_n:,} scalar steps, each in wg.checkpoint", "calls",
+                         lambda cfg: lambda: _scalar_calls(True, cfg["scalar_n"])(0.5)),
+    "schedule-binomial": ("binomial({schedule_n:,}, {schedule_s}) iterated", "schedule",
+                          lambda cfg: lambda: _iterate_schedule(cfg["schedule_n"], cfg["schedule_s"])),
+}
+
+
+def measure_scale(key, cfg, rss=False):
+    """One scale workload in this process: its peak RSS increase (``rss``: for a fresh process; no
+    tracemalloc, which would slow a 10^6-step loop several times over) or its peak traced memory."""
+    fn = SCALE[key][2](cfg)
+    start = time.perf_counter()
+    if rss and SCALE[key][1] != "schedule":  # a schedule's few kilobytes: below RSS's resolution
+        before = _rss_bytes("VmRSS")
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        fn()
+        return {"rss": _rss_bytes("VmHWM") - before, "seconds": time.perf_counter() - start}
+    tracemalloc.start()
+    try:
+        fn()
+        return {"traced": tracemalloc.get_traced_memory()[1], "seconds": time.perf_counter() - start}
+    finally:
+        tracemalloc.stop()
+
+
+def _scale_in_subprocess(key, quick):
+    cmd = [sys.executable, "-m", "benchmarks.checkpointing", "--scale", key] + (["--quick"] if quick else [])
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH", "")] if p)
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, ValueError, IndexError) as e:
+        print(f"  scale {key}: {type(e).__name__}", file=sys.stderr)
+        return None
+
+
+def _format_scale(cfg, scale, rss, quick):
+    what = ("peak RSS increase above the level before the call, a fresh process each" if rss
+            else "peak traced memory (tracemalloc), this process")
+    lines = [f"## Checkpointing at scale ({what})" + (" (QUICK: not representative)" if quick else ""), "",
+             "| workload | memory | time |", "|---|---|---|"]
+    def mem(key):
+        got = scale.get(key)
+        return None if not got else got.get("rss", got.get("traced"))
+
+    for key, (label, kind, _) in SCALE.items():
+        got = scale.get(key)
+        how = " (tracemalloc)" if got and "rss" not in got and rss else ""
+        memory = f"{mem(key) / 1e3:,.1f} kB" if kind == "schedule" and got else _mib(mem(key))
+        took = _seconds(got["seconds"]) if got else "-"
+        lines.append(f"| {label.format(**cfg)} | {memory}{how} | {took} |")
+    targets = []
+
+    if mem("scalar-ctz") is not None:
+        targets.append(('"ctz" scalar loop <= 60 MB above the level before the call',
+                        _mib(mem("scalar-ctz")), mem("scalar-ctz") <= 60e6))
+    if mem("schedule-binomial") is not None:
+        targets.append(("binomial schedule iterated <= 1 MB", f'{mem("schedule-binomial") / 1e3:,.1f} kB',
+                        mem("schedule-binomial") <= 1e6))
+    if mem("calls-checkpoint") is not None and mem("calls-plain"):
+        ratio = mem("calls-checkpoint") / mem("calls-plain")
+        targets.append(("wg.checkpoint around each step <= 1.5x without", f"{ratio:.2f}x", ratio <= 1.5))
+    if targets:
+        lines += ["", "| target | measured | verdict |", "|---|---|---|"]
+        lines += [f"| {t} | {m} | {'MET' if ok else 'NOT MET'} |" for t, m, ok in targets]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.checkpointing", description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -347,7 +476,12 @@ def main(argv=None):
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--rss", metavar="KEY", choices=list(IMPLS),
                         help="measure one implementation's peak RSS in this process and print it (JSON)")
+    parser.add_argument("--scale", metavar="KEY", choices=list(SCALE),
+                        help="measure one scale workload's peak RSS in this process and print it (JSON)")
     args = parser.parse_args(argv)
+    if args.scale:
+        print(json.dumps(measure_scale(args.scale, dict(QUICK if args.quick else FULL), rss=True)))
+        return 0
     if args.rss:
         print(json.dumps(measure_rss(args.rss, dict(QUICK if args.quick else FULL))))
         return 0

@@ -28,8 +28,22 @@ def test_quick_run_writes_the_table(tmp_path, capsys):
                   "hand-written NumPy"):
         assert f"| {label}" in text
     assert "FAILED" not in text and "| PyTorch" not in text and "| JAX" not in text
-    assert text.count("| MET |") + text.count("| NOT MET |") == 4
+    assert text.count("| MET |") + text.count("| NOT MET |") == 6 + 3  # 3 for the scale rows
     assert "6 snapshots (peak)" in text  # binomial with the quick size's 6 snapshots
+    assert "8 snapshots (peak)" in text  # and with more snapshots (32 at full size)
+    assert "## Checkpointing at scale" in text
+    for key, (label, _, _) in bench.SCALE.items():
+        assert f"| {label.format(**bench.QUICK)} |" in text, key
+    assert "| failed |" not in text
+
+
+def test_scale_workloads_measure_memory_by_counting():
+    cfg = dict(bench.QUICK, scalar_n=300, schedule_n=3_000, schedule_s=4)
+    got = {key: bench.measure_scale(key, cfg) for key in bench.SCALE}
+    assert all(g["traced"] > 0 for g in got.values())
+    # the schedule's generator holds its few slots, not its thousands of actions
+    assert got["schedule-binomial"]["traced"] < 20_000
+    assert bench._iterate_schedule(3_000, 4) == len(bench.binomial(3_000, 4))
 
 
 def test_hand_written_reference_agrees_with_finite_differences():

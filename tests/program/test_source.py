@@ -308,8 +308,8 @@ def test_readme_shows_the_program_that_is_generated(tmp_path):
     import importlib.util
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## From source, with control flow")[1]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "source.md").read_text()
+    section = page.split("# From source, with control flow")[1]
     shown = section.split("def f_grad(v):\n", 1)[1].split("```", 1)[0]
     example = section.split("```python\n", 1)[1].split("\ndf = ", 1)[0]
     path = tmp_path / "readme_example.py"

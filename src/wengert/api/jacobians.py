@@ -43,6 +43,15 @@ def _check_chunk(chunk_size, transform):
         raise ValueError(f"wg.{transform}: chunk_size must be a positive int or None, got {chunk_size!r}")
 
 
+def _basis(value, start, stop, batch):
+    """Elements ``start:stop`` of the standard basis of ``value``'s space as a batch of ``batch``:
+    the whole basis as a diagonal batch (kept as a vector of ones while the rules keep it
+    diagonal, so that elementwise steps cost O(n), not O(n^2)), a part of it as a dense one."""
+    if start == 0 and stop == int(np.size(value)):
+        return Batched.diagonal(np.ones(np.shape(value), np.result_type(value)), batch)
+    return Batched(_basis_batch(value, start, stop), batch)
+
+
 def _basis_batch(value, start, stop):
     """Elements ``start:stop`` of the standard basis of ``value``'s space, stacked on a new axis 0."""
     shape, dtype = np.shape(value), np.result_type(value)
@@ -62,7 +71,7 @@ def _batched_rows(pass_for, value, boxes, chunk_size):
     for start in range(0, n, step):
         stop = min(n, start + step)
         batch = BatchTrace(stop - start)
-        adj = pass_for(Batched(_basis_batch(value, start, stop), batch))
+        adj = pass_for(_basis(value, start, stop, batch))
         for k, b in enumerate(boxes):
             parts[k].append(_unbatched(adj.get(b), batch, b.value, value))
     return [_joined(p) for p in parts]
@@ -202,7 +211,7 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform, chunk_size=None):
                         stop = min(n, start + step)
                         batch, trace = BatchTrace(stop - start), ForwardTrace()
                         moved = list(leaves)
-                        basis = Batched(_basis_batch(unbox_all(leaf), start, stop), batch)
+                        basis = _basis(unbox_all(leaf), start, stop, batch)
                         moved[j] = Dual(leaf, basis, trace)
                         call = list(chosen)
                         call[k] = tree_unflatten(treedef, moved)

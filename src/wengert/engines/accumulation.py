@@ -88,8 +88,11 @@ def extra_rules(prim, node, g, adj, owned):
     ordinary rules, whose results stay differentiable.
     """
     args = node._args
-    rules = prim.vjps if prim.vjp_argnum is None else argnum_rules(prim, len(args))
     accumulate_rules = prim.vjp_accumulate
+    joint = getattr(prim, "vjp_joint", None)
+    if joint is not None and accumulate_rules is None:
+        return _joint(prim, joint, node, g, adj, owned)
+    rules = prim.vjps if prim.vjp_argnum is None else argnum_rules(prim, len(args))
     if accumulate_rules is None or type(g) in BOX_TYPES or foreign(g) or _opaque(args):
         return rules
     kw = node._kwargs
@@ -131,6 +134,23 @@ def _opaque(args):
         if t in SYMBOLIC_TYPES or (t is tuple and any(type(p) in SYMBOLIC_TYPES for p in a)) or foreign(a):
             return True
     return False
+
+
+def _joint(prim, joint, node, g, adj, owned):
+    """Every differentiated argument's contribution from one call of ``prim``'s joint rule,
+    ``joint(needed, g, out, *args)`` (a list with None where ``needed`` is false): linear in the
+    number of arguments, where one call per argument, each given all of them, would be quadratic."""
+    parents = node._parents
+    args = node._args
+    kw = node._kwargs
+    cs = joint([p is not None for p in parents], g, node.value, *args, **(kw or _NO_KWARGS))
+    post = prim.grad_post
+    for parent, c, arg in zip(parents, cs, args):
+        if parent is not None:
+            if post is not None and type(c) is not float:
+                c = post(c, arg)
+            accumulate(adj, owned, parent, c)
+    return ()
 
 
 def owned_buffer(adj, owned, key, arg, g):

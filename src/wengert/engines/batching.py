@@ -19,6 +19,7 @@ traced values of the outer trace, and inside ``vmap(grad(f))`` the backward pass
 batched values.
 """
 
+import cmath
 import warnings
 
 import numpy as np
@@ -27,8 +28,10 @@ from wengert.core.extend import facts, nondiff_primitive
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
 from wengert.rules import broadcasting, indexing
+from wengert.rules import elementwise as ew
 from wengert.rules import shape as shape_ops
 from wengert.rules.broadcasting import NotBatched
+from wengert.rules.products import matmul as _matmul
 
 __all__ = ["Batched", "BatchTrace", "NoBatchingRuleWarning", "batching_rule"]
 
@@ -43,15 +46,44 @@ class NoBatchingRuleWarning(UserWarning):
 class Batched(ArrayBox):
     """One example's view of a batch: ``value`` holds every example, on axis 0."""
 
-    __slots__ = ("value", "_trace")
+    __slots__ = ("value", "_trace", "_diag")
 
     def __init__(self, value, trace):
         self.value = value
         self._trace = trace
+        self._diag = None
+
+    @classmethod
+    def diagonal(cls, d, trace):
+        """The batch whose example ``k`` is zero but for ``d.flat[k]`` at flat position ``k``: the
+        standard basis of ``d``'s space scaled by ``d`` (``d`` a plain array of ``trace.size``
+        elements). It is kept as ``d`` while the operations on it keep it of this form (products
+        with an unbatched factor, sums of two such batches, a matrix product to a dense batch), and
+        made the dense ``(n, *d.shape)`` array when anything else reads ``value``."""
+        b = cls.__new__(cls)
+        b._trace = trace
+        b._diag = d
+        return b
+
+    def __getattr__(self, name):  # reached only for an unset slot: a diagonal batch's dense value
+        if name != "value":
+            raise AttributeError(name)
+        d = self._diag
+        n = d.size
+        dense = np.zeros((n,) + d.shape, d.dtype)
+        dense.reshape(-1)[::n + 1] = d.reshape(-1)
+        self.value = dense
+        return dense
 
     @property
     def shape(self):
-        return tuple(_shape(self.value)[1:])
+        d = self._diag
+        return tuple(_shape(self.value)[1:]) if d is None else d.shape
+
+    @property
+    def dtype(self):
+        d = self._diag
+        return ArrayBox.dtype.fget(self) if d is None else d.dtype
 
     def __len__(self):
         shape = self.shape
@@ -147,6 +179,8 @@ class BatchTrace(Trace):
         return Batched(value, self)
 
     def apply1(self, prim, x, kwargs=None):
+        if prim is _NEG and type(x) is Batched and x._diag is not None and x._trace is self and not kwargs:
+            return Batched.diagonal(-x._diag, self)
         if (not kwargs and prim.derivatives is not None and type(x) is Batched and x._trace is self
                 and type(x.value) not in BOX_TYPES):
             return Batched(prim.fun(x.value), self)  # one-argument elementwise: the batch as it is
@@ -155,6 +189,10 @@ class BatchTrace(Trace):
     def apply2(self, prim, x, y):
         if prim.broadcasts:  # elementwise on plain arrays: two batches of one rank, or one and a number
             tx, ty = type(x), type(y)
+            if (tx is Batched and x._diag is not None) or (ty is Batched and y._diag is not None):
+                out = _diagonal2(self, prim, x, y)
+                if out is not None:
+                    return out
             if tx is Batched and x._trace is self and type(x.value) is np.ndarray:
                 if ty is Batched and y._trace is self and type(y.value) is np.ndarray:
                     if x.value.ndim == y.value.ndim:
@@ -167,6 +205,10 @@ class BatchTrace(Trace):
         return self.apply(prim, (x, y), {})
 
     def apply(self, prim, args, kwargs):
+        if prim is _MATMUL and len(args) == 2 and not kwargs:
+            out = _diagonal_matmul(self, *args)
+            if out is not None:
+                return out
         rule = batching_rule(prim)
         if rule is not None:
             batched, values, nested = [], [], False
@@ -201,6 +243,83 @@ class BatchTrace(Trace):
 
 
 _WARNED = set()
+
+# Diagonal batches (``Batched.diagonal``): what keeps them diagonal. Each case computes exactly what
+# the dense batch would give, zeros included, so a factor that is not finite (0 * inf is nan off the
+# diagonal) or a divisor with a zero declines, and the dense batch is used.
+_ADD, _SUB, _MUL, _DIV, _NEG = (f.primitive for f in (ew.add, ew.subtract, ew.multiply, ew.true_divide,
+                                                      ew.negative))
+_MATMUL = _matmul.primitive
+_KINDS = frozenset("biufc")
+
+
+def _plain_factor(v, d, divisor=False):
+    """``v`` as an unbatched factor of the diagonal batch ``d`` that keeps it diagonal (a plain,
+    finite number or array broadcasting to ``d``'s shape), or None."""
+    t = type(v)
+    if t is float or t is int or t is complex:
+        ok = cmath.isfinite(v) and not (divisor and v == 0)
+        return v if ok else None
+    if t is not np.ndarray and not isinstance(v, np.generic):
+        return None
+    v = np.asarray(v)
+    if v.dtype.kind not in _KINDS or v.ndim > d.ndim or np.broadcast_shapes(v.shape, d.shape) != d.shape:
+        return None
+    if not np.isfinite(v.sum()) or (divisor and not v.all()):  # a finite sum: every element finite
+        return None
+    return v
+
+
+def _diagonal2(trace, prim, x, y):
+    """An elementwise binary primitive on at least one diagonal batch, kept diagonal; or None."""
+    dx = x._diag if type(x) is Batched and x._trace is trace else None
+    dy = y._diag if type(y) is Batched and y._trace is trace else None
+    if dx is not None and dy is not None:
+        if prim is _ADD or prim is _SUB:
+            return Batched.diagonal(prim.fun(dx, dy), trace)
+        return None
+    d, other = (dx, y) if dx is not None else (dy, x)
+    if d is None:
+        return None
+    if prim is _MUL or (prim is _DIV and dx is not None):
+        f = _plain_factor(other, d, divisor=prim is _DIV)
+        if f is None:
+            return None
+        return Batched.diagonal(prim.fun(dx, f) if dx is not None else prim.fun(f, dy), trace)
+    if (prim is _ADD or prim is _SUB) and type(other) is Batched and other._trace is trace \
+            and other._diag is None and type(other.value) is np.ndarray:
+        dense = other.value
+        if dense.shape != (trace.size,) + d.shape:
+            return None
+        out = np.empty(dense.shape, np.result_type(dense, d))  # C order, so that the view below is one
+        if dx is None or prim is _ADD:
+            np.copyto(out, dense)
+        else:
+            np.negative(dense, out=out)
+        diagonal = out.reshape(-1)[::trace.size + 1]  # a view: example k's element k
+        if prim is _SUB and dy is not None:  # dense - diagonal
+            diagonal -= d.reshape(-1)
+        else:
+            diagonal += d.reshape(-1)
+        return Batched(out, trace)
+    return None
+
+
+def _diagonal_matmul(trace, a, b):
+    """``a @ b`` with one side a diagonal batch of vectors and the other a plain finite matrix or
+    vector: example ``k`` is ``d[k]`` times row ``k`` of ``b`` (or column ``k`` of ``a``); or None."""
+    da = a._diag if type(a) is Batched and a._trace is trace else None
+    db = b._diag if type(b) is Batched and b._trace is trace else None
+    if (da is None) == (db is None):
+        return None
+    d, m = (da, b) if da is not None else (db, a)
+    if d.ndim != 1 or type(m) is not np.ndarray or m.ndim not in (1, 2) or m.dtype.kind not in _KINDS:
+        return None
+    if (m.shape[0] if da is not None else m.shape[-1]) != d.shape[0] or not np.isfinite(m.sum()):
+        return None
+    if m.ndim == 1:  # a dot product: example k is d[k] * m[k]
+        return Batched(d * m, trace)
+    return Batched(d[:, None] * (m if da is not None else m.T), trace)
 
 
 def batching_rule(prim):

@@ -280,7 +280,7 @@ def stack(arrays, axis=0, out=None):
         raise ValueError("all input arrays must have the same shape")
     n = _ndim(arrays[0]) + 1
     (axis,) = reductions.normalize_axis(axis, n, "stack")
-    return shape_ops.concatenate(*[expand_dims(a, axis) for a in arrays], axis=axis)
+    return shape_ops.stack(*arrays, axis=axis)
 
 
 def hstack(tup):

@@ -277,14 +277,13 @@ def checkpoint_loop(node, fwd_body, rev, count, fresh, policy, snapshots, who):
             raise ValueError(f"{who}: the loop at {where}: snapshots must be at least 1 (the initial state "
                              f"is one), got {snapshots}")
         sched = binomial(n, snapshots)
-        first = sched.first_reverse()
-        forward = [a for a in sched[:first] if a.kind == "snapshot"]
+        forward = [a for a in sched.forward_sweep() if a.kind == "snapshot"]
         if [a.slot for a in forward] != list(range(len(forward))):  # pragma: no cover - revolve's layout
             raise AssertionError("binomial: forward snapshots out of slot order")
         positions = [a.position for a in forward]
         if n and positions[-1] != n - 1:
             positions.append(n - 1)  # the last state: the reverse sweep starts from it
-        schedule = tuple(tuple(a) for a in sched[first:])
+        schedule = tuple(tuple(a) for a in sched.reverse_sweep())
         label = f"binomial({n}, {sched.snapshots})"
     else:
         positions = schedule = None

@@ -1,7 +1,7 @@
-"""Shape primitives: reshape, transpose, astype, concatenate, repeat (and repeat's adjoint).
+"""Shape primitives: reshape, transpose, astype, concatenate, stack, repeat (and repeat's adjoint).
 
 Everything else that moves data without arithmetic (expand_dims, squeeze, swapaxes, moveaxis,
-stack, split, tile, flip, ravel) is composed from these and indexing in ``wengert.numpy``.
+split, tile, flip, ravel) is composed from these and indexing in ``wengert.numpy``.
 """
 
 import weakref
@@ -13,7 +13,7 @@ from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, indexing
 from wengert.rules.broadcasting import astype, reshape
 
-__all__ = ["reshape", "transpose", "astype", "concatenate", "repeat", "sum_repeats"]
+__all__ = ["reshape", "transpose", "astype", "concatenate", "stack", "repeat", "sum_repeats"]
 
 
 def _transpose_impl(a, axes=None):
@@ -87,6 +87,56 @@ def _concatenate_jvp_joint(tangents, out, *arrays, axis=0):
     return concatenate(*parts, axis=axis)
 
 
+def _concatenate_vjp_joint(needed, g, out, *arrays, axis=0):
+    """Every argument's cotangent at once: its slice of ``g`` (None where not ``needed``)."""
+    if axis is None:
+        raise NotImplementedError("concatenate(axis=None) is not differentiable; ravel the inputs first")
+    ax = axis % len(broadcasting.shape_of(out))
+    lead = (slice(None),) * ax
+    cs, start = [], 0
+    for need, a in zip(needed, arrays):
+        stop = start + broadcasting.shape_of(a)[ax]
+        cs.append(indexing.getitem(g, lead + (slice(start, stop),)) if need else None)
+        start = stop
+    return cs
+
+
+def stack_arrays(*arrays, axis=0):
+    """numpy.stack, taking the arrays as separate arguments."""
+    return np.stack(arrays, axis=axis)
+
+
+def _stack_vjp(argnum, g, out, *arrays, axis=0):
+    ax = axis % len(broadcasting.shape_of(out))
+    return indexing.getitem(g, (slice(None),) * ax + (argnum,))
+
+
+def _stack_vjp_joint(needed, g, out, *arrays, axis=0):
+    """Every argument's cotangent at once, its slice of ``g`` (None where not ``needed``); for
+    Python floats stacked into a plain vector, Python floats (the backward pass's scalar path)."""
+    ax = axis % len(broadcasting.shape_of(out))
+    if type(g) is np.ndarray:
+        if g.ndim == 1 and g.dtype == np.float64:
+            parts = g.tolist()
+            return [(p if type(a) is float else g[i]) if need else None
+                    for i, (need, p, a) in enumerate(zip(needed, parts, arrays))]
+        moved = np.moveaxis(g, ax, 0)
+        return [moved[i] if need else None for i, need in enumerate(needed)]
+    lead = (slice(None),) * ax
+    return [indexing.getitem(g, lead + (i,)) if need else None for i, need in enumerate(needed)]
+
+
+def _stack_jvp(argnum, t, out, *arrays, axis=0):
+    parts = [t if i == argnum else elementwise.zeros_of(a) for i, a in enumerate(arrays)]
+    return stack(*parts, axis=axis)
+
+
+def _stack_jvp_joint(tangents, out, *arrays, axis=0):
+    """Every argument's tangent at once: their stack (zeros for arguments without one)."""
+    parts = [elementwise.zeros_of(a) if t is None else t for t, a in zip(tangents, arrays)]
+    return stack(*parts, axis=axis)
+
+
 def _fit(c, arg):
     """``grad_post``: a real argument of a complex result gets the real part (broadcasting is
     loaded after this module, hence the call at run time)."""
@@ -97,7 +147,15 @@ concatenate = Primitive(_concatenate_impl, name="concatenate", grad_post=_fit)
 defvjp_argnum(concatenate, _concatenate_vjp)
 defjvp_argnum(concatenate, _concatenate_jvp)
 concatenate.jvp_joint = _concatenate_jvp_joint
+concatenate.vjp_joint = _concatenate_vjp_joint
 facts(concatenate, fresh=True)
+
+stack = Primitive(stack_arrays, name="stack", grad_post=_fit)
+defvjp_argnum(stack, _stack_vjp)
+defjvp_argnum(stack, _stack_jvp)
+stack.jvp_joint = _stack_jvp_joint
+stack.vjp_joint = _stack_vjp_joint
+facts(stack, fresh=True, helper=True)
 
 
 def _repeat_impl(a, repeats, axis=None):
@@ -163,8 +221,18 @@ def _batch_concatenate(prim, values, batched, kwargs):
     return prim(*parts, axis=broadcasting.example_axes(axis, n)[0])
 
 
+def _batch_stack(prim, values, batched, kwargs):
+    size = next(broadcasting.shape_of(v)[0] for v, b in zip(values, batched) if b)
+    parts = [v if b else broadcasting.broadcast_to(v, (size,) + tuple(broadcasting.shape_of(v)))
+             for v, b in zip(values, batched)]
+    n = len(broadcasting.shape_of(parts[0]))  # the example's rank + 1: the stacked result's
+    axis = kwargs.get("axis", 0)
+    return prim(*parts, axis=broadcasting.example_axes(axis, n)[0])
+
+
 transpose.batch = _batch_transpose
 concatenate.batch = _batch_concatenate
+stack.batch = _batch_stack
 
 
 def _batch_repeat(prim, values, batched, kwargs):

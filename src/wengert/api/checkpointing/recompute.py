@@ -35,7 +35,7 @@ from wengert.engines.box import ArrayBox
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.rules import shape as shape_ops
 
-__all__ = ["Chain"]
+__all__ = ["Chain", "node_primitive"]
 
 
 @register_box
@@ -97,37 +97,137 @@ def _add(a, b):
     return a + b
 
 
+_SHARED = {}
+_SHARED_LIMIT = 4096
+
+
+def shared(value):
+    """One object for equal small immutable values (tree structures, flag tuples, sequences of
+    slots): a loop of 10^6 calls stores pointers to a few objects, not 10^6 copies. Bounded."""
+    try:
+        key = (value, repr(value))  # the repr tells apart equal values of other types: {1: x}, {True: x}
+        got = _SHARED.get(key)
+    except TypeError:  # unhashable (a dict key that is not): keep it as it is
+        return value
+    if got is not None:
+        return got
+    if len(_SHARED) < _SHARED_LIMIT:
+        _SHARED[key] = value
+    return value
+
+
+class _Layout:
+    """Which node arguments are the float input leaves and which the float slots; shared by every
+    chain of the same layout."""
+
+    __slots__ = ("x_args", "slot_args", "arg_of_slot")
+
+    def __init__(self, in_float, slot_float):
+        self.x_args = tuple(i for i, f in enumerate(in_float) if f)
+        self.slot_args = tuple(s for s, f in enumerate(slot_float) if f)
+        self.arg_of_slot = {s: len(self.x_args) + k for k, s in enumerate(self.slot_args)}
+
+
+_LAYOUTS = {}
+
+
+def _layout(in_float, slot_float):
+    key = (in_float, slot_float)
+    got = _LAYOUTS.get(key)
+    if got is None:
+        got = _Layout(in_float, slot_float)
+        if len(_LAYOUTS) < _SHARED_LIMIT:
+            _LAYOUTS[key] = got
+    return got
+
+
+def node_primitive(label):
+    """The primitive of a checkpointed computation's node: ``prim(chain, *args)``. One per loop or per
+    checkpointed function (not per call); the chain, its first argument, holds the rest."""
+    prim = Primitive(_node_impl, name=label)
+    defvjp_argnum(prim, _node_vjp)
+    defjvp_argnum(prim, _node_jvp)
+    return prim
+
+
+def _node_impl(chain, *vals):
+    return chain.impl(vals)
+
+
+def _node_vjp(argnum, g, out, chain, *vals):
+    return chain.vjp(argnum - 1, g, out, vals)
+
+
+def _node_jvp(argnum, t, out, chain, *vals):
+    return chain.jvp(argnum - 1, t, vals)
+
+
 class Chain:
     """A checkpointed computation: ``fun`` applied ``n`` times to a state given as leaves (once for
-    ``wg.checkpoint``), its closed-over slots, the schedule that reverses it, and its node's rules."""
+    ``wg.checkpoint``), its closed-over slots, the schedule that reverses it, and its node's rules.
 
-    def __init__(self, fun, name, kind, leaves, treedef):
+    Slim by design: ``wg.checkpoint`` makes one per call, kept by the tape until the backward pass.
+    What only discovery needs (the boxes of the slots and their ids) is dropped once the node is
+    recorded; flags, structures and slot sequences are shared between chains (:func:`shared`)."""
+
+    __slots__ = ("fun", "kwargs", "name", "kind", "in_def", "in_plain", "in_float", "slot_boxes",
+                 "slot_plain", "slot_float", "slot_ids", "seq_first", "seq_other", "seq_count",
+                 "schedule", "n", "forward_state", "precomputed", "held", "watchers", "layout",
+                 "out_def", "out_float", "out_like", "cache")
+
+    def __init__(self, fun, name, kind, leaves, treedef, kwargs=None):
         self.fun = fun
+        self.kwargs = kwargs  # wg.checkpoint: fun(*args, **kwargs); wg.iterate: fun(state)
         self.name = name
         self.kind = kind
-        self.in_def = treedef
-        self.in_plain = [unbox_all(v) for v in leaves]
-        self.in_float = [is_inexact(v) for v in self.in_plain]
+        self.in_def = shared(treedef)
+        self.in_plain = tuple(unbox_all(v) for v in leaves)
+        self.in_float = shared(tuple(is_inexact(v) for v in self.in_plain))
         self.slot_boxes, self.slot_plain, self.slot_float, self.slot_ids = [], [], [], {}
-        self.sequences = []  # evaluation j -> the slots it met, in order of first sight
-        self.interned = {}
+        # evaluation j -> the slots it met, in order of first sight: the first evaluation's sequence,
+        # and the evaluations that differ from it (a loop's steps usually all meet the same slots)
+        self.seq_first = None
+        self.seq_other = None
+        self.seq_count = 0
         self.schedule = None
         self.n = 1
         self.forward_state = None  # (vals, slots, current, back) kept by the forward sweep
         self.precomputed = None  # (vals, packed output) for the node's first, primal, call
         self.held = 0  # snapshots this chain holds (reported to Stats)
         self.watchers = sched._watching()
+        self.layout = None
+        self.cache = None
 
     def __del__(self):
         if self.held:
             sched._note_snapshots(-self.held, self.watchers)
+
+    # -- the sequences of slots ------------------------------------------------------------------
+    def _sequence(self, j):
+        if j >= self.seq_count:
+            return None
+        if self.seq_other is not None:
+            seq = self.seq_other.get(j)
+            if seq is not None:
+                return seq
+        return self.seq_first
+
+    def _discovered(self, seq):
+        seq = shared(seq)
+        if self.seq_count == 0:
+            self.seq_first = seq
+        elif seq != self.seq_first:
+            if self.seq_other is None:
+                self.seq_other = {}
+            self.seq_other[self.seq_count] = seq
+        self.seq_count += 1
 
     # -- running the function ---------------------------------------------------------------------
     def evaluate(self, j, leaves, slot_value):
         """Evaluation ``j`` of the function on state ``leaves``: ``(output leaves, output treedef)``."""
         sched._note_evaluation()
         trace = _Substitution()
-        seq = self.sequences[j] if j < len(self.sequences) else None
+        seq = self._sequence(j)
         order, seen, keep = [], {}, []
 
         def resolve(box):
@@ -149,16 +249,22 @@ class Chain:
 
         trace.resolve = resolve
         held = [_Held(v, trace) if f else v for v, f in zip(leaves, self.in_float)]
-        out = self.fun(tree_unflatten(self.in_def, held))
+        tree = tree_unflatten(self.in_def, held)
+        del held
+        if self.kwargs is None:
+            out = self.fun(tree)
+        else:
+            out = self.fun(*tree, **self.kwargs)
+        del tree
         out_leaves, out_def = tree_flatten(out)
+        del out
         values = []
         for o in out_leaves:
             if type(o) in BOX_TYPES:
                 o = o.value if o._trace is trace else resolve(o)
             values.append(o)
-        if seq is None:  # one shared tuple per distinct sequence: a long loop stores pointers only
-            seq = tuple(order)
-            self.sequences.append(self.interned.setdefault(seq, seq))
+        if seq is None:
+            self._discovered(tuple(order))
         elif len(order) != len(seq):
             raise self._nondeterministic(j)
         return values, out_def
@@ -181,7 +287,8 @@ class Chain:
 
     def record(self, j, leaves, source):
         """Evaluation ``j`` recorded on a fresh reverse trace: ``(output values, back)`` where
-        ``back(cotangents)`` gives ``(input cotangents, {slot: cotangent})``."""
+        ``back(cotangents)`` gives ``(input cotangents, {slot: cotangent})``. ``back`` is called once:
+        it lets go of the recording (its intermediates) as it returns."""
         trace = ReverseTrace(Tensor)
         trace.entries = []
         inputs = [trace.leaf(v) if f else v for v, f in zip(leaves, self.in_float)]
@@ -202,10 +309,14 @@ class Chain:
         def back(cts):
             seeds = [(o, c) for o, c in zip(outs, cts)
                      if c is not None and type(o) in BOX_TYPES and o._trace is trace]
-            adj = backward_pass(seeds, tape=trace.entries)[0] if seeds else {}
+            outs.clear()  # the output boxes reach every node of the recording
+            adj = backward_pass(seeds, retain_graph=False, tape=trace.entries)[0] if seeds else {}
+            del seeds
             trace.entries.clear()  # nodes and trace form a cycle, and the collector may be paused
             ct_in = [_fix(adj.get(x), x.value) if f else None for x, f in zip(inputs, self.in_float)]
             ct_slots = {s: _fix(adj.get(leaf), leaf.value) for s, leaf in slot_leaves.items()}
+            inputs.clear()
+            slot_leaves.clear()
             return ct_in, ct_slots
 
         return values, out_def, back
@@ -249,7 +360,7 @@ class Chain:
         slots = []
         current = leaves
         try:
-            for a in self.schedule[:self.schedule.first_reverse()]:
+            for a in self.schedule.forward_sweep():
                 if a.kind == "advance":
                     for j in range(a.position, a.position + a.steps):
                         current = self.advance(j, current, source)
@@ -257,7 +368,7 @@ class Chain:
                     self.snap(slots, a.slot, a.position, current)
                 else:  # restore: not part of a forward sweep, but harmless
                     current = slots[a.slot][1]
-            discovering = self.n - 1 >= len(self.sequences)
+            discovering = self.n - 1 >= self.seq_count
             values, out_def, back = self.record(self.n - 1, current, source)
             if discovering and self.kind == "iterate":
                 self.check_state(self.n - 1, values, out_def)
@@ -267,7 +378,7 @@ class Chain:
         return slots, current, values, back
 
     def advance(self, j, leaves, source):
-        discovering = j >= len(self.sequences)
+        discovering = j >= self.seq_count
         values, out_def = self.evaluate(j, leaves, lambda s: source(s) if self.slot_float[s]
                                         else self.slot_plain[s])
         if discovering and self.kind == "iterate":
@@ -276,39 +387,42 @@ class Chain:
 
     # -- the node ------------------------------------------------------------------------------------
     def node_args(self, leaves):
-        """The node's arguments: the float input leaves, then the float slots' boxes."""
-        self.x_args = [i for i, f in enumerate(self.in_float) if f]
-        self.slot_args = [s for s, f in enumerate(self.slot_float) if f]
-        self.arg_of_slot = {s: len(self.x_args) + k for k, s in enumerate(self.slot_args)}
-        return [leaves[i] for i in self.x_args] + [self.slot_boxes[s] for s in self.slot_args]
+        """The node's arguments after the chain itself: the float input leaves, then the float
+        slots' boxes. Discovery is over: what only it needed is let go."""
+        self.slot_float = shared(tuple(self.slot_float))
+        self.slot_plain = tuple(self.slot_plain) if self.slot_plain else ()
+        self.layout = _layout(self.in_float, self.slot_float)
+        args = [leaves[i] for i in self.layout.x_args] + [self.slot_boxes[s] for s in self.layout.slot_args]
+        self.slot_boxes = self.slot_ids = None
+        return args
 
     def _leaves_from(self, vals):
         leaves = list(self.in_plain)
-        for k, i in enumerate(self.x_args):
+        for k, i in enumerate(self.layout.x_args):
             leaves[i] = vals[k]
         return leaves
 
     def _source(self, vals):
-        return lambda s: vals[self.arg_of_slot[s]]
+        arg_of_slot = self.layout.arg_of_slot
+        return lambda s: vals[arg_of_slot[s]]
 
-    def make_node(self, args, out_values, out_def):
-        """Record the node on every trace among ``args``; return the output pytree."""
-        self.out_def = out_def
+    def make_node(self, prim, args, out_values, out_def):
+        """Record the node ``prim(self, *args)`` on every trace among ``args``; return the output
+        pytree."""
+        self.out_def = shared(out_def)
         plain = [unbox_all(v) for v in out_values]
-        self.out_float = [is_inexact(v) for v in plain]
+        self.out_float = shared(tuple(is_inexact(v) for v in plain))
         floats = [v for v, f in zip(plain, self.out_float) if f]
         if not floats or not any(type(a) in BOX_TYPES for a in args):
             self._release()
             return tree_unflatten(out_def, out_values)
-        self.out_like = [_like(v) for v in floats]  # shapes and dtypes, without holding the values
+        self.out_like = tuple(_like(v) for v in floats)  # shapes and dtypes, without holding the values
         self.precomputed = ([unbox_all(a) for a in args], _pack(floats))
-        prim = Primitive(self._impl, name=f"{self.kind}({self.name})")
-        defvjp_argnum(prim, self._vjp)
-        defjvp_argnum(prim, self._jvp)
-        out = prim(*args)
+        del plain, floats
+        out = prim(self, *args)
         self.precomputed = None
         parts = iter(_unpack(out, self.out_like))
-        leaves = [next(parts) if f else v for v, f in zip(plain, self.out_float)]
+        leaves = [next(parts) if f else v for v, f in zip(out_values, self.out_float)]
         return tree_unflatten(out_def, leaves)
 
     def _release(self):
@@ -316,7 +430,7 @@ class Chain:
             self.drop(self.forward_state[1], 0)
             self.forward_state = None
 
-    def _impl(self, *vals):
+    def impl(self, vals):
         pre = self.precomputed
         if pre is not None and len(pre[0]) == len(vals) and all(a is b for a, b in zip(pre[0], vals)):
             self.precomputed = None
@@ -330,24 +444,25 @@ class Chain:
             current = self.advance(j, current, source)
         return _pack([v for v, f in zip(current, self.out_float) if f])
 
-    def _jvp(self, argnum, t, out, *vals):
+    def jvp(self, argnum, t, vals):
         def f(v):
             return self._output(vals[:argnum] + (v,) + vals[argnum + 1:])
 
         return jvp(f, (vals[argnum],), (t,))[1]
 
-    def _vjp(self, argnum, g, out, *vals):
-        cache = getattr(self, "_cache", None)
+    def vjp(self, argnum, g, out, vals):
+        cache = self.cache
         if cache is None or cache[0] is not g or cache[1] is not out:
-            cache = self._cache = (g, out, self._reverse(g, vals))
+            cache = self.cache = (g, out, self._reverse(g, vals))
         if argnum == len(vals) - 1:
-            self._cache = None  # the backward pass asks for the arguments in order
+            self.cache = None  # the backward pass asks for the arguments in order
         return cache[2][argnum]
 
     def _reverse(self, g, vals):
         """All the node's argument cotangents: the schedule's reverse sweep."""
         parts = iter(_unpack_cotangent(g, self.out_like))
         ct = [next(parts) if f else None for f in self.out_float]
+        del parts
         source = self._source(vals)
         state = self.forward_state
         self.forward_state = None
@@ -357,9 +472,10 @@ class Chain:
             if state is not None:
                 self.drop(state[1], 0)
             slots, current, _, back = self.sweep_forward(self._leaves_from(vals), source)
+        del state  # its recording and state would otherwise live through the whole sweep
         acc = {}
         try:
-            for a in self.schedule[self.schedule.first_reverse():]:
+            for a in self.schedule.reverse_sweep():
                 if a.kind == "advance":
                     for j in range(a.position, a.position + a.steps):
                         current = self.advance(j, current, source)
@@ -370,6 +486,7 @@ class Chain:
                 else:
                     if back is None:
                         back = self.record(a.position, current, source)[2]
+                    current = None  # x_p: held by the recording until it is reversed, then by a slot
                     ct, ct_slots = back(ct)
                     back = None
                     for s, c in ct_slots.items():
@@ -377,16 +494,28 @@ class Chain:
                     self.drop(slots, a.position)
         finally:
             self.drop(slots, 0)
-        grads = [ct[i] if ct[i] is not None else _zero(vals[k]) for k, i in enumerate(self.x_args)]
-        for s in self.slot_args:
+        layout = self.layout
+        grads = [ct[i] if ct[i] is not None else _zero(vals[k]) for k, i in enumerate(layout.x_args)]
+        for s in layout.slot_args:
             c = acc.get(s)
-            grads.append(c if c is not None else _zero(vals[self.arg_of_slot[s]]))
+            grads.append(c if c is not None else _zero(vals[layout.arg_of_slot[s]]))
         return grads
 
 
 def _like(v):
     """A stand-in for ``v`` with its type, shape and dtype, holding no data."""
-    return v if type(v) is float else np.broadcast_to(np.zeros((), np.result_type(v)), np.shape(v))
+    if type(v) is float:
+        return v
+    key = (np.shape(v), np.result_type(v))
+    got = _LIKE.get(key)
+    if got is None:
+        got = np.broadcast_to(np.zeros((), key[1]), key[0])
+        if len(_LIKE) < _SHARED_LIMIT:
+            _LIKE[key] = got
+    return got
+
+
+_LIKE = {}
 
 
 def _pack(values):

@@ -1,7 +1,7 @@
 """Checkpointing schedules as data: how to reverse a loop of n steps while holding few of its states.
 
-A schedule is a list of :class:`Action` s over the states x_0 ... x_n of ``x = step(x)``, step p
-taking x_p to x_(p+1):
+A schedule is a sequence of :class:`Action` s, generated as it is followed, over the states
+x_0 ... x_n of ``x = step(x)``, step p taking x_p to x_(p+1):
 
 - ``advance p k``: from the current state x_p, evaluate k steps without recording them;
 - ``snapshot p -> slot j``: keep the current state x_p in slot j. Slots form a stack: writing slot j
@@ -16,7 +16,9 @@ included. ``wg.iterate`` executes these schedules; :class:`Stats` counts what it
 ``print(ctz(16))`` draws a schedule as a diagram.
 """
 
+import itertools
 import math
+import operator
 import threading
 from typing import NamedTuple
 
@@ -61,25 +63,67 @@ def _reverse(p):
     return _new(Action, ("reverse", p, 1, -1))
 
 
-class Schedule(list):
-    """A list of :class:`Action` s reversing ``n`` steps, with its counts; ``str()`` draws it."""
+class Schedule:
+    """The :class:`Action` s reversing ``n`` steps, produced on demand: iterating a schedule runs a
+    generator, so holding or following one costs memory for its snapshots' bookkeeping only (O(s)
+    for ``binomial``, O(log n) for ``ctz``), never for its actions. ``str()`` draws it.
 
-    def __init__(self, actions, n, policy, snapshots=None):
-        super().__init__(actions)
+    ``actions`` is a function returning a fresh iterator of the actions (or a sequence of them);
+    ``reverse`` optionally one returning the actions from the first ``reverse`` on (else they are
+    found by skipping the forward sweep). The counts (``advances``, ``peak_snapshots``, ``len()``,
+    ...) replay the schedule once, checking it, the first time one is asked for: O(actions) time,
+    O(s) memory. ``list(schedule)`` gives the actions as a list; indexing and slicing work too, by
+    iterating (O(index))."""
+
+    __slots__ = ("n", "policy", "snapshots", "_actions", "_reverse", "_counts")
+
+    def __init__(self, actions, n, policy, snapshots=None, reverse=None):
+        if not callable(actions):
+            fixed = tuple(actions)
+            actions = fixed.__iter__
+        self._actions = actions
+        self._reverse = reverse
         self.n = n
         self.policy = policy
         self.snapshots = snapshots
-        self._counts = _simulate(self, n)
+        self._counts = None
+
+    def __iter__(self):
+        return iter(self._actions())
+
+    def forward_sweep(self):
+        """The actions before the first ``reverse``: the forward sweep."""
+        for a in self._actions():
+            if a[0] == "reverse":
+                return
+            yield a
+
+    def reverse_sweep(self):
+        """The actions from the first ``reverse`` on."""
+        if self._reverse is not None:
+            yield from self._reverse()
+            return
+        actions = iter(self._actions())
+        for a in actions:
+            if a[0] == "reverse":
+                yield a
+                break
+        yield from actions
+
+    def _count(self, key):
+        if self._counts is None:
+            self._counts = _simulate(self._actions(), self.n)
+        return self._counts[key]
 
     @property
     def advances(self):
         """Steps evaluated without recording (forward sweep and recomputations)."""
-        return self._counts["advances"]
+        return self._count("advances")
 
     @property
     def forward_advances(self):
         """Advances of the forward sweep (before the first reverse)."""
-        return self._counts["forward"]
+        return self._count("forward")
 
     @property
     def recomputations(self):
@@ -94,27 +138,56 @@ class Schedule(list):
     @property
     def peak_snapshots(self):
         """The largest number of snapshots held at once."""
-        return self._counts["peak"]
+        return self._count("peak")
 
     def first_reverse(self):
         """Index of the first ``reverse`` action: where the forward sweep ends."""
-        for i, a in enumerate(self):
-            if a.kind == "reverse":
-                return i
-        return len(self)
+        return self._count("first")
+
+    def __len__(self):
+        return self._count("length")
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self)) if _negative(index) else (
+                index.start or 0, index.stop, index.step or 1)
+            if step < 1:
+                return list(self)[index]
+            return list(itertools.islice(self._actions(), start, stop, step))
+        index = operator.index(index)
+        if index < 0:
+            index += len(self)
+        if index >= 0:
+            for a in itertools.islice(self._actions(), index, None):
+                return a
+        raise IndexError("schedule index out of range")
+
+    def __eq__(self, other):
+        if isinstance(other, (Schedule, list, tuple)):
+            sentinel = object()
+            return all(a == b for a, b in itertools.zip_longest(self, other, fillvalue=sentinel))
+        return NotImplemented
+
+    __hash__ = None
 
     def __repr__(self):
-        return f"<{self.policy} schedule: {self.n} steps, {len(self)} actions>"
+        return f"<{self.policy} schedule: {self.n} steps>"
 
     def __str__(self):
         return render(self)
 
 
+def _negative(index):
+    return any(v is not None and v < 0 for v in (index.start, index.stop, index.step))
+
+
 def _simulate(actions, n):
-    """Check that ``actions`` reverse steps n-1, ..., 0 correctly; count advances and snapshots."""
+    """Check that ``actions`` reverse steps n-1, ..., 0 correctly; count advances, snapshots and
+    actions. Holds the positions of the snapshots only: O(peak snapshots) memory."""
     slots = []  # positions held, bottom to top
     current = 0
-    advances = forward = peak = 0
+    advances = forward = peak = length = 0
+    first = None
     expected = n - 1
     for a in actions:
         kind, position, steps, slot = a
@@ -123,7 +196,7 @@ def _simulate(actions, n):
                 raise ValueError(f"schedule: '{a}' but the current state is x_{current}")
             current += steps
             advances += steps
-            if expected == n - 1:
+            if first is None:
                 forward += steps
         elif kind == "snapshot":
             if position != current or not 0 <= slot <= len(slots):
@@ -140,20 +213,30 @@ def _simulate(actions, n):
             if position != current or position != expected:
                 raise ValueError(f"schedule: '{a}' with the current state x_{current}, "
                                  f"when step {expected} is the next to reverse")
+            if first is None:
+                first = length
             expected -= 1
             while slots and slots[-1] >= position:
                 slots.pop()
         else:
             raise ValueError(f"schedule: unknown action {a!r}")
+        length += 1
     if expected != -1:
         raise ValueError(f"schedule: steps {expected} ... 0 are never reversed")
-    return {"advances": advances, "forward": forward, "peak": peak}
+    return {"advances": advances, "forward": forward, "peak": peak, "length": length,
+            "first": length if first is None else first}
 
 
 # -- Griewank's binomial schedule (revolve) ------------------------------------------------------
 
-def _repetitions(n, s):
-    """The r with C(s+r-1, s) < n <= C(s+r, s): how often the worst step is evaluated."""
+def _repetitions(n, s, below=None):
+    """The r with C(s+r-1, s) < n <= C(s+r, s): how often the worst step is evaluated. ``below``: a
+    known upper bound (a sub-range's r is at most its parent's), searched downwards from."""
+    if below is not None:
+        r = below
+        while r > 0 and math.comb(s + r - 1, s) >= n:
+            r -= 1
+        return r
     r = 0
     while math.comb(s + r, s) < n:
         r += 1
@@ -170,50 +253,55 @@ def _min_advances(n, s):
     return r * n - math.comb(s + r, s + 1)
 
 
-def _split(n, s):
-    """Where to put the next snapshot when reversing n steps with s slots (s >= 2, n >= 2): a
-    position m for which m + t(n-m, s-1) + t(m, s) is Griewank's minimum t(n, s)."""
-    best = _min_advances(n, s)
-    r = _repetitions(n, s)
-    lo = max(1, n - math.comb(s - 1 + r, s - 1))
-    hi = min(n - 1, math.comb(s + r - 1, s))
-    for m in list(range(lo, hi + 1)) + list(range(1, n)):
-        if m + _min_advances(n - m, s - 1) + _min_advances(m, s) == best:
-            return m
-    raise AssertionError(f"no optimal split for n={n}, s={s}")  # pragma: no cover - cannot happen
+def _split(n, s, r):
+    """Where to put the next snapshot when reversing n steps with s slots (s >= 2, n >= 2, r their
+    repetition number): the smallest m for which m + t(n-m, s-1) + t(m, s) is Griewank's minimum
+    t(n, s). The right part, reversed with s-1 slots, may take up to C(s+r-1, s-1) steps; the left
+    part must be long enough that the right part's recomputations are not wasted: C(s+r-2, s)."""
+    return max(1, n - math.comb(s + r - 1, s - 1), math.comb(s + r - 2, s) if r >= 2 else 1)
 
 
 def binomial(n, snapshots=None):
     """Griewank's optimal offline schedule ("revolve") for ``n`` steps and ``snapshots`` slots
-    (x_0's included; default ceil(log2 n)): the fewest advances, t = r n - C(s+r, s+1)."""
+    (x_0's included; default ceil(log2 n)): the fewest advances, t = r n - C(s+r, s+1). Its actions
+    are generated as they are followed, holding at most one pending sub-range per slot."""
     n = _check_n(n, "binomial")
     s = default_snapshots(n) if snapshots is None else _check_snapshots(snapshots, "binomial")
-    actions = [_snapshot(0, 0)] if n else []
+    return Schedule(lambda: _binomial_actions(n, s), n, "binomial", s)
+
+
+def _binomial_actions(n, s):
+    """The actions of ``binomial(n, s)``, one at a time. ``tasks``: the sub-ranges still to reverse,
+    [start, end) with x_start in slot ``base``: one per slot at most (each split leaves its left part
+    with the same slots and gives its right part one slot fewer)."""
+    if not n:
+        return
+    yield _snapshot(0, 0)
     current = 0
-    tasks = [(0, n, 0, s)] if n else []  # reverse steps [start, end) with x_start in slot `base`
+    tasks = [(0, n, 0, s, _repetitions(n, s))]
     while tasks:
-        start, end, base, slots = tasks.pop()
+        start, end, base, slots, r = tasks.pop()
         if current != start:
-            actions.append(_restore(start, base))
+            yield _restore(start, base)
             current = start
         length = end - start
         if length == 1:
-            actions.append(_reverse(start))
+            yield _reverse(start)
         elif slots == 1:
             for p in range(end - 1, start - 1, -1):
                 if current != start:
-                    actions.append(_restore(start, base))
+                    yield _restore(start, base)
                 if p > start:
-                    actions.append(_advance(start, p - start))
-                actions.append(_reverse(p))
+                    yield _advance(start, p - start)
+                yield _reverse(p)
                 current = p
         else:
-            m = _split(length, slots)
-            actions += [_advance(start, m), _snapshot(start + m, base + 1)]
+            m = _split(length, slots, r)
+            yield _advance(start, m)
+            yield _snapshot(start + m, base + 1)
             current = start + m
-            tasks.append((start, start + m, base, slots))
-            tasks.append((start + m, end, base + 1, slots - 1))
-    return Schedule(actions, n, "binomial", s)
+            tasks.append((start, start + m, base, slots, _repetitions(m, slots, r)))
+            tasks.append((start + m, end, base + 1, slots - 1, _repetitions(length - m, slots - 1, r)))
 
 
 def default_snapshots(n):
@@ -223,41 +311,41 @@ def default_snapshots(n):
 
 # -- the CTZ strategy (online) -------------------------------------------------------------------
 
-def _prefixes(p):
-    """p, p with its lowest set bit cleared, and so on down to 0: the states CTZ keeps at p."""
-    out = [p]
-    while p:
-        p &= p - 1
-        out.append(p)
-    return out[::-1]
-
-
 def ctz_forward(i):
     """The snapshot CTZ takes on reaching x_i (i >= 1): slot popcount(i), dropping those above."""
     return _snapshot(i, bin(i).count("1"))
 
 
-_FORWARD = [_snapshot(0, 0)]  # CTZ's forward sweep, as long as asked so far
-_FORWARD_LOCK = threading.Lock()
-
-
 def _ctz_forward_sweep(n):
-    """The forward sweep of ``ctz(n)``: the first 2n - 1 actions of any longer one (it is online)."""
-    with _FORWARD_LOCK:
-        for i in range(len(_FORWARD) // 2, n - 1):
-            _FORWARD.extend((_advance(i, 1), ctz_forward(i + 1)))
-        return _FORWARD[:2 * n - 1]
+    """The forward sweep of ``ctz(n)`` (n >= 1): x_0 kept, then each step advanced and its state kept
+    in the slot CTZ gives it. The first 2n - 1 actions of any longer one (it is online)."""
+    yield _snapshot(0, 0)
+    for i in range(n - 1):
+        yield _advance(i, 1)
+        yield ctz_forward(i + 1)
+
+
+def _ctz_reverse(n):
+    return itertools.starmap(_action, ctz_reverse_sweep(n))
+
+
+def _action(kind, position, steps, slot):
+    return _new(Action, (kind, position, steps, slot))
+
+
+def _ctz_actions(n):
+    yield from _ctz_forward_sweep(n)
+    yield from _ctz_reverse(n)
 
 
 def ctz(n):
     """The CTZ schedule for ``n`` steps: online (the forward sweep does not need n),
-    at most floor(log2 n) + 2 snapshots, each step recomputed O(log n) times."""
+    at most floor(log2 n) + 2 snapshots, each step recomputed O(log n) times. Generated as it is
+    followed, holding O(log n) positions."""
     n = _check_n(n, "ctz")
     if n == 0:
-        return Schedule([], 0, "ctz")
-    actions = _ctz_forward_sweep(n)
-    actions += [_new(Action, a) for a in ctz_reverse_sweep(n)]
-    return Schedule(actions, n, "ctz")
+        return Schedule((), 0, "ctz")
+    return Schedule(lambda: _ctz_actions(n), n, "ctz", reverse=lambda: _ctz_reverse(n))
 
 
 def ctz_reverse_sweep(n):
@@ -290,26 +378,35 @@ def ctz_reverse_sweep(n):
 # -- drawing ---------------------------------------------------------------------------------------
 
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+RENDER_LIMIT = 2000
+"""The longest schedule :func:`render` draws (steps): a diagram has a column per step."""
 
 
 def render(schedule):
     """The schedule drawn as a diagram: X marks a state held, + a restored snapshot a
-    recomputation starts from; row 1 is the forward sweep, each later row a recomputation."""
+    recomputation starts from; row 1 is the forward sweep, each later row a recomputation.
+    Follows the schedule's generator once; refuses schedules longer than :data:`RENDER_LIMIT`."""
     n = schedule.n
     if n == 0:
         return f"{schedule.policy} schedule for 0 steps: nothing to do"
+    if n > RENDER_LIMIT:
+        raise ValueError(f"render: a {schedule.policy} schedule of {n} steps is too long to draw (one column "
+                         f"per step, at most {RENDER_LIMIT}); its counts are its attributes: advances, "
+                         f"recomputations, evaluations, peak_snapshots")
     width = 2 if n <= len(_DIGITS) else len(str(n - 1)) + 1
     labels = [_DIGITS[i] if n <= len(_DIGITS) else str(i) for i in range(n)]
-    first = schedule.first_reverse()
     held = []
-    for a in schedule[:first]:
+    actions = iter(schedule)
+    for a in actions:
+        if a.kind == "reverse":
+            break
         if a.kind == "snapshot":
             del held[a.slot:]
             held.append(a.position)
     forward_row = {p: "X" for p in held + [n - 1]}
     rows = [[(0, n - 1, forward_row)]]
     segment = None
-    for a in schedule[first:]:
+    for a in actions:
         if a.kind == "restore":
             segment = {a.position: "+"}
         elif a.kind == "advance" and segment is not None:

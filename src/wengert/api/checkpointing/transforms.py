@@ -1,5 +1,5 @@
 """``wg.checkpoint`` and ``wg.iterate``: a function, or a loop, whose intermediates are recomputed in
-the backward pass instead of kept. The engine (one recomputing node per call) is ``_recompute.py``;
+the backward pass instead of kept. The engine (one recomputing node per call) is ``recompute.py``;
 the schedules the loop follows are ``checkpointing.py``.
 """
 
@@ -8,7 +8,7 @@ import functools
 import numpy as np
 
 from wengert.api.checkpointing import schedules as sched
-from wengert.api.checkpointing.recompute import Chain
+from wengert.api.checkpointing.recompute import Chain, node_primitive
 from wengert.api.tree import describe, tree_flatten, tree_unflatten
 from wengert.core.exits import name_of
 from wengert.core.trace import unbox_all
@@ -26,16 +26,23 @@ def checkpoint(fun):
     operations each time. Operations on closed-over values alone are recorded outside as usual.
     """
 
+    name = name_of(fun)
+    prim = node_primitive(f"checkpoint({name})")  # one for every call: each call's node holds its chain
+
     @functools.wraps(fun)
     def checkpointed(*args, **kwargs):
         leaves, treedef = tree_flatten(tuple(args))
-        chain = Chain(lambda a: fun(*a, **kwargs), name_of(fun), "checkpoint", leaves, treedef)
-        chain.schedule = sched.Schedule([sched.Action("snapshot", 0, 0, 0), sched.Action("reverse", 0, 1)],
-                                        1, "checkpoint")
+        chain = Chain(fun, name, "checkpoint", leaves, treedef, kwargs or _NO_KWARGS)
+        chain.schedule = _ONE_STEP
         values, out_def = chain.evaluate(0, chain.in_plain, chain.slot_plain.__getitem__)
-        return chain.make_node(chain.node_args(leaves), values, out_def)
+        return chain.make_node(prim, chain.node_args(leaves), values, out_def)
 
     return checkpointed
+
+
+_NO_KWARGS = {}  # never written to
+_ONE_STEP = sched.Schedule((sched.Action("snapshot", 0, 0, 0), sched.Action("reverse", 0, 1)), 1,
+                           "checkpoint")
 
 
 def iterate(step, x0, n=None, *, until=None, checkpoint="all", snapshots=None):
@@ -85,7 +92,8 @@ def iterate(step, x0, n=None, *, until=None, checkpoint="all", snapshots=None):
         chain.schedule = sched.ctz(chain.n)
     args = chain.node_args(leaves)
     chain.forward_state = ([unbox_all(a) for a in args], slots, current, back)
-    return chain.make_node(args, values, treedef)
+    del current, back
+    return chain.make_node(node_primitive(f"iterate({name})"), args, values, treedef)
 
 
 def _online_forward(chain, until, n, source):
