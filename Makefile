@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test fuzz bench demo docs lint clean
+.PHONY: test test-gpu fuzz bench demo docs lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ test: $(VENV)/.test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest -n 2
+
+# The rule-table tests on CuPy arrays; skipped (not failed) where CuPy or a GPU is missing.
+test-gpu: $(VENV)/.test
+	$(PY) -m pip install -q -e '.[gpu]' || echo "CuPy could not be installed: the GPU tests will be skipped"
+	$(PY) -m pytest -rs tests/rules/test_cupy_arrays.py
 
 # Random programs through every engine, for FUZZ_MINUTES; the report goes to build/fuzz-report.md.
 FUZZ_MINUTES ?= 30

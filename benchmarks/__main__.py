@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from benchmarks import checkpointing as checkpoint_bench
+from benchmarks import dask as dask_bench
 from benchmarks import docs_page, indexing
 from benchmarks import scale as stacking
 from benchmarks import source as source_loops
@@ -91,7 +92,8 @@ def main(argv=None):
     parser.add_argument("--only", nargs="+", metavar="NAME",
                         help=f"run only these workloads: {', '.join(WORKLOAD_NAMES + COMPILED_NAMES)}, "
                              f"{CHECKPOINTING} (the checkpointing runner: time and memory of long loops), "
-                             "stack (stacking many traced pieces) (parts of names work)")
+                             "stack (stacking many traced pieces), dask (a gradient over Dask arrays on a "
+                             "local cluster) (parts of names work)")
     parser.add_argument("--rounds", type=int, metavar="N", help="rounds per workload (default: per workload)")
     parser.add_argument("--impls", nargs="+", metavar="KEY", choices=list(IMPLEMENTATIONS),
                         help=f"run only these implementations: {', '.join(IMPLEMENTATIONS)}")
@@ -105,11 +107,15 @@ def main(argv=None):
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
-    others = [o for o in args.only or [] if not checkpoint_bench.matches(o) and not stacking.matches(o)]
+    dask_too = args.only is None or any(dask_bench.matches(o) for o in args.only)  # "--only dask"
+    others = [o for o in args.only or [] if not checkpoint_bench.matches(o) and not stacking.matches(o)
+              and not dask_bench.matches(o)]
     checkpoint_too = args.only is None or any(checkpoint_bench.matches(o) for o in args.only)
     stacking_too = args.only is None or any(stacking.matches(o) for o in args.only)
     if args.only and not others:
         failed = stacking.run(quick=args.quick, rounds=args.rounds) if stacking_too else 0
+        if dask_too:
+            failed += dask_bench.run(quick=args.quick, rounds=args.rounds)
         if checkpoint_too:
             failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=args.markdown)
         return 1 if failed else 0
@@ -151,6 +157,8 @@ def main(argv=None):
     checkpoint_md = RESULTS / ("checkpointing-quick.md" if args.quick else "checkpointing.md")
     if checkpoint_too:
         failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=checkpoint_md)
+    if dask_too:
+        failed += dask_bench.run(quick=args.quick, rounds=args.rounds)
     full = not (args.quick or args.only or args.impls or args.rounds)
     page = args.docs or (DOCS_PAGE if full else None)
     if page is not None:

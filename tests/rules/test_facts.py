@@ -245,10 +245,10 @@ def test_helper_source_alone_computes_the_primitive(name):
 
 
 def test_helpers_come_with_the_helpers_they_call():
-    """``index_add`` calls ``may_repeat``: both are included, in name order, the primitive's helper under
-    the primitive's name."""
+    """``index_add`` calls ``may_repeat`` (and ``untake``, on a lazy array): all are included, in name
+    order, the primitive's helper under the primitive's name."""
     sources = rendering.helper_sources({"index_add": PRIMS["index_add"].helper})
-    assert [text.split("(")[0] for text in sources] == ["def index_add", "def may_repeat"]
+    assert [text.split("(")[0] for text in sources] == ["def index_add", "def may_repeat", "def untake"]
     assert rendering.helper_sources({"tie_select": PRIMS["tie_select"].helper})[0].startswith("def masked(")
 
 

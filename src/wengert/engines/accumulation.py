@@ -10,7 +10,7 @@ import numpy as np
 
 from wengert.core.primitive import _ArgnumRule
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES
-from wengert.rules.broadcasting import dtype_of, shape_of
+from wengert.rules.broadcasting import dtype_of, foreign, shape_of
 
 __all__ = ["FREED", "release", "alone", "apply_inplace", "argnum_rules", "extra_rules", "owned_buffer",
            "accumulate"]
@@ -93,7 +93,7 @@ def extra_rules(prim, node, g, adj, owned):
     if joint is not None and accumulate_rules is None:
         return _joint(prim, joint, node, g, adj, owned)
     rules = prim.vjps if prim.vjp_argnum is None else argnum_rules(prim, len(args))
-    if accumulate_rules is None or type(g) in BOX_TYPES or _opaque(args):
+    if accumulate_rules is None or type(g) in BOX_TYPES or foreign(g) or _opaque(args):
         return rules
     kw = node._kwargs
     out = node.value
@@ -127,10 +127,11 @@ _NO_KWARGS = {}
 
 def _opaque(args):
     """Whether an argument is (or an index tuple holds) a value opaque to rules (a batch under
-    ``wg.vmap``): an accumulate rule cannot write it into a buffer of one example's shape."""
+    ``wg.vmap``): an accumulate rule cannot write it into a buffer of one example's shape; or is
+    another library's array (Dask, CuPy), whose adjoint is no NumPy buffer."""
     for a in args:
         t = type(a)
-        if t in SYMBOLIC_TYPES or (t is tuple and any(type(p) in SYMBOLIC_TYPES for p in a)):
+        if t in SYMBOLIC_TYPES or (t is tuple and any(type(p) in SYMBOLIC_TYPES for p in a)) or foreign(a):
             return True
     return False
 
@@ -180,7 +181,7 @@ def accumulate(adj, owned, key, c):
     prev = adj.get(key)
     if prev is None:
         adj[key] = c
-    elif key in owned and type(c) not in BOX_TYPES:
+    elif key in owned and type(c) not in BOX_TYPES and not foreign(c):
         np.add(prev, c, out=prev)
     else:
         s = prev + c

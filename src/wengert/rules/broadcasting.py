@@ -20,9 +20,11 @@ import numpy as np
 from wengert.core import primitive as _primitive
 from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
+from wengert.core.trace import BOX_TYPES, unbox_all
 
 __all__ = ["broadcast_to", "sum_to_shape", "unbroadcast", "broadcast_tangent", "shape_of", "dtype_of",
-           "sum", "reshape", "astype", "real", "normalize_axis", "expand_reduced"]
+           "sum", "reshape", "astype", "real", "normalize_axis", "expand_reduced", "foreign",
+           "filled_like"]
 
 _SCALARS = (float, int, bool, complex)
 _ndarray = np.ndarray
@@ -48,6 +50,30 @@ def dtype_of(x):
         return x.dtype
     except AttributeError:
         return np.result_type(x)
+
+
+def foreign(x):
+    """Whether ``x`` is an array of another NEP-18 library (Dask, CuPy): not NumPy's, not a scalar, not
+    traced. Rules give such arrays their generic path -- the library's own functions through NumPy's
+    dispatch, ``zeros_like`` -- never an in-place write, ``np.asarray``, or a test of the data (which
+    would compute a lazy array)."""
+    t = type(x)
+    if t in _NATIVE:
+        return False
+    return t not in BOX_TYPES and hasattr(t, "__array_function__")
+
+
+_NATIVE = frozenset((_ndarray, float, int, complex, bool, np.float64, np.float32, np.complex128,
+                     np.complex64))  # decided without a call
+
+
+def filled_like(x, shape, dtype, fill=0.0):
+    """``np.full(shape, fill, dtype)`` in ``x``'s own array library (NumPy's, unless ``x`` is another
+    library's array, traced or not)."""
+    v = unbox_all(x)
+    if foreign(v):
+        return np.full_like(v, fill, shape=shape, dtype=dtype)
+    return np.full(shape, fill, dtype=dtype)
 
 
 def sum_to_shape(c, target):
@@ -152,8 +178,18 @@ def _sum_impl(a, axis=None, keepdims=False):
 
 
 sum = Primitive(_sum_impl, name="sum")  # noqa: A001 - NumPy's name
-defvjp(sum, lambda g, out, x, axis=None, keepdims=False:
-       expand_reduced(g, shape_of(x), axis, keepdims))
+def _sum_vjp(g, out, x, axis=None, keepdims=False):
+    if type(x) is not _ndarray and foreign(x) and type(g) not in BOX_TYPES:
+        # the cotangent of another library's sum is broadcast in that library, chunked as x is (a Dask
+        # graph then holds no NumPy array of the data's size, and needs no rechunking)
+        if not keepdims and axis is not None:
+            axes = normalize_axis(axis, len(shape_of(x)))
+            g = np.reshape(g, tuple(1 if i in axes else n for i, n in enumerate(shape_of(x))))
+        return np.zeros_like(x, dtype=np.result_type(dtype_of(g), dtype_of(x))) + g
+    return expand_reduced(g, shape_of(x), axis, keepdims)
+
+
+defvjp(sum, _sum_vjp)
 defjvp(sum, lambda t, out, x, axis=None, keepdims=False: sum(t, axis=axis, keepdims=keepdims))
 facts(sum, linear=(0,), fresh=True)
 
@@ -173,6 +209,8 @@ facts(reshape, linear=(0,))
 
 def _astype_impl(x, dtype):
     """``x.astype(dtype)`` (a Python float becomes a 0-d array of that dtype)."""
+    if foreign(x):  # another library's array keeps its library
+        return x.astype(dtype)
     return np.asarray(x).astype(dtype)
 
 

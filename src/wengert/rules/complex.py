@@ -62,7 +62,7 @@ conjugate = conj
 
 def _complex_from_impl(re, im):
     """``re + 1j * im`` for real ``re`` and ``im`` (``jax.lax.complex``)."""
-    return re + 1j * np.asarray(im)
+    return re + 1j * (im if hasattr(type(im), "__array_function__") else np.asarray(im))  # Dask stays lazy
 
 
 complex_from = Primitive(_complex_from_impl, name="complex_from", broadcasts=True)

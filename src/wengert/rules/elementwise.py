@@ -55,6 +55,8 @@ def zeros_of(x):
     x = unbox_all(x)
     if type(x) is float:
         return 0.0
+    if broadcasting.foreign(x):
+        return np.zeros_like(x)
     return np.zeros(np.shape(x), dtype=np.result_type(x))
 
 
@@ -103,7 +105,22 @@ power = elementwise(np.power, lambda out, x, y: _pow_dx(x, y), lambda out, x, y:
 arctan2 = elementwise(np.arctan2, lambda out, y, x: x / (x * x + y * y),
                       lambda out, y, x: -y / (x * x + y * y), float_fun=math.atan2)
 hypot = elementwise(np.hypot, lambda out, x, y: x / out, lambda out, x, y: y / out, float_fun=math.hypot)
-logaddexp = elementwise(np.logaddexp, lambda out, x, y: exp(x - out), lambda out, x, y: exp(y - out))
+def _logaddexp_dx(out, x, y):
+    """d logaddexp(x, y) / dx: exp(x - out); on another library's array 1 / (1 + exp(y - x)), which does
+    not read ``out``, so that a lazy gradient (Dask) need not compute the forward value too."""
+    if type(out) is not float and broadcasting.foreign(unbox_all(out)):
+        return 1.0 / (1.0 + exp(y - x))
+    return exp(x - out)
+
+
+def _logaddexp_dy(out, x, y):
+    """d logaddexp(x, y) / dy, as :func:`_logaddexp_dx`."""
+    if type(out) is not float and broadcasting.foreign(unbox_all(out)):
+        return 1.0 / (1.0 + exp(x - y))
+    return exp(y - out)
+
+
+logaddexp = elementwise(np.logaddexp, _logaddexp_dx, _logaddexp_dy)
 logaddexp2 = elementwise(np.logaddexp2, lambda out, x, y: exp2(x - out), lambda out, x, y: exp2(y - out))
 
 # -- one-argument functions --------------------------------------------------------------------------
@@ -160,7 +177,8 @@ def _sinc_d(out, x):
     1e-19 of the sum), and differentiable again.
     """
     small = abs(unbox_all(x)) < SINC_SERIES_BELOW
-    traced = is_symbolic(small)  # a traced program takes the general form (its data is not known)
+    # a traced program or a lazy array takes the general form (its data is not known, or not computed)
+    traced = is_symbolic(small) or broadcasting.foreign(small)
     if not traced and not np.any(small):
         return (cos(math.pi * x) - out) / x
     x2 = x * x
@@ -226,6 +244,8 @@ def masked(a, mask):
     branches per element); the product is exact except that 0 * inf is nan, so when ``a`` holds
     inf or nan the result is recomputed with ``np.where``.
     """
+    if type(a) is not np.ndarray and hasattr(type(a), "__array_function__"):  # Dask, CuPy: no test of
+        return np.where(mask, a, 0)  # their data (NumPy alone here: generated code includes this)
     with np.errstate(invalid="ignore"):
         out = np.multiply(a, mask)
     if out.dtype.kind in "fc" and not np.isfinite(out).all():
@@ -237,6 +257,8 @@ def tie_select(g, x, y):
     """``g`` where x > y, ``g / 2`` where x == y, 0 elsewhere (in the broadcast shape)."""
     out = masked(g, x > y)
     ties = x == y
+    if type(ties) is not np.ndarray and hasattr(type(ties), "__array_function__"):  # Dask, CuPy: no test
+        return np.where(ties, 0.5 * g, out)  # of their data (NumPy alone: generated code includes this)
     if ties.any() if type(ties) is np.ndarray else ties:  # the method: np.any's wrapper costs more
         out = np.where(ties, 0.5 * np.asarray(g), out)
     return out

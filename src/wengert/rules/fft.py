@@ -49,7 +49,7 @@ def pad_axis(x, axis, n):
     if extra <= 0:
         return x
     s[axis] = extra
-    return shape.concatenate(x, np.zeros(s, dtype=broadcasting.dtype_of(x)), axis=axis)
+    return shape.concatenate(x, broadcasting.filled_like(x, s, broadcasting.dtype_of(x)), axis=axis)
 
 
 def _r2c_vjp(g, out, x, axes, norm):

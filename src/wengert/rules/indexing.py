@@ -49,8 +49,26 @@ def may_repeat(idx):
 
 
 def _untake_impl(g, idx, shape):
-    """A zero array of ``shape`` with ``g`` added at ``idx`` (the adjoint of ``x[idx]``)."""
-    out = np.zeros(shape, dtype=np.result_type(g))
+    """A zero array of ``shape`` with ``g`` added at ``idx`` (the adjoint of ``x[idx]``).
+
+    Another library's ``g`` gets zeros of its own library (CuPy); a lazy one (Dask), which has neither
+    ``np.add.at`` nor assignment at every index, a weighted bincount of the flat positions ``idx``
+    selects. NumPy alone: generated code includes this function."""
+    if type(g) is not np.ndarray and hasattr(type(g), "__dask_graph__"):
+        n = int(np.prod(shape))
+        positions = np.arange(n, dtype=np.intp).reshape(shape)[idx]  # the index alone: NumPy's
+        weights = np.reshape(np.broadcast_to(g, np.shape(positions)), (-1,))
+        flat = np.zeros_like(weights, dtype=np.intp) + np.reshape(positions, (-1,))  # chunked as weights
+        if g.dtype.kind == "c":
+            total = (np.bincount(flat, weights=np.real(weights), minlength=n)
+                     + 1j * np.bincount(flat, weights=np.imag(weights), minlength=n))
+        else:
+            total = np.bincount(flat, weights=weights, minlength=n)
+        return np.reshape(total.astype(g.dtype), shape)
+    if type(g) is not np.ndarray and hasattr(type(g), "__array_function__"):
+        out = np.zeros_like(g, shape=shape)
+    else:
+        out = np.zeros(shape, dtype=np.result_type(g))
     if may_repeat(idx):
         np.add.at(out, idx, g)
     else:
@@ -90,6 +108,8 @@ facts(untake, linear=(0,), fresh=True, helper=True)
 
 def _index_update_impl(x, idx, v):
     """``x`` with ``x[idx] = v``, as a new array (``x.at[idx].set(v)``)."""
+    if broadcasting.foreign(x) or broadcasting.foreign(v):
+        return _update_foreign(x, idx, v)
     out = np.array(x, copy=True)
     out[idx] = v
     return out
@@ -97,11 +117,32 @@ def _index_update_impl(x, idx, v):
 
 def _index_add_impl(x, idx, v):
     """``x`` with ``v`` added at ``idx`` (``np.add.at`` on a copy; ``x.at[idx].add(v)``)."""
-    out = np.array(x, copy=True)
+    if hasattr(type(x), "__dask_graph__") or hasattr(type(v), "__dask_graph__"):  # lazy: no writes
+        v = np.broadcast_to(v, np.shape(np.empty(np.shape(x), dtype=bool)[idx]))
+        if not hasattr(type(v), "__dask_graph__"):
+            v = np.zeros_like(x, shape=np.shape(v)) + v
+        return x + untake(v, idx, np.shape(x)).astype(np.result_type(x.dtype, v.dtype))  # NumPy alone
+    out = x.copy() if hasattr(type(x), "__array_function__") else np.array(x, copy=True)  # CuPy's own
     if may_repeat(idx):
         np.add.at(out, idx, v)
     else:
         out[idx] += v
+    return out
+
+
+def _update_foreign(x, idx, v):
+    """``index_update`` on another library's arrays, by its own index assignment on a copy; a lazy
+    array (Dask) with an index that selects an element twice is refused (which write is kept is
+    NumPy's order, which Dask's assignment does not promise)."""
+    if not broadcasting.foreign(x):
+        x = np.zeros_like(v, shape=np.shape(x), dtype=np.result_type(x, v.dtype)) + x
+    if hasattr(x, "__dask_graph__") and may_repeat(idx):
+        raise NotImplementedError(
+            f"index_update (x.at[idx].set(v), x[idx] = v) on a {type(x).__module__}.{type(x).__name__} "
+            "with an integer-array index: Dask cannot assign with an index that may repeat an element. "
+            "Use a slice or a boolean mask, or compute x to NumPy first.")
+    out = x.copy()
+    out[idx] = v
     return out
 
 
@@ -122,6 +163,9 @@ def _update_value_vjp(g, out, x, idx, v):
 
 
 def _zeros_for(t, out):
+    if broadcasting.foreign(t) or broadcasting.foreign(out):
+        return np.zeros_like(t if broadcasting.foreign(t) else out, shape=broadcasting.shape_of(out),
+                             dtype=np.result_type(broadcasting.dtype_of(out), broadcasting.dtype_of(t)))
     return np.zeros(broadcasting.shape_of(out), dtype=np.result_type(broadcasting.dtype_of(out),
                                                                      broadcasting.dtype_of(t)))
 

@@ -107,7 +107,16 @@ def _cholesky_jvp(t, out, a):
     return matmul(out, x * mh.triangle_mask(mh.size_of(out), "L", out))
 
 
-cholesky = Primitive(lambda a: np.linalg.cholesky(a), name="linalg.cholesky")
+def _cholesky_impl(a):
+    """numpy.linalg.cholesky: the lower factor, from ``a``'s lower triangle. Another library's factor
+    is made lower whatever its convention (Dask's ``np.linalg.cholesky`` returns the upper one)."""
+    if type(a) is np.ndarray or not hasattr(type(a), "__array_function__"):
+        return np.linalg.cholesky(a)
+    c = np.linalg.cholesky(np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2).conj())
+    return np.tril(c) + np.swapaxes(np.triu(c, 1), -1, -2).conj()
+
+
+cholesky = Primitive(_cholesky_impl, name="linalg.cholesky")
 defvjp(cholesky, transposed(_cholesky_vjp))
 defjvp(cholesky, _cholesky_jvp)
 
@@ -294,7 +303,7 @@ def _nan_extra(d, size, axis):
     if s[axis] == size:
         return d
     s[axis] = size - s[axis]
-    return shape.concatenate(d, np.full(s, np.nan, dtype=broadcasting.dtype_of(d)), axis=axis)
+    return shape.concatenate(d, broadcasting.filled_like(d, s, broadcasting.dtype_of(d), np.nan), axis=axis)
 
 
 def _svd_values_vjp(g, out, a):

@@ -83,7 +83,7 @@ def nan_if_undefined(jvp_rule):
         try:
             return jvp_rule(t, out, *args, **kwargs)
         except UndefinedDerivativeError:
-            return np.full(_shape(out), np.nan, dtype=broadcasting.dtype_of(out))
+            return broadcasting.filled_like(out, _shape(out), broadcasting.dtype_of(out), np.nan)
 
     rule.__name__ = jvp_rule.__name__
     return rule
@@ -145,7 +145,7 @@ def trace_of(x):
 
 
 def zeros_like_matrix(x):
-    return np.zeros(_shape(x), dtype=broadcasting.dtype_of(x))
+    return broadcasting.filled_like(x, _shape(x), broadcasting.dtype_of(x))
 
 
 def imag_diag(x):

@@ -58,7 +58,8 @@ def _check_axis_array(x, fname):
 def _log_softmax_impl(x, axis=-1):
     """x - logsumexp(x, axis), computed with the maximum subtracted first."""
     _check_axis_array(x, "log_softmax")
-    x = np.asarray(x)
+    if not broadcasting.foreign(x):  # another library's array (Dask, CuPy) stays its own
+        x = np.asarray(x)
     shifted = x - x.max(axis=axis, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 

@@ -49,9 +49,11 @@ facts(prod, fresh=True)
 def _chooser_weights_impl(out, x, axis, keepdims):
     """1/k on each of the k elements equal to the max (min) along ``axis``, 0 elsewhere (a helper of
     generated code too: NumPy alone)."""
-    x = np.asarray(x)
+    other = type(x) is not np.ndarray and hasattr(type(x), "__array_function__")  # Dask, CuPy: their own
+    if not other:
+        x = np.asarray(x)
     hit = x == (out if keepdims or axis is None else np.expand_dims(out, axis))
-    if axis is None:  # one count: cheaper than a keepdims reduction and a broadcast division
+    if axis is None and not other:  # one count: cheaper than a keepdims reduction and a broadcast division
         w = hit.astype(x.dtype)
         k = np.count_nonzero(hit)
         if k != 1:

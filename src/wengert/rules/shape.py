@@ -164,7 +164,14 @@ def _repeat_impl(a, repeats, axis=None):
 
 
 def _sum_repeats_impl(g, repeats, axis, n):
-    """Adjoint of repeat along ``axis``: sum each run of repeated entries (``n`` original entries)."""
+    """Adjoint of repeat along ``axis``: sum each run of repeated entries (``n`` original entries).
+    Another library's ``g`` (Dask, CuPy: no ``np.add.at`` or no writes) takes differences of a running
+    sum at the runs' ends, in its own library."""
+    if type(g) is not np.ndarray and hasattr(type(g), "__array_function__"):
+        g = np.moveaxis(g, axis, 0)
+        ends = np.cumsum(np.broadcast_to(repeats, (n,)))
+        running = np.concatenate([np.zeros_like(g, shape=(1,) + g.shape[1:]), np.cumsum(g, axis=0)])
+        return np.moveaxis(running[ends] - running[ends - np.broadcast_to(repeats, (n,))], 0, axis)
     g = np.moveaxis(np.asarray(g), axis, 0)
     segment = np.repeat(np.arange(n), np.broadcast_to(repeats, (n,)))
     out = np.zeros((n,) + g.shape[1:], dtype=g.dtype)
