@@ -101,25 +101,9 @@ def test_vjp_and_jvp(client):
     check_lazy_then_one_compute(client, lambda: wg.jvp(lambda w: f(w, x), (W,), (t,)), want_jvp)
 
 
-HESSIAN_EAGER_COMPUTES = (1, 3)
-"""Known exception: ``wg.hessian`` (``wengert/api/jacobians.py``: ``jacrev``, ``_batched_rows``, the basis)
-asks ``np.size`` of the output, which Dask does not implement, so NumPy computes the loss (three times
-at present). The fix (``math.prod`` of the shape) belongs to the API layer; this test then fails, and
-is changed to expect no compute."""
-
-
 def test_hessian(client):
     x, y = dask_data()
-    counter = CountingScheduler(client)
-    with dask.config.set(scheduler=counter):
-        h = wg.hessian(loss)(W, x, y)
-        assert isinstance(h, da.Array)
-        eager = counter.computes
-        low, high = HESSIAN_EAGER_COMPUTES
-        assert low <= eager <= high, f"{eager} computes while differentiating: see HESSIAN_EAGER_COMPUTES"
-        got = h.compute()
-    assert counter.computes == eager + 1
-    np.testing.assert_allclose(got, wg.hessian(loss)(W, X, Y), rtol=1e-10, atol=1e-13)
+    check_lazy_then_one_compute(client, lambda: wg.hessian(loss)(W, x, y), wg.hessian(loss)(W, X, Y))
 
 
 def per_example_loss(w, xi, yi):

@@ -50,7 +50,7 @@ def _basis(value, start, stop, batch):
     """Elements ``start:stop`` of the standard basis of ``value``'s space as a batch of ``batch``:
     the whole basis as a diagonal batch (kept as a vector of ones while the rules keep it
     diagonal, so that elementwise steps cost O(n), not O(n^2)), a part of it as a dense one."""
-    if start == 0 and stop == int(np.size(value)):
+    if start == 0 and stop == math.prod(np.shape(value)):
         return Batched.diagonal(np.ones(np.shape(value), np.result_type(value)), batch)
     return Batched(_basis_batch(value, start, stop), batch)
 
@@ -68,7 +68,7 @@ def _batched_rows(pass_for, value, boxes, chunk_size):
     with ``g``, returning the adjoints) run once per chunk of basis vectors of ``value``'s space, as
     one pass on the batch of them (``wg.vmap``'s engine)."""
     value = unbox_all(value)
-    n = int(np.size(value))
+    n = math.prod(np.shape(value))
     step = max(n, 1) if chunk_size is None else chunk_size
     parts = [[] for _ in boxes]
     for start in range(0, n, step):
@@ -160,7 +160,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
         per_out = []
         for o, ov in zip(out_leaves, out_values):
             ins_of = [[b.value for b in mine] for mine, _ in boxes]
-            if _own(o, trace) and np.size(unbox_all(ov)):
+            if _own(o, trace) and math.prod(np.shape(unbox_all(ov))):
                 blocks = _batched_rows(lambda g, o=o: backward_pass([(o, g)], tape=trace.entries)[0],
                                        ov, [b for mine, _ in boxes for b in mine], chunk_size)
                 blocks = iter(blocks)
@@ -209,7 +209,7 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform, chunk_size=None):
         with gc_paused():
             for k, (leaves, treedef) in enumerate(flat):
                 for j, leaf in enumerate(leaves):
-                    n = int(np.size(unbox_all(leaf)))
+                    n = math.prod(np.shape(unbox_all(leaf)))
                     step = max(n, 1) if chunk_size is None else chunk_size
                     chunks = []
                     for start in range(0, n, step):
