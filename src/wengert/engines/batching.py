@@ -357,6 +357,11 @@ def _example(trace, x, i):
 _NUMBERS = (float, complex, np.ndarray, np.generic)
 
 
+def _array_like(x):
+    """Another array library's array (Dask, CuPy): it has a shape, a dtype and NumPy's protocols."""
+    return hasattr(x, "__array_function__") and hasattr(x, "shape") and hasattr(x, "dtype")
+
+
 def _stacked(trace, outs):
     """Per-example results as one batched result (tuples and lists component by component); a
     non-numeric result (a shape, a dtype) must be the same for every example and is kept as it is."""
@@ -364,7 +369,8 @@ def _stacked(trace, outs):
     t = type(first)
     if t is tuple or t is list:
         return t(_stacked(trace, [o[k] for o in outs]) for k in range(len(first)))
-    if t in BOX_TYPES or isinstance(first, _NUMBERS) or (t in (int, bool) and any(o != first for o in outs)):
+    if t in BOX_TYPES or isinstance(first, _NUMBERS) or _array_like(first) \
+            or (t in (int, bool) and any(o != first for o in outs)):
         parts = [shape_ops.reshape(o, (1,) + tuple(_shape(o))) for o in outs]
         return trace.box(shape_ops.concatenate(*parts, axis=0))
     if any(o != first for o in outs):
