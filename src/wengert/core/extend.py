@@ -410,7 +410,8 @@ def _on_floats(d, memo=None):
 
 # -- facts the program transformer relies on ----------------------------------------------------
 
-def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math_name=None, helper=None):
+def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math_name=None, helper=None,
+          saves=None):
     """Record facts about ``prim`` that passes, renderers and code generators read from it:
     - ``linear``: the positional arguments in which the result is linear, the others held fixed
       (``multiply``: ``(0, 1)``; ``true_divide``: ``(0,)``): a zero there makes the result zero;
@@ -420,11 +421,14 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
     - ``operator``: the Python operator generated code writes for it (``"+"``; ``"-"`` for negation);
     - ``math_name``: the ``math`` function generated code calls on Python floats (``"asin"``);
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
-      (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation.
+      (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation;
+    - ``saves``: what its VJP rules read (``"out"``, argument indices or names), the tape keeps only
+      that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}`` (``wengert.engines.saving``).
     Returns ``prim``. ``tests/rules/test_facts.py`` checks every declared fact numerically."""
     prim = _as_primitive(prim, "facts")
     given = dict(linear=None if linear is None else tuple(linear), fresh=fresh, broadcasts=broadcasts,
-                 operator=operator, math_name=math_name, helper=prim.fun if helper is True else helper)
+                 operator=operator, math_name=math_name, helper=prim.fun if helper is True else helper,
+                 saves=saves)
     for key, value in given.items():
         if value is not None:
             setattr(prim, key, value)

@@ -53,7 +53,7 @@ class Primitive:
     (all contributions at once on Python floats), ``float_fun`` (the implementation on floats,
     which the recording hot path calls directly); ``vjp_extra`` is None unless a VJP needs more than
     ``vjps``, the backward pass's one test. The facts (``linear``, ``fresh``, ``broadcasts``,
-    ``operator``, ``math_name``, ``helper``, ``derivatives``) are documented at
+    ``operator``, ``math_name``, ``helper``, ``derivatives``, ``saves``) are documented at
     ``wengert.core.extend.facts``.
     """
 
@@ -65,17 +65,13 @@ class Primitive:
         self.__qualname__ = self.__name__
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
-        self.vjps = ()
-        self.jvps = ()
-        self.vjp_argnum = None
-        self.jvp_argnum = None
+        self.vjps = self.jvps = ()
+        self.vjp_argnum = self.jvp_argnum = None
         self.grad_post = grad_post
         self.tangent_post = tangent_post
         self.nondiff = nondiff
         self.vjp_missing = _ALL_MISSING  # argnums without a VJP rule, checked when recording
-        self.vjp_accumulate = None
-        self.vjp_inplace = None
-        self.vjp_extra = None
+        self.vjp_accumulate = self.vjp_inplace = self.vjp_extra = None
         self.float_vjp = None
         self.float_fun = None
         # facts the program transformer reads (see wengert.core.extend.facts)
@@ -86,6 +82,7 @@ class Primitive:
         self.math_name = None
         self.helper = None
         self.derivatives = None
+        self.saves = None  # what the VJP rules read (wengert.engines.saving); None: keep everything
         self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
         self.jvp_joint = None  # optional: every argument's tangents at once, rule(tangents, out, *args)
 

@@ -106,32 +106,32 @@ def contains_box(x):
 # -- pausing the cyclic garbage collector, for the whole process --------------------------------------
 
 _gc_lock = threading.Lock()
-_gc_pauses = [0, False]  # [how many pauses are open, in every thread; whether gc was on at the first]
+GC_PAUSES = [0, False, False]  # [pauses open, gc on at the first, may freeze (engines/collector.py)]
 
 
 class gc_paused:
     """Pause Python's cyclic garbage collector while a trace grows (re-entrant, thread-safe).
 
-    The graph is acyclic and freed by reference counting; while a trace grows by thousands of
-    nodes, the collector's full passes would rescan all of them again and again (more than
-    doubling the cost per operation). Cyclic garbage made meanwhile is collected afterwards.
-
-    The collector is one per process, so the count of open pauses is too, under a lock: the
-    first pause to open (in any thread) turns the collector off, and the last to close turns it
-    back on, if it was on when the first opened.
+    The graph is acyclic and freed by reference counting; the collector's passes would rescan its
+    nodes again and again (doubling the cost per operation). Cyclic garbage is collected where it pays
+    (``wengert.engines.collector``); the first pause (in any thread) turns the collector off, the last on.
     """
 
     __slots__ = ()
 
     def __enter__(self):
         with _gc_lock:
-            if _gc_pauses[0] == 0:
-                _gc_pauses[1] = gc.isenabled()
+            if GC_PAUSES[0] == 0:
+                GC_PAUSES[1] = gc.isenabled()
+                GC_PAUSES[2] = gc.get_freeze_count() == 0
                 gc.disable()
-            _gc_pauses[0] += 1
+            GC_PAUSES[0] += 1
 
     def __exit__(self, *exc):
         with _gc_lock:
-            _gc_pauses[0] -= 1
-            if _gc_pauses[0] == 0 and _gc_pauses[1]:
-                gc.enable()
+            GC_PAUSES[0] -= 1
+            if GC_PAUSES[0] == 0:
+                if GC_PAUSES[2]:
+                    gc.unfreeze()  # what the collector froze during the pause: its oldest generation
+                if GC_PAUSES[1]:
+                    gc.enable()

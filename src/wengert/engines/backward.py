@@ -33,6 +33,7 @@ from wengert.engines.mutation import (
     resolve_tape,
     versions_by_box,
 )
+from wengert.engines.saving import forget_pending, sweep
 from wengert.rules import elementwise as ew
 from wengert.rules.indexing import getitem
 
@@ -55,6 +56,8 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     ``keep_all``) to its adjoint; ``nodes`` are the nodes read (the tape, when given). With
     ``retain_graph=False`` each node's saved arguments are released once processed.
     """
+    if seeds:
+        _settle(seeds[0][0]._trace, retain_graph)
     order, aliases = _children_first(seeds, tape)
     adj = {}
     owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
@@ -162,6 +165,15 @@ def _propagate(order, adj, owned, retain_graph, keep_all):
         _flush_reads(reads, adj, owned, next(iter(reads)))
 
 
+def _settle(trace, retain_graph):
+    """Release the outputs the graph alone refers to (``saving.sweep``), and stop that on a trace whose
+    graph this pass may rewrite (assignments' versions, or freeing without ``retain_graph``)."""
+    if getattr(trace, "pending", None):
+        sweep(trace)
+        if not retain_graph or trace.mutations:
+            forget_pending(trace)
+
+
 def _children_first(seeds, tape):
     """The nodes to read, children first, and the aliases of assigned leaves (``mutation.py``)."""
     log = versions_by_box(seeds[0][0]._trace) if seeds else None
@@ -243,7 +255,7 @@ def _into_reads(reads, read, c):
     source = read._parents[0]
     acc = reads.get(source)
     if acc is None:
-        acc = reads[source] = [0.0] * len(args[0])
+        acc = reads[source] = [0.0] * args[0].shape[0]  # the array, or its shape where not saved
     acc[i] += c
     return True
 

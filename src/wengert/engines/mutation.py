@@ -125,6 +125,11 @@ def rebind(box, result, what):
         return
     trace = box._trace
     cls = type(box)
+    pending = getattr(trace, "pending", None)
+    if pending:  # the graph's references to box change: box (and new, whose value box takes) stay
+        pending.pop(box, None)
+        if type(new) is cls:
+            pending.pop(new, None)
     old = object.__new__(cls)
     for slot in _NODE_SLOTS:
         if hasattr(box, slot):

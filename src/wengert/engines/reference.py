@@ -21,6 +21,7 @@ refers to the version it saw, which ``wengert.engines.mutation`` resolves before
 
 from wengert.core.primitive import FLOAT_PATH_ERRORS, on_float64
 from wengert.engines.mutation import leaf_aliases, resolve_parents, resolve_tape, versions_by_box
+from wengert.engines.saving import forget_pending
 
 __all__ = ["backward_pass"]
 
@@ -35,6 +36,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=True, tape=None):
     log = versions_by_box(seeds[0][0]._trace) if seeds else None
     aliases = []
     if log:
+        forget_pending(seeds[0][0]._trace)  # references to versions are rewritten: counts no longer hold
         aliases = resolve_tape(tape, log) if tape is not None else leaf_aliases(log)
     order = list(reversed(tape)) if tape is not None else _children_first(seeds, log)
 

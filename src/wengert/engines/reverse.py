@@ -21,7 +21,9 @@ from wengert.core.trace import BOX_TYPES, Trace, gc_paused  # noqa: F401 - gc_pa
 from wengert.engines.accumulation import FREED  # noqa: F401 - imported from here too
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
+from wengert.engines.collector import WINDOW, window_done
 from wengert.engines.mutation import node_ids
+from wengert.engines.saving import saved_args, sweep
 from wengert.rules import elementwise as ew
 from wengert.rules.indexing import getitem as _getitem
 
@@ -30,6 +32,7 @@ __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact", "record"]
 """Creation order of graph nodes: parents always have smaller ids than their children."""
 
 _new = object.__new__
+_WINDOW_MASK = WINDOW - 1
 _INEXACT = frozenset("fc")
 _float64 = np.float64
 _ndarray = np.ndarray
@@ -207,9 +210,12 @@ def record(trace, prim, out, args, parents, kwargs=None):
     node.requires_grad = True
     entries = trace.entries
     if entries is None:
-        node._id = next(node_ids)
+        node._id = n = next(node_ids)
     else:
         entries.append(node)
+        n = len(entries)
+    if not n & _WINDOW_MASK:  # every so many nodes: collect cyclic garbage, if any piled up
+        window_done()
     return node
 
 
@@ -217,7 +223,7 @@ class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
-    __slots__ = ("box_type", "entries", "mutations", "records_inline")
+    __slots__ = ("box_type", "entries", "mutations", "records_inline", "pending", "sweep_at")
 
     def __init__(self, box_type):
         super().__init__()
@@ -227,6 +233,8 @@ class ReverseTrace(Trace):
         self.records_inline = True
         self.entries = None
         self.mutations = None  # assignments to its boxes (see mutation.py), logged when there are any
+        self.pending = None  # {node: [children's references, prim]}: outputs to release (saving.py)
+        self.sweep_at = 32
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
@@ -273,7 +281,7 @@ class ReverseTrace(Trace):
                 raise explained(prim, unboxed, e) from e
         if not found or (type(out) is not float and not is_inexact(out)):
             return self.constant(out)
-        return record(self, prim, out, tuple(unboxed), tuple(parents), kwargs or None)
+        return self._record_saving(prim, out, tuple(unboxed), tuple(parents), kwargs or None)
 
     # The two specialisations below do what ``apply`` does for the common case -- every box is
     # this trace's own, no nesting, no keywords -- and defer to ``apply`` for anything else.
@@ -303,7 +311,7 @@ class ReverseTrace(Trace):
             return self.constant(out)
         if 0 in prim.vjp_missing:
             prim.vjp_rule(0)  # raises NoRuleError naming prim and argument
-        return record(self, prim, out, (v,), (x,), kwargs or None)
+        return self._record_saving(prim, out, (v,), (x,), kwargs or None)
 
     def apply2(self, prim, x, y):
         if type(x) in BOX_TYPES:
@@ -342,4 +350,29 @@ class ReverseTrace(Trace):
                 prim.vjp_rule(0)
             if py is not None and 1 in missing:
                 prim.vjp_rule(1)
-        return record(self, prim, out, (vx, vy), (px, py))
+        if t is float:
+            return record(self, prim, out, (vx, vy), (px, py))
+        return self._record_saving(prim, out, (vx, vy), (px, py))
+
+    def _record_saving(self, prim, out, args, parents, kwargs=None):
+        """:func:`record`, keeping of ``args`` only what ``prim``'s rules read (its ``saves`` fact), and
+        on a trace that keeps its Wengert list, releasing outputs that only the graph refers to
+        (``wengert.engines.saving``). Python-float steps do not come here: they are cheap to keep."""
+        keep_out = True
+        if prim.saves is not None and type(self) is ReverseTrace:  # an explicit Tape keeps everything
+            args, keep_out = saved_args(prim, args, parents)
+        node = record(self, prim, out, args, parents, kwargs)
+        pending = self.pending
+        if pending is None:  # decided at the first step: wg.grad's traces keep their list
+            pending = self.pending = {} if self.entries is not None and type(self) is ReverseTrace else False
+        if pending is not False:
+            for p in parents:
+                if p is not None:
+                    counts = pending.get(p)
+                    if counts is not None:
+                        counts[0] += 1
+            if not keep_out and type(out) is _ndarray:
+                pending[node] = [0, prim]
+                if len(pending) >= self.sweep_at:
+                    sweep(self)
+        return node

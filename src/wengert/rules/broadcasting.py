@@ -142,6 +142,7 @@ broadcast_to = Primitive(_broadcast_to_impl, name="broadcast_to")
 defvjp(broadcast_to, lambda g, out, x, s: sum_to_shape(g, shape_of(x)))
 defjvp(broadcast_to, lambda t, out, x, s: broadcast_to(t, s))
 facts(broadcast_to, linear=(0,))
+facts(broadcast_to, saves=())  # what its VJP reads: shapes only (wengert.engines.saving)
 
 
 # -- the primitives broadcasting's adjoint is made of: sums, reshapes, casts, real parts ---------------
@@ -192,6 +193,7 @@ def _sum_vjp(g, out, x, axis=None, keepdims=False):
 defvjp(sum, _sum_vjp)
 defjvp(sum, lambda t, out, x, axis=None, keepdims=False: sum(t, axis=axis, keepdims=keepdims))
 facts(sum, linear=(0,), fresh=True)
+facts(sum, saves=())
 
 
 def _reshape_impl(a, newshape):
@@ -205,6 +207,7 @@ reshape = Primitive(_reshape_impl, name="reshape")
 defvjp(reshape, lambda g, out, x, newshape: reshape(g, shape_of(x)))
 defjvp(reshape, lambda t, out, x, newshape: reshape(t, newshape))
 facts(reshape, linear=(0,))
+facts(reshape, saves=())
 
 
 def _astype_impl(x, dtype):
@@ -225,6 +228,7 @@ astype = Primitive(_astype_impl, name="astype")
 defvjp(astype, _astype_vjp)
 defjvp(astype, lambda t, out, x, dtype: astype(t, dtype))
 facts(astype, linear=(0,), fresh=True)
+facts(astype, saves=())
 
 
 def _is_complex(x):
@@ -247,6 +251,7 @@ real = Primitive(_real_impl, name="real")
 defvjp(real, lambda g, out, x: _as_complex(g, x))
 defjvp(real, lambda t, out, x: real(t))
 facts(real, linear=(0,))
+facts(real, saves=())
 
 _primitive.BROADCASTING[:] = [unbroadcast, broadcast_tangent]  # for users' primitives (wg.primitive)
 

@@ -342,3 +342,36 @@ clip = _both(Primitive(_clip_impl, name="clip", broadcasts=True),
              lambda g, out, a, lo, hi: where(a < lo, g, 0.0),
              lambda g, out, a, lo, hi: where(a > hi, g, 0.0))
 facts(clip, fresh=True)
+
+# -- what each VJP reads (the tape keeps only that: wengert.engines.saving) ------------------------------
+facts(add, saves=())
+facts(subtract, saves=())
+facts(multiply, saves={0: (1,), 1: (0,)})
+facts(true_divide, saves={0: (1,), 1: ("out", 1)})
+facts(negative, saves=())
+facts(positive, saves=())
+facts(power, saves={0: (0, 1), 1: ("out", 0)})
+facts(hypot, saves={0: ("out", 0), 1: ("out", 1)})
+facts(sqrt, saves=("out",))
+facts(cbrt, saves=("out",))
+facts(exp, saves=("out",))
+facts(exp2, saves=("out",))
+facts(expm1, saves=("out",))
+facts(tan, saves=("out",))
+facts(tanh, saves=("out",))
+facts(reciprocal, saves=("out",))
+
+
+def _declare_saves(saves, *prims):
+    for prim in prims:
+        facts(prim, saves=saves)
+
+
+_declare_saves((0,), log, log2, log10, log1p, sin, cos, arcsin, arccos, arctan, sinh, cosh, arcsinh, arctanh,
+               arccosh, square)
+_declare_saves((), sign, floor, ceil, rint, trunc, round_)
+facts(absolute, saves=("out", 0))
+facts(maximum, saves=(0, 1))
+facts(minimum, saves=(0, 1))
+facts(where, saves=(0,))
+facts(clip, saves=(0, 1, 2))

@@ -91,11 +91,13 @@ defvjp(getitem, lambda g, out, x, idx: untake(g, idx, broadcasting.shape_of(x)))
 defvjp_accumulate(getitem, _getitem_accumulate)
 defjvp(getitem, lambda t, out, x, idx: getitem(t, idx))
 facts(getitem, linear=(0,))
+facts(getitem, saves=(1,))  # what its VJPs read: the index (wengert.engines.saving)
 
 untake = Primitive(_untake_impl, name="untake")
 defvjp(untake, lambda g, out, x, idx, shape: getitem(g, idx))
 defjvp(untake, lambda t, out, x, idx, shape: untake(t, idx, shape))
 facts(untake, linear=(0,), fresh=True, helper=True)
+facts(untake, saves=(1,))
 
 
 # -- functional updates: x with x[idx] replaced (index_update) or incremented (index_add) --------------
@@ -190,6 +192,7 @@ defvjp(index_add, lambda g, out, x, idx, v: g, None, lambda g, out, x, idx, v: g
 defjvp(index_add, index_add.vjps[0], None,  # x's part is the identity both ways
        lambda t, out, x, idx, v: index_add(_zeros_for(t, out), idx, t))
 facts(index_add, fresh=True, helper=True)
+facts(index_add, saves={0: (), 2: (1,)})
 
 
 class IndexUpdates:

@@ -46,6 +46,7 @@ relu = unary_function(Primitive(_relu_impl, name="relu"))
 defvjp(relu, lambda g, out, x: g * positive_mask(x))  # a mask: the same map on tangents
 defjvp(relu, *relu.primitive.vjps)
 facts(relu, fresh=True)
+facts(relu, saves=(0,))  # what its VJP reads (wengert.engines.saving)
 
 
 # -- log_softmax ------------------------------------------------------------------------------
@@ -70,6 +71,7 @@ defvjp(log_softmax, lambda g, out, x, axis=-1:
 defjvp(log_softmax, lambda t, out, x, axis=-1:
        t - reductions.sum(elementwise.exp(out) * t, axis=axis, keepdims=True))
 facts(log_softmax, fresh=True)
+facts(log_softmax, saves=("out",))
 
 
 # -- softmax_cross_entropy --------------------------------------------------------------------
@@ -123,6 +125,7 @@ defvjp(softmax_cross_entropy, lambda g, out, logits, labels: g * _ce_direction(l
 defjvp(softmax_cross_entropy,
        lambda t, out, logits, labels: reductions.sum(t * _ce_direction(logits, labels)), None)
 facts(softmax_cross_entropy, fresh=True)
+facts(softmax_cross_entropy, saves=(0, 1))
 
 
 # -- batching rules (wengert.engines.batching) ------------------------------------------------------

@@ -75,6 +75,7 @@ matmul = binary_function(Primitive(_matmul_impl, name="matmul", grad_post=broadc
 defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
 defjvp(matmul, lambda t, out, a, b: matmul(t, b), lambda t, out, a, b: matmul(a, t))
 facts(matmul, linear=(0, 1), fresh=True, operator="@")
+facts(matmul, saves={0: (1,), 1: (0,)})  # what its VJPs read (wengert.engines.saving)
 
 
 def _tensordot_axes(axes, na, nb):
@@ -119,6 +120,7 @@ defjvp(tensordot,
        lambda t, out, a, b, axes=2: tensordot(t, b, axes),
        lambda t, out, a, b, axes=2: tensordot(a, t, axes))
 facts(tensordot, linear=(0, 1), fresh=True)
+facts(tensordot, saves={0: (1,), 1: (0,)})
 
 
 def _parse_einsum(subscripts, shapes):

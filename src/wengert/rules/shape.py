@@ -33,6 +33,7 @@ transpose = Primitive(_transpose_impl, name="transpose")
 defvjp(transpose, lambda g, out, x, axes=None: transpose(g, _inverse_perm(axes)))
 defjvp(transpose, lambda t, out, x, axes=None: transpose(t, axes))
 facts(transpose, linear=(0,))
+facts(transpose, saves=())  # what its VJP reads (wengert.engines.saving)
 
 
 def _concatenate_impl(*arrays, axis=0):

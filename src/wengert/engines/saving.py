@@ -1,0 +1,223 @@
+"""What a reverse-mode recording keeps: each primitive's ``saves`` fact, and the release of the rest.
+
+A primitive declares what its VJP rules read (``facts(prim, saves=...)``, ``wengert.core.extend``):
+its output ``"out"`` and which positional arguments, by index or by the implementation's parameter
+name, either once for every argument (``saves=(0,)``: ``sin`` reads ``x``) or per differentiated
+argument (``saves={0: (1,), 1: (0,)}``: ``x * y`` reads ``y`` for x's cotangent and ``x`` for y's). A
+primitive without the declaration keeps everything (user primitives included): nothing is guessed.
+
+When a node is recorded, the array arguments its differentiated arguments' rules do not read are
+replaced by :class:`Unsaved` (their shape and dtype, which broadcasting's adjoint and the buffers of
+the backward pass read), so the forward pass's intermediates die as soon as Python drops them. A
+node's own output is released the same way, once nothing but the graph refers to it: a trace that
+keeps its Wengert list (``wg.grad``) counts, per candidate node, the references its children hold,
+and :func:`sweep` compares that count with the node's reference count. A rule that reads what it did
+not declare meets an :class:`Unsaved`, which refuses every use: the declaration is wrong, and the
+error says so (``tests/rules/test_saves.py`` runs every rule of the rule table that way).
+"""
+
+import inspect
+import sys
+
+import numpy as np
+
+from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
+
+__all__ = ["Unsaved", "UnsavedValueError", "needs", "saved_args", "sweep", "forget_pending"]
+
+_ndarray = np.ndarray
+_KEEP_ALL = None
+
+
+class UnsavedValueError(RuntimeError):
+    """A rule read a value its primitive's ``saves`` declaration says it does not read."""
+
+
+class Unsaved:
+    """Stands for an array the tape did not keep: its ``shape`` and ``dtype`` (``ndim``, ``size``)
+    only. Any other use raises :class:`UnsavedValueError` naming the primitive and the value."""
+
+    __slots__ = ("shape", "dtype", "prim", "what")
+
+    def __init__(self, value, prim, what):
+        v = unbox_all(value)
+        self.shape = np.shape(v) if type(v) is not float else ()
+        self.dtype = v.dtype if hasattr(v, "dtype") else np.result_type(v)
+        self.prim = prim
+        self.what = what
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape))
+
+    def __repr__(self):
+        return f"<not saved: {self.dtype} array of shape {self.shape}>"
+
+    def _refuse(self, *args, **kwargs):
+        name = getattr(self.prim, "__name__", "?")
+        raise UnsavedValueError(
+            f"wengert: a derivative rule of '{name}' used its {self.what} (an array of shape {self.shape}), "
+            f"which '{name}' declares it does not read (saves={self.prim.saves!r}), so the tape did not "
+            f"keep it. The declaration is wrong: add the value to saves= in facts({name}, saves=...), "
+            f"or remove the declaration (then everything is kept).")
+
+    def __getattr__(self, name):  # anything but shape and dtype
+        self._refuse()
+
+
+def _refusing(name):
+    def refuse(self, *args, **kwargs):
+        self._refuse()
+    refuse.__name__ = name
+    return refuse
+
+
+for _name in ("__array__", "__array_ufunc__", "__array_function__", "__len__", "__iter__", "__getitem__",
+              "__setitem__", "__bool__", "__float__", "__int__", "__complex__", "__index__", "__neg__",
+              "__pos__", "__abs__", "__invert__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+              "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
+              "__rmod__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__lt__", "__le__",
+              "__gt__", "__ge__", "__and__", "__or__", "__xor__", "__copy__", "__deepcopy__"):
+    setattr(Unsaved, _name, _refusing(_name))
+del _name
+
+
+# -- the declaration, normalised --------------------------------------------------------------------
+
+def _argnum(prim, item):
+    """A ``saves`` item as an argument index, or "out"."""
+    if item == "out" or type(item) is int:
+        return item
+    try:
+        params = [p.name for p in inspect.signature(prim.fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    if item in params:
+        return params.index(item)
+    known = ", ".join(params) or "none known"
+    raise ValueError(f"facts({prim.__name__}, saves=...): {item!r} is neither 'out', an argument index, "
+                     f"nor a positional parameter of its implementation ({known})")
+
+
+def _table(prim):
+    """``prim.saves`` as ``frozenset`` (every argument) or ``{argnum: frozenset}``; cached on prim."""
+    declared = prim.saves
+    cached = prim.__dict__.get("_saves_table")
+    if cached is not None and cached[0] is declared:
+        return cached[1]
+    if isinstance(declared, dict):
+        table = {_argnum(prim, k): frozenset(_argnum(prim, v) for v in
+                                             ((vs,) if isinstance(vs, (str, int)) else vs))
+                 for k, vs in declared.items()}
+    else:
+        table = frozenset(_argnum(prim, v) for v in declared)
+    prim._saves_table = (declared, table, {})
+    return table
+
+
+def needs(prim, parents):
+    """What the rules of ``prim``'s differentiated arguments (``parents`` not None) read: a frozenset
+    of argument indices and maybe "out"; None (everything) without a declaration."""
+    if prim.saves is None:
+        return _KEEP_ALL
+    table = _table(prim)
+    if type(table) is frozenset:
+        return table
+    by_mask = prim._saves_table[2]
+    mask = tuple(p is not None for p in parents)
+    found = by_mask.get(mask, False)
+    if found is False:
+        found = frozenset()
+        for i, differentiated in enumerate(mask):
+            if differentiated:
+                part = table.get(i)
+                if part is None:  # no declaration for this argument: keep everything
+                    found = _KEEP_ALL
+                    break
+                found = found | part
+        by_mask[mask] = found
+    return found
+
+
+def saved_args(prim, args, parents):
+    """``(args, keep_out)``: ``args`` with the arrays the rules do not read replaced by :class:`Unsaved`."""
+    keep = needs(prim, parents)
+    if keep is _KEEP_ALL:
+        return args, True
+    pruned = None
+    for i, a in enumerate(args):
+        if i in keep:
+            continue
+        t = type(a)
+        if t is _ndarray or (t in BOX_TYPES and t not in SYMBOLIC_TYPES
+                             and type(unbox_all(a)) not in SYMBOLIC_TYPES):
+            if pruned is None:
+                pruned = list(args)
+            pruned[i] = Unsaved(a, prim, f"argument {i}")
+    return (args if pruned is None else tuple(pruned)), "out" in keep
+
+
+# -- releasing outputs nothing but the graph refers to ----------------------------------------------
+
+def _excess(pending, release):
+    """For each candidate of ``pending`` ({node: [children's references, prim]}), its reference count
+    less its children's; ``release(node)`` for those whose excess is the bookkeeping's alone."""
+    survivors = 0
+    for node, entry in list(pending.items()):
+        if sys.getrefcount(node) - entry[0] == _BASE and node._prim is entry[1]:
+            release(node)
+            del pending[node]
+        else:
+            survivors += 1
+    return survivors
+
+
+class _Probe:
+    __slots__ = ("_prim", "__weakref__")
+
+
+def _calibrate():
+    """The reference count :func:`_excess` sees for a node held by the trace's list and the pending
+    table only: measured with a probe (interpreters count differently), by trying counts in turn."""
+    global _BASE
+    released = []
+    for base in range(1, 16):
+        _BASE = base
+        probe = _Probe()
+        probe._prim = None
+        holder = [probe]  # the trace's Wengert list
+        pending = {probe: [0, None]}
+        del probe
+        _excess(pending, released.append)
+        del holder
+        if released:
+            released.clear()
+            return base
+    raise RuntimeError("wengert: could not measure the reference count of a recorded node")
+
+
+_BASE = _calibrate()
+
+
+def _release_value(node):
+    node.value = Unsaved(node.value, node._prim, "output")
+
+
+def sweep(trace):
+    """Release the outputs of ``trace``'s pending nodes that nothing but the graph refers to."""
+    pending = trace.pending
+    if pending:
+        survivors = _excess(pending, _release_value)
+        trace.sweep_at = max(32, 2 * survivors)
+
+
+def forget_pending(trace):
+    """Stop releasing outputs on ``trace`` (its graph's references were rewritten: the counts no
+    longer hold)."""
+    if getattr(trace, "pending", None) is not None:
+        trace.pending = False
