@@ -76,7 +76,7 @@ def _refusing(name):
     return refuse
 
 
-for _name in ("__array__", "__array_ufunc__", "__array_function__", "__len__", "__iter__", "__getitem__",
+for _name in ("__array__", "__array_ufunc__", "__len__", "__iter__", "__getitem__",
               "__setitem__", "__bool__", "__float__", "__int__", "__complex__", "__index__", "__neg__",
               "__pos__", "__abs__", "__invert__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
               "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",

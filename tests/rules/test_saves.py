@@ -1,0 +1,220 @@
+"""Each primitive's ``saves`` declaration (what its VJP rules read) checked against its rules.
+
+The tape keeps of a node only what its primitive declares (``wengert.engines.saving``); what it does
+not keep is an ``Unsaved``, which refuses every use but its shape and dtype. Here every rule-table
+primitive that declares ``saves`` has its VJP rules (ordinary, in-place and accumulate ones) run on the
+rule table's own sample calls, once with everything and once with what the tape would keep, for each
+argument differentiated alone and all together: a rule that reads what it did not declare raises, and
+the two results must agree. A deliberately wrong declaration is caught the same way.
+"""
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from tests.rules.test_facts import _traced_calls
+from tests.rules.test_rule_table import CASES
+from wengert.core.extend import defvjp, facts, primitive
+from wengert.engines.saving import Unsaved, UnsavedValueError, saved_args
+from wengert.rules import rule_table
+
+DECLARED = {name: prim for name, prim in rule_table().items() if prim.saves is not None}
+
+
+def _inexact(x):
+    return isinstance(x, (float, complex, np.ndarray, np.floating, np.complexfloating)) \
+        and np.asarray(x).dtype.kind in "fc"
+
+
+def _cotangent(out, rng):
+    if type(out) is float:
+        return float(rng.standard_normal())
+    out = np.asarray(out)
+    g = rng.standard_normal(out.shape)
+    if out.dtype.kind == "c":
+        g = g + 1j * rng.standard_normal(out.shape)
+    return g.astype(out.dtype)
+
+
+def _samples(name):
+    prim = DECLARED[name]
+    found = []
+    for fun, args in CASES.get(name, []):
+        try:
+            found += _traced_calls(prim, fun, args)
+        except Exception:  # noqa: BLE001 - a case the program tracer cannot take: the others serve
+            continue
+    return found
+
+
+def _contributions(prim, args, kwargs, out, g, mask, full_out):
+    """Each differentiated argument's contribution by every kind of VJP rule ``prim`` has."""
+    found = []
+    for j, differentiated in enumerate(mask):
+        if not differentiated:
+            continue
+        rule = prim.vjp_rule(j)
+        c = rule(g, out, *args, **kwargs)
+        if prim.grad_post is not None:
+            c = prim.grad_post(c, args[j])
+        found.append(c)
+        inplace = prim.vjp_inplace
+        if inplace and j < len(inplace) and inplace[j] is not None and type(g) is np.ndarray:
+            found.append(inplace[j](g.copy(), out, *args, **kwargs))
+        accumulate = prim.vjp_accumulate
+        if accumulate and j < len(accumulate) and accumulate[j] is not None and type(g) is np.ndarray:
+            buf = np.zeros(args[j].shape, dtype=np.result_type(g, np.asarray(full_out)))
+            accumulate[j](buf, g, out, *args, **kwargs)
+            found.append(buf)
+    return found
+
+
+def check_declaration(prim, args, kwargs, rng):
+    """Run ``prim``'s VJP rules with what the tape keeps, against the rules with everything; the
+    number of (argument mask) combinations checked where something was left out."""
+    with np.errstate(all="ignore"):
+        out = prim.fun(*args, **kwargs)
+    if not _inexact(out):
+        return 0
+    inexact = [_inexact(a) and j not in prim.vjp_missing for j, a in enumerate(args)]
+    masks = [tuple(k == j for k in range(len(args))) for j in range(len(args)) if inexact[j]]
+    if sum(inexact) > 1:
+        masks.append(tuple(inexact))
+    checked = 0
+    for mask in masks:
+        parents = tuple(object() if m else None for m in mask)
+        kept, keep_out = saved_args(prim, args, parents)
+        kept_out = out if keep_out or type(out) is not np.ndarray else Unsaved(out, prim, "output")
+        g = _cotangent(out, rng)
+        with np.errstate(all="ignore"):
+            want = _contributions(prim, args, kwargs, out, g, mask, out)
+            got = _contributions(prim, kept, kwargs, kept_out, g, mask, out)
+        for w, h in zip(want, got):
+            if w is None or h is None:  # an in-place rule that declined
+                assert w is None and h is None
+                continue
+            np.testing.assert_allclose(np.asarray(h), np.asarray(w), rtol=1e-12, atol=1e-12, equal_nan=True)
+        checked += kept is not args or kept_out is not out
+    return checked
+
+
+def test_some_primitives_declare_what_they_save():
+    assert {"multiply", "sin", "exp", "sum", "matmul", "getitem"} <= set(DECLARED)
+
+
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_declared_saves_cover_what_the_rules_read(name):
+    rng = np.random.default_rng(0)
+    samples = _samples(name)
+    assert samples, f"no sample call of {name}: give it a rule-table case that traces"
+    for args, kwargs in samples:
+        check_declaration(DECLARED[name], args, kwargs, rng)
+
+
+def _wrongly_declared():
+    """x * x whose VJP reads x, declared as reading nothing."""
+    prim = primitive(lambda x: np.asarray(x) * np.asarray(x))
+    defvjp(prim, lambda g, out, x: 2.0 * g * x)
+    return facts(prim, saves=())
+
+
+def test_a_wrong_declaration_is_caught_by_the_check():
+    prim = _wrongly_declared()
+    with pytest.raises(UnsavedValueError, match="declares it does not read"):
+        check_declaration(prim, (np.arange(3.0),), {}, np.random.default_rng(0))
+
+
+def test_a_wrong_declaration_fails_loudly_in_grad():
+    prim = _wrongly_declared()
+    with pytest.raises(UnsavedValueError, match="saves="):
+        wg.grad(lambda x: wnp.sum(prim(x)))(np.arange(3.0))
+
+
+def test_an_undeclared_user_primitive_keeps_everything():
+    prim = primitive(lambda x: np.asarray(x) * np.asarray(x))
+    defvjp(prim, lambda g, out, x: 2.0 * g * x)
+    x = np.arange(3.0)
+    np.testing.assert_allclose(wg.grad(lambda x: wnp.sum(prim(x)))(x), 2.0 * x)
+
+
+def test_unknown_names_in_a_declaration_are_refused():
+    prim = facts(primitive(lambda x, y: x * y), saves=("z",))
+    defvjp(prim, lambda g, out, x, y: g * y, lambda g, out, x, y: g * x)
+    with pytest.raises(ValueError, match="'z' is neither"):
+        saved_args(prim, (np.ones(2), np.ones(2)), (object(), None))
+
+
+def test_names_stand_for_positional_parameters():
+    def scaled(x, factor):
+        return x * factor
+    prim = facts(primitive(scaled), saves={"x": ("factor",), "factor": ("x",)})
+    kept, keep_out = saved_args(prim, (np.ones(2), np.full(2, 3.0)), (object(), None))
+    assert type(kept[0]) is Unsaved and type(kept[1]) is np.ndarray and not keep_out
+
+
+# -- the recording releases what is not saved ---------------------------------------------------------
+
+def _chain(x, steps, held=None):
+    for _ in range(steps):
+        s = wnp.sin(x)
+        if held is not None:
+            held.append(s)
+        x = 0.9 * s + 0.1 * x
+    return x
+
+
+def _peak_states(fun, x):
+    gc.collect()
+    tracemalloc.start()
+    try:
+        wg.grad(fun)(x)
+        return tracemalloc.get_traced_memory()[1] / x.nbytes
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_tape_keeps_about_one_state_per_step_of_a_sine_chain():
+    x = np.linspace(0.0, 1.0, 20_000)
+    steps = 64  # the rule reads x for sin; 0.9 * s, 0.1 * x and + read no array
+    assert _peak_states(lambda x: wnp.sum(_chain(x, steps)), x) < 1.6 * steps
+
+
+def test_values_the_function_still_holds_are_not_released():
+    x = np.linspace(0.0, 1.0, 7)
+    steps = 80  # more than the sweep's first batch
+
+    def f(x):
+        held = []
+        y = _chain(x, steps, held)
+        return wnp.sum(y) + sum(wnp.sum(s * s) for s in held)  # every intermediate used afterwards
+
+    def f_np(x):
+        total = 0.0
+        for _ in range(steps):
+            s = np.sin(x)
+            total += np.sum(s * s)
+            x = 0.9 * s + 0.1 * x
+        return np.sum(x) + total
+
+    g = wg.grad(f)(x)
+    eps = 1e-6
+    fd = np.array([(f_np(x + eps * e) - f_np(x - eps * e)) / (2 * eps) for e in np.eye(len(x))])
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_second_order_through_a_pruned_tape():
+    x = np.linspace(0.1, 0.9, 5)
+    v = np.linspace(1.0, 2.0, 5)
+    steps = 40
+
+    def first(x):
+        return wg.grad(lambda y: wnp.sum(_chain(y, steps)))(x)
+
+    hvp = wg.grad(lambda x: wnp.sum(first(x) * v))(x)
+    eps = 1e-5
+    fd = (first(x + eps * v) - first(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(hvp, fd, rtol=1e-5, atol=1e-8)
