@@ -15,6 +15,7 @@ from pathlib import Path
 from benchmarks import checkpointing as checkpoint_bench
 from benchmarks import dask as dask_bench
 from benchmarks import docs_page, indexing
+from benchmarks import memory as memory_bench
 from benchmarks import scale as stacking
 from benchmarks import source as source_loops
 from benchmarks.compiled import COMPILED_NAMES, compiled_workloads
@@ -93,7 +94,7 @@ def main(argv=None):
                         help=f"run only these workloads: {', '.join(WORKLOAD_NAMES + COMPILED_NAMES)}, "
                              f"{CHECKPOINTING} (the checkpointing runner: time and memory of long loops), "
                              "stack (stacking many traced pieces), dask (a gradient over Dask arrays on a "
-                             "local cluster) (parts of names work)")
+                             "local cluster), memory (peak memory of reverse mode) (parts of names work)")
     parser.add_argument("--rounds", type=int, metavar="N", help="rounds per workload (default: per workload)")
     parser.add_argument("--impls", nargs="+", metavar="KEY", choices=list(IMPLEMENTATIONS),
                         help=f"run only these implementations: {', '.join(IMPLEMENTATIONS)}")
@@ -109,11 +110,14 @@ def main(argv=None):
 
     dask_too = args.only is None or any(dask_bench.matches(o) for o in args.only)  # "--only dask"
     others = [o for o in args.only or [] if not checkpoint_bench.matches(o) and not stacking.matches(o)
-              and not dask_bench.matches(o)]
+              and not dask_bench.matches(o) and not memory_bench.matches(o)]
+    memory_too = args.only is None or any(memory_bench.matches(o) for o in args.only)  # "--only memory"
     checkpoint_too = args.only is None or any(checkpoint_bench.matches(o) for o in args.only)
     stacking_too = args.only is None or any(stacking.matches(o) for o in args.only)
     if args.only and not others:
         failed = stacking.run(quick=args.quick, rounds=args.rounds) if stacking_too else 0
+        if memory_too:
+            failed += memory_bench.run(quick=args.quick)
         if dask_too:
             failed += dask_bench.run(quick=args.quick, rounds=args.rounds)
         if checkpoint_too:
@@ -154,6 +158,8 @@ def main(argv=None):
         failed_stacking, printed = _tee(stacking.run, quick=args.quick, rounds=args.rounds)
         failed += failed_stacking
         stacking_md = _stacking_markdown(printed)
+    if memory_too:
+        failed += memory_bench.run(quick=args.quick)
     checkpoint_md = RESULTS / ("checkpointing-quick.md" if args.quick else "checkpointing.md")
     if checkpoint_too:
         failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=checkpoint_md)
