@@ -169,7 +169,7 @@ def _in_subprocess(what, quick):
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH", "")] if p)
-    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")  # freed arrays go back to the system (see checkpointing)
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")  # freed arrays return to the system (checkpointing.py)
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
