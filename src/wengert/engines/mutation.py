@@ -127,9 +127,9 @@ def rebind(box, result, what):
     cls = type(box)
     pending = getattr(trace, "pending", None)
     if pending:  # the graph's references to box change: box (and new, whose value box takes) stay
-        pending.pop(box, None)
+        pending.pop(id(box), None)
         if type(new) is cls:
-            pending.pop(new, None)
+            pending.pop(id(new), None)
     old = object.__new__(cls)
     for slot in _NODE_SLOTS:
         if hasattr(box, slot):

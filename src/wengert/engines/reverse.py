@@ -14,6 +14,8 @@ and ``apply2``; they make the same nodes. :func:`record` fills every recorded no
 ``leaf`` fills a leaf, which has no primitive (``_NODE_SLOTS`` in mutation.py lists the slots).
 """
 
+from weakref import ref as _weakref
+
 import numpy as np
 
 from wengert.core.primitive import FLOAT_PATH_ERRORS, explained
@@ -233,7 +235,7 @@ class ReverseTrace(Trace):
         self.records_inline = True
         self.entries = None
         self.mutations = None  # assignments to its boxes (see mutation.py), logged when there are any
-        self.pending = None  # {node: [children's references, prim]}: outputs to release (saving.py)
+        self.pending = None  # {id(node): [children's references, prim, weakref]}: to release (saving.py)
         self.sweep_at = 32
 
     def leaf(self, value):
@@ -359,7 +361,8 @@ class ReverseTrace(Trace):
         on a trace that keeps its Wengert list, releasing outputs that only the graph refers to
         (``wengert.engines.saving``). Python-float steps do not come here: they are cheap to keep."""
         keep_out = True
-        if prim.saves is not None and type(self) is ReverseTrace:  # an explicit Tape keeps everything
+        if prim.saves is not None and (self.entries is None or type(self) is ReverseTrace):
+            # (an explicit Tape, which lists its entries' arguments, keeps everything)
             args, keep_out = saved_args(prim, args, parents)
         node = record(self, prim, out, args, parents, kwargs)
         pending = self.pending
@@ -368,11 +371,11 @@ class ReverseTrace(Trace):
         if pending is not False:
             for p in parents:
                 if p is not None:
-                    counts = pending.get(p)
+                    counts = pending.get(id(p))
                     if counts is not None:
                         counts[0] += 1
             if not keep_out and type(out) is _ndarray:
-                pending[node] = [0, prim]
+                pending[id(node)] = [0, prim, _weakref(node)]
                 if len(pending) >= self.sweep_at:
                     sweep(self)
         return node

@@ -18,6 +18,7 @@ error says so (``tests/rules/test_saves.py`` runs every rule of the rule table t
 
 import inspect
 import sys
+import weakref
 
 import numpy as np
 
@@ -165,16 +166,17 @@ def saved_args(prim, args, parents):
 # -- releasing outputs nothing but the graph refers to ----------------------------------------------
 
 def _excess(pending, release):
-    """For each candidate of ``pending`` ({node: [children's references, prim]}), its reference count
-    less its children's; ``release(node)`` for those whose excess is the bookkeeping's alone."""
-    survivors = 0
-    for node, entry in list(pending.items()):
-        if sys.getrefcount(node) - entry[0] == _BASE and node._prim is entry[1]:
+    """``release(node)`` for each candidate of ``pending`` ({id(node): [children's references, prim,
+    weak reference]}) whose reference count is its children's and the trace's list's alone (held
+    weakly here, so the table makes no cycle with the nodes); the number of candidates left."""
+    for key, entry in list(pending.items()):
+        node = entry[2]()
+        if node is None:
+            del pending[key]
+        elif sys.getrefcount(node) - entry[0] == _BASE and node._prim is entry[1]:
             release(node)
-            del pending[node]
-        else:
-            survivors += 1
-    return survivors
+            del pending[key]
+    return len(pending)
 
 
 class _Probe:
@@ -191,7 +193,7 @@ def _calibrate():
         probe = _Probe()
         probe._prim = None
         holder = [probe]  # the trace's Wengert list
-        pending = {probe: [0, None]}
+        pending = {id(probe): [0, None, weakref.ref(probe)]}
         del probe
         _excess(pending, released.append)
         del holder
