@@ -35,6 +35,7 @@ c2c = Primitive(_c2c_impl, name="fft.c2c", grad_post=broadcasting.unbroadcast)  
 defvjp(c2c, _c2c_vjp)
 defjvp(c2c, lambda t, out, x, axes, norm, forward: c2c(t, axes, norm, forward))
 facts(c2c, linear=(0,), fresh=True)
+facts(c2c, saves=())  # what its VJP reads: shapes only (wengert.engines.saving)
 
 
 def _r2c_impl(x, axes, norm):
@@ -62,6 +63,7 @@ r2c = Primitive(_r2c_impl, name="fft.r2c", grad_post=broadcasting.unbroadcast)
 defvjp(r2c, _r2c_vjp)
 defjvp(r2c, lambda t, out, x, axes, norm: r2c(t, axes, norm))
 facts(r2c, linear=(0,), fresh=True)
+facts(r2c, saves=())
 
 
 def _c2r_impl(y, n, axes, norm):
@@ -92,6 +94,7 @@ c2r = Primitive(_c2r_impl, name="fft.c2r", grad_post=broadcasting.unbroadcast)
 defvjp(c2r, _c2r_vjp)
 defjvp(c2r, lambda t, out, y, n, axes, norm: c2r(t, n, axes, norm))
 facts(c2r, linear=(0,), fresh=True)
+facts(c2r, saves=())
 
 
 fftshift = Primitive(lambda x, axes: np.fft.fftshift(x, axes), name="fft.fftshift")
