@@ -34,6 +34,10 @@ class UnsavedValueError(RuntimeError):
     """A rule read a value its primitive's ``saves`` declaration says it does not read."""
 
 
+class _UnsavedAttributeError(UnsavedValueError, AttributeError):
+    """An attribute of an :class:`Unsaved` other than its shape and dtype was asked for."""
+
+
 class Unsaved:
     """Stands for an array the tape did not keep: its ``shape`` and ``dtype`` (``ndim``, ``size``)
     only. Any other use raises :class:`UnsavedValueError` naming the primitive and the value."""
@@ -66,8 +70,11 @@ class Unsaved:
             f"keep it. The declaration is wrong: add the value to saves= in facts({name}, saves=...), "
             f"or remove the declaration (then everything is kept).")
 
-    def __getattr__(self, name):  # anything but shape and dtype
-        self._refuse()
+    def __getattr__(self, name):  # anything but shape and dtype: an AttributeError too (hasattr is False)
+        try:
+            self._refuse()
+        except UnsavedValueError as e:
+            raise _UnsavedAttributeError(str(e)) from None
 
 
 def _refusing(name):
