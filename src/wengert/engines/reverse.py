@@ -1,7 +1,8 @@
 """Reverse mode, recording: a primitive call on recorded values becomes a graph node.
 
 A recorded value (a ``Tensor`` or a tape's ``Var``) *is* its graph node: it keeps the primitive
-that made it, the arguments the VJP rules need (its own trace's boxes replaced by their values,
+that made it, the arguments the VJP rules need (those its ``saves`` fact names, where it declares
+one: ``wengert.engines.saving``; its own trace's boxes replaced by their values,
 boxes of lower traces left in place so the rules' arithmetic is recorded there: grad of grad),
 and its parents. Nodes are ordered by creation (``_id``, or the trace's Wengert list
 ``entries``): a node is always made after its parents. The backward pass that reads them is in
