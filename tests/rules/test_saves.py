@@ -20,8 +20,16 @@ from tests.rules.test_facts import _traced_calls
 from tests.rules.test_rule_table import CASES
 from wengert.core.extend import defvjp, facts, primitive
 from wengert.core.primitive import NoRuleError
+from wengert.engines import saving
 from wengert.engines.saving import Unsaved, UnsavedValueError, needs, saved_args
 from wengert.rules import rule_table
+
+
+@pytest.fixture(autouse=True)
+def every_array_is_pruned(monkeypatch):
+    """Small arrays are kept whatever the declaration (``MIN_BYTES``): here every one is checked."""
+    monkeypatch.setattr(saving, "MIN_BYTES", 0)
+
 
 DECLARED = {name: prim for name, prim in rule_table().items() if prim.saves is not None}
 

@@ -82,7 +82,7 @@ class Primitive:
         self.math_name = None
         self.helper = None
         self.derivatives = None
-        self.saves = None  # what the VJP rules read (wengert.engines.saving); None: keep everything
+        self.saves = None  # what the VJP rules read (engines/saving.py); None: keep everything
         self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
         self.jvp_joint = None  # optional: every argument's tangents at once, rule(tangents, out, *args)
 
@@ -262,6 +262,5 @@ def _nested_symbol(args):
 
 def _named(call, prim):
     call.__name__ = call.__qualname__ = prim.__name__
-    call.__doc__ = prim.__doc__
-    call.primitive = prim
+    call.__doc__, call.primitive = prim.__doc__, prim
     return call

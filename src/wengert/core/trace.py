@@ -106,16 +106,13 @@ def contains_box(x):
 # -- pausing the cyclic garbage collector, for the whole process --------------------------------------
 
 _gc_lock = threading.Lock()
-GC_PAUSES = [0, False, False]  # [pauses open, gc on at the first, may freeze (engines/collector.py)]
+GC_PAUSES = [0, False, None, None]  # [open, was on, thresholds to restore, young's: engines/collector.py]
 
 
 class gc_paused:
-    """Pause Python's cyclic garbage collector while a trace grows (re-entrant, thread-safe).
-
-    The graph is acyclic and freed by reference counting; the collector's passes would rescan its
-    nodes again and again (doubling the cost per operation). Cyclic garbage is collected where it pays
-    (``wengert.engines.collector``); the first pause (in any thread) turns the collector off, the last on.
-    """
+    """Pause Python's cyclic garbage collector while a trace grows (re-entrant, thread-safe): the
+    graph is freed by reference counting, and rescanning its nodes would double the cost per operation.
+    Where it pays, cyclic garbage is collected meanwhile (``wengert.engines.collector``)."""
 
     __slots__ = ()
 
@@ -123,15 +120,20 @@ class gc_paused:
         with _gc_lock:
             if GC_PAUSES[0] == 0:
                 GC_PAUSES[1] = gc.isenabled()
-                GC_PAUSES[2] = gc.get_freeze_count() == 0
-                gc.disable()
+                GC_PAUSES[2] = None
+                if GC_PAUSES[1] and GC_PAUSES[3] and gc.get_freeze_count() == 0:
+                    GC_PAUSES[2] = gc.get_threshold()  # young collections only, vetted by the collector
+                    gc.set_threshold(GC_PAUSES[3], 1 << 30, 1 << 30)
+                else:
+                    gc.disable()
             GC_PAUSES[0] += 1
 
     def __exit__(self, *exc):
         with _gc_lock:
             GC_PAUSES[0] -= 1
             if GC_PAUSES[0] == 0:
-                if GC_PAUSES[2]:
-                    gc.unfreeze()  # what the collector froze during the pause: its oldest generation
-                if GC_PAUSES[1]:
+                if GC_PAUSES[2] is not None:
+                    gc.set_threshold(*GC_PAUSES[2])
+                    gc.unfreeze()  # what the collector froze meanwhile: the oldest generation
+                elif GC_PAUSES[1]:
                     gc.enable()

@@ -23,6 +23,7 @@ import weakref
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
+from wengert.rules.broadcasting import dtype_of, shape_of
 
 __all__ = ["Unsaved", "UnsavedValueError", "needs", "saved_args", "sweep", "forget_pending"]
 
@@ -45,9 +46,12 @@ class Unsaved:
     __slots__ = ("shape", "dtype", "prim", "what")
 
     def __init__(self, value, prim, what):
-        v = unbox_all(value)
-        self.shape = np.shape(v) if type(v) is not float else ()
-        self.dtype = v.dtype if hasattr(v, "dtype") else np.result_type(v)
+        if type(value) is _ndarray:
+            self.shape = value.shape
+            self.dtype = value.dtype
+        else:  # a box of a lower level (grad of grad): its own shape and dtype (a batch's are per example)
+            self.shape = shape_of(value)
+            self.dtype = dtype_of(value)
         self.prim = prim
         self.what = what
 
@@ -113,19 +117,20 @@ def _argnum(prim, item):
 
 
 def _table(prim):
-    """``prim.saves`` as ``frozenset`` (every argument) or ``{argnum: frozenset}``; cached on prim."""
-    declared = prim.saves
+    """``prim.saves`` as ``frozenset`` (every argument) or ``{argnum: frozenset}``, with a cache of
+    the masks met: ``[declared, table, {mask: frozenset or None}]``, kept on prim."""
     cached = prim.__dict__.get("_saves_table")
+    declared = prim.saves
     if cached is not None and cached[0] is declared:
-        return cached[1]
+        return cached
     if isinstance(declared, dict):
         table = {_argnum(prim, k): frozenset(_argnum(prim, v) for v in
                                              ((vs,) if isinstance(vs, (str, int)) else vs))
                  for k, vs in declared.items()}
     else:
         table = frozenset(_argnum(prim, v) for v in declared)
-    prim._saves_table = (declared, table, {})
-    return table
+    cached = prim._saves_table = [declared, table, {}]
+    return cached
 
 
 def needs(prim, parents):
@@ -133,11 +138,10 @@ def needs(prim, parents):
     of argument indices and maybe "out"; None (everything) without a declaration."""
     if prim.saves is None:
         return _KEEP_ALL
-    table = _table(prim)
+    _, table, by_mask = _table(prim)
     if type(table) is frozenset:
         return table
-    by_mask = prim._saves_table[2]
-    mask = tuple(p is not None for p in parents)
+    mask = tuple([p is not None for p in parents])
     found = by_mask.get(mask, False)
     if found is False:
         found = frozenset()
@@ -153,21 +157,35 @@ def needs(prim, parents):
 
 
 def saved_args(prim, args, parents):
-    """``(args, keep_out)``: ``args`` with the arrays the rules do not read replaced by :class:`Unsaved`."""
+    """``(args, keep_out)``: ``args`` with the arrays the rules do not read replaced by :class:`Unsaved`
+    (arrays under :data:`MIN_BYTES` are kept: an ``Unsaved`` would save less than it costs)."""
     keep = needs(prim, parents)
     if keep is _KEEP_ALL:
         return args, True
     pruned = None
-    for i, a in enumerate(args):
+    i = -1
+    for a in args:
+        i += 1
         if i in keep:
             continue
         t = type(a)
-        if t is _ndarray or (t in BOX_TYPES and t not in SYMBOLIC_TYPES
-                             and type(unbox_all(a)) not in SYMBOLIC_TYPES):
-            if pruned is None:
-                pruned = list(args)
-            pruned[i] = Unsaved(a, prim, f"argument {i}")
+        if t is _ndarray:
+            if a.nbytes < MIN_BYTES:
+                continue
+        elif t in BOX_TYPES and t not in SYMBOLIC_TYPES:
+            v = unbox_all(a)
+            if type(v) in SYMBOLIC_TYPES or getattr(v, "nbytes", 0) < MIN_BYTES:
+                continue
+        else:
+            continue
+        if pruned is None:
+            pruned = list(args)
+        pruned[i] = Unsaved(a, prim, f"argument {i}")
     return (args if pruned is None else tuple(pruned)), "out" in keep
+
+
+MIN_BYTES = 4096
+"""Arrays smaller than this are kept whatever the declaration (and their nodes' outputs too)."""
 
 
 # -- releasing outputs nothing but the graph refers to ----------------------------------------------
