@@ -359,22 +359,29 @@ class ReverseTrace(Trace):
     def _record_saving(self, prim, out, args, parents, kwargs=None):
         """:func:`record`, keeping of ``args`` only what ``prim``'s rules read (its ``saves`` fact), and
         on a trace that keeps its Wengert list, releasing outputs that only the graph refers to
-        (``wengert.engines.saving``). Python-float steps do not come here: they are cheap to keep."""
+        (``wengert.engines.saving``). Python-float steps and small arrays skip that: cheap to keep."""
         keep_out = True
-        if prim.saves is not None and (self.entries is None or type(self) is ReverseTrace):
-            # (an explicit Tape, which lists its entries' arguments, keeps everything)
-            args, keep_out = saved_args(prim, args, parents)
+        if prim.saves is not None:
+            # Only where the output or the first argument (a reduction's input) is a big array, or
+            # traced at a lower level; not on an explicit Tape, which lists its entries' arguments.
+            least = saving.MIN_BYTES
+            a = args[0]
+            t = type(a)
+            if (((type(out) is _ndarray and out.nbytes >= least) or (t is _ndarray and a.nbytes >= least)
+                 or t in BOX_TYPES) and (self.entries is None or type(self) is ReverseTrace)):
+                args, keep_out = saved_args(prim, args, parents)
         node = record(self, prim, out, args, parents, kwargs)
         pending = self.pending
-        if pending is None:  # decided at the first step: wg.grad's traces keep their list
-            pending = self.pending = {} if self.entries is not None and type(self) is ReverseTrace else False
-        if pending is not False:
+        if pending:  # outputs waiting to be released: count the references this node holds
             for p in parents:
                 if p is not None:
                     counts = pending.get(id(p))
                     if counts is not None:
                         counts[0] += 1
-            if not keep_out and type(out) is _ndarray and out.nbytes >= saving.MIN_BYTES:
+        if not keep_out and type(out) is _ndarray and out.nbytes >= saving.MIN_BYTES:
+            if pending is None:  # decided at the first: wg.grad's traces keep their list
+                pending = self.pending = {} if self.entries is not None and type(self) is ReverseTrace else False
+            if pending is not False:
                 pending[id(node)] = [0, prim, _weakref(node)]
                 if len(pending) >= self.sweep_at:
                     sweep(self)

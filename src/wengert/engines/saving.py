@@ -141,7 +141,8 @@ def needs(prim, parents):
     _, table, by_mask = _table(prim)
     if type(table) is frozenset:
         return table
-    mask = tuple([p is not None for p in parents])
+    mask = tuple(p is not None for p in parents) if len(parents) != 2 else \
+        (parents[0] is not None, parents[1] is not None)
     found = by_mask.get(mask, False)
     if found is False:
         found = frozenset()
