@@ -380,7 +380,8 @@ class ReverseTrace(Trace):
                         counts[0] += 1
         if not keep_out and type(out) is _ndarray and out.nbytes >= saving.MIN_BYTES:
             if pending is None:  # decided at the first: wg.grad's traces keep their list
-                pending = self.pending = {} if self.entries is not None and type(self) is ReverseTrace else False
+                releases = self.entries is not None and type(self) is ReverseTrace
+                pending = self.pending = {} if releases else False
             if pending is not False:
                 pending[id(node)] = [0, prim, _weakref(node)]
                 if len(pending) >= self.sweep_at:
