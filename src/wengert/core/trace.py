@@ -106,7 +106,7 @@ def contains_box(x):
 # -- pausing the cyclic garbage collector, for the whole process --------------------------------------
 
 _gc_lock = threading.Lock()
-GC_PAUSES = [0, False, None, None]  # [open, was on, thresholds to restore, young's: engines/collector.py]
+GC_PAUSES = [0, False, False]  # [pauses open, gc on at the first, may freeze (engines/collector.py)]
 
 
 class gc_paused:
@@ -120,20 +120,15 @@ class gc_paused:
         with _gc_lock:
             if GC_PAUSES[0] == 0:
                 GC_PAUSES[1] = gc.isenabled()
-                GC_PAUSES[2] = None
-                if GC_PAUSES[1] and GC_PAUSES[3] and gc.get_freeze_count() == 0:
-                    GC_PAUSES[2] = gc.get_threshold()  # young collections only, vetted by the collector
-                    gc.set_threshold(GC_PAUSES[3], 1 << 30, 1 << 30)
-                else:
-                    gc.disable()
+                GC_PAUSES[2] = gc.get_freeze_count() == 0  # else the end would unfreeze others' objects
+                gc.disable()
             GC_PAUSES[0] += 1
 
     def __exit__(self, *exc):
         with _gc_lock:
             GC_PAUSES[0] -= 1
             if GC_PAUSES[0] == 0:
-                if GC_PAUSES[2] is not None:
-                    gc.set_threshold(*GC_PAUSES[2])
+                if GC_PAUSES[2]:
                     gc.unfreeze()  # what the collector froze meanwhile: the oldest generation
-                elif GC_PAUSES[1]:
+                if GC_PAUSES[1]:
                     gc.enable()

@@ -21,13 +21,11 @@ import numpy as np
 
 from wengert.core.primitive import FLOAT_PATH_ERRORS, explained
 from wengert.core.trace import BOX_TYPES, Trace, gc_paused  # noqa: F401 - gc_paused: imported from here too
-from wengert.engines import (
-    collector,  # noqa: F401 - collects cyclic garbage during pauses
-    saving,
-)
+from wengert.engines import saving
 from wengert.engines.accumulation import FREED  # noqa: F401 - imported from here too
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
+from wengert.engines.collector import WINDOW, window_done
 from wengert.engines.mutation import node_ids
 from wengert.engines.saving import saved_args, sweep
 from wengert.rules import elementwise as ew
@@ -38,6 +36,7 @@ __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact", "record"]
 """Creation order of graph nodes: parents always have smaller ids than their children."""
 
 _new = object.__new__
+_WINDOW_MASK = WINDOW - 1
 _INEXACT = frozenset("fc")
 _float64 = np.float64
 _ndarray = np.ndarray
@@ -215,9 +214,12 @@ def record(trace, prim, out, args, parents, kwargs=None):
     node.requires_grad = True
     entries = trace.entries
     if entries is None:
-        node._id = next(node_ids)
+        node._id = n = next(node_ids)
     else:
         entries.append(node)
+        n = len(entries)
+    if not n & _WINDOW_MASK:  # every so many nodes: cyclic garbage, if any piled up (collector.py)
+        window_done()
     return node
 
 
