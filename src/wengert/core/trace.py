@@ -105,8 +105,8 @@ def contains_box(x):
 
 # -- pausing the cyclic garbage collector, for the whole process --------------------------------------
 
-_gc_lock = threading.Lock()
-GC_PAUSES = [0, False, False]  # [pauses open, gc on at the first, may freeze (engines/collector.py)]
+GC_LOCK = threading.Lock()
+GC_PAUSES = [0, False, None]  # [pauses open, gc on at the first, thresholds to restore: collector.py]
 
 
 class gc_paused:
@@ -117,18 +117,19 @@ class gc_paused:
     __slots__ = ()
 
     def __enter__(self):
-        with _gc_lock:
+        with GC_LOCK:
             if GC_PAUSES[0] == 0:
                 GC_PAUSES[1] = gc.isenabled()
-                GC_PAUSES[2] = gc.get_freeze_count() == 0  # else the end would unfreeze others' objects
                 gc.disable()
             GC_PAUSES[0] += 1
 
     def __exit__(self, *exc):
-        with _gc_lock:
+        with GC_LOCK:
             GC_PAUSES[0] -= 1
             if GC_PAUSES[0] == 0:
-                if GC_PAUSES[2]:
-                    gc.unfreeze()  # what the collector froze meanwhile: the oldest generation
+                if GC_PAUSES[2] is not None:  # the collector ran young collections meanwhile
+                    gc.set_threshold(*GC_PAUSES[2])
+                    GC_PAUSES[2] = None
+                    gc.unfreeze()  # what it froze: the oldest generation
                 if GC_PAUSES[1]:
                     gc.enable()

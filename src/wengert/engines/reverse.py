@@ -25,7 +25,7 @@ from wengert.engines import saving
 from wengert.engines.accumulation import FREED  # noqa: F401 - imported from here too
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
-from wengert.engines.collector import WINDOW, window_done
+from wengert.engines.collector import trace_started
 from wengert.engines.mutation import node_ids
 from wengert.engines.saving import saved_args, sweep
 from wengert.rules import elementwise as ew
@@ -36,7 +36,6 @@ __all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact", "record"]
 """Creation order of graph nodes: parents always have smaller ids than their children."""
 
 _new = object.__new__
-_WINDOW_MASK = WINDOW - 1
 _INEXACT = frozenset("fc")
 _float64 = np.float64
 _ndarray = np.ndarray
@@ -214,12 +213,9 @@ def record(trace, prim, out, args, parents, kwargs=None):
     node.requires_grad = True
     entries = trace.entries
     if entries is None:
-        node._id = n = next(node_ids)
+        node._id = next(node_ids)
     else:
         entries.append(node)
-        n = len(entries)
-    if not n & _WINDOW_MASK:  # every so many nodes: cyclic garbage, if any piled up (collector.py)
-        window_done()
     return node
 
 
@@ -237,6 +233,7 @@ class ReverseTrace(Trace):
         self.records_inline = True
         self.entries = None
         self.mutations = None  # assignments to its boxes (see mutation.py), logged when there are any
+        trace_started()  # inside a pause, young cyclic garbage is collected where it pays
         self.pending = None  # {id(node): [children's references, prim, weakref]}: to release (saving.py)
         self.sweep_at = 32
 
