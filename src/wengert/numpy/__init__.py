@@ -12,9 +12,12 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     complex128,
     dtype,
     e,
+    errstate,
+    finfo,
     float16,
     float32,
     float64,
+    iinfo,
     inf,
     int8,
     int16,
@@ -145,6 +148,17 @@ from wengert.numpy._functions import (
     var,
     vstack,
     where,
+)
+from wengert.numpy._numerical import (
+    convolve,
+    copysign,
+    correlate,
+    gradient,
+    interp,
+    polyfit,
+    polyval,
+    real_if_close,
+    vander,
 )
 from wengert.numpy._reductions import (
     average,
