@@ -10,6 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 import wengert as wg
 import wengert.numpy as wnp
+from wengert.core.errors import TracingError
 from wengert.testing import check_grads
 
 rng = np.random.default_rng(3)
@@ -196,3 +197,24 @@ def test_order_f_reshape_is_numpys_and_its_gradient_is_the_inverse_reshape(x):
     w = np.arange(x.size, dtype=float).reshape(np.reshape(x, target, order="F").shape)
     g = wg.grad(lambda v: wnp.sum(wnp.reshape(v, target, order="F") * w))(x)
     np.testing.assert_array_equal(g, np.reshape(w, x.shape, order="F"))
+
+
+def test_compiled_and_batched_gradients_equal_the_tapes():
+    def f(x):
+        return (wnp.sum(wnp.gradient(x) ** 2) + wnp.sum(wnp.convolve(x, x[:2]) ** 2) + wnp.polyval(x, 0.3)
+                + wnp.sum(wnp.copysign(x, -1.0) * x) + wnp.sum(x, where=x > 0, initial=1.0)
+                + wnp.sum(wnp.polyfit(np.arange(4.0), x, 1) ** 2) + wnp.einsum("ii", wnp.outer(x, x))
+                + wnp.sum(wnp.reshape(x, (2, 2), order="F")[0] ** 3) + wnp.max(x, initial=0.5))
+
+    x = FP
+    tape = wg.grad(f)(x)
+    np.testing.assert_allclose(wg.compile(wg.grad(f))(x), tape, rtol=1e-12)
+    batch = np.stack([x, x[::-1]])
+    batched = wg.vmap(wg.grad(f))(batch)
+    np.testing.assert_allclose(batched[1], wg.grad(f)(x[::-1]), rtol=1e-12)
+    np.testing.assert_allclose(batched[0], tape, rtol=1e-12)
+
+
+def test_data_dependent_ones_refuse_programs_and_say_so():
+    with pytest.raises(TracingError, match="interp.*segment holding each x.*wg.grad"):
+        wg.compile(wg.grad(lambda x: wnp.sum(wnp.interp(x, XP, FP))))(FP)

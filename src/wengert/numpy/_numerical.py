@@ -8,7 +8,8 @@ built from indexing and products, so every derivative of them is a derivative of
 
 import numpy as np
 
-from wengert.core.trace import contains_box, unbox_all
+from wengert.core.errors import TracingError
+from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
 from wengert.numpy import linalg
 from wengert.rules import broadcasting, elementwise, indexing, reductions
@@ -26,6 +27,17 @@ def _plain(fname, what, value):
         raise TypeError(f"wengert.numpy.{fname}: {what} must be plain numbers or arrays, not traced "
                         f"values (wengert differentiates {fname} with respect to its data only)")
     return value
+
+
+def _known(fname, why, *values):
+    """The plain values of ``values``, which ``fname`` reads to choose what it computes; a program
+    tracer's symbols have none yet."""
+    if is_symbolic(values):
+        raise TracingError(f"wengert.numpy.{fname} cannot be traced to a program (wg.compile, "
+                           f"wg.Program.from_trace) nor batched by wg.vmap: {why} depends on "
+                           f"the data. Differentiate it with the tape (wg.grad, wg.jvp), one "
+                           f"example at a time.")
+    return [np.asarray(unbox_all(v)) for v in values]
 
 
 def _bands(n, spacing, edge_order):
@@ -64,6 +76,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         spacings = [(v,) for v in varargs]
     else:
         raise TypeError("invalid number of arguments")
+    real = np.finfo(broadcasting.dtype_of(f)).dtype  # float32 data stays float32, as in NumPy
     out = []
     for ax, spacing in zip(axes, spacings):
         n = _shape(f)[ax]
@@ -74,7 +87,8 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         along[ax] = n
         total = None
         for index, coefficient in _bands(n, spacing, edge_order):
-            term = indexing.getitem(f, (slice(None),) * ax + (index,)) * coefficient.reshape(along)
+            weights = coefficient.astype(real).reshape(along)
+            term = indexing.getitem(f, (slice(None),) * ax + (index,)) * weights
             total = term if total is None else total + term
         out.append(total)
     return out[0] if len(out) == 1 else tuple(out)
@@ -87,7 +101,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise NotImplementedError("wengert.numpy.interp: period= is not supported; wrap x first: "
                                   "x % period, with xp and fp extended by one period on each side")
     xp, fp = F._operand(xp), F._operand(fp)
-    x_values, xp_values = np.asarray(unbox_all(x)), np.asarray(unbox_all(xp))
+    x_values, xp_values = _known("interp", "the segment holding each x", x, xp)
     if xp_values.ndim != 1 or np.ndim(unbox_all(fp)) != 1 or len(xp_values) != np.shape(unbox_all(fp))[0]:
         raise ValueError("fp and xp are not of the same length.")
     if len(xp_values) == 0:
@@ -101,17 +115,25 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         x0, x1, y0, y1 = xp[i], xp[i + 1], fp[i], fp[i + 1]
         inside = y0 + (x - x0) * ((y1 - y0) / (x1 - x0))
     E = elementwise
-    return E.where(x_values < xp_values[0], left, E.where(x_values > xp_values[-1], right, inside))
+    out = E.where(x_values < xp_values[0], left, E.where(x_values > xp_values[-1], right, inside))
+    return _double(out)
+
+
+def _double(x):
+    """``x`` in double precision, as NumPy's interp and polyfit answer whatever their input."""
+    kind = broadcasting.dtype_of(x).kind
+    target = np.complex128 if kind == "c" else np.float64
+    return x if broadcasting.dtype_of(x) == target else shape_ops.astype(x, target)
 
 
 def _full_convolution(a, v):
     """The full 1-D convolution of ``a`` (length n) with ``v`` (length m): a matrix of shifted
-    copies of ``a`` (gathered from it padded with zeros) times ``v``; bilinear, as it should be."""
+    copies of ``a`` (gathered from it padded with zeros) contracted with ``v``; bilinear, as it should be."""
     n, m = _shape(a)[0], _shape(v)[0]
     zeros = np.zeros(m - 1, broadcasting.dtype_of(a))
     padded = F.concatenate([zeros, a, zeros]) if m > 1 else a
     shifts = np.arange(n + m - 1)[:, None] - np.arange(m)[None, :] + (m - 1)
-    return F.matmul(indexing.getitem(padded, shifts), v)
+    return F.einsum("ij,j->i", indexing.getitem(padded, shifts), v)
 
 
 def _crop(full, n, m, mode):
@@ -199,21 +221,27 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         lhs = lhs * F.reshape(w, (-1, 1))
         rhs = rhs * (w if F._ndim(y) == 1 else F.reshape(w, (-1, 1)))
     scale = elementwise.sqrt(F.sum(lhs * lhs, axis=0))
-    coefficients = linalg.lstsq(lhs / scale, rhs, rcond=rcond)[0]
-    return coefficients / (scale if F._ndim(y) == 1 else F.reshape(scale, (-1, 1)))
+    # lstsq's solution, written so that wg.compile and wg.vmap can trace it
+    coefficients = F.einsum("ij,j...->i...", linalg.pinv(lhs / scale, rcond=rcond), rhs)
+    return _double(coefficients / (scale if F._ndim(y) == 1 else F.reshape(scale, (-1, 1))))
 
 
 def copysign(x1, x2, out=None):
     """numpy.copysign: ``x1`` or ``-x1``, whichever has ``x2``'s sign (slope +-1 in ``x1``, 0 in ``x2``)."""
     F._no_out("copysign", out)
     flip = np.signbit(unbox_all(x1)) != np.signbit(unbox_all(x2))
-    return elementwise.multiply(x1, np.where(flip, -1.0, 1.0))
+    dtype = np.result_type(broadcasting.dtype_of(x1), x2 if isinstance(x2, (int, float)) else
+                           broadcasting.dtype_of(x2))
+    dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
+    return elementwise.multiply(x1, np.where(flip, -1.0, 1.0).astype(dtype))
 
 
 def real_if_close(a, tol=100):
     """numpy.real_if_close: the real part when every imaginary part is within ``tol`` (machine
     epsilons if ``tol > 1``) of zero, else ``a`` unchanged."""
-    values = np.asarray(unbox_all(a))
+    if broadcasting.dtype_of(a).kind != "c":
+        return a
+    (values,) = _known("real_if_close", "whether the result is real", a)
     if values.dtype.kind != "c":
         return a
     if tol > 1:
