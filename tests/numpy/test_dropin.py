@@ -218,3 +218,18 @@ def test_compiled_and_batched_gradients_equal_the_tapes():
 def test_data_dependent_ones_refuse_programs_and_say_so():
     with pytest.raises(TracingError, match="interp.*segment holding each x.*wg.grad"):
         wg.compile(wg.grad(lambda x: wnp.sum(wnp.interp(x, XP, FP))))(FP)
+
+
+def test_numpy_random_is_a_submodule_as_in_autograd():
+    import importlib
+
+    npr = importlib.import_module("wengert.numpy.random")
+    assert wnp.random is npr
+    npr.seed(1)
+    ours = npr.randn(3)
+    np.random.seed(1)
+    np.testing.assert_array_equal(ours, np.random.randn(3))
+    assert set(npr.__all__) >= {"randn", "default_rng", "normal", "RandomState"}
+    from wengert.numpy.random import default_rng
+
+    assert default_rng is np.random.default_rng

@@ -27,7 +27,6 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     ndarray,
     newaxis,
     pi,
-    random,  # noqa: F401 - NumPy's generator, for test data
     uint8,
 )
 
@@ -36,7 +35,7 @@ from wengert.core.extend import nondiff_primitive as _nondiff_primitive
 from wengert.core.trace import contains_box as _contains_box
 from wengert.core.trace import unbox_all as _unbox_all
 from wengert.numpy import _classification as _table
-from wengert.numpy import _dispatch, fft, linalg
+from wengert.numpy import _dispatch, fft, linalg, random  # noqa: F401 - submodules, as in NumPy
 from wengert.numpy._arrays import (
     append,
     argpartition,
