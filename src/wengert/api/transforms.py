@@ -175,9 +175,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     ``fun`` must return a scalar: shape ``()``, or any shape of size one (``(1,)``, ``(1, 1)``),
     which HIPS autograd and PyTorch's ``backward()`` accept too (JAX refuses them; wengert follows
     autograd here, so that code written for it runs unchanged); the value keeps its shape. With
-    ``has_aux=True`` it returns ``(scalar, aux)`` and the result is ``((value, aux), gradient)``. ``holomorphic=True`` (as in
-    JAX) asks for complex arguments and a complex result, whose derivative ``f'(z)`` it returns;
-    without it a complex result is seeded with 1 all the same (see ``grad``).
+    ``has_aux=True`` it returns ``(scalar, aux)`` and the result is ``((value, aux), gradient)``.
+    ``holomorphic=True`` (as in JAX) asks for complex arguments and a complex result, whose
+    derivative ``f'(z)`` it returns; without it a complex result is seeded with 1 all the same
+    (see ``grad``).
     """
     _argnums(fun, argnums, "grad")  # a TypeError now for argnums=0.0 or "x"
     checked = {}  # len(args) -> validated argnums
