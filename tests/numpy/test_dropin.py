@@ -216,8 +216,19 @@ def test_compiled_and_batched_gradients_equal_the_tapes():
 
 
 def test_data_dependent_ones_refuse_programs_and_say_so():
-    with pytest.raises(TracingError, match="interp.*segment holding each x.*wg.grad"):
-        wg.compile(wg.grad(lambda x: wnp.sum(wnp.interp(x, XP, FP))))(FP)
+    with pytest.raises(TracingError, match="real_if_close.*whether the result is real.*wg.grad"):
+        wg.compile(wg.grad(lambda x: wnp.sum(wnp.real(wnp.real_if_close(x + 0j)))))(FP)
+
+
+def test_interp_follows_the_data_in_programs_and_batches():
+    x = np.array([-1.5, -0.6, 0.1, 0.9, 1.4])
+    f = lambda x, fp: wnp.sum(wnp.interp(x, XP, fp) ** 2)
+    tape = wg.grad(f, (0, 1))(x, FP)
+    compiled = wg.compile(wg.grad(f, (0, 1)))(x, FP)
+    for a, b in zip(compiled, tape):
+        np.testing.assert_allclose(a, b, rtol=1e-14)
+    batched = wg.vmap(wg.grad(f), in_axes=(0, None))(np.stack([x, x[::-1] * 0.9]), FP)
+    np.testing.assert_allclose(batched[1], wg.grad(f)(x[::-1] * 0.9, FP), rtol=1e-14)
 
 
 def test_numpy_random_is_a_submodule_as_in_autograd():

@@ -20,9 +20,8 @@ from wengert.engines.batching import NoBatchingRuleWarning
 TABLE = {**{f"rule:{k}": v for k, v in CASES.items()}, **{f"composed:{k}": v for k, v in COMPOSED.items()}}
 LIST = [pytest.param(name, i, id=f"{name}-{i}") for name in sorted(TABLE) for i in range(len(TABLE[name]))]
 EXAMPLES = 2
-REFUSED = {"composed:linalg.lstsq", "composed:interp", "composed:real_if_close"}
-"""Functions whose result's shape (or, for interp with traced x, the segments read) depends on the
-data: refused under vmap with an error saying why."""
+REFUSED = {"composed:linalg.lstsq"}
+"""Functions whose result's shape depends on the data: refused under vmap with an error saying why."""
 RTOL, ATOL = 1e-9, 1e-12
 
 
