@@ -38,6 +38,8 @@ PROMOTED_BY_THE_CASE = {
     "gammaincc-1": "a float64 array of shape parameters",
     "betainc-1": "a float64 array of parameters",
     "iv-1": "a float64 array of orders",
+    "ive-1": "a float64 array of orders",
+    "scipy.stats.multivariate_normal.entropy-0": "a float64 identity added",
     "jv-1": "a float64 array of orders",
     "stdtr-1": "a float64 array of degrees of freedom",
     "linalg.adjugate_jvp-2": "a float64 matrix",

@@ -114,3 +114,110 @@ def test_value_and_grad_on_flat_vectors_equals_autograds():
     theirs = autograd.value_and_grad(loss(anp))(v)
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-14)
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-13)
+
+
+# -- special.ive, special.gammasgn, linalg.solve_banded, signal.convolve along axes ---------------
+
+import scipy.linalg as sla  # noqa: E402
+import scipy.signal as ssig  # noqa: E402
+import scipy.special as ssp  # noqa: E402
+
+from wengert.scipy import linalg as wsl  # noqa: E402
+from wengert.scipy import signal as wsig  # noqa: E402
+from wengert.scipy import special as wsp  # noqa: E402
+
+
+def test_ive_values_gradient_and_plain_scipy_dispatch():
+    z = np.array([-4.0, -0.5, 0.7, 3.0, 400.0])  # 400: iv overflows, ive does not
+    for v in (0.0, 1.0, 2.0):
+        np.testing.assert_allclose(wsp.ive(v, z), ssp.ive(v, z), rtol=1e-14)
+        slope = wg.grad(lambda z, v=v: wsp.ive(v, z).sum())(z)
+        h = 1e-6 * np.maximum(1.0, np.abs(z))
+        np.testing.assert_allclose(slope, (ssp.ive(v, z + h) - ssp.ive(v, z - h)) / (2 * h), rtol=1e-6)
+    assert np.isfinite(wg.grad(lambda z: wsp.ive(1.0, z))(400.0))
+    # scipy.special.ive itself, on a traced value, dispatches to the rule
+    np.testing.assert_allclose(wg.grad(lambda z: ssp.ive(1.0, z).sum())(z),
+                               wg.grad(lambda z: wsp.ive(1.0, z).sum())(z))
+
+
+def test_ive_gradient_equals_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.scipy.special as jsp
+
+    z = np.array([-2.0, 0.3, 1.7, 25.0])
+    for v, peer in ((0.0, jsp.i0e), (1.0, jsp.i1e)):
+        ours = wg.grad(lambda z, v=v: wsp.ive(v, z).sum())(z)
+        theirs = np.asarray(jax.grad(lambda z, peer=peer: peer(z).sum())(z))
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_gammasgn_values_and_zero_gradient():
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 3.2])
+    np.testing.assert_array_equal(wsp.gammasgn(x), ssp.gammasgn(x))
+    np.testing.assert_array_equal(wg.grad(lambda x: (wsp.gammasgn(x) * x).sum())(x), ssp.gammasgn(x))
+    # gamma = gammasgn * exp(gammaln): the composition's gradient is gamma's (digamma * gamma)
+    g = wg.grad(lambda x: (wsp.gammasgn(x) * np.exp(wsp.gammaln(x))).sum())(x)
+    np.testing.assert_allclose(g, ssp.digamma(x) * ssp.gamma(x), rtol=1e-12)
+
+
+def _banded(lower, upper, n, seed):
+    ab = np.random.default_rng(seed).standard_normal((lower + upper + 1, n))
+    ab[upper] += 5.0
+    return ab
+
+
+def test_solve_banded_equals_scipy_and_the_dense_gradient():
+    ab, b = _banded(2, 1, 6, 0), rng.standard_normal((6, 2))
+    np.testing.assert_allclose(wsl.solve_banded((2, 1), ab, b), sla.solve_banded((2, 1), ab, b), rtol=1e-12)
+    check_grads(lambda ab, b: wsl.solve_banded((2, 1), ab, b), ab, b)
+    # the gradient with respect to ab is the dense solve's gradient read on the band
+    n = 6
+    dense = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if 0 <= 1 + i - j < 4:
+                dense[i, j] = ab[1 + i - j, j]
+    g_dense = wg.grad(lambda a: wg.numpy.sum(wg.numpy.linalg.solve(a, b) ** 2))(dense)
+    g_ab = wg.grad(lambda ab: wg.numpy.sum(wsl.solve_banded((2, 1), ab, b) ** 2))(ab)
+    for i in range(n):
+        for j in range(n):
+            if 0 <= 1 + i - j < 4:
+                np.testing.assert_allclose(g_ab[1 + i - j, j], g_dense[i, j], rtol=1e-10)
+    assert g_ab[0, 0] == 0.0  # outside the matrix: never read
+    with pytest.raises(ValueError, match="l\\+u\\+1"):
+        wsl.solve_banded((1, 1), ab, b)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2), st.integers(0, 2), st.integers(3, 6), st.integers(0, 1000))
+def test_solve_banded_is_scipys_for_random_bands(lower, upper, n, seed):
+    ab, b = _banded(lower, upper, n, seed), np.random.default_rng(seed + 1).standard_normal(n)
+    np.testing.assert_allclose(wsl.solve_banded((lower, upper), ab, b),
+                               sla.solve_banded((lower, upper), ab, b), rtol=1e-10, atol=1e-12)
+
+
+def test_convolve_along_axes_equals_autograds():
+    pytest.importorskip("autograd")
+    import autograd
+    import autograd.scipy.signal as ags
+
+    x, w = rng.standard_normal((3, 2, 7, 6)), rng.standard_normal((2, 4, 3, 2))
+    for mode in ("valid", "full"):
+        kw = dict(axes=([2, 3], [2, 3]), dot_axes=([1], [0]), mode=mode)
+        np.testing.assert_allclose(wsig.convolve(x, w, **kw), ags.convolve(x, w, **kw), rtol=1e-12)
+        loss = lambda conv: lambda x, w: (conv(x, w, **kw) ** 2).sum()
+        ours = wg.grad(loss(wsig.convolve), (0, 1))(x, w)
+        theirs = (autograd.grad(loss(ags.convolve), 0)(x, w), autograd.grad(loss(ags.convolve), 1)(x, w))
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-11)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 5), st.integers(1, 3), st.sampled_from(["full", "valid", "same"]))
+def test_convolve_along_one_axis_is_scipys_per_row(n1, n2, rows, mode):
+    a = np.random.default_rng(n1 * 7 + n2).standard_normal((rows, n1))
+    v = np.random.default_rng(n2).standard_normal(n2)
+    ours = wsig.convolve(a, v, mode, axes=([1], [0]))
+    theirs = np.stack([ssig.convolve(r, v, mode) for r in a])
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
