@@ -221,3 +221,16 @@ def test_convolve_along_one_axis_is_scipys_per_row(n1, n2, rows, mode):
     ours = wsig.convolve(a, v, mode, axes=([1], [0]))
     theirs = np.stack([ssig.convolve(r, v, mode) for r in a])
     np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_odeint_with_a_closure_says_to_pass_parameters_through_args():
+    from wengert.scipy.integrate import odeint
+
+    t = np.linspace(0.0, 1.0, 3)
+    with pytest.raises(TypeError, match=r"wengert\.scipy\.integrate\.odeint: the vector field .*returned a "
+                                        r"traced value.*args=\(a,\)") as info:
+        wg.grad(lambda a: odeint(lambda y, t: -a * y, np.ones(2), t).sum())(0.5)
+    assert "Use its wengert.scipy version" not in str(info.value)
+    # written as the message says, it works: d/da sum(exp(-a t)) = -sum(t exp(-a t)) per component
+    g = wg.grad(lambda a: odeint(lambda y, t, a: -a * y, np.ones(2), t, args=(a,)).sum())(0.5)
+    np.testing.assert_allclose(g, -2 * np.sum(t * np.exp(-0.5 * t)), rtol=1e-5)
