@@ -56,3 +56,17 @@ def test_one_hot_equals_labels_for_random_shapes(n, classes, seed):
     logits, labels = r.standard_normal((n, classes)), r.integers(0, classes, n)
     np.testing.assert_allclose(nn.cross_entropy(logits, np.eye(classes)[labels]),
                                nn.cross_entropy(logits, labels), rtol=1e-12)
+
+
+def test_linear_weight_layout_is_in_by_out_and_equals_torch_transposed():
+    """The documented choice: weight (in, out), y = x @ W + b; PyTorch's layer with W.T agrees."""
+    layer = nn.Linear(4, 3, rng=0, dtype=np.float64)
+    assert layer.weight.shape == (4, 3) and "transpose" in nn.Linear.__doc__
+    x = rng.standard_normal((2, 4))
+    np.testing.assert_allclose(layer(x).detach().numpy(), x @ layer.weight.value + layer.bias.value)
+    torch = pytest.importorskip("torch")
+    theirs = torch.nn.Linear(4, 3).double()
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor(layer.weight.value.T))
+        theirs.bias.copy_(torch.tensor(layer.bias.value))
+    np.testing.assert_allclose(layer(x).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(), rtol=1e-14)
