@@ -69,4 +69,5 @@ def test_linear_weight_layout_is_in_by_out_and_equals_torch_transposed():
     with torch.no_grad():
         theirs.weight.copy_(torch.tensor(layer.weight.value.T))
         theirs.bias.copy_(torch.tensor(layer.bias.value))
-    np.testing.assert_allclose(layer(x).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(), rtol=1e-14)
+    np.testing.assert_allclose(layer(x).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-14)
