@@ -5,6 +5,8 @@ Use it as ``import wengert.numpy as wnp`` -- or keep calling plain NumPy: on tra
 derivative rule in wengert raises an error naming it instead of silently dropping the derivative.
 """
 
+import sys as _sys
+
 import numpy as _np
 from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     bool_,
@@ -27,6 +29,7 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     ndarray,
     newaxis,
     pi,
+    random,  # NumPy's generator, for test data; also importable as wengert.numpy.random (below)
     uint8,
 )
 
@@ -35,7 +38,7 @@ from wengert.core.extend import nondiff_primitive as _nondiff_primitive
 from wengert.core.trace import contains_box as _contains_box
 from wengert.core.trace import unbox_all as _unbox_all
 from wengert.numpy import _classification as _table
-from wengert.numpy import _dispatch, fft, linalg, random  # noqa: F401 - submodules, as in NumPy
+from wengert.numpy import _dispatch, fft, linalg
 from wengert.numpy._arrays import (
     append,
     argpartition,
@@ -263,6 +266,10 @@ from wengert.rules.nondiff import (
     zeros_like,
 )
 from wengert.rules.nondiff import one_example as _one_example
+
+# ``import wengert.numpy.random as npr`` (HIPS autograd's ``autograd.numpy.random``) gives NumPy's own
+# random module, which is what ``wengert.numpy.random`` is: random numbers carry no derivative.
+_sys.modules[__name__ + ".random"] = random
 
 # Constructors from shapes: NumPy's own (a traced shape is refused by its __index__).
 zeros = _np.zeros
