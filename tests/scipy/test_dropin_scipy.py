@@ -234,3 +234,27 @@ def test_odeint_with_a_closure_says_to_pass_parameters_through_args():
     # written as the message says, it works: d/da sum(exp(-a t)) = -sum(t exp(-a t)) per component
     g = wg.grad(lambda a: odeint(lambda y, t, a: -a * y, np.ones(2), t, args=(a,)).sum())(0.5)
     np.testing.assert_allclose(g, -2 * np.sum(t * np.exp(-0.5 * t)), rtol=1e-5)
+
+
+def test_odeint_takes_pytrees_in_args_as_autograd_does():
+    from wengert.scipy.integrate import odeint
+
+    t = np.linspace(0.0, 0.5, 4)
+    params = [(np.array([[-0.5, 0.2], [0.1, -0.3]]), np.array([0.05, -0.02]))]
+
+    def field(y, t, params):
+        (w, b), = params
+        return wg.numpy.tanh(y @ w + b)
+
+    def loss(params, tfirst=False):
+        if tfirst:
+            return odeint(lambda t, y, p: field(y, t, p), np.array([1.0, 0.5]), t, args=(params,),
+                          tfirst=True).sum()
+        return odeint(field, np.array([1.0, 0.5]), t, args=(params,)).sum()
+
+    g = wg.grad(loss)(params)
+    assert wg.tree_flatten(g)[1] == wg.tree_flatten(params)[1]
+    np.testing.assert_allclose(wg.tree_ravel(wg.grad(lambda p: loss(p, True))(params))[0],
+                               wg.tree_ravel(g)[0], rtol=1e-6)
+    flat, unravel = wg.tree_ravel(params)
+    check_grads(lambda v: loss(unravel(v)), flat, modes=("rev",), order=1, rtol=1e-4, atol=1e-6)
