@@ -184,3 +184,69 @@ def test_errors():
         optim.SGD([param([1.0])], lr=0.1, nesterov=True)
     with pytest.raises(ValueError, match="empty parameter list"):
         optim.SGD([], lr=0.1)
+
+
+# -- functional optimisers over pytrees (autograd.misc.optimizers' signatures) ----------------------
+
+def _tree_problem():
+    import wengert.numpy as wnp
+
+    rng = np.random.default_rng(4)
+    target = {"w": rng.standard_normal((2, 3)), "b": [rng.standard_normal(3), 0.7]}
+
+    def loss(p, i):
+        return (wnp.sum((p["w"] - target["w"]) ** 2) + wnp.sum((p["b"][0] - target["b"][0]) ** 2)
+                + (p["b"][1] - target["b"][1]) ** 2 * (1.0 + 0.001 * i))
+
+    x0 = {"w": np.zeros((2, 3)), "b": [np.zeros(3), 0.0]}
+    return loss, x0, target
+
+
+FUNCTIONAL = [("sgd", {"step_size": 0.3, "mass": 0.5}), ("momentum", {"step_size": 0.05}),
+              ("rmsprop", {"step_size": 0.05}), ("adam", {"step_size": 0.1})]
+
+
+@pytest.mark.parametrize("name,kw", FUNCTIONAL, ids=[f[0] for f in FUNCTIONAL])
+def test_functional_optimisers_descend_on_pytrees_with_a_callback(name, kw):
+    loss, x0, target = _tree_problem()
+    seen = []
+
+    def callback(x, i, g):
+        seen.append((i, float(loss(x, i))))
+        assert isinstance(x["b"], list) and np.shape(g["w"]) == (2, 3)
+
+    out = getattr(optim, name)(wg.grad(loss), x0, callback=callback, num_iters=150, **kw)
+    assert [i for i, _ in seen] == list(range(150))
+    assert isinstance(out["b"][1], float) and out["w"].shape == (2, 3)
+    assert loss(out, 0) < 1e-2 * seen[0][1]
+
+
+@pytest.mark.parametrize("name", ["sgd", "rmsprop", "adam"])
+def test_functional_optimisers_take_the_same_steps_as_autograds(name):
+    pytest.importorskip("autograd")
+    import autograd
+    import autograd.misc.optimizers as ag_opt
+    import autograd.numpy as anp
+
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((3, 3))
+    f = lambda m: lambda p, i: m.sum(m.tanh(m.dot(a, p["x"])) ** 2) + m.sum(p["y"] ** 4) * (1 + 0.01 * i)
+    x0 = {"x": rng.standard_normal(3), "y": rng.standard_normal(2)}
+    ours = getattr(optim, name)(wg.grad(f(wg.numpy)), x0, num_iters=25)
+    theirs = getattr(ag_opt, name)(autograd.grad(f(anp)), x0, num_iters=25)
+    for key in x0:
+        np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-12, atol=1e-14)
+
+
+def test_momentum_is_pytorchs_heavy_ball():
+    x, v, g_of = 1.0, 0.0, lambda x: 2 * x
+    for _ in range(5):
+        v = 0.9 * v + g_of(x)
+        x = x - 0.1 * v
+    out = optim.momentum(lambda p, i: 2 * p, np.array([1.0]), num_iters=5, step_size=0.1, mass=0.9)
+    np.testing.assert_allclose(out, [x], rtol=1e-14)
+
+
+def test_functional_optimiser_with_a_misshapen_gradient_says_so():
+    with pytest.raises(ValueError, match="shaped like the parameters"):
+        optim.adam(lambda p, i: np.zeros(2), np.zeros(3), num_iters=1)

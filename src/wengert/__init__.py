@@ -13,7 +13,7 @@ from wengert.api.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
 from wengert.api.tape import Grad, Tape, Var
 from wengert.api.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from wengert.api.transforms import elementwise_grad, grad, jvp, stop_gradient, value_and_grad, vjp
-from wengert.api.tree import tree_flatten, tree_map, tree_unflatten
+from wengert.api.tree import tree_flatten, tree_map, tree_ravel, tree_unflatten
 from wengert.core.extend import (
     defjvp,
     defjvp_argnum,
@@ -42,7 +42,7 @@ __all__ = [
     "Tape", "Var", "Grad",
     "primitive", "defvjp", "defjvp", "elementwise", "facts", "defvjp_argnum", "defjvp_argnum",
     "defvjp_accumulate", "defvjp_float", "defvjp_inplace", "Primitive", "NoRuleError",
-    "tree_flatten", "tree_unflatten", "tree_map",
+    "tree_flatten", "tree_unflatten", "tree_map", "tree_ravel",
     "Program", "compile", "checkpoint", "iterate",
     "source_grad", "source_jvp", "TransformError",
     "checkpointed",

@@ -9,6 +9,10 @@ momentum or weight decay, SGD densifies a sparse gradient first (every row then 
 
 Like PyTorch: ``param_groups`` is a list of dicts holding ``"params"`` and the hyper-parameters
 (so a schedule can set ``"lr"``); ``state_dict()`` refers to parameters by their position.
+
+Beside them, the functional optimisers of HIPS autograd (``autograd.misc.optimizers``), with its
+signatures: ``sgd``, ``momentum``, ``rmsprop`` and ``adam`` take ``grad(params, i)`` and a pytree
+of starting parameters, call ``callback(params, i, g)`` every step, and return the parameters.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from wengert.api.tree import tree_ravel
 from wengert.core.trace import unbox_all
 from wengert.nn.module import SparseRows
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "StepLR", "CosineAnnealingLR"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "StepLR", "CosineAnnealingLR", "sgd", "momentum",
+           "rmsprop", "adam"]
 
 
 class Optimizer:
@@ -263,3 +269,74 @@ class CosineAnnealingLR(_Schedule):
 
     def lr_at(self, base: float, epoch: int) -> float:
         return self.eta_min + (base - self.eta_min) * (1.0 + math.cos(math.pi * epoch / self.T_max)) / 2.0
+
+
+# -- functional optimisers over pytrees (HIPS autograd's autograd.misc.optimizers) --------------------
+
+
+def _optimise(name, grad, x0, callback, num_iters, step):
+    """Run ``step(g, x, i)`` (flat vectors) ``num_iters`` times from the pytree ``x0``; ``grad`` and
+    ``callback`` see trees like ``x0``. Returns the final tree."""
+    x, unravel = tree_ravel(x0)
+    x = np.array(x, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
+    for i in range(num_iters):
+        g_tree = grad(unravel(x), i)
+        if callback is not None:
+            callback(unravel(x), i, g_tree)
+        g = np.asarray(unbox_all(tree_ravel(g_tree)[0]))
+        if g.shape != x.shape:
+            raise ValueError(f"wengert.optim.{name}: grad(params, {i}) holds {g.size} numbers, the "
+                             f"parameters {x.size}: it must return a tree shaped like the parameters")
+        x = step(g, x, i)
+    return unravel(x)
+
+
+def sgd(grad, x0, callback=None, num_iters=200, step_size=0.1, mass=0.9):
+    """autograd.misc.optimizers.sgd: ``v = mass v - (1 - mass) g``, ``x += step_size v`` (the
+    velocity an exponential average of the gradients; ``mass=0`` is plain gradient descent)."""
+    state = {"v": 0.0}
+
+    def step(g, x, i):
+        state["v"] = mass * state["v"] - (1.0 - mass) * g
+        return x + step_size * state["v"]
+
+    return _optimise("sgd", grad, x0, callback, num_iters, step)
+
+
+def momentum(grad, x0, callback=None, num_iters=200, step_size=0.1, mass=0.9):
+    """Heavy-ball momentum in PyTorch's form (``torch.optim.SGD(momentum=mass)``): ``v = mass v + g``,
+    ``x -= step_size v``."""
+    state = {"v": 0.0}
+
+    def step(g, x, i):
+        state["v"] = mass * state["v"] + g
+        return x - step_size * state["v"]
+
+    return _optimise("momentum", grad, x0, callback, num_iters, step)
+
+
+def rmsprop(grad, x0, callback=None, num_iters=100, step_size=0.1, gamma=0.9, eps=1e-8):
+    """autograd.misc.optimizers.rmsprop: ``s``, a running average of the squared gradient starting
+    at 1; ``x -= step_size g / (sqrt(s) + eps)``."""
+    state = {"s": 1.0}
+
+    def step(g, x, i):
+        state["s"] = gamma * state["s"] + (1.0 - gamma) * g * g
+        return x - step_size * g / (np.sqrt(state["s"]) + eps)
+
+    return _optimise("rmsprop", grad, x0, callback, num_iters, step)
+
+
+def adam(grad, x0, callback=None, num_iters=100, step_size=0.001, b1=0.9, b2=0.999, eps=1e-8):
+    """autograd.misc.optimizers.adam (Kingma and Ba's Adam): bias-corrected running averages
+    ``m_hat`` of the gradient and ``v_hat`` of its square; ``x -= step_size m_hat / (sqrt(v_hat) + eps)``."""
+    state = {"m": 0.0, "v": 0.0}
+
+    def step(g, x, i):
+        state["m"] = b1 * state["m"] + (1.0 - b1) * g
+        state["v"] = b2 * state["v"] + (1.0 - b2) * g * g
+        m_hat = state["m"] / (1.0 - b1 ** (i + 1))
+        v_hat = state["v"] / (1.0 - b2 ** (i + 1))
+        return x - step_size * m_hat / (np.sqrt(v_hat) + eps)
+
+    return _optimise("adam", grad, x0, callback, num_iters, step)

@@ -38,6 +38,8 @@ PROMOTED_BY_THE_CASE = {
     "gammaincc-1": "a float64 array of shape parameters",
     "betainc-1": "a float64 array of parameters",
     "iv-1": "a float64 array of orders",
+    "ive-1": "a float64 array of orders",
+    "scipy.stats.multivariate_normal.entropy-0": "a float64 identity added",
     "jv-1": "a float64 array of orders",
     "stdtr-1": "a float64 array of degrees of freedom",
     "linalg.adjugate_jvp-2": "a float64 matrix",
@@ -68,6 +70,11 @@ DOUBLE_IN_NUMPY = {
     "scipy.stats.poisson-0": lambda: stats.poisson.logpmf(np.array([0, 1, 4]), X32[1]),
     "scipy.stats.poisson-1": lambda: stats.poisson.cdf(np.array([0, 2, 5]), X32),
     "scipy.stats.poisson-2": lambda: stats.poisson.logsf(np.array([0, 2, 5]), X32),
+    "interp-0": lambda: np.interp(X32, X32[:2] * 0 + [0, 1], X32[:2]),
+    "interp-1": lambda: np.interp(0.2, [0.0, 1.0], X32[:2]),
+    "interp-2": lambda: np.interp(X32[:2], [0.0, 1.0], [0.5, 1.0]),
+    "polyfit-0": lambda: np.polyfit(X32[:3], X32[:3] ** 2, 1),
+    "polyfit-1": lambda: np.polyfit(np.linspace(0, 1, 3), X32[:3], 1, w=X32[:3] ** 2 + 1),
 }
 WIDENED_VALUE = set(PROMOTED_BY_THE_CASE) | set(DOUBLE_IN_NUMPY)
 

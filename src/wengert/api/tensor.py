@@ -1,5 +1,6 @@
 """``Tensor``: the reverse-mode value, with PyTorch's habits (``requires_grad``, ``backward()``,
-``.grad``, ``detach()``, ``no_grad()``).
+``.grad``, ``detach()``, ``no_grad()``, ``retain_grad()``, methods such as ``exp``, ``clamp``,
+``view``, ``permute`` and reductions taking ``dim=``/``keepdim=``).
 
 Tensors made by ``wg.tensor`` live on the *eager* trace, the lowest level, which never closes:
 only operations that involve a tensor requiring a gradient are recorded, and ``y.backward()`` runs
@@ -8,16 +9,19 @@ on that transform's own trace.
 """
 
 import threading
+from collections import namedtuple
 
 import numpy as np
 
 from wengert.core import exits as _exits
+from wengert.core import frontend
 from wengert.core.trace import BOX_TYPES, register_box, unbox_all
 from wengert.engines.batching import Batched
 from wengert.engines.box import ArrayBox
 from wengert.engines.mutation import assign, augmented_assign, note_inplace_write
 from wengert.engines.reverse import Node, ReverseTrace, backward_pass, is_inexact
 from wengert.rules import elementwise as ew
+from wengert.rules import nn as nn_rules
 
 __all__ = ["Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
 
@@ -69,7 +73,7 @@ def enable_grad():
 class Tensor(Node):
     """A value that can carry a derivative. Make one with :func:`wengert.api.tensor`."""
 
-    __slots__ = ("_grad",)  # a leaf's accumulated gradient after backward()
+    __slots__ = ("_grad", "_retain")  # a leaf's accumulated gradient after backward(); retain_grad()
 
     # -- PyTorch's API ---------------------------------------------------------------------------
     @property
@@ -118,12 +122,26 @@ class Tensor(Node):
                 raise RuntimeError(
                     f"backward(): gradient has shape {np.shape(seed)}, but the tensor has shape "
                     f"{self.shape}")
-        adj, nodes = backward_pass([(self, seed)], retain_graph=retain_graph)
+        adj, nodes = backward_pass([(self, seed)], retain_graph=retain_graph, keep_all=_RETAINING[0])
         for node in nodes:
-            if node._prim is None and node.requires_grad:
+            if (node._prim is None and node.requires_grad) or getattr(node, "_retain", False):
                 g = adj.get(node)
                 if g is not None:
                     node._accumulate_grad(g)
+
+    def retain_grad(self):
+        """Keep this non-leaf tensor's gradient in ``.grad`` after ``backward()``
+        (``torch.Tensor.retain_grad``). Once any tensor has asked, backward passes keep every
+        node's adjoint until they end (PyTorch's hooks, in effect), which costs memory then."""
+        if self._trace is not EAGER:
+            raise RuntimeError("retain_grad() is for eager tensors (wg.tensor); inside a transform "
+                               "return the intermediate value with has_aux=True, or use wg.vjp")
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._prim is not None:
+            self._retain = True
+            _RETAINING[0] = True
+        return self
 
     def _accumulate_grad(self, g):
         if type(g) is not float:
@@ -150,6 +168,90 @@ class Tensor(Node):
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         return np.asarray(self.value)
+
+    # -- PyTorch's methods: elementwise functions, shapes, reductions with dim=/keepdim= ----------
+    def exp(self):
+        """torch.Tensor.exp."""
+        return ew.exp(self)
+
+    def log(self):
+        """torch.Tensor.log."""
+        return ew.log(self)
+
+    def sqrt(self):
+        """torch.Tensor.sqrt."""
+        return ew.sqrt(self)
+
+    def tanh(self):
+        """torch.Tensor.tanh."""
+        return ew.tanh(self)
+
+    def abs(self):
+        """torch.Tensor.abs."""
+        return ew.abs(self)
+
+    def pow(self, exponent):
+        """torch.Tensor.pow."""
+        return ew.power(self, exponent)
+
+    def sigmoid(self):
+        """torch.Tensor.sigmoid: 1 / (1 + exp(-x)), from z = exp(-|x|), which never overflows."""
+        z = ew.exp(-ew.abs(self))
+        return ew.where(unbox_all(self) >= 0, 1.0 / (1.0 + z), z / (1.0 + z))
+
+    def relu(self):
+        """torch.Tensor.relu (derivative 0 at 0, as PyTorch)."""
+        return nn_rules.relu(self)
+
+    def clamp(self, min=None, max=None):  # noqa: A002 - PyTorch's names
+        """torch.Tensor.clamp (numpy.clip; the gradient passes where min <= x <= max)."""
+        return frontend.numpy.clip(self, min, max)
+
+    clip = clamp
+
+    def view(self, *shape):
+        """torch.Tensor.view: the reshaped tensor (a new value here: wengert's values are not
+        views of one storage, and writing into one never changes the other)."""
+        if len(shape) == 1 and isinstance(shape[0], (type, np.dtype, str)):
+            raise TypeError("Tensor.view(dtype) is not supported; use .astype(dtype)")
+        return self.reshape(*shape)
+
+    def permute(self, *dims):
+        """torch.Tensor.permute (numpy.transpose with the axes given)."""
+        if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
+            dims = dims[0]
+        return frontend.numpy.transpose(self, tuple(dims))
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        """numpy.sum, or torch.Tensor.sum with ``dim=``/``keepdim=``."""
+        axis, keepdims = _torch_axes(axis, keepdims, dim, keepdim)
+        return frontend.numpy.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        """numpy.mean, or torch.Tensor.mean with ``dim=``/``keepdim=``."""
+        axis, keepdims = _torch_axes(axis, keepdims, dim, keepdim)
+        return frontend.numpy.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        """numpy.prod, or torch.Tensor.prod with ``dim=``/``keepdim=``."""
+        axis, keepdims = _torch_axes(axis, keepdims, dim, keepdim)
+        return frontend.numpy.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def max(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        """numpy.max; with ``dim=``, torch.Tensor.max: the pair ``(values, indices)``."""
+        return self._extreme(frontend.numpy.max, np.argmax, axis, out, keepdims, dim, keepdim)
+
+    def min(self, axis=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        """numpy.min; with ``dim=``, torch.Tensor.min: the pair ``(values, indices)``."""
+        return self._extreme(frontend.numpy.min, np.argmin, axis, out, keepdims, dim, keepdim)
+
+    def _extreme(self, reduce, arg, axis, out, keepdims, dim, keepdim):
+        axis, keepdims = _torch_axes(axis, keepdims, dim, keepdim)
+        values = reduce(self, axis=axis, out=out, keepdims=keepdims)
+        if dim is None:
+            return values
+        indices = arg(np.asarray(unbox_all(self.value)), axis=axis, keepdims=keepdims)
+        return ValuesIndices(values, indices)
 
     def _kind(self):
         if self._trace is EAGER:
@@ -257,6 +359,24 @@ class Tensor(Node):
         elif self.requires_grad:
             extra = ", requires_grad=True"
         return f"tensor({body}{extra})"
+
+
+ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+"""What ``Tensor.max(dim=...)`` and ``Tensor.min(dim=...)`` return, as ``torch.return_types.max``."""
+
+_RETAINING = [False]
+"""Whether some tensor has asked retain_grad(): backward passes then keep every adjoint."""
+
+
+def _torch_axes(axis, keepdims, dim, keepdim):
+    """NumPy's ``axis``/``keepdims`` from PyTorch's ``dim``/``keepdim`` (either spelling, not both)."""
+    if dim is not None:
+        if axis is not None:
+            raise TypeError("give the axes as axis= (NumPy) or dim= (PyTorch), not both")
+        axis = tuple(dim) if isinstance(dim, list) else dim
+    if keepdim is not None:
+        keepdims = keepdim
+    return axis, keepdims
 
 
 class EagerTrace(ReverseTrace):

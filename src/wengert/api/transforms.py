@@ -7,6 +7,7 @@ function, and reads the derivative off the result. Nesting works to any depth (s
 """
 
 import functools
+import math
 
 import numpy as np
 
@@ -171,10 +172,13 @@ def _ones(value):
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """Function returning ``(fun(*args), gradient)`` (``jax.value_and_grad``).
 
-    ``fun`` must return a scalar (shape ``()``); with ``has_aux=True`` it returns
-    ``(scalar, aux)`` and the result is ``((value, aux), gradient)``. ``holomorphic=True`` (as in
-    JAX) asks for complex arguments and a complex result, whose derivative ``f'(z)`` it returns;
-    without it a complex result is seeded with 1 all the same (see ``grad``).
+    ``fun`` must return a scalar: shape ``()``, or any shape of size one (``(1,)``, ``(1, 1)``),
+    which HIPS autograd and PyTorch's ``backward()`` accept too (JAX refuses them; wengert follows
+    autograd here, so that code written for it runs unchanged); the value keeps its shape. With
+    ``has_aux=True`` it returns ``(scalar, aux)`` and the result is ``((value, aux), gradient)``.
+    ``holomorphic=True`` (as in JAX) asks for complex arguments and a complex result, whose
+    derivative ``f'(z)`` it returns; without it a complex result is seeded with 1 all the same
+    (see ``grad``).
     """
     _argnums(fun, argnums, "grad")  # a TypeError now for argnums=0.0 or "x"
     checked = {}  # len(args) -> validated argnums
@@ -251,7 +255,7 @@ def _check_scalar(out, v, fun):
             f"wg.grad({_name(fun)}): the function returned a {type(out).__name__}; grad needs a "
             f"scalar output. Use has_aux=True for (loss, extra) pairs, or wg.vjp / wg.jacrev.")
     shape = np.shape(v)
-    if shape != ():
+    if shape != () and math.prod(shape) != 1:  # size one, (1,) or (1, 1): a scalar, as in autograd
         raise TypeError(
             f"wg.grad({_name(fun)}): the function must return a scalar, but its output has shape "
             f"{shape}. Reduce it (e.g. .sum()), or use wg.vjp, wg.elementwise_grad or wg.jacrev.")
@@ -268,7 +272,8 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     Complex arguments follow HIPS autograd and JAX: for real-valued ``fun`` of ``z = x + iy`` the
     gradient is ``dfun/dx - i dfun/dy`` (``2 conj(z)`` for ``|z|**2``; step along its conjugate to
     descend); a complex-valued ``fun`` is seeded with 1, giving ``f'(z)`` for holomorphic ``f``.
-    Real arguments get real gradients. See docs/complex.md.
+    Real arguments get real gradients. See docs/complex.md. An output of size one but shape
+    ``(1,)`` or ``(1, 1)`` counts as a scalar, as in HIPS autograd and PyTorch (JAX refuses it).
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 

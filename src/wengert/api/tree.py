@@ -6,12 +6,17 @@ structure. Namedtuples keep their type; dicts keep their keys' order; ``None`` i
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_structure", "argnums_checked",
-           "argnums_resolved"]
+from wengert.core.trace import BOX_TYPES, unbox_all
+from wengert.rules import broadcasting, indexing
+from wengert.rules import shape as shape_ops
+
+__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_structure", "tree_ravel",
+           "argnums_checked", "argnums_resolved"]
 
 _LEAF = "leaf"
 
@@ -76,6 +81,51 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
             raise ValueError(f"tree_map: structures differ: {describe(treedef)} vs {describe(rdef)}")
         others.append(rl)
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+
+
+def tree_ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """``(flat, unravel)``: the leaves of ``tree`` raveled and joined into one vector, and the
+    function that rebuilds the tree from such a vector (``jax.flatten_util.ravel_pytree``, HIPS
+    autograd's ``flatten``). Both are differentiable: a gradient with respect to ``flat`` is the
+    tree's gradient raveled, and ``unravel`` may be given a traced vector (``wg.grad(lambda v:
+    loss(unravel(v)))(flat)``). The vector has the leaves' common dtype; ``unravel`` casts each
+    piece back to its leaf's dtype, and gives Python floats back for Python float leaves."""
+    leaves, treedef = tree_flatten(tree)
+    dtypes = [broadcasting.dtype_of(leaf) for leaf in leaves]
+    shapes = [tuple(broadcasting.shape_of(leaf)) for leaf in leaves]
+    sizes = [math.prod(shape) for shape in shapes]
+    common = np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
+    pieces = [_as(shape_ops.reshape(leaf, (size,)) if type(leaf) in BOX_TYPES else
+                  np.reshape(np.asarray(leaf), (size,)), common) for leaf, size in zip(leaves, sizes)]
+    if not pieces:
+        flat = np.zeros(0, common)
+    elif any(type(p) in BOX_TYPES for p in pieces):
+        flat = shape_ops.concatenate(*pieces, axis=0)
+    else:
+        flat = np.concatenate(pieces)
+    floats = [type(leaf) is float for leaf in leaves]
+    total = sum(sizes)
+
+    def unravel(vector):
+        """The tree rebuilt from a vector like the one ``tree_ravel`` made."""
+        if tuple(broadcasting.shape_of(vector)) != (total,):
+            raise ValueError(f"unravel: expected a vector of shape ({total},), the size of the tree "
+                             f"{describe(treedef)}, got shape {tuple(broadcasting.shape_of(vector))}")
+        out, start = [], 0
+        for shape, size, dtype, was_float in zip(shapes, sizes, dtypes, floats):
+            piece = indexing.getitem(vector, slice(start, start + size))
+            piece = _as(shape_ops.reshape(piece, shape), dtype)
+            if was_float and type(piece) not in BOX_TYPES:
+                piece = float(unbox_all(piece))
+            out.append(piece)
+            start += size
+        return tree_unflatten(treedef, out)
+
+    return flat, unravel
+
+
+def _as(x, dtype):
+    return x if broadcasting.dtype_of(x) == dtype else shape_ops.astype(x, dtype)
 
 
 def describe(treedef: Any) -> str:

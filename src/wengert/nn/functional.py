@@ -64,8 +64,15 @@ def cross_entropy(logits, labels, reduction="mean"):
     DyNet's pickneglogsoftmax).
 
     ``logits`` has shape (..., classes), ``labels`` the leading shape, of integers. The mean is one
-    primitive (``softmax_cross_entropy``): its gradient is (softmax - onehot) / N.
+    primitive (``softmax_cross_entropy``): its gradient is (softmax - onehot) / N. As in PyTorch,
+    ``labels`` may instead be class probabilities of the logits' own shape (one-hot rows, or soft
+    targets): the loss is then ``-sum(labels * log_softmax(logits), -1)``, differentiable in both.
     """
+    plain = _plain(labels)
+    if np.shape(plain) == np.shape(_plain(logits)) and np.asarray(plain).dtype.kind in "fc" \
+            and np.ndim(plain) > 0:
+        picked = wnp.sum(labels * nn_ops.log_softmax(logits), axis=-1)
+        return _reduce(-picked, reduction, "cross_entropy")
     if reduction == "mean":
         return nn_ops.softmax_cross_entropy(logits, labels)
     labels = nn_ops._check_labels(logits, _plain(labels))

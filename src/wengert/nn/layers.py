@@ -20,7 +20,14 @@ __all__ = ["Linear", "Embedding", "Sequential", "MLP", "Dropout", "ReLU", "Tanh"
 
 class Linear(Module):
     """y = x @ weight + bias (torch.nn.Linear, with the weight transposed); PyTorch's default
-    initialisation U(-1/sqrt(in), 1/sqrt(in)) for both."""
+    initialisation U(-1/sqrt(in), 1/sqrt(in)) for both.
+
+    ``weight`` has shape ``(in_features, out_features)``, the transpose of PyTorch's ``(out, in)``,
+    on purpose: ``x @ weight`` is how NumPy and HIPS autograd code writes a layer (so parameters
+    move between them and ``model.apply`` unchanged), it needs no transpose in the forward or the
+    backward pass, and saved models keep one layout. To load PyTorch weights, transpose them:
+    ``layer.weight.value = torch_layer.weight.detach().numpy().T``.
+    """
 
     def __init__(self, in_features, out_features, bias=True, rng=None, dtype=np.float32):
         super().__init__()

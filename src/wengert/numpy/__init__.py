@@ -5,6 +5,8 @@ Use it as ``import wengert.numpy as wnp`` -- or keep calling plain NumPy: on tra
 derivative rule in wengert raises an error naming it instead of silently dropping the derivative.
 """
 
+import sys as _sys
+
 import numpy as _np
 from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     bool_,
@@ -12,9 +14,12 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     complex128,
     dtype,
     e,
+    errstate,
+    finfo,
     float16,
     float32,
     float64,
+    iinfo,
     inf,
     int8,
     int16,
@@ -24,7 +29,7 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
     ndarray,
     newaxis,
     pi,
-    random,  # noqa: F401 - NumPy's generator, for test data
+    random,  # NumPy's generator, for test data; also importable as wengert.numpy.random (below)
     uint8,
 )
 
@@ -146,6 +151,17 @@ from wengert.numpy._functions import (
     vstack,
     where,
 )
+from wengert.numpy._numerical import (
+    convolve,
+    copysign,
+    correlate,
+    gradient,
+    interp,
+    polyfit,
+    polyval,
+    real_if_close,
+    vander,
+)
 from wengert.numpy._reductions import (
     average,
     cumprod,
@@ -250,6 +266,10 @@ from wengert.rules.nondiff import (
     zeros_like,
 )
 from wengert.rules.nondiff import one_example as _one_example
+
+# ``import wengert.numpy.random as npr`` (HIPS autograd's ``autograd.numpy.random``) gives NumPy's own
+# random module, which is what ``wengert.numpy.random`` is: random numbers carry no derivative.
+_sys.modules[__name__ + ".random"] = random
 
 # Constructors from shapes: NumPy's own (a traced shape is refused by its __index__).
 zeros = _np.zeros

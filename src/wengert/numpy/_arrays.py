@@ -401,6 +401,16 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 argpartition = nondiff_primitive(np.argpartition)
 searchsorted = nondiff_primitive(np.searchsorted)
+
+
+def _batch_searchsorted(prim, values, batched, kwargs):
+    """Sorted ``a`` the same for every example: one call on the batch of ``v``."""
+    if batched[0] or any(batched[2:]):
+        return NotImplemented
+    return prim(*values, **kwargs)
+
+
+searchsorted.batch = _batch_searchsorted
 digitize = nondiff_primitive(np.digitize)
 tri = np.tri
 tril_indices = np.tril_indices

@@ -8,7 +8,8 @@ Each name is exactly one of:
 * ``INTEGER`` -- its result is integer-, boolean-, string- or dtype-valued (indices, masks,
   counts, shapes), so it carries no derivative; traced arguments are read by value;
 * ``UNSUPPORTED`` -- a traced argument raises an error naming the function and saying what to
-  write instead (the note).
+  write instead (the note); wengert.numpy still has the name, NumPy's own function, for plain
+  arguments.
 
 ``wengert.numpy``'s public lists, its aliases, and the dispatch tables of plain NumPy calls on
 traced values (``np.sin(x)``) are all derived from this table; ``tests/numpy/test_classification.py``
@@ -85,6 +86,7 @@ _add("numpy", DIFFERENTIABLE, """
     take take_along_axis sort partition select diagonal trace diag diagflat tril triu
     atleast_1d atleast_2d atleast_3d meshgrid array asarray copy astype full full_like
     linspace logspace
+    gradient interp convolve correlate polyval polyfit vander copysign real_if_close
     acos=arccos acosh=arccosh asin=arcsin asinh=arcsinh atan=arctan atan2=arctan2 atanh=arctanh
     pow=power concat=concatenate permute_dims=transpose matrix_transpose
     row_stack=vstack asanyarray=asarray ascontiguousarray=asarray asfortranarray=asarray
@@ -121,16 +123,12 @@ _DETACH = "call it on x.detach() if no derivative is wanted"
 _add("numpy", UNSUPPORTED, "arange geomspace",
      "constructors from plain numbers; with traced endpoints write start + (stop - start) * "
      "wnp.linspace(0.0, 1.0, num)")
-_add("numpy", UNSUPPORTED, "copysign", "write wnp.where(wnp.signbit(y), -wnp.abs(x), wnp.abs(x))")
 _add("numpy", UNSUPPORTED, "ldexp", "write x * 2.0 ** n")
 _add("numpy", UNSUPPORTED, "frexp", "the mantissa is x / 2.0 ** e with e = np.frexp(x.detach())[1]")
 _add("numpy", UNSUPPORTED, "modf", "write x - wnp.trunc(x) and wnp.trunc(x)")
 _add("numpy", UNSUPPORTED, "nextafter", "the result equals x up to one ulp: use x itself")
 _add("numpy", UNSUPPORTED, "i0", "use wengert.scipy.special.i0")
-_add("numpy", UNSUPPORTED, "interp", "compose it from wnp.searchsorted, indexing and wnp.where")
-_add("numpy", UNSUPPORTED, "convolve correlate", "use wengert.scipy.signal.convolve")
 _add("numpy", UNSUPPORTED, "cov corrcoef", "compose it from wnp.mean and wnp.matmul")
-_add("numpy", UNSUPPORTED, "gradient", "compose it from slices and wnp.diff")
 _add("numpy", UNSUPPORTED, "unwrap", "compose it from wnp.diff, wnp.round and wnp.cumsum")
 _add("numpy", UNSUPPORTED, "nanmedian nanquantile nanpercentile",
      "apply wnp.median or wnp.quantile to the non-nan values (x[~wnp.isnan(x)])")
@@ -140,10 +138,9 @@ _add("numpy", UNSUPPORTED, "compress extract", "index with the boolean mask: x[m
 _add("numpy", UNSUPPORTED, "delete insert", "use slices and wnp.concatenate")
 _add("numpy", UNSUPPORTED, "resize", "use wnp.tile and wnp.reshape")
 _add("numpy", UNSUPPORTED, "trim_zeros", "slice x with indices computed from x.detach()")
-_add("numpy", UNSUPPORTED, "real_if_close", "use wnp.real")
 _add("numpy", UNSUPPORTED, "sort_complex", "use wnp.sort on the real part, or wnp.take")
-_add("numpy", UNSUPPORTED, "vander polyval poly polyadd polysub polymul polydiv polyder polyint "
-     "polyfit roots", "compose polynomials from wnp.power, wnp.sum and wnp.matmul")
+_add("numpy", UNSUPPORTED, "poly polyadd polysub polymul polydiv polyder polyint roots",
+     "compose polynomials from wnp.polyval, wnp.convolve, wnp.vander and wnp.matmul")
 _add("numpy", UNSUPPORTED, "piecewise", "use wnp.where or wnp.select")
 _add("numpy", UNSUPPORTED, "apply_along_axis apply_over_axes",
      "write the loop, or vectorise the function with wengert.numpy calls")
@@ -163,7 +160,7 @@ _add("numpy", UNSUPPORTED, """
 _add("numpy", UNSUPPORTED, """
     seterr geterr seterrcall geterrcall setbufsize getbufsize get_printoptions set_printoptions
     printoptions show_config show_runtime get_include info test""",
-     "NumPy's settings and information: use NumPy's own function")
+     "NumPy's settings and information: they take no arrays to differentiate")
 
 # -- numpy.linalg and numpy.fft ----------------------------------------------------------------------
 _add("numpy.linalg", DIFFERENTIABLE, """
@@ -182,8 +179,10 @@ _add("numpy.fft", UNSUPPORTED, "test", "NumPy's own test runner")
 # -- wengert.numpy's own additions --------------------------------------------------------------------
 _add("wengert.numpy", DIFFERENTIABLE, "index_update index_add")
 
-PLAIN_VALUES_ONLY = ("arange", "geomspace")
-"""Unsupported constructors that wengert.numpy still provides (NumPy's own) for plain arguments."""
+PLAIN_VALUES_ONLY = tuple(names("numpy", UNSUPPORTED))
+"""Unsupported names that wengert.numpy still provides, NumPy's own functions for plain arguments
+(a traced argument raises the error saying what to write instead): code written for NumPy runs
+unchanged as long as it does not differentiate through them."""
 
 
 class UnsupportedNumpyFunction(TypeError):

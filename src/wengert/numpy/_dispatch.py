@@ -14,7 +14,12 @@ from wengert.numpy import _classification as _table
 from wengert.numpy._classification import UnsupportedNumpyFunction, unsupported
 
 try:
-    from wengert.rules.special import UFUNCS as _SCIPY_UFUNCS
+    import scipy.special as _scipy_special
+
+    from wengert.rules import special_scaled as _special_scaled
+    from wengert.rules.special import UFUNCS as _SPECIAL_UFUNCS
+    _SCIPY_UFUNCS = {**_SPECIAL_UFUNCS, _scipy_special.ive: _special_scaled.ive,
+                     _scipy_special.gammasgn: _special_scaled.gammasgn}
 except ImportError:  # SciPy (an optional dependency) is missing
     _SCIPY_UFUNCS = {}
 

@@ -6,6 +6,7 @@ Nothing here defines a derivative: each function only calls primitives.
 
 import builtins
 import math
+import string
 
 import numpy as np
 
@@ -51,34 +52,54 @@ def _reduce_args(fname, a, axis, dtype, out):
     return a, axis
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False):  # noqa: A001
-    """numpy.sum (also of a list holding traced values)."""
-    if axis is None and dtype is None and out is None:
+def _masked(fname, a, where, fill):
+    """``a`` with ``fill`` where the ``where=`` mask is false (a mask is never traced: read its values)."""
+    if where is True:
+        return a
+    if not isinstance(fill, (int, float)) and contains_box(fill):
+        raise TypeError(f"wengert.numpy.{fname}: give a plain number as initial= with where=")
+    return elementwise.where(unbox_all(where), a, fill)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):  # noqa: A001
+    """numpy.sum (also of a list holding traced values); ``where=`` masks, ``initial=`` is added."""
+    if axis is None and dtype is None and out is None and initial is None and where is True:
         if type(a) is list or type(a) is tuple:
             a = array(a)
         return reductions.sum(a, keepdims=keepdims)
     a, axis = _reduce_args("sum", a, axis, dtype, out)
-    return reductions.sum(a, axis=axis, keepdims=keepdims)
+    total = reductions.sum(_masked("sum", a, where, 0.0), axis=axis, keepdims=keepdims)
+    return total if initial is None else total + initial
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False):
-    """numpy.prod."""
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    """numpy.prod; ``where=`` masks, ``initial=`` multiplies."""
     a, axis = _reduce_args("prod", a, axis, dtype, out)
-    return reductions.prod(a, axis=axis, keepdims=keepdims)
+    product = reductions.prod(_masked("prod", a, where, 1.0), axis=axis, keepdims=keepdims)
+    return product if initial is None else product * initial
 
 
-def max(a, axis=None, out=None, keepdims=False):  # noqa: A001
-    """numpy.max (ties share the gradient equally)."""
-    if axis is None and out is None:
+def _extreme(fname, reduction, pick, a, axis, out, keepdims, initial, where):
+    """numpy.max/min with ``initial=`` (taken as one more element) and ``where=`` (which needs it)."""
+    if where is not True and initial is None:
+        ufunc = "maximum" if fname == "max" else "minimum"
+        raise ValueError(f"reduction operation '{ufunc}' does not have an identity, so to "
+                         f"use a where mask one has to specify 'initial'")
+    a, axis = _reduce_args(fname, a, axis, None, out)
+    result = reduction(_masked(fname, a, where, initial), axis=axis, keepdims=keepdims)
+    return result if initial is None else pick(result, initial)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):  # noqa: A001
+    """numpy.max (ties share the gradient equally, ``initial=`` counting as one of them)."""
+    if axis is None and out is None and initial is None and where is True:
         return reductions.amax(_operand(a), keepdims=keepdims)
-    a, axis = _reduce_args("max", a, axis, None, out)
-    return reductions.amax(a, axis=axis, keepdims=keepdims)
+    return _extreme("max", reductions.amax, elementwise.maximum, a, axis, out, keepdims, initial, where)
 
 
-def min(a, axis=None, out=None, keepdims=False):  # noqa: A001
-    """numpy.min (ties share the gradient equally)."""
-    a, axis = _reduce_args("min", a, axis, None, out)
-    return reductions.amin(a, axis=axis, keepdims=keepdims)
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):  # noqa: A001
+    """numpy.min (ties share the gradient equally, ``initial=`` counting as one of them)."""
+    return _extreme("min", reductions.amin, elementwise.minimum, a, axis, out, keepdims, initial, where)
 
 
 amax = max
@@ -158,29 +179,77 @@ def tensordot(a, b, axes=2):
     return products.tensordot(_operand(a), _operand(b), axes)
 
 
-def einsum(subscripts, *operands, out=None, optimize=False):
-    """numpy.einsum (subscripts given as a string)."""
+def _sublist_subscripts(operands):
+    """NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as (subscripts, operands)."""
+    def letters(sublist):
+        return "".join("..." if s is Ellipsis else string.ascii_letters[int(s)] for s in sublist)
+    pairs = operands[:-1] if len(operands) % 2 else operands
+    out = "->" + letters(operands[-1]) if len(operands) % 2 else ""
+    return ",".join(letters(s) for s in pairs[1::2]) + out, list(pairs[0::2])
+
+
+def _diagonals_first(subscripts, operands):
+    """Subscripts with a letter repeated inside one operand (``'ii->i'``): that operand's diagonal
+    taken first (wnp.diagonal, exact and differentiable), so the einsum sees distinct letters."""
+    shapes = [_shape(o) for o in operands]
+    ins, out = products._parse_einsum(subscripts, shapes)
+    if all(len(set(s)) == len(s) for s in ins):
+        return subscripts, operands
+    operands = list(operands)
+    for k, subs in enumerate(ins):
+        while len(set(subs)) != len(subs):
+            letter = next(c for c in subs if subs.count(c) > 1)
+            first = subs.index(letter)
+            second = subs.index(letter, first + 1)
+            operands[k] = _arrays_diagonal(operands[k], first, second)
+            subs = subs[:first] + subs[first + 1:second] + subs[second + 1:] + letter
+        ins[k] = subs
+    return ",".join(ins) + "->" + out, operands
+
+
+def _arrays_diagonal(a, axis1, axis2):
+    """numpy.diagonal(a, 0, axis1, axis2): the diagonal as the last axis."""
+    moved = moveaxis(a, (axis1, axis2), (-2, -1))
+    n = builtins.min(_shape(moved)[-2:])
+    return indexing.getitem(moved, (Ellipsis, np.arange(n), np.arange(n)))
+
+
+def einsum(*operands, out=None, optimize=False):
+    """numpy.einsum: subscripts as a string or in the sublist form; a letter repeated inside one
+    operand (``'ii->i'``, ``'ii'``) takes that operand's diagonal."""
     _no_out("einsum", out)
-    if not isinstance(subscripts, str):
-        raise TypeError("wengert.numpy.einsum: give the subscripts as a string, e.g. 'ij,jk->ik'")
+    if isinstance(operands[0], str):
+        subscripts, operands = operands[0], [_operand(o) for o in operands[1:]]
+    elif len(operands) >= 2:
+        subscripts, operands = _sublist_subscripts(operands)
+        operands = [_operand(o) for o in operands]
+    else:
+        raise TypeError("wengert.numpy.einsum: give the subscripts as a string, e.g. 'ij,jk->ik', "
+                        "or in the sublist form einsum(a, [0, 1], b, [1, 2])")
+    subscripts, operands = _diagonals_first(subscripts, operands)
     return products.einsum(subscripts, *operands, optimize=optimize)
 
 
 # -- shapes --------------------------------------------------------------------------------------
 
 
-def reshape(a, shape_=None, order="C", *, newshape=None, shape=None):
-    """numpy.reshape (C order only)."""
+def reshape(a, shape_=None, order="C", *, newshape=None, shape=None, copy=None):
+    """numpy.reshape; ``order='F'`` is the C-order reshape of the reversed axes, reversed back."""
     target = shape_ if shape_ is not None else (shape if shape is not None else newshape)
-    if order != "C":
-        raise NotImplementedError(f"wengert.numpy.reshape: order={order!r}; only 'C' is supported")
     if isinstance(target, (int, np.integer)):
         target = (int(target),)
-    return shape_ops.reshape(a, tuple(target))
+    target = tuple(target)
+    if order == "F":
+        flipped = shape_ops.transpose(a, None) if _ndim(a) > 1 else a
+        out = shape_ops.reshape(flipped, target[::-1])
+        return shape_ops.transpose(out, None) if len(target) > 1 else out
+    if order not in ("C", "A"):  # 'A' is 'C' here: wengert's arrays are C-contiguous
+        raise ValueError(f"wengert.numpy.reshape: order must be 'C', 'F' or 'A', not {order!r}")
+    return shape_ops.reshape(a, target)
 
 
 def ravel(a, order="C"):
-    """numpy.ravel."""
+    """numpy.ravel (``order='F'`` reads the columns first)."""
     return reshape(a, (-1,), order)
 
 

@@ -83,8 +83,10 @@ def _check_labels(logits, labels):
         raise ValueError("cross_entropy: logits must have a class axis (shape (..., classes)), got a scalar")
     labels = np.asarray(labels)
     if labels.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: labels must be integer class indices, got dtype {labels.dtype}; "
-                        f"for probabilities or 0/1 targets use binary_cross_entropy_with_logits")
+        raise TypeError(f"cross_entropy: labels must be integer class indices (shape {shape[:-1]}) or "
+                        f"class probabilities such as one-hot rows (shape {shape}), got dtype "
+                        f"{labels.dtype} and shape {labels.shape}; for one 0/1 target per class "
+                        f"(several labels at once) use binary_cross_entropy_with_logits")
     if labels.shape != shape[:-1]:
         raise ValueError(f"cross_entropy: logits of shape {shape} need labels of shape {shape[:-1]}, "
                          f"got labels of shape {labels.shape}")

@@ -72,3 +72,5 @@ for _query in (shape, ndim, size):
     _query.batch = one_example
 for _like in (zeros_like, ones_like, empty_like, full_like):
     _like.batch = batch_unary
+for _predicate in (isnan, isinf, isfinite, signbit, logical_not):  # elementwise, one argument
+    _predicate.batch = batch_unary

@@ -30,6 +30,7 @@ from wengert.api.transforms import jvp, vjp
 from wengert.core.extend import defjvp_argnum, defvjp_argnum
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
+from wengert.numpy._classification import UnsupportedNumpyFunction
 from wengert.rules import broadcasting, indexing
 
 __all__ = ["odeint"]
@@ -37,8 +38,16 @@ __all__ = ["odeint"]
 
 def _odeint_impl(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0):
     """scipy.integrate.odeint(func, y0, t, args) with the parameters as separate arguments."""
-    return scipy.integrate.odeint(func, y0, t, args=tuple(args), rtol=rtol, atol=atol,
-                                  mxstep=mxstep, hmax=hmax)
+    try:
+        return scipy.integrate.odeint(func, y0, t, args=tuple(args), rtol=rtol, atol=atol,
+                                      mxstep=mxstep, hmax=hmax)
+    except UnsupportedNumpyFunction as e:  # SciPy met a traced value that func returned
+        name = getattr(func, "__name__", "func")
+        raise TypeError(
+            f"wengert.scipy.integrate.odeint: the vector field {name}(y, t, ...) returned a traced "
+            f"value, so it reads a value being differentiated from outside itself (a closure or a "
+            f"global). Pass such parameters through args instead: odeint(func, y0, t, args=(a,)) "
+            f"with func(y, t, a); their derivatives then come from the adjoint ODE.") from e
 
 
 def _size(x):

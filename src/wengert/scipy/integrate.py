@@ -2,9 +2,11 @@
 
 Gradients by the adjoint method (an augmented ODE solved backwards, as HIPS autograd offers),
 tangents by forward sensitivities; see ``wengert.scipy._odeint``. Parameters of ``func`` must be
-passed through ``args`` (traced values closed over by ``func`` make the solver fail loudly).
+passed through ``args`` (traced values closed over by ``func`` make the solver fail loudly); an
+argument may be a pytree (a list of ``(W, b)`` pairs, as HIPS autograd allows).
 """
 
+from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.rules import broadcasting, shape
 from wengert.scipy import _odeint as ops
 
@@ -32,6 +34,15 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
             return user(t, y, *a)
 
         func.__name__ = getattr(user, "__name__", "func")
+    leaves, treedef = tree_flatten(args)
+    if len(leaves) != len(args) or any(type(a) in (list, tuple, dict) for a in args):
+        nested = func
+
+        def func(y, t, *flat):  # the arguments' leaves, each differentiable, rebuilt into the trees
+            return nested(y, t, *tree_unflatten(treedef, flat))
+
+        func.__name__ = getattr(nested, "__name__", "func")
+        args = tuple(leaves)
     if len(broadcasting.shape_of(y0)) == 0:
         y0 = shape.reshape(y0, (1,))
     elif len(broadcasting.shape_of(y0)) != 1:

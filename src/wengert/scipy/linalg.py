@@ -1,5 +1,5 @@
 """wengert.scipy.linalg: scipy.linalg's solve_triangular, cholesky, cho_factor/cho_solve, expm,
-sqrtm, solve_sylvester and block_diag, differentiable in every array argument.
+sqrtm, solve_sylvester, block_diag and solve_banded, differentiable in every array argument.
 
 Real 2-D matrices. ``cho_factor`` returns the factor with zeros (not SciPy's arbitrary values) in
 the triangle it does not use, and ``cholesky``/``cho_factor`` read the symmetric part of ``a``
@@ -10,11 +10,12 @@ overwritten).
 
 import numpy as np
 
-from wengert.rules import broadcasting, shape
+from wengert.numpy import linalg as numpy_linalg
+from wengert.rules import broadcasting, elementwise, indexing, shape
 from wengert.rules import scipy_linalg as ops
 
 __all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "expm", "sqrtm",
-           "solve_sylvester", "block_diag"]
+           "solve_sylvester", "block_diag", "solve_banded"]
 
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
 
@@ -98,3 +99,22 @@ def block_diag(*arrs):
         rows.append(shape.concatenate(*parts, axis=1))
         left += c
     return shape.concatenate(*rows, axis=0)
+
+
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    """scipy.linalg.solve_banded: x with a x = b, ``a`` given by its diagonals in ``ab``
+    (``ab[u + i - j, j] = a[i, j]``). Composed: the band is placed into a dense matrix (a
+    differentiable gather) and solved with ``wnp.linalg.solve``, so the cost is a dense solve's,
+    O(n^3), not SciPy's O(n (l + u)^2); for a long narrow band on plain values call SciPy itself."""
+    lower, upper = (int(k) for k in l_and_u)
+    rows, n = broadcasting.shape_of(ab)
+    if rows != lower + upper + 1:
+        raise ValueError(f"invalid values for the number of lower and upper diagonals: l+u+1 "
+                         f"({lower + upper + 1}) does not equal ab.shape[0] ({rows})")
+    if broadcasting.shape_of(b)[0] != n:
+        raise ValueError("shapes of ab and b are not compatible.")
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    band_row = upper + i - j
+    inside = (band_row >= 0) & (band_row < rows)
+    dense = elementwise.where(inside, indexing.getitem(ab, (np.where(inside, band_row, 0), j)), 0.0)
+    return numpy_linalg.solve(dense, b)

@@ -52,12 +52,13 @@ from wengert.rules.special import (
     y1,
     yn,
 )
+from wengert.rules.special_scaled import gammasgn, ive
 
 __all__ = [
     "erf", "erfc", "erfinv", "erfcinv", "gamma", "gammaln", "digamma", "psi", "polygamma",
     "gammainc", "gammaincc", "beta", "betaln", "betainc", "expit", "logit", "logsumexp", "softmax",
     "log_softmax", "xlogy", "xlog1py", "i0", "i1", "iv", "j0", "j1", "jn", "jv", "y0", "y1", "yn",
-    "rgamma", "multigammaln", "ndtr", "log_ndtr", "ndtri", "stdtr",
+    "rgamma", "multigammaln", "ndtr", "log_ndtr", "ndtri", "stdtr", "ive", "gammasgn",
 ]
 
 

@@ -1,4 +1,4 @@
-"""wengert.scipy.stats: densities and distribution functions of scipy.stats, differentiable.
+"""The distributions of wengert.scipy.stats (each also a submodule of that package, of the same name).
 
 ``norm``, ``t``, ``gamma``, ``beta``, ``chi2``, ``poisson``, ``dirichlet`` and
 ``multivariate_normal`` offer ``pdf``/``logpdf`` (``pmf``/``logpmf`` for ``poisson``) and, but for
@@ -321,6 +321,24 @@ class _MultivariateNormal(_Distribution):
             "numerical integration, which has no derivative rule); use scipy.stats on plain arrays")
 
     logcdf = cdf
+
+    def entropy(self, mean=None, cov=1, allow_singular=False):
+        """scipy.stats.multivariate_normal.entropy: (d log(2 pi e) + log det cov) / 2, differentiable
+        in ``cov`` (``mean`` does not change it)."""
+        if allow_singular:
+            raise NotImplementedError("wengert.scipy.stats.multivariate_normal.entropy: "
+                                      "allow_singular=True is not supported (it uses a Cholesky factor)")
+        cs = broadcasting.shape_of(cov)
+        ms = broadcasting.shape_of(mean) if mean is not None else None
+        dim = cs[0] if cs else (ms[0] if ms else 1)
+        if len(cs) == 0:
+            logdet = dim * log(cov)
+        elif len(cs) == 1:
+            logdet = wnp.sum(log(cov))
+        else:
+            chol = scipy_linalg.cholesky_lower(cov)
+            logdet = 2.0 * wnp.sum(log(indexing.getitem(chol, (np.arange(dim), np.arange(dim)))))
+        return 0.5 * (dim * (1.0 + math.log(2.0 * math.pi)) + logdet)
 
 
 norm = _Norm()

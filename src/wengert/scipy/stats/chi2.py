@@ -1,0 +1,14 @@
+"""wengert.scipy.stats.chi2: the functions of scipy.stats.chi2, as a module as well
+(``import wengert.scipy.stats.chi2``, HIPS autograd's form; ``from wengert.scipy.stats import
+chi2`` gives the same module)."""
+
+from wengert.scipy.stats._distributions import chi2 as _distribution
+
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
+
+cdf = _distribution.cdf
+logcdf = _distribution.logcdf
+logpdf = _distribution.logpdf
+logsf = _distribution.logsf
+pdf = _distribution.pdf
+sf = _distribution.sf
