@@ -95,7 +95,7 @@ def _names(*names):
 
 _REASONS = {
     "the derivative is identically zero: the core's zero rule returns NumPy zeros (nothing computed)":
-        (_names("floor", "ceil", "rint", "trunc", "sign", "composed:fix"), {COMPUTES}),
+        (_names("floor", "ceil", "rint", "trunc", "sign", "composed:fix", "gammasgn"), {COMPUTES}),
     "SciPy computes on NumPy arrays: Dask computes the argument when SciPy converts it":
         (_names("digamma", "polygamma", "expm", "sqrtm", "solve_sylvester", "odeint", "scipy_convolve",
                 "scipy_solve_triangular", "cholesky_lower", "softmax_cross_entropy",
@@ -104,7 +104,8 @@ _REASONS = {
                 "composed:scipy.special.logsumexp", "composed:scipy.special.multigammaln",
                 "composed:scipy.special.softmax", "composed:scipy.stats.beta", "composed:scipy.stats.chi2",
                 "composed:scipy.stats.dirichlet", "composed:scipy.stats.gamma",
-                "composed:scipy.stats.multivariate_normal", "composed:scipy.stats.poisson"),
+                "composed:scipy.stats.multivariate_normal", "composed:scipy.stats.poisson",
+                "composed:scipy.stats.multivariate_normal.entropy"),
          {LAZY, COMPUTES}),
     "np.linalg on Dask: Dask has 2-D, square-chunked inv/solve/cholesky/qr/svd only, and computes or "
     "refuses the rest (eig, eigh, det, pinv, slogdet)":
@@ -117,7 +118,8 @@ _REASONS = {
                 "composed:linalg.eigvalsh", "composed:linalg.lstsq", "composed:linalg.matrix_power",
                 "composed:linalg.norm", "composed:linalg.public_wrappers", "composed:linalg.qr",
                 "composed:linalg.slogdet", "composed:linalg.solve_vector", "composed:linalg.svd",
-                "composed:linalg.svdvals", "composed:linalg.tensorinv", "composed:linalg.tensorsolve"),
+                "composed:linalg.svdvals", "composed:linalg.tensorinv", "composed:linalg.tensorsolve",
+                "composed:polyfit"),
          {LAZY, COMPUTES, REFUSED}),
     "Dask's FFT needs one chunk along the transformed axis":
         (_names("fft.c2c", "fft.c2r", "fft.r2c", "composed:fft.fft", "composed:fft.fft2", "composed:fft.fftn",
@@ -131,16 +133,21 @@ _REASONS = {
                 "composed:linalg.trace", "composed:trace", "composed:take", "composed:take complex",
                 "composed:take_along_axis", "composed:sort", "composed:sort-free complex functions",
                 "composed:quantile", "composed:median", "composed:nn.cross_entropy(none)",
-                "composed:nn.cross_entropy(sum)"), {LAZY, COMPUTES, REFUSED}),
+                "composed:nn.cross_entropy(sum)", "composed:einsum (repeated subscripts)",
+                "composed:scipy.linalg.solve_banded", "composed:convolve", "composed:correlate",
+                "composed:scipy.signal.convolve (axes)"), {LAZY, COMPUTES, REFUSED}),
     "Dask's repeat takes one integer count and an axis; its reshape only merges or splits axes evenly":
-        (_names("repeat", "sum_repeats", "reshape", "composed:reshape complex"), {LAZY, REFUSED}),
+        (_names("repeat", "sum_repeats", "reshape", "composed:reshape complex",
+                "composed:reshape(order='F')"),
+         {LAZY, REFUSED}),
     "the wengert.numpy function computes its argument (np.asarray on the data: nan-functions, "
     "average's weights, select, partition, percentile)":
         (_names("composed:average", "composed:average complex", "composed:average complex weights",
                 "composed:nan_to_num", "composed:nancumprod", "composed:nancumsum", "composed:nanmax",
                 "composed:nanmean", "composed:nanmean complex", "composed:nanmin", "composed:nanprod",
                 "composed:nanstd", "composed:nansum", "composed:nansum complex", "composed:nanvar",
-                "composed:partition", "composed:percentile", "composed:select"), {LAZY, COMPUTES}),
+                "composed:partition", "composed:percentile", "composed:select", "composed:interp"),
+         {LAZY, COMPUTES, REFUSED}),
     "tie_select's case closes over NumPy x and y: the cotangent is multiplied by NumPy masks":
         (_names("tie_select"), {COMPUTES}),
 }
