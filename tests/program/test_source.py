@@ -386,3 +386,19 @@ def test_a_for_loop_that_never_runs_leaves_its_variables_alone():
 
     g = wg.source_grad(f, argnums=(0, 1))(np.zeros(0), 1.5)
     assert g[0].shape == (0,) and g[1] == 2.0
+
+
+def f_ifexp(x):
+    y = x * 2.0 if x > 0 else -x
+    return y
+
+
+def test_a_conditional_expression_on_a_traced_value_says_what_to_write():
+    # the advice fits the front end in use: an if statement, wnp.where, or the tape -- not
+    # wg.Program.from_source, which is what source_grad already is
+    with pytest.raises(wg.TransformError) as info:
+        wg.source_grad(f_ifexp)(1.0)
+    message = str(info.value)
+    assert "test_source.py, line" in message and "write it as an if statement" in message
+    assert "wnp.where" in message and "wg.grad" in message
+    assert "from_source" not in message

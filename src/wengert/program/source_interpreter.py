@@ -73,10 +73,12 @@ class Interpreter(LoopInterpreter):
             with np.errstate(all="ignore"):
                 return eval(code[0], self.fun.__globals__, Scope(self))  # noqa: S307 - the user's own code
         except TracingError as e:
-            raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e} Inside an expression, "
-                                 f"Python control flow (a if c else b, and/or, chained comparisons) on "
-                                 f"traced values is outside the subset; write an if statement. "
-                                 f"{TAPE}") from None
+            what = str(e).split(" of the traced value", 1)[0]  # "Python control flow (if, ...) on the value"
+            raise TransformError(
+                f"at {self.where(expr)} (in {self.parsed.name}): {what}: inside an expression (a if c else "
+                f"b, and/or, chained comparisons) this is outside the subset the source front end reads; "
+                f"write it as an if statement, or wnp.where(c, a, b) for an elementwise choice. {TAPE}"
+            ) from None
         except NameError as e:
             raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e}; a variable "
                                  f"assigned in only one branch of an if, or first assigned inside a "
