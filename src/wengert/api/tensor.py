@@ -8,6 +8,7 @@ the backward pass from ``y``. Inside ``wg.grad`` and friends, the boxed argument
 on that transform's own trace.
 """
 
+import math
 import threading
 from collections import namedtuple
 
@@ -111,7 +112,7 @@ class Tensor(Node):
                 "inputs with wg.tensor(..., requires_grad=True)")
         value = self.value
         if gradient is None:
-            if np.size(value) != 1:
+            if math.prod(np.shape(value)) != 1:  # from the shape: a Dask value is not computed
                 raise RuntimeError(
                     f"backward(): grad can be implicitly created only for scalar outputs; this "
                     f"tensor has shape {self.shape}: pass gradient= of that shape")
@@ -144,8 +145,10 @@ class Tensor(Node):
         return self
 
     def _accumulate_grad(self, g):
-        if type(g) is not float:
+        if isinstance(g, (np.ndarray, np.generic)):
             g = np.array(g, dtype=self.dtype)  # a copy: never alias a seed or a user's array
+        elif type(g) is not float:  # another array library's (Dask: immutable, kept lazy)
+            g = g.astype(self.dtype)
         prev = self.grad
         self._grad = _constant(g if prev is None else prev.value + g)
 

@@ -138,6 +138,8 @@ def _finish(g, value):
     if type(g) in BOX_TYPES:
         return g
     if type(value) is float:
+        if not isinstance(g, (np.ndarray, np.generic, int, complex)):
+            return g  # another array library's 0-d array (Dask): kept lazy, not made a float
         g = np.asarray(g)
         return float(g) if g.dtype.kind != "c" else complex(g)
     if isinstance(value, np.ndarray) and isinstance(g, np.ndarray) and g.shape != value.shape:
