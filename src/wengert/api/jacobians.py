@@ -31,11 +31,12 @@ from wengert.api.transforms import (
 )
 from wengert.api.tree import accepts_argnum, tree_flatten, tree_map, tree_unflatten
 from wengert.core.exits import name_of as _name
+from wengert.core.primitive import NoRuleError
 from wengert.core.trace import unbox_all
 from wengert.engines.batching import Batched, BatchTrace
 from wengert.engines.forward import Dual, ForwardTrace
 from wengert.engines.reverse import backward_pass, gc_paused, is_inexact
-from wengert.rules import broadcasting
+from wengert.rules import broadcasting, products
 from wengert.rules import shape as shape_ops
 
 __all__ = ["jacrev", "jacobian", "jacfwd", "hessian", "hvp", "hessian_vector_product", "hessian_tensor_product"]
@@ -288,8 +289,8 @@ def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
 def hessian_vector_product(fun: Callable[..., Any], argnum: int = 0) -> Callable[..., Any]:
     """``autograd.hessian_vector_product``: a function ``hvp(*args, vector)`` returning the Hessian
     of scalar ``fun`` with respect to argument ``argnum``, times ``vector`` (of that argument's
-    shape), by forward over reverse (the JVP of the gradient): no Hessian is formed. The other
-    arguments are held fixed. :func:`hvp` is the same product in JAX's form."""
+    shape), by forward over reverse (the JVP of the gradient; reverse over reverse, as in autograd,
+    where a primitive has no JVP rule): no Hessian is formed. The other arguments are held fixed. :func:`hvp` is the same product in JAX's form."""
     _argnums(fun, argnum, "hessian_vector_product")
     if not isinstance(argnum, (int, np.integer)) or isinstance(argnum, bool):
         raise TypeError(f"wg.hessian_vector_product({_name(fun)}, argnum={argnum!r}): argnum must be one int")
@@ -302,7 +303,11 @@ def hessian_vector_product(fun: Callable[..., Any], argnum: int = 0) -> Callable
         *args, vector = args_and_vector
         (a,) = _argnums_tuple(fun, argnum, len(args), "hessian_vector_product")[1]
         rest = _restricted(g, args, (a,), kwargs)
-        return jvp(rest, (args[a],), (vector,))[1]
+        try:
+            return jvp(rest, (args[a],), (vector,))[1]
+        except NoRuleError:  # a primitive with a VJP rule only: reverse over reverse, as autograd
+            dot = lambda x: products.tensordot(rest(x), vector, axes=np.ndim(vector))  # noqa: E731
+            return grad(dot)(args[a])
 
     return hvp_fun
 
