@@ -18,7 +18,7 @@ PAGES = {
     "wengert.checkpointing": "Checkpoint schedules: Griewank and Walther's binomial schedule and CTZ.",
     "wengert.testing": "Gradient checks against finite differences, in both modes, to any order.",
     "wengert.viz": "Pictures of the tape.",
-    "wengert.misc": "HIPS autograd's `autograd.misc` paths: `flatten`, `flatten_func` and the functional optimizers.",
+    "wengert.misc": "HIPS autograd's `autograd.misc` paths: `flatten`, `flatten_func`, the optimizers.",
     "wengert.extend": "HIPS autograd's `autograd.extend`: primitives with autograd's rule conventions.",
 }
 

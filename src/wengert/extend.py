@@ -31,7 +31,7 @@ def _from_maker(maker: Callable[..., Any]) -> Callable[..., Any]:
     return rule
 
 
-def _slots(vjps, argnums, definer):
+def _slots(vjps: list[Any], argnums: Any, definer: str) -> list[Any]:
     argnums = tuple(range(len(vjps))) if argnums is None else tuple(argnums)
     if len(argnums) != len(vjps):
         raise TypeError(f"wengert.extend.{definer}: {len(vjps)} rules for argnums={argnums}; give one rule "

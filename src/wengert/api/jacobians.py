@@ -39,7 +39,8 @@ from wengert.engines.reverse import backward_pass, gc_paused, is_inexact
 from wengert.rules import broadcasting, products
 from wengert.rules import shape as shape_ops
 
-__all__ = ["jacrev", "jacobian", "jacfwd", "hessian", "hvp", "hessian_vector_product", "hessian_tensor_product"]
+__all__ = ["jacrev", "jacobian", "jacfwd", "hessian", "hvp", "hessian_vector_product",
+           "hessian_tensor_product"]
 
 
 def _check_chunk(chunk_size, transform):
@@ -290,7 +291,8 @@ def hessian_vector_product(fun: Callable[..., Any], argnum: int = 0) -> Callable
     """``autograd.hessian_vector_product``: a function ``hvp(*args, vector)`` returning the Hessian
     of scalar ``fun`` with respect to argument ``argnum``, times ``vector`` (of that argument's
     shape), by forward over reverse (the JVP of the gradient; reverse over reverse, as in autograd,
-    where a primitive has no JVP rule): no Hessian is formed. The other arguments are held fixed. :func:`hvp` is the same product in JAX's form."""
+    where a primitive has no JVP rule): no Hessian is formed. The other arguments are held fixed.
+    :func:`hvp` is the same product in JAX's form."""
     _argnums(fun, argnum, "hessian_vector_product")
     if not isinstance(argnum, (int, np.integer)) or isinstance(argnum, bool):
         raise TypeError(f"wg.hessian_vector_product({_name(fun)}, argnum={argnum!r}): argnum must be one int")

@@ -16,7 +16,8 @@ def flatten(value: Any) -> tuple[Any, Callable[[Any], Any]]:
     return tree_ravel(value)
 
 
-def flatten_func(func: Callable[..., Any], example: Any) -> tuple[Callable[..., Any], Callable[[Any], Any], Any]:
+def flatten_func(func: Callable[..., Any],
+                 example: Any) -> tuple[Callable[..., Any], Callable[[Any], Any], Any]:
     """``(flat_func, unflatten, flat_example)``, as ``autograd.misc.flatten.flatten_func``:
     ``flat_func(vector, *args)`` is ``func(unflatten(vector), *args)`` with its result flattened
     too, ``unflatten`` rebuilds a pytree shaped like ``example``, and ``flat_example`` is
