@@ -56,7 +56,8 @@ __all__ = [
     "checkpointed",
 ]
 
-_SUBMODULES = ("numpy", "scipy", "nn", "optim", "viz", "checkpointing", "testing", "misc", "extend")
+_SUBMODULES = ("numpy", "scipy", "nn", "optim", "viz", "checkpointing", "testing", "misc", "extend",
+               "test_util")
 
 
 def __getattr__(name):

@@ -102,6 +102,12 @@ def test_check_grads_curried_finds_a_wrong_rule():
         check_grads(bad, modes=["rev"], order=1)(X)
 
 
+def test_check_grads_at_autograds_path():
+    from wengert.test_util import check_grads as at_autograds_path
+
+    assert at_autograds_path is check_grads
+
+
 def test_check_grads_direct_form_still_works():
     check_grads(f, X, Y)
     check_grads(f, X, Y, modes=("rev",), order=1)
@@ -241,8 +247,8 @@ def test_logsumexp_matches_autograd():
     mine, theirs = make_logsumexp(wnp, extend), make_logsumexp(anp, ag_extend)
     x = onp.array([1.5, 2.0, -0.3])
     onp.testing.assert_allclose(wg.grad(mine)(x), autograd.grad(theirs)(x), rtol=1e-12)
-    # autograd's hessian is reverse over reverse; wengert's forward over reverse needs a JVP rule,
-    # so with a VJP rule alone the second derivative is taken by jacobian(grad), as autograd does
+    # a VJP rule alone: wg.hessian goes reverse over reverse, as autograd's does
+    onp.testing.assert_allclose(wg.hessian(mine)(x), autograd.hessian(theirs)(x), rtol=1e-10)
     onp.testing.assert_allclose(wg.jacobian(wg.grad(mine))(x), autograd.hessian(theirs)(x), rtol=1e-10)
     v = onp.array([1.0, -2.0, 0.5])
     onp.testing.assert_allclose(wg.hessian_vector_product(mine)(x, v),
@@ -290,3 +296,13 @@ def test_extend_argnum_forms_and_notrace():
 
     count = extend.notrace_primitive(lambda x: onp.sum(x > 0))
     assert wg.grad(lambda x: wnp.sum(x) * count(x))(X) .tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_primitive_without_any_rule_is_still_an_error_for_hessian():
+    import wengert.extend as extend
+
+    bare = extend.primitive(lambda x: onp.sum(x ** 2))
+    with pytest.raises(wg.NoRuleError, match="VJP"):
+        wg.hessian(bare)(X)
+    with pytest.raises(wg.NoRuleError, match="VJP"):
+        wg.hessian_vector_product(bare)(X, X)

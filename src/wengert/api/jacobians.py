@@ -265,12 +265,31 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform, chunk_size=None):
 @accepts_argnum
 def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
             holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
-    """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``). For a tuple
+    """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``); reverse over reverse,
+    ``jacrev(jacrev(fun))`` as in HIPS autograd, where a primitive has no JVP rule. For a tuple
     ``argnums`` the blocks nest as ``((H00, H01), (H10, H11))``, block ``Hij`` of shape
     ``x_i.shape + x_j.shape``; pytree arguments nest likewise."""
     _argnums(fun, argnums, "hessian")
-    return _jacfwd(jacrev(fun, argnums, has_aux, holomorphic, chunk_size), argnums, has_aux, holomorphic,
-                   "hessian", chunk_size)
+    fwd = _jacfwd(jacrev(fun, argnums, has_aux, holomorphic, chunk_size), argnums, has_aux, holomorphic,
+                  "hessian", chunk_size)
+
+    @functools.wraps(fun)
+    def hessian_fun(*args, **kwargs):
+        try:
+            return fwd(*args, **kwargs)
+        except NoRuleError as e:
+            if not _no_jvp_rule(e):
+                raise
+        # a primitive with a VJP rule only (as autograd's extensions often are): reverse over reverse
+        rev = jacrev(fun, argnums, has_aux, holomorphic, chunk_size)
+        return jacrev(rev, argnums, has_aux, holomorphic, chunk_size)(*args, **kwargs)
+
+    return hessian_fun
+
+
+def _no_jvp_rule(error):
+    """Whether ``error`` (a NoRuleError) is a primitive's missing forward-mode rule."""
+    return "JVP (forward-mode)" in str(error)
 
 
 def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
@@ -307,7 +326,9 @@ def hessian_vector_product(fun: Callable[..., Any], argnum: int = 0) -> Callable
         rest = _restricted(g, args, (a,), kwargs)
         try:
             return jvp(rest, (args[a],), (vector,))[1]
-        except NoRuleError:  # a primitive with a VJP rule only: reverse over reverse, as autograd
+        except NoRuleError as e:  # a primitive with a VJP rule only: reverse over reverse, as autograd
+            if not _no_jvp_rule(e):
+                raise
             dot = lambda x: products.tensordot(rest(x), vector, axes=np.ndim(vector))  # noqa: E731
             return grad(dot)(args[a])
 
