@@ -117,6 +117,7 @@ LAYERS = (
     ("front ends", ("wengert.numpy", "wengert.scipy")),
     ("program", ("wengert.program",)),
     ("on top", ("wengert", "wengert.nn", "wengert.optim", "wengert.viz", "wengert.testing", "wengert.cli",
+                "wengert.misc", "wengert.extend", "wengert.test_util",
                 "wengert.__main__")),
 )
 """Bottom to top: a module may import modules of its own layer and of the layers before it, never

@@ -18,6 +18,9 @@ PAGES = {
     "wengert.checkpointing": "Checkpoint schedules: Griewank and Walther's binomial schedule and CTZ.",
     "wengert.testing": "Gradient checks against finite differences, in both modes, to any order.",
     "wengert.viz": "Pictures of the tape.",
+    "wengert.misc": "HIPS autograd's `autograd.misc` paths: `flatten`, `flatten_func`, the optimizers.",
+    "wengert.extend": "HIPS autograd's `autograd.extend`: primitives with autograd's rule conventions.",
+    "wengert.test_util": "HIPS autograd's `autograd.test_util` path: `check_grads` of `wengert.testing`.",
 }
 
 

@@ -9,7 +9,15 @@ from the same rules.
 
 from wengert.api.batching import vmap
 from wengert.api.checkpointing.transforms import checkpoint, iterate
-from wengert.api.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
+from wengert.api.jacobians import (
+    hessian,
+    hessian_tensor_product,
+    hessian_vector_product,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacrev,
+)
 from wengert.api.tape import Grad, Tape, Var
 from wengert.api.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, tensor
 from wengert.api.transforms import elementwise_grad, grad, jvp, stop_gradient, value_and_grad, vjp
@@ -37,7 +45,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "jacfwd", "jacrev", "jacobian",
-    "hessian", "hvp", "stop_gradient", "vmap",
+    "hessian", "hvp", "hessian_vector_product", "hessian_tensor_product", "stop_gradient", "vmap",
     "Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled",
     "Tape", "Var", "Grad",
     "primitive", "defvjp", "defjvp", "elementwise", "facts", "defvjp_argnum", "defjvp_argnum",
@@ -48,7 +56,8 @@ __all__ = [
     "checkpointed",
 ]
 
-_SUBMODULES = ("numpy", "scipy", "nn", "optim", "viz", "checkpointing", "testing")
+_SUBMODULES = ("numpy", "scipy", "nn", "optim", "viz", "checkpointing", "testing", "misc", "extend",
+               "test_util")
 
 
 def __getattr__(name):

@@ -75,18 +75,53 @@ def _close(a, b, rtol, atol):
 
 
 def check_grads(fun: Callable[..., Any], *args: Any, modes: Sequence[str] = ("fwd", "rev"), order: int = 2,
-                eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-6, seed: int = 0) -> None:
+                eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-6, seed: int = 0,
+                argnum: int | None = None) -> Any:
     """Check ``fun``'s derivatives at ``args`` against finite differences, to ``order``.
 
     Like HIPS autograd's ``check_grads``. Raises :class:`GradientCheckError` naming the mode, the
     order and both numbers when they disagree. ``args`` are the differentiated arguments (arrays,
     floats, or pytrees of them); close over anything else.
+
+    Called with the function alone, ``check_grads(fun, modes=..., order=...)`` is autograd's curried
+    form: it returns ``check(*args)``, which checks ``fun``'s derivatives with respect to argument
+    ``argnum`` (0 by default, as in autograd), the other arguments held fixed. ``argnum`` given with
+    ``args`` likewise checks that argument alone.
     """
     for m in modes:
         if m not in ("fwd", "rev"):
             raise ValueError(f"check_grads: unknown mode {m!r}; use 'fwd' and/or 'rev'")
+    options = dict(modes=modes, order=order, eps=eps, rtol=rtol, atol=atol, seed=seed)
+    if not args:
+        def check(*call_args: Any, **kwargs: Any) -> None:
+            _check_argnum(fun, call_args, kwargs, 0 if argnum is None else argnum, options)
+
+        check.__name__ = f"check_grads({_name(fun)})"
+        return check
+    if argnum is not None:
+        _check_argnum(fun, args, {}, argnum, options)
+        return None
     rng = np.random.default_rng(seed)
     _check(fun, args, modes, order, 1, eps, rtol, atol, rng)
+    return None
+
+
+def _check_argnum(fun, args, kwargs, argnum, options):
+    """``check_grads`` of ``fun`` as a function of ``args[argnum]`` alone."""
+    if not -len(args) <= argnum < len(args):
+        raise ValueError(f"check_grads({_name(fun)}): argnum={argnum} asked for, but the check was called "
+                         f"with {len(args)} positional argument(s)")
+    argnum %= len(args)
+
+    def of_one(x):
+        full = list(args)
+        full[argnum] = x
+        return fun(*full, **kwargs)
+
+    of_one.__name__ = _name(fun)
+    rng = np.random.default_rng(options["seed"])
+    _check(of_one, (args[argnum],), options["modes"], options["order"], 1, options["eps"], options["rtol"],
+           options["atol"], rng)
 
 
 def _check(fun, args, modes, order, level, eps, rtol, atol, rng):

@@ -29,16 +29,18 @@ from wengert.api.transforms import (
     grad,
     jvp,
 )
-from wengert.api.tree import tree_flatten, tree_map, tree_unflatten
+from wengert.api.tree import accepts_argnum, tree_flatten, tree_map, tree_unflatten
 from wengert.core.exits import name_of as _name
+from wengert.core.primitive import NoRuleError
 from wengert.core.trace import unbox_all
 from wengert.engines.batching import Batched, BatchTrace
 from wengert.engines.forward import Dual, ForwardTrace
 from wengert.engines.reverse import backward_pass, gc_paused, is_inexact
-from wengert.rules import broadcasting
+from wengert.rules import broadcasting, products
 from wengert.rules import shape as shape_ops
 
-__all__ = ["jacrev", "jacobian", "jacfwd", "hessian", "hvp"]
+__all__ = ["jacrev", "jacobian", "jacfwd", "hessian", "hvp", "hessian_vector_product",
+           "hessian_tensor_product"]
 
 
 def _check_chunk(chunk_size, transform):
@@ -134,6 +136,7 @@ def _assemble(out_def, per_out, single):
     return tree_unflatten(out_def, [blocks[0] if single else tuple(blocks) for blocks in per_out])
 
 
+@accepts_argnum
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
     """Jacobian by reverse mode (``jax.jacrev``): one recording, and one backward pass batched over
@@ -180,6 +183,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
 jacobian = jacrev
 
 
+@accepts_argnum
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
     """Jacobian by forward mode (``jax.jacfwd``): one forward pass batched over every input element
@@ -258,14 +262,34 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform, chunk_size=None):
     return jac_fun
 
 
+@accepts_argnum
 def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
             holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
-    """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``). For a tuple
+    """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``); reverse over reverse,
+    ``jacrev(jacrev(fun))`` as in HIPS autograd, where a primitive has no JVP rule. For a tuple
     ``argnums`` the blocks nest as ``((H00, H01), (H10, H11))``, block ``Hij`` of shape
     ``x_i.shape + x_j.shape``; pytree arguments nest likewise."""
     _argnums(fun, argnums, "hessian")
-    return _jacfwd(jacrev(fun, argnums, has_aux, holomorphic, chunk_size), argnums, has_aux, holomorphic,
-                   "hessian", chunk_size)
+    fwd = _jacfwd(jacrev(fun, argnums, has_aux, holomorphic, chunk_size), argnums, has_aux, holomorphic,
+                  "hessian", chunk_size)
+
+    @functools.wraps(fun)
+    def hessian_fun(*args, **kwargs):
+        try:
+            return fwd(*args, **kwargs)
+        except NoRuleError as e:
+            if not _no_jvp_rule(e):
+                raise
+        # a primitive with a VJP rule only (as autograd's extensions often are): reverse over reverse
+        rev = jacrev(fun, argnums, has_aux, holomorphic, chunk_size)
+        return jacrev(rev, argnums, has_aux, holomorphic, chunk_size)(*args, **kwargs)
+
+    return hessian_fun
+
+
+def _no_jvp_rule(error):
+    """Whether ``error`` (a NoRuleError) is a primitive's missing forward-mode rule."""
+    return "JVP (forward-mode)" in str(error)
 
 
 def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
@@ -280,3 +304,36 @@ def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     n = len(primals)
     g = grad(fun, argnums=0 if n == 1 else tuple(range(n)))
     return jvp(g, tuple(primals), tuple(tangents))[1]
+
+
+def hessian_vector_product(fun: Callable[..., Any], argnum: int = 0) -> Callable[..., Any]:
+    """``autograd.hessian_vector_product``: a function ``hvp(*args, vector)`` returning the Hessian
+    of scalar ``fun`` with respect to argument ``argnum``, times ``vector`` (of that argument's
+    shape), by forward over reverse (the JVP of the gradient; reverse over reverse, as in autograd,
+    where a primitive has no JVP rule): no Hessian is formed. The other arguments are held fixed.
+    :func:`hvp` is the same product in JAX's form."""
+    _argnums(fun, argnum, "hessian_vector_product")
+    if not isinstance(argnum, (int, np.integer)) or isinstance(argnum, bool):
+        raise TypeError(f"wg.hessian_vector_product({_name(fun)}, argnum={argnum!r}): argnum must be one int")
+    g = grad(fun, argnums=argnum)
+
+    @functools.wraps(fun)
+    def hvp_fun(*args_and_vector, **kwargs):
+        if not args_and_vector:
+            raise TypeError(f"wg.hessian_vector_product({_name(fun)}): call it as hvp(*args, vector)")
+        *args, vector = args_and_vector
+        (a,) = _argnums_tuple(fun, argnum, len(args), "hessian_vector_product")[1]
+        rest = _restricted(g, args, (a,), kwargs)
+        try:
+            return jvp(rest, (args[a],), (vector,))[1]
+        except NoRuleError as e:  # a primitive with a VJP rule only: reverse over reverse, as autograd
+            if not _no_jvp_rule(e):
+                raise
+            dot = lambda x: products.tensordot(rest(x), vector, axes=np.ndim(vector))  # noqa: E731
+            return grad(dot)(args[a])
+
+    return hvp_fun
+
+
+hessian_tensor_product = hessian_vector_product
+"""``autograd.hessian_tensor_product``: the same function (the vector has the argument's shape)."""

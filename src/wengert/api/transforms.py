@@ -14,6 +14,7 @@ import numpy as np
 from wengert.api.tensor import Tensor
 from wengert.api.tree import (
     _LEAF,
+    accepts_argnum,
     argnums_checked,
     argnums_resolved,
     describe,
@@ -171,6 +172,7 @@ def _ones(value):
     return np.ones(np.shape(v), dtype=np.result_type(v))
 
 
+@accepts_argnum
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """Function returning ``(fun(*args), gradient)`` (``jax.value_and_grad``).
 
@@ -267,6 +269,7 @@ def _check_scalar(out, v, fun):
             f"integer and boolean results carry no derivative.")
 
 
+@accepts_argnum
 def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """Gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums`` (``jax.grad``).
 
@@ -344,6 +347,7 @@ def vjp(fun, *primals, has_aux=False):
     return value, vjp_fun
 
 
+@accepts_argnum
 def elementwise_grad(fun, argnums=0):
     """Sum over outputs of their gradients: the derivative of an elementwise function
     (``autograd.elementwise_grad``; the VJP with a cotangent of ones). It nests:

@@ -6,8 +6,9 @@ structure. Namedtuples keep their type; dicts keep their keys' order; ``None`` i
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from wengert.rules import broadcasting, indexing
 from wengert.rules import shape as shape_ops
 
 __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_structure", "tree_ravel",
-           "argnums_checked", "argnums_resolved"]
+           "argnums_checked", "argnums_resolved", "accepts_argnum"]
 
 _LEAF = "leaf"
 
@@ -194,3 +195,25 @@ def argnums_resolved(nums: tuple[int, ...], nargs: int, where: str | Callable[[]
         seen[k] = a
         out.append(k)
     return tuple(out)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def accepts_argnum(transform: _F) -> _F:
+    """``transform(fun, argnum=1)`` read as ``transform(fun, argnums=1)``: HIPS autograd's spelling,
+    so that its users' code runs unchanged. Giving both (``argnums`` by keyword or by position) is a
+    TypeError naming both."""
+
+    @functools.wraps(transform)
+    def with_argnum(*args: Any, **kwargs: Any) -> Any:
+        if "argnum" in kwargs:
+            argnum = kwargs.pop("argnum")
+            if "argnums" in kwargs or len(args) > 1:
+                given = kwargs["argnums"] if "argnums" in kwargs else args[1]
+                raise TypeError(f"wg.{transform.__name__}: both argnum={argnum!r} and argnums={given!r} "
+                                f"given; argnum is HIPS autograd's spelling of argnums: give one of them")
+            kwargs["argnums"] = argnum
+        return transform(*args, **kwargs)
+
+    return with_argnum  # type: ignore[return-value]
