@@ -402,3 +402,22 @@ def test_a_conditional_expression_on_a_traced_value_says_what_to_write():
     assert "test_source.py, line" in message and "write it as an if statement" in message
     assert "wnp.where" in message and "wg.grad" in message
     assert "from_source" not in message
+
+
+def f_stack_in_a_loop(v):
+    s = 0.0
+    for i in range(3):
+        if v[i] > 0.0:
+            s = s + np.sum(np.stack([v, v * v]) * v[i])
+        else:
+            s = s - v[i]
+    return s
+
+
+def test_stack_inside_a_loop_beside_the_loops_own_stack():
+    # the generated code keeps a list named `stack` for its loops: stacking arrays must not be spelled
+    # with that name
+    x = np.array([1.0, -2.0, 3.0])
+    d = wg.source_grad(f_stack_in_a_loop)
+    np.testing.assert_allclose(d(x), wg.grad(f_stack_in_a_loop)(x), rtol=1e-14)
+    assert "np.stack((" in d.source and "stack = []" in d.source

@@ -317,8 +317,8 @@ def _call(stmt, name, a, kw, mod, as_float):
     if name == "where" and isinstance(stmt.args[2], (int, float)) and stmt.args[2] == 0 \
             and type(stmt.args[1]) is Variable and stmt.args[1].kind == "array":
         return f"{mod.use_helper(masked)}({a[1]}, {a[0]})"
-    if name == "concatenate":
-        return f"np.concatenate(({', '.join(a)},){kw})"
+    if name == "concatenate" or name == "stack":  # NumPy's take the arrays as one sequence
+        return f"np.{name}(({', '.join(a)},){kw})"
     if name == "astype":
         return f"np.asarray({a[0]}).astype({a[1]})"
     x = stmt.args[0] if stmt.args else None

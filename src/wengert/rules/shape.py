@@ -157,7 +157,7 @@ defvjp_argnum(stack, _stack_vjp)
 defjvp_argnum(stack, _stack_jvp)
 stack.jvp_joint = _stack_jvp_joint
 stack.vjp_joint = _stack_vjp_joint
-facts(stack, fresh=True, helper=True)
+facts(stack, fresh=True)
 
 
 def _repeat_impl(a, repeats, axis=None):
