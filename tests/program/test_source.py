@@ -421,3 +421,22 @@ def test_stack_inside_a_loop_beside_the_loops_own_stack():
     d = wg.source_grad(f_stack_in_a_loop)
     np.testing.assert_allclose(d(x), wg.grad(f_stack_in_a_loop)(x), rtol=1e-14)
     assert "np.stack((" in d.source and "stack = []" in d.source
+
+
+def f_names_like_the_modules(v):
+    s = 0.0
+    for i in range(3):
+        masked = v * v[i]  # the name of a helper generated code includes
+        cos = np.sin(masked)  # the name of a math function generated code imports
+        s = s + np.sum(np.where(v > 0.5, np.cos(cos), 0.0))
+    return s
+
+
+def test_user_variables_named_like_helpers_or_math_functions_do_not_shadow_them():
+    x = np.array([1.0, -2.0, 3.0])
+    d = wg.source_grad(f_names_like_the_modules)
+    np.testing.assert_allclose(d(x), wg.grad(f_names_like_the_modules)(x), rtol=1e-13)
+    h = 1e-6
+    e0 = np.array([h, 0.0, 0.0])
+    fd = (f_names_like_the_modules(x + e0) - f_names_like_the_modules(x - e0)) / (2 * h)
+    np.testing.assert_allclose(d(x)[0], fd, rtol=1e-6)

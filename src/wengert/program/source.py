@@ -28,6 +28,7 @@ import types
 import numpy as np
 
 from wengert.api.tree import tree_flatten, tree_unflatten
+from wengert.program import rendering
 from wengert.program.compiled import CompiledFunction
 from wengert.program.control import TransformError
 from wengert.program.control_codegen import block_source, compile_block
@@ -142,7 +143,10 @@ def from_source(fun, *example_args):
         example_args = tuple(1.0 for p in free if p not in defaults)
     if not len([p for p in free if p not in defaults]) <= len(example_args) <= len(free):
         raise TypeError(f"{parsed.name} takes {len(free)} arguments, got {len(example_args)}")
-    builder = SourceBuilder(names={"np", "math", "stack", "range", "len"} - set(params))
+    # names the generated module defines (helpers, math functions) or the code uses: the user's
+    # variables of those names are renamed (cos -> cos2), never shadow them
+    taken = {"np", "math", "stack", "range", "len"} | rendering.reserved_names()
+    builder = SourceBuilder(names=taken - set(params))
     interp = Interpreter(fun, builder)
     inputs, slots = [], []
     for name, a in zip(free, example_args):
