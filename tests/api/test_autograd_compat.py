@@ -306,3 +306,26 @@ def test_a_primitive_without_any_rule_is_still_an_error_for_hessian():
         wg.hessian(bare)(X)
     with pytest.raises(wg.NoRuleError, match="VJP"):
         wg.hessian_vector_product(bare)(X, X)
+
+
+def test_fixed_point_differentiates_by_the_implicit_function_theorem():
+    from wengert.misc.fixed_points import fixed_point
+
+    def newton(a):
+        return lambda x: 0.5 * (x + a / x)
+
+    def sqrt(a):
+        return fixed_point(newton, a, 10.0, lambda x, y: wnp.abs(x - y), 1e-12)
+
+    a = 2.0
+    assert sqrt(a) == pytest.approx(onp.sqrt(a), rel=1e-12)
+    assert wg.grad(sqrt)(a) == pytest.approx(0.5 / onp.sqrt(a), rel=1e-9)
+    assert wg.grad(wg.grad(sqrt))(a) == pytest.approx(-0.25 * a ** -1.5, rel=1e-6)
+    h = 1e-6
+    assert wg.grad(sqrt)(a) == pytest.approx((sqrt(a + h) - sqrt(a - h)) / (2 * h), rel=1e-6)
+    ag = pytest.importorskip("autograd")
+    import autograd.numpy as anp
+    from autograd.misc.fixed_points import fixed_point as ag_fixed_point
+
+    ag_sqrt = lambda a: ag_fixed_point(newton, a, 10.0, lambda x, y: anp.abs(x - y), 1e-12)  # noqa: E731
+    assert wg.grad(sqrt)(a) == pytest.approx(ag.grad(ag_sqrt)(a), rel=1e-9)
