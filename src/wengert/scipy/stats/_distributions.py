@@ -1,19 +1,5 @@
-"""The distributions of wengert.scipy.stats (each also a submodule of that package, of the same name).
-
-``norm``, ``t``, ``gamma``, ``beta``, ``chi2``, ``poisson``, ``dirichlet`` and
-``multivariate_normal`` offer ``pdf``/``logpdf`` (``pmf``/``logpmf`` for ``poisson``) and, but for
-the last two, ``cdf``/``logcdf``/``sf``/``logsf`` (``norm`` also ``ppf``/``isf``), with SciPy's
-signatures, e.g. ``norm.logpdf(x, loc=0, scale=1)``. Everything is
-composed from ``wengert.scipy.special`` primitives, so every continuous argument is differentiable
-to any order, with these exceptions (asking raises ``NoRuleError`` naming the argument):
-
-- the cdf/logcdf/sf/logsf of ``t`` in ``df``, of ``gamma`` and ``chi2`` in ``a``/``df``, of ``beta`` in
-  ``a`` and ``b`` (derivatives of incomplete gamma/beta functions in their shape parameters);
-- ``poisson``'s ``k`` is discrete (its cdf is differentiable in ``mu``);
-- ``multivariate_normal`` has no ``cdf`` here (SciPy's is a numerical integral).
-
-Outside a distribution's support the log-density is ``-inf`` (density 0) with a zero gradient.
-"""
+"""The distributions of ``wengert.scipy.stats`` (see the package's docstring for what each offers and
+which arguments are not differentiable), and :func:`export`, which makes each one a submodule too."""
 
 import math
 
@@ -25,7 +11,7 @@ from wengert.rules import broadcasting, indexing, scipy_linalg
 from wengert.rules import special as sp
 from wengert.rules.elementwise import exp, log, log1p, where
 
-__all__ = ["norm", "t", "gamma", "beta", "chi2", "poisson", "dirichlet", "multivariate_normal"]
+__all__ = ["norm", "t", "gamma", "beta", "chi2", "poisson", "dirichlet", "multivariate_normal", "export"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -349,3 +335,11 @@ chi2 = _Chi2()
 poisson = _Poisson()
 dirichlet = _Dirichlet()
 multivariate_normal = _MultivariateNormal()
+
+
+def export(distribution, namespace, names):
+    """Make a distribution's submodule (``wengert.scipy.stats.beta``, HIPS autograd's form): its
+    functions ``names`` (``pdf``, ``logpdf``, ...) bound in the module's ``namespace``; returns the
+    names, the module's ``__all__``."""
+    namespace.update({n: getattr(distribution, n) for n in names})
+    return list(names)

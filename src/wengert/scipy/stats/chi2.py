@@ -3,12 +3,6 @@
 chi2`` gives the same module)."""
 
 from wengert.scipy.stats._distributions import chi2 as _distribution
+from wengert.scipy.stats._distributions import export
 
-__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
-
-cdf = _distribution.cdf
-logcdf = _distribution.logcdf
-logpdf = _distribution.logpdf
-logsf = _distribution.logsf
-pdf = _distribution.pdf
-sf = _distribution.sf
+__all__ = export(_distribution, globals(), ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"])

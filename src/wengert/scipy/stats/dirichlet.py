@@ -3,8 +3,6 @@
 dirichlet`` gives the same module)."""
 
 from wengert.scipy.stats._distributions import dirichlet as _distribution
+from wengert.scipy.stats._distributions import export
 
-__all__ = ["logpdf", "pdf"]
-
-logpdf = _distribution.logpdf
-pdf = _distribution.pdf
+__all__ = export(_distribution, globals(), ["logpdf", "pdf"])

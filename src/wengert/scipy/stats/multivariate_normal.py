@@ -2,12 +2,7 @@
 module as well (``import wengert.scipy.stats.multivariate_normal as mvn``, HIPS autograd's form;
 ``from wengert.scipy.stats import multivariate_normal`` gives the same module)."""
 
+from wengert.scipy.stats._distributions import export
 from wengert.scipy.stats._distributions import multivariate_normal as _distribution
 
-__all__ = ["cdf", "entropy", "logcdf", "logpdf", "pdf"]
-
-cdf = _distribution.cdf
-entropy = _distribution.entropy
-logcdf = _distribution.logcdf
-logpdf = _distribution.logpdf
-pdf = _distribution.pdf
+__all__ = export(_distribution, globals(), ["cdf", "entropy", "logcdf", "logpdf", "pdf"])
