@@ -5,24 +5,13 @@ diagonal batch, kept diagonal through elementwise steps and matrix products) and
 batches). The structured basis must change nothing: not the values, not where a 0 * inf makes a nan.
 """
 
-import warnings
-
 import numpy as np
 import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from tests.rules.test_batching import LIST, REFUSED, TABLE
+from tests.rules.test_batching import LIST, REFUSED, TABLE, _quiet  # noqa: F401 - its autouse fixture
 from wengert.api.tree import tree_flatten
-from wengert.engines.batching import NoBatchingRuleWarning
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NoBatchingRuleWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        yield
 
 
 def _real_leaves(out):
@@ -84,15 +73,19 @@ def _same(got, want, what):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-300, err_msg=what)
 
 
-@pytest.mark.parametrize("name,i", LIST)
-def test_jacobians_equal_one_pass_per_basis_vector(name, i):
+def _case(name, i):
+    """Case ``i`` of ``name`` as a function of its real float arguments alone, and those arguments."""
     fun, args = TABLE[name][i]
     nums = tuple(j for j, a in enumerate(args)
                  if type(a) is float or (isinstance(a, np.ndarray) and a.dtype.kind == "f"))
     if not nums or name in REFUSED or not _real_leaves(fun(*args)):
         pytest.skip("no real float argument or result")
-    f = _restricted(fun, args, nums)
-    xs = tuple(args[j] for j in nums)
+    return _restricted(fun, args, nums), tuple(args[j] for j in nums)
+
+
+@pytest.mark.parametrize("name,i", LIST)
+def test_jacobians_equal_one_pass_per_basis_vector(name, i):
+    f, xs = _case(name, i)
     argnums = tuple(range(len(xs)))
     rows, cols = _by_vjps(f, xs), _by_jvps(f, xs)
     sizes = [int(np.size(o)) for o in f(*xs)] + [int(np.size(x)) for x in xs]
@@ -103,13 +96,7 @@ def test_jacobians_equal_one_pass_per_basis_vector(name, i):
 
 @pytest.mark.parametrize("name,i", LIST)
 def test_hessians_equal_one_tangent_of_the_gradient_per_basis_vector(name, i):
-    fun, args = TABLE[name][i]
-    nums = tuple(j for j, a in enumerate(args)
-                 if type(a) is float or (isinstance(a, np.ndarray) and a.dtype.kind == "f"))
-    if not nums or name in REFUSED or not _real_leaves(fun(*args)):
-        pytest.skip("no real float argument or result")
-    f = _restricted(fun, args, nums)
-    xs = tuple(args[j] for j in nums)
+    f, xs = _case(name, i)
 
     def loss(*v):  # a fixed weighting of every output element
         return sum(wnp.sum(o * (np.cos(np.arange(np.size(o))).reshape(np.shape(o)) + 0.5)) for o in f(*v))

@@ -144,20 +144,20 @@ def _fit(c, arg):
     return broadcasting.unbroadcast(c, arg)
 
 
-concatenate = Primitive(_concatenate_impl, name="concatenate", grad_post=_fit)
-defvjp_argnum(concatenate, _concatenate_vjp)
-defjvp_argnum(concatenate, _concatenate_jvp)
-concatenate.jvp_joint = _concatenate_jvp_joint
-concatenate.vjp_joint = _concatenate_vjp_joint
-facts(concatenate, fresh=True)
-facts(concatenate, saves=())  # its VJPs read the pieces' shapes only
+def _joining(impl, name, vjp, jvp, vjp_joint, jvp_joint):
+    """A primitive joining any number of arrays: one rule per mode for every argument, and the joint
+    rules the engines call instead (all arguments' cotangents or tangents in one call)."""
+    prim = Primitive(impl, name=name, grad_post=_fit)
+    defvjp_argnum(prim, vjp)
+    defjvp_argnum(prim, jvp)
+    prim.vjp_joint, prim.jvp_joint = vjp_joint, jvp_joint
+    return facts(prim, fresh=True)
 
-stack = Primitive(stack_arrays, name="stack", grad_post=_fit)
-defvjp_argnum(stack, _stack_vjp)
-defjvp_argnum(stack, _stack_jvp)
-stack.jvp_joint = _stack_jvp_joint
-stack.vjp_joint = _stack_vjp_joint
-facts(stack, fresh=True)
+
+concatenate = _joining(_concatenate_impl, "concatenate", _concatenate_vjp, _concatenate_jvp,
+                       _concatenate_vjp_joint, _concatenate_jvp_joint)
+facts(concatenate, saves=())  # its VJPs read the pieces' shapes only
+stack = _joining(stack_arrays, "stack", _stack_vjp, _stack_jvp, _stack_vjp_joint, _stack_jvp_joint)
 
 
 def _repeat_impl(a, repeats, axis=None):
