@@ -1,26 +1,16 @@
 """examples/dynamic_charlm.py, run briefly: the loss falls, text is sampled, and the Zen is not
 printed by importing ``this``."""
 
-import importlib.util
-import pathlib
 
 import numpy as np
 
 import wengert as wg
+from tests.support.examples import load_example
 from wengert import nn, viz
-
-EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "dynamic_charlm.py"
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location("dynamic_charlm", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_charlm_loss_falls_and_it_samples(capsys):
-    charlm = load_example()
+    charlm = load_example("dynamic_charlm.py")
     result = charlm.main(["--steps", "120", "--batch", "8"])
     out = capsys.readouterr().out
     assert "Beautiful is better than ugly" not in out.split("sample:")[0]  # the Zen was swallowed
@@ -30,7 +20,7 @@ def test_charlm_loss_falls_and_it_samples(capsys):
 
 
 def test_charlm_graphs_differ_per_example_and_gradients_are_right():
-    charlm = load_example()
+    charlm = load_example("dynamic_charlm.py")
     model = charlm.CharLM(vocab=7, dim=3, hidden=5, max_context=3, rng=0)
     for p in model.parameters():
         p.value = p.value.astype(np.float64)

@@ -1,27 +1,21 @@
 """examples/dask_logistic_regression.py at a small size: the fit on a LocalCluster converges, no worker
 is restarted, and it matches the in-memory NumPy fit of the same rows to 1e-8."""
 
-import importlib.util
-import pathlib
 
 import pytest
+
+from tests.support.examples import load_example
 
 pytest.importorskip("dask.array")
 pytest.importorskip("distributed")
 pytest.importorskip("scipy.optimize")
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "dask_logistic_regression.py"
 
 
-def load_example():
-    spec = importlib.util.spec_from_file_location("dask_logistic_regression", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_small_fit_matches_numpy_in_memory(capsys):
-    example = load_example()
+    example = load_example("dask_logistic_regression.py")
     out = example.main(["--rows", "30000", "--features", "6", "--chunk-rows", "7000",
                         "--memory-limit", "500MB", "--check"])
     printed = capsys.readouterr().out
@@ -35,7 +29,7 @@ def test_the_data_is_the_same_whichever_worker_computes_it():
     loss and its gradient in one iteration and the next see the same rows."""
     import numpy as np
 
-    example = load_example()
+    example = load_example("dask_logistic_regression.py")
     x, y = example.make_data(1000, 3, 250)
     assert x.numblocks[0] == 4
     first = x.compute(scheduler="sync"), y.compute(scheduler="sync")

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wengert as wg
+from tests.support.examples import load_example
 from wengert.testing import check_grads
 
 scipy = pytest.importorskip("scipy")
@@ -76,20 +77,12 @@ def test_entropy_is_scipys_for_random_covariances(dim, seed):
 
 # -- examples/scipy_minimize.py: scipy.optimize.minimize(fun, x0, jac=True) with wg.value_and_grad --
 
-def _load_minimize_example():
-    import pathlib
-
-    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "scipy_minimize.py"
-    spec = importlib.util.spec_from_file_location("scipy_minimize", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_minimize_example_converges_to_scipys_own_optimum(capsys):
     import scipy.optimize
 
-    example = _load_minimize_example()
+    example = load_example("scipy_minimize.py")
     params, result = example.main(["--samples", "120"])
     assert result.success and "iterations" in capsys.readouterr().out
     x, y = example.make_data(120, 5, np.random.default_rng(0))
@@ -106,7 +99,7 @@ def test_value_and_grad_on_flat_vectors_equals_autograds():
     autograd = pytest.importorskip("autograd")
     import autograd.numpy as anp
 
-    example = _load_minimize_example()
+    example = load_example("scipy_minimize.py")
     x, y = example.make_data(30, 3, np.random.default_rng(1))
     v = np.random.default_rng(2).standard_normal(4)
     loss = lambda m: lambda v: m.sum(m.logaddexp(0.0, -(2.0 * y - 1.0) * (x @ v[:3] + v[3]))) / 30
