@@ -2,21 +2,15 @@
 gradient passes the cross-check, the table and targets are written. No timing assertions.
 """
 
-import sys
 
 import numpy as np
 import pytest
 
 from benchmarks import checkpointing as bench
+from tests.benchmarks.peer_guard import no_peer_imports  # noqa: F401 - an autouse fixture
 
 PEERS = ("torch", "jax", "autograd")
 
-
-@pytest.fixture(autouse=True)
-def no_peer_imports():
-    before = {m for m in PEERS if m in sys.modules}
-    yield
-    assert {m for m in PEERS if m in sys.modules} == before, "the smoke test imported a peer library"
 
 
 def test_quick_run_writes_the_table(tmp_path, capsys):

@@ -2,21 +2,12 @@
 tiny sizes, wengert and hand-written only (no peer library, no timing assertions): the gradients
 cross-check, and the notes carry the sizes, the slope and the peak memory in states."""
 
-import sys
 
 import numpy as np
-import pytest
 
 from benchmarks import compiled
 from benchmarks.harness import run_workload
-
-
-@pytest.fixture(autouse=True)
-def no_peer_imports():
-    peers = ("torch", "jax", "autograd")
-    before = {m for m in peers if m in sys.modules}
-    yield
-    assert {m for m in peers if m in sys.modules} == before, "the smoke test imported a peer library"
+from tests.benchmarks.peer_guard import no_peer_imports  # noqa: F401 - an autouse fixture
 
 
 def test_registered():

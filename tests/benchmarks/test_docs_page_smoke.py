@@ -4,22 +4,16 @@ plot that exists. The memory plot's reader is checked on the checkpointing bench
 No timing assertions."""
 
 import re
-import sys
 
 import pytest
 
 from benchmarks import docs_page
 from benchmarks.__main__ import main
+from tests.benchmarks.peer_guard import no_peer_imports  # noqa: F401 - an autouse fixture
 
 PEERS = ("torch", "jax", "autograd")
 PNG = b"\x89PNG\r\n\x1a\n"
 
-
-@pytest.fixture(autouse=True)
-def no_peer_imports():
-    before = {m for m in PEERS if m in sys.modules}
-    yield
-    assert {m for m in PEERS if m in sys.modules} == before, "the smoke test imported a peer library"
 
 
 @pytest.fixture(scope="module")

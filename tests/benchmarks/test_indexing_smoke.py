@@ -1,22 +1,13 @@
 """Smoke test of the indexing benchmark at tiny sizes, wengert and hand-written only (no peer
 library, no timing assertions): the cross-check passes and the slope table is produced."""
 
-import sys
 
 import numpy as np
-import pytest
 
 from benchmarks import indexing
 from benchmarks.__main__ import main
 from benchmarks.workloads import WORKLOAD_NAMES, all_workloads
-
-
-@pytest.fixture(autouse=True)
-def no_peer_imports():
-    peers = ("torch", "jax", "autograd")
-    before = {m for m in peers if m in sys.modules}
-    yield
-    assert {m for m in peers if m in sys.modules} == before, "the smoke test imported a peer library"
+from tests.benchmarks.peer_guard import no_peer_imports  # noqa: F401 - an autouse fixture
 
 
 def test_tiny_run_checks_gradients_and_reports_slopes():
