@@ -9,9 +9,6 @@ import pytest
 from benchmarks import checkpointing as bench
 from tests.benchmarks.peer_guard import no_peer_imports  # noqa: F401 - an autouse fixture
 
-PEERS = ("torch", "jax", "autograd")
-
-
 
 def test_quick_run_writes_the_table(tmp_path, capsys):
     out = tmp_path / "checkpointing.md"

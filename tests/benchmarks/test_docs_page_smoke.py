@@ -11,7 +11,6 @@ from benchmarks import docs_page
 from benchmarks.__main__ import main
 from tests.benchmarks.peer_guard import no_peer_imports  # noqa: F401 - an autouse fixture
 
-PEERS = ("torch", "jax", "autograd")
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

@@ -19,7 +19,6 @@ from benchmarks.harness import (
 from benchmarks.peers import PeerUnavailable
 from tests.benchmarks.peer_guard import no_peer_imports  # noqa: F401 - an autouse fixture
 
-PEERS = ("torch", "jax", "autograd")
 OURS = ("hand", "wengert")
 
 
