@@ -20,11 +20,11 @@ from wengert.core.trace import BOX_TYPES, register_box, unbox_all
 from wengert.engines.batching import Batched
 from wengert.engines.box import ArrayBox
 from wengert.engines.mutation import assign, augmented_assign, note_inplace_write
-from wengert.engines.reverse import Node, ReverseTrace, backward_pass, is_inexact
+from wengert.engines.reverse import Node, NodeMethods, ReverseTrace, ScalarNode, backward_pass, is_inexact
 from wengert.rules import elementwise as ew
 from wengert.rules import nn as nn_rules
 
-__all__ = ["Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
+__all__ = ["Tensor", "ScalarTensor", "TensorMethods", "tensor", "no_grad", "enable_grad", "is_grad_enabled"]
 
 _state = threading.local()
 
@@ -70,11 +70,10 @@ def enable_grad():
     return _GradMode(True)
 
 
-@register_box
-class Tensor(Node):
-    """A value that can carry a derivative. Make one with :func:`wengert.api.tensor`."""
+class TensorMethods(NodeMethods):
+    """What :class:`Tensor` can do (PyTorch's habits), shared with :class:`ScalarTensor`."""
 
-    __slots__ = ("_grad", "_retain")  # a leaf's accumulated gradient after backward(); retain_grad()
+    __slots__ = ()
 
     # -- PyTorch's API ---------------------------------------------------------------------------
     @property
@@ -362,6 +361,21 @@ class Tensor(Node):
         elif self.requires_grad:
             extra = ", requires_grad=True"
         return f"tensor({body}{extra})"
+
+
+@register_box
+class Tensor(Node, TensorMethods):
+    """A value that can carry a derivative. Make one with :func:`wengert.api.tensor`."""
+
+    __slots__ = ("_grad", "_retain")  # a leaf's accumulated gradient after backward(); retain_grad()
+
+
+@register_box
+class ScalarTensor(ScalarNode, TensorMethods):
+    """A Python float recorded by a transform (``wg.grad``, ...): a :class:`Tensor` in behaviour,
+    in the compact layout of ``ScalarNode`` (a scalar loop's tape is mostly these)."""
+
+    __slots__ = ()
 
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from wengert.api.tensor import Tensor
+from wengert.api.tensor import ScalarTensor, Tensor
 from wengert.api.tree import (
     _LEAF,
     accepts_argnum,
@@ -156,7 +156,7 @@ def _gradients(adj, boxes):
 
 def _tape_trace():
     """A reverse trace that keeps its Wengert list (read backwards by the backward pass)."""
-    trace = ReverseTrace(Tensor)
+    trace = ReverseTrace(Tensor, ScalarTensor)
     trace.entries = []
     return trace
 

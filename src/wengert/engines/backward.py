@@ -34,6 +34,7 @@ from wengert.engines.mutation import (
     versions_by_box,
 )
 from wengert.engines.saving import forget_pending, sweep
+from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY
 from wengert.rules import elementwise as ew
 from wengert.rules.indexing import getitem
 
@@ -80,6 +81,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
 def _propagate(order, adj, owned, retain_graph, keep_all):
     """The pass proper: each node of ``order`` that received an adjoint gives its parents theirs."""
     take = adj.get if keep_all else adj.pop
+    scalar_types = SCALAR_TYPES
     reads_direct = not keep_all  # keep_all reports every read's adjoint: none may be skipped
     reads = {}  # v -> [float contributions of its reads v[i], by i] (``_into_reads``)
     for node in order:
@@ -91,11 +93,76 @@ def _propagate(order, adj, owned, retain_graph, keep_all):
         g = take(node, None)
         if g is None:  # nothing flows through this node
             continue
+        if type(node) in scalar_types:  # a ScalarNode: its inputs read directly, float steps inline
+            if type(g) is float:
+                y = node._y
+                if y is UNARY:  # sin(x): x is the parent, by its fused float rule
+                    x = node._x
+                    ax = x.value
+                    vjp = prim.float_vjp
+                    if vjp is not None and type(ax) is float:
+                        try:
+                            c = vjp(g, node.value, ax)
+                        except (ArithmeticError, ValueError):
+                            c = None  # math raised where NumPy gives inf or nan: the ordinary rules
+                        if c is not None:
+                            prev = adj.get(x)
+                            if prev is None:
+                                adj[x] = c
+                            elif type(prev) is float and type(c) is float:
+                                adj[x] = prev + c
+                            else:
+                                accumulate(adj, owned, x, c)
+                            if not retain_graph:
+                                release(node)
+                            continue
+                elif prim is _GETITEM:
+                    if _into_reads(reads, node, g):
+                        if not retain_graph:
+                            release(node)
+                        continue
+                elif y is not FREED_INPUT:
+                    x = node._x
+                    if prim is _ADD:  # add's rules give g itself, and a float needs no fitting
+                        tx = type(x)
+                        px = None if tx is float or tx is int else x
+                        ty = type(y)
+                        py = None if ty is float or ty is int else y
+                        contributions = px, g, py, g
+                    else:
+                        contributions = _binary_step(x, y, prim, g, node)
+                    if contributions is not None:
+                        px, cx, py, cy = contributions
+                        if px is not None:
+                            if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, cx)):
+                                prev = adj.get(px)
+                                if prev is None:
+                                    adj[px] = cx
+                                elif type(prev) is float and type(cx) is float:
+                                    adj[px] = prev + cx
+                                else:
+                                    accumulate(adj, owned, px, cx)
+                        if py is not None:
+                            if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, cy)):
+                                prev = adj.get(py)
+                                if prev is None:
+                                    adj[py] = cy
+                                elif type(prev) is float and type(cy) is float:
+                                    adj[py] = prev + cy
+                                else:
+                                    accumulate(adj, owned, py, cy)
+                        if not retain_graph:
+                            release(node)
+                        continue
+            if node._y is FREED_INPUT:
+                raise RuntimeError(_FREED_MESSAGE)
+            _apply_rules(node, prim, g, adj, owned)  # the ordinary rules, through its tuples' views
+            if not retain_graph:
+                release(node)
+            continue
         args = node._args
         if args is FREED:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time: its saved values were "
-                "freed by the first backward(). Call backward(retain_graph=True) the first time.")
+            raise RuntimeError(_FREED_MESSAGE)
         if type(g) is float:
             # The scalar hot path, inline: x * y and x + y on Python floats (float arithmetic
             # never raises), then v[i] (into v's buffer), then fused float rules.
@@ -163,6 +230,44 @@ def _propagate(order, adj, owned, retain_graph, keep_all):
             release(node)
     while reads:  # the leaves' (and nodes' not read in order)
         _flush_reads(reads, adj, owned, next(iter(reads)))
+
+
+_FREED_MESSAGE = ("Trying to backward through the graph a second time: its saved values were freed by the "
+                  "first backward(). Call backward(retain_graph=True) the first time.")
+
+
+def _binary_step(x, y, prim, g, node):
+    """A two-input :class:`ScalarNode`'s contributions for a float cotangent ``g``: ``(px, cx, py,
+    cy)``, its parents (None for a constant input) and their contributions, by ``+``'s and ``*``'s
+    rules written here or the fused float rule (``float_vjp``); None: take the ordinary rules."""
+    tx = type(x)
+    if tx is float or tx is int:
+        px = None
+        ax = x
+    else:
+        px = x
+        ax = x.value
+    ty = type(y)
+    if ty is float or ty is int:
+        py = None
+        ay = y
+    else:
+        py = y
+        ay = y.value
+    if prim is _ADD:
+        return px, g, py, g  # add's rules give g itself, and a float needs no fitting
+    if type(ax) is not float or type(ay) is not float:
+        return None
+    if prim is _MUL:
+        return px, g * ay, py, g * ax
+    vjp = prim.float_vjp
+    if vjp is None:
+        return None
+    try:
+        cx, cy = vjp(g, node.value, ax, ay)
+    except (ArithmeticError, ValueError):
+        return None  # math raised where NumPy gives inf or nan: the ordinary rules
+    return px, cx, py, cy
 
 
 def _settle(trace, retain_graph):
@@ -248,14 +353,22 @@ def _into_reads(reads, read, c):
     ``acc[i] += c`` costs a fraction of an array's, and an element's adjoint stays O(1)."""
     if type(read.value) is not float:
         return False
-    args = read._args
-    i = args[-1]
-    if type(i) is not int:  # a tuple index (v[i, j]), or the node was freed
-        return False
-    source = read._parents[0]
+    if type(read) in SCALAR_TYPES:
+        i = read._y
+        source = read._x
+        if type(i) is not int:  # freed
+            return False
+        v = source.value
+    else:
+        args = read._args
+        i = args[-1]
+        if type(i) is not int:  # a tuple index (v[i, j]), or the node was freed
+            return False
+        source = read._parents[0]
+        v = args[0]
     acc = reads.get(source)
     if acc is None:
-        acc = reads[source] = [0.0] * args[0].shape[0]  # the array, or its shape where not saved
+        acc = reads[source] = [0.0] * v.shape[0]  # the array, or its shape where not saved
     acc[i] += c
     return True
 

@@ -10,9 +10,11 @@ and its parents. Nodes are ordered by creation (``_id``, or the trace's Wengert 
 
 The commonest scalar steps (``x[i]`` with an int ``i``; ``+``, ``-`` and ``*`` on recorded floats
 and float constants) are recorded by the node's own methods, skipping the primitive's entry point
-and ``apply2``; they make the same nodes. :func:`record` fills every recorded node, on every path
-(writing its lines inline on the hottest ones measured no faster, within the noise); only
-``leaf`` fills a leaf, which has no primitive (``_NODE_SLOTS`` in mutation.py lists the slots).
+and ``apply2``; they make the same nodes. :func:`record` fills every tuple-keeping node, on every
+path; only ``leaf`` fills a leaf, which has no primitive (``_NODE_SLOTS`` in mutation.py lists the
+slots). On a trace that keeps its Wengert list (the transforms'), a recorded Python float is a
+:class:`ScalarNode` instead (:func:`record_scalar`): its inputs in two slots and no tuples, 80 bytes
+against a ``Node``'s 232 with its tuples; the backward pass reads its inputs directly.
 """
 
 from weakref import ref as _weakref
@@ -28,10 +30,12 @@ from wengert.engines.box import ArrayBox
 from wengert.engines.collector import trace_started
 from wengert.engines.mutation import node_ids
 from wengert.engines.saving import saved_args, sweep
+from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY
 from wengert.rules import elementwise as ew
 from wengert.rules.indexing import getitem as _getitem
 
-__all__ = ["Node", "ReverseTrace", "backward_pass", "is_inexact", "record"]
+__all__ = ["Node", "NodeMethods", "ScalarNode", "ReverseTrace", "RECORDED_TYPES", "UNARY", "FREED_INPUT",
+           "backward_pass", "is_inexact", "record", "record_scalar"]
 
 """Creation order of graph nodes: parents always have smaller ids than their children."""
 
@@ -59,49 +63,32 @@ def is_inexact(x):
         return False
 
 
-class Node(ArrayBox):
-    """A recorded value: primal ``value`` plus what the backward pass needs (see module docs).
+RECORDED_TYPES = set()
+"""Every class of recorded values (:class:`NodeMethods`' subclasses: nodes, tensors, tape variables)."""
 
-    ``_parents`` is aligned with ``_args``: the parent node for a differentiated argument, None
-    for a constant. Leaves have ``_prim is None``. ``Tensor`` (PyTorch habits) and ``Var`` (the
-    explicit tape) are its two public kinds.
-    """
 
-    __slots__ = ("value", "_trace", "_prim", "_args", "_kwargs", "_parents", "_id",
-                 "requires_grad", "__weakref__")  # kinds add theirs (Tensor: _grad; Var: name)
+class NodeMethods(ArrayBox):
+    """The operators of recorded values (both layouts below): the commonest scalar steps recorded
+    right here (see module docs), anything else as every box does."""
 
-    # No __init__: nodes are made with ``trace.box_type()`` (about 25 ns less than object.__new__,
-    # which an __init__ would force) and filled by ``record`` (operations) or ``make`` (leaves).
+    __slots__ = ()
 
-    @classmethod
-    def make(cls, value, trace, prim, args, kwargs, parents, requires_grad):
-        """A new node of this kind (``args`` unboxed, ``parents`` aligned with them), not recorded
-        in its trace's list: a leaf or a constant."""
-        return _new(cls)._fill(value, trace, prim, args, kwargs, parents, requires_grad)
-
-    def _fill(self, value, trace, prim, args, kwargs, parents, requires_grad):
-        self.value = value
-        self._trace = trace
-        self._prim = prim
-        self._args = args
-        self._kwargs = kwargs
-        self._parents = parents
-        self._id = next(node_ids)
-        self.requires_grad = requires_grad
-        return self
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        RECORDED_TYPES.add(cls)
 
     # Two recorded Python floats of one trace (a scalar loop's arithmetic): recorded right here,
     # without the primitive's entry and apply2 (their checks are the ones below). Anything else
     # goes there as before.
     def __add__(self, other):
-        if type(other) is type(self):
+        if type(other) in RECORDED_TYPES:
             x = self.value
             y = other.value
             if type(x) is float and type(y) is float:
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    return record(trace, _ADD, x + y, (x, y), (self, other))
+                    return record_scalar(trace, _ADD, x + y, self, other)
         elif type(other) is float:  # x + 1.0
             node = _float_binary(_ADD, self, other, False)
             if node is not None:
@@ -132,14 +119,14 @@ class Node(ArrayBox):
         return _sub(other, self)
 
     def __mul__(self, other):
-        if type(other) is type(self):
+        if type(other) in RECORDED_TYPES:
             x = self.value
             y = other.value
             if type(x) is float and type(y) is float:
                 trace = self._trace
                 if (other._trace is trace and trace.records_inline and self.requires_grad
                         and other.requires_grad):
-                    return record(trace, _MUL, x * y, (x, y), (self, other))
+                    return record_scalar(trace, _MUL, x * y, self, other)
         elif type(other) is float:  # x * 2.0
             node = _float_binary(_MUL, self, other, False)
             if node is not None:
@@ -152,7 +139,7 @@ class Node(ArrayBox):
             if type(y) is float:
                 trace = self._trace
                 if trace.records_inline and self.requires_grad:
-                    return record(trace, _MUL, other * y, (other, y), (None, self))
+                    return record_scalar(trace, _MUL, other * y, other, self)
         return _mul(other, self)
 
     def __getitem__(self, idx):
@@ -169,9 +156,119 @@ class Node(ArrayBox):
                     out = float(out)
                 elif not is_inexact(out):
                     return out  # the trace's constant (records_inline: the plain value)
-                return record(trace, _GETITEM, out, (v, idx), (self, None))
+                return record_scalar(trace, _GETITEM, out, self, idx)
             return trace.apply2(_GETITEM, self, idx)
         return ArrayBox.__getitem__(self, idx)
+
+
+class Node(NodeMethods):
+    """A recorded value: primal ``value`` plus what the backward pass needs (see module docs).
+
+    ``_parents`` is aligned with ``_args``: the parent node for a differentiated argument, None
+    for a constant. Leaves have ``_prim is None``. ``Tensor`` (PyTorch habits) and ``Var`` (the
+    explicit tape) are its two public kinds.
+    """
+
+    __slots__ = ("value", "_trace", "_prim", "_args", "_kwargs", "_parents", "_id",
+                 "requires_grad", "__weakref__")  # kinds add theirs (Tensor: _grad; Var: name)
+
+    # No __init__: nodes are made with ``trace.box_type()`` (about 25 ns less than object.__new__,
+    # which an __init__ would force) and filled by ``record`` (operations) or ``make`` (leaves).
+
+    @classmethod
+    def make(cls, value, trace, prim, args, kwargs, parents, requires_grad):
+        """A new node of this kind (``args`` unboxed, ``parents`` aligned with them), not recorded
+        in its trace's list: a leaf or a constant."""
+        return _new(cls)._fill(value, trace, prim, args, kwargs, parents, requires_grad)
+
+    def _fill(self, value, trace, prim, args, kwargs, parents, requires_grad):
+        self.value = value
+        self._trace = trace
+        self._prim = prim
+        self._args = args
+        self._kwargs = kwargs
+        self._parents = parents
+        self._id = next(node_ids)
+        self.requires_grad = requires_grad
+        return self
+
+
+class ScalarNode(NodeMethods):
+    """A recorded Python float in 80 bytes, on a trace that keeps its Wengert list (its order is the
+    list's): a :class:`Node` keeps an arguments tuple and a parents tuple beside its ten slots, which
+    for a scalar step is three times the float it records.
+
+    Its at most two inputs ``_x`` and ``_y`` are each either a node of the trace (a differentiated
+    argument: the parent, whose ``value`` is the argument) or a constant (a Python float, or the int
+    index of ``v[i]``); ``_y`` is :data:`UNARY` for a one-argument primitive. ``_args``, ``_parents``
+    and ``_kwargs`` read (and ``release`` and the assignment log's redirection write) it as a
+    :class:`Node`'s; the backward pass reads the inputs directly. A parent's value is its argument
+    because a float is immutable and an array node's value changes only by ``rebind``, whose old
+    version the pass points its children at (``mutation.resolve_tape``) before reading them; an array
+    parent's output is never released while a scalar node refers to it (``saving``: the references
+    counted are the tuples' only).
+    """
+
+    __slots__ = ("value", "_trace", "_prim", "_x", "_y", "__weakref__")
+    requires_grad = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        SCALAR_TYPES.add(cls)
+
+    @property
+    def _args(self):
+        x = self._x
+        y = self._y
+        if y is FREED_INPUT:
+            return FREED
+        tx = type(x)
+        ax = x if tx is float or tx is int else x.value
+        if y is UNARY:
+            return (ax,)
+        ty = type(y)
+        return (ax, y if ty is float or ty is int else y.value)
+
+    @_args.setter
+    def _args(self, args):
+        if args is not FREED:
+            raise TypeError("wengert: a scalar node's arguments are its inputs; only release() sets them")
+        self._x = self._y = FREED_INPUT
+
+    @property
+    def _parents(self):
+        y = self._y
+        if y is FREED_INPUT:
+            return ()
+        if y is UNARY:
+            return (self._x,)
+        return tuple(None if type(v) is float or type(v) is int else v for v in (self._x, y))
+
+    @_parents.setter
+    def _parents(self, parents):
+        # release() (): already freed by _args. The assignment log's redirection: each parent
+        # replaced by another version of itself (None stays None).
+        if self._y is FREED_INPUT or not parents:
+            return
+        for slot, new in zip(("_x", "_y"), parents):
+            old = getattr(self, slot)
+            if new is None:
+                if not (type(old) is float or type(old) is int):
+                    setattr(self, slot, old.value)  # no longer differentiated: its value, a constant
+            else:
+                setattr(self, slot, new)
+
+    @property
+    def _kwargs(self):
+        return None
+
+    @_kwargs.setter
+    def _kwargs(self, kwargs):
+        if kwargs is not None:
+            raise TypeError("wengert: a scalar node has no keyword arguments")
+
+
+SCALAR_TYPES.add(ScalarNode)
 
 
 def _float_binary(prim, box, other, reflected):
@@ -187,16 +284,14 @@ def _float_binary(prim, box, other, reflected):
         return None
     if type(other) is float:
         y = other
-        parent = None
-    elif (type(other) is type(box) and other._trace is trace and other.requires_grad
+    elif (type(other) in RECORDED_TYPES and other._trace is trace and other.requires_grad
           and type(other.value) is float):
         y = other.value
-        parent = other
     else:
         return None
     if reflected:
-        return record(trace, prim, prim.float_fun(y, x), (y, x), (parent, box))
-    return record(trace, prim, prim.float_fun(x, y), (x, y), (box, parent))
+        return record_scalar(trace, prim, prim.float_fun(y, x), other, box)
+    return record_scalar(trace, prim, prim.float_fun(x, y), box, other)
 
 
 def record(trace, prim, out, args, parents, kwargs=None):
@@ -219,15 +314,43 @@ def record(trace, prim, out, args, parents, kwargs=None):
     return node
 
 
+def record_scalar(trace, prim, out, x, y=UNARY):
+    """:func:`record` for a scalar step (``x[i]``, and float arithmetic), with inputs as
+    :class:`ScalarNode` takes them: ``x`` and ``y`` each a node of ``trace`` or a constant (a Python
+    float, or an int index), ``y`` :data:`UNARY` for one argument. A float output on a trace with a
+    ``scalar_type`` becomes one (the hottest recording: filled here); anything else a :class:`Node`."""
+    cls = trace.scalar_type
+    if cls is not None and type(out) is float:
+        entries = trace.entries
+        if entries is not None:  # (None once the transform's pass is over)
+            node = cls()
+            node.value = out
+            node._trace = trace
+            node._prim = prim
+            node._x = x
+            node._y = y
+            entries.append(node)
+            return node
+    tx = type(x)
+    args0, parent0 = (x, None) if tx is float or tx is int else (x.value, x)
+    if y is UNARY:
+        return record(trace, prim, out, (args0,), (parent0,))
+    ty = type(y)
+    args1, parent1 = (y, None) if ty is float or ty is int else (y.value, y)
+    return record(trace, prim, out, (args0, args1), (parent0, parent1))
+
+
 class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
-    __slots__ = ("box_type", "entries", "mutations", "records_inline", "pending", "sweep_at")
+    __slots__ = ("box_type", "scalar_type", "entries", "mutations", "records_inline", "pending", "sweep_at")
 
-    def __init__(self, box_type):
+    def __init__(self, box_type, scalar_type=None):
         super().__init__()
         self.box_type = box_type
+        # the class of its recorded floats (a ScalarNode kind), where it keeps its Wengert list
+        self.scalar_type = scalar_type
         # Node's methods may record x[i], + and * themselves (constants are plain values). A slot,
         # not a class attribute: read on every recorded scalar step, and a slot reads faster.
         self.records_inline = True
@@ -303,7 +426,7 @@ class ReverseTrace(Trace):
                 return self.constant(out)
             if 0 in prim.vjp_missing:
                 prim.vjp_rule(0)  # raises NoRuleError naming prim and argument
-            return record(self, prim, out, (v,), (x,))
+            return record_scalar(self, prim, out, x)
         if type(v) in BOX_TYPES or not x.requires_grad:
             return self.apply(prim, (x,), kwargs or {})
         out = prim.fun(v, **kwargs) if kwargs else prim.fun(v)
@@ -352,6 +475,8 @@ class ReverseTrace(Trace):
             if py is not None and 1 in missing:
                 prim.vjp_rule(1)
         if t is float:
+            if (px is not None or type(vx) is float) and (py is not None or type(vy) is float):
+                return record_scalar(self, prim, out, vx if px is None else px, vy if py is None else py)
             return record(self, prim, out, (vx, vy), (px, py))
         return self._record_saving(prim, out, (vx, vy), (px, py))
 

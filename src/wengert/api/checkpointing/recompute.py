@@ -25,7 +25,7 @@ Multiple float outputs are packed into one vector (the node has one output) and 
 import numpy as np
 
 from wengert.api.checkpointing import schedules as sched
-from wengert.api.tensor import Tensor
+from wengert.api.tensor import ScalarTensor, Tensor
 from wengert.api.transforms import jvp
 from wengert.api.tree import describe, tree_flatten, tree_unflatten
 from wengert.core.extend import defjvp_argnum, defvjp_argnum
@@ -289,7 +289,7 @@ class Chain:
         """Evaluation ``j`` recorded on a fresh reverse trace: ``(output values, back)`` where
         ``back(cotangents)`` gives ``(input cotangents, {slot: cotangent})``. ``back`` is called once:
         it lets go of the recording (its intermediates) as it returns."""
-        trace = ReverseTrace(Tensor)
+        trace = ReverseTrace(Tensor, ScalarTensor)
         trace.entries = []
         inputs = [trace.leaf(v) if f else v for v, f in zip(leaves, self.in_float)]
         slot_leaves = {}
