@@ -363,8 +363,15 @@ class TensorMethods(NodeMethods):
         return f"tensor({body}{extra})"
 
 
+class _TensorType(type):
+    """``isinstance(v, Tensor)`` holds for the transforms' compact float nodes too (ScalarTensor)."""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or (cls is Tensor and type(obj) is ScalarTensor)
+
+
 @register_box
-class Tensor(Node, TensorMethods):
+class Tensor(Node, TensorMethods, metaclass=_TensorType):
     """A value that can carry a derivative. Make one with :func:`wengert.api.tensor`."""
 
     __slots__ = ("_grad", "_retain")  # a leaf's accumulated gradient after backward(); retain_grad()
