@@ -289,7 +289,7 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: 
 
 def _no_jvp_rule(error):
     """Whether ``error`` (a NoRuleError) is a primitive's missing forward-mode rule."""
-    return "JVP (forward-mode)" in str(error)
+    return error.mode == "jvp"
 
 
 def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:

@@ -40,7 +40,11 @@ def on_float64(fun, args, kwargs, error):
 
 
 class NoRuleError(NotImplementedError):
-    """A derivative was asked of a primitive argument that has no rule for that mode."""
+    """A derivative was asked of a primitive argument that has no rule for ``mode`` ("vjp", "jvp")."""
+
+    def __init__(self, message, mode=None):
+        super().__init__(message)
+        self.mode = mode
 
 
 class Primitive:
@@ -122,7 +126,7 @@ class Primitive:
         rules = self.vjps
         rule = rules[argnum] if argnum < len(rules) else None
         if rule is None:
-            raise NoRuleError(_missing(self, "VJP (reverse-mode)", argnum, "defvjp"))
+            raise NoRuleError(_missing(self, "VJP (reverse-mode)", argnum, "defvjp"), "vjp")
         return rule
 
     def jvp_rule(self, argnum):
@@ -132,7 +136,7 @@ class Primitive:
         rules = self.jvps
         rule = rules[argnum] if argnum < len(rules) else None
         if rule is None:
-            raise NoRuleError(_missing(self, "JVP (forward-mode)", argnum, "defjvp"))
+            raise NoRuleError(_missing(self, "JVP (forward-mode)", argnum, "defjvp"), "jvp")
         return rule
 
     def jvp(self, argnum, t, out, args, kwargs):
