@@ -18,11 +18,13 @@ import pytest
 import wengert as wg
 import wengert.numpy as wnp
 from tests.rules.test_facts import _traced_calls
-from tests.rules.test_rule_table import CASES
+from tests.rules.test_rule_table import CASES, COMPOSED
 from wengert.core.extend import defvjp, facts, primitive
 from wengert.core.primitive import NoRuleError
 from wengert.engines import saving
 from wengert.engines.saving import Unsaved, UnsavedValueError, needs, saved_args
+from wengert.rules import determinant as dt
+from wengert.rules import linalg as la
 from wengert.rules import rule_table
 
 try:
@@ -63,10 +65,51 @@ def _cotangent(out, rng):
     return g.astype(out.dtype)
 
 
+def _complex(*shape, seed):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)
+
+
+def _complex_square(*shape, seed):
+    """Well-conditioned complex square matrices, distinct eigenvalues: n/2 I plus a small random part."""
+    return np.eye(shape[-1]) * shape[-1] * 0.5 + 0.3 * _complex(*shape, seed=seed)
+
+
+def _hermitian_pd(*shape, seed):
+    m = _complex_square(*shape, seed=seed)
+    return m + np.conj(np.swapaxes(m, -1, -2)) + shape[-1] * np.eye(shape[-1])
+
+
+COMPLEX_LINALG = {
+    "linalg.inv": [(la.inv, (_complex_square(2, 3, 3, seed=1),))],
+    "linalg.solve": [(la.solve, (_complex_square(3, 3, seed=2), _complex(3, 2, seed=3)))],
+    "linalg.cholesky": [(la.cholesky, (_hermitian_pd(3, 3, seed=4),))],
+    "linalg.eigh_values": [(la.eigh_values, (_hermitian_pd(2, 3, 3, seed=5),))],
+    "linalg.eigh_vectors": [(la.eigh_vectors, (_hermitian_pd(3, 3, seed=6),))],
+    "linalg.eigvals": [(la.eigvals, (_complex_square(3, 3, seed=7),))],
+    "linalg.eig_vectors": [(la.eig_vectors, (_complex_square(3, 3, seed=8),))],
+    "linalg.svd_values": [(la.svd_values, (_complex(4, 3, seed=9),))],
+    "linalg.svd_u": [(la.svd_u, (_complex(4, 3, seed=10),))],
+    "linalg.svd_vh": [(la.svd_vh, (_complex(4, 3, seed=11),))],
+    "linalg.qr_q": [(la.qr_q, (_complex(4, 3, seed=12),))],
+    "linalg.qr_r": [(la.qr_r, (_complex(4, 3, seed=13),))],
+    "linalg.pinv": [(la.pinv, (_complex(4, 3, seed=14),))],
+    "linalg.det": [(dt.det, (_complex_square(2, 3, 3, seed=15),))],
+    "linalg.adjugate": [(dt.adjugate, (_complex_square(3, 3, seed=16),))],
+    "linalg.adjugate_jvp": [(dt.adjugate_jvp, (_complex_square(3, 3, seed=17), _complex(3, 3, seed=18)))],
+    "linalg.slogdet_logabs": [(dt.slogdet_logabs, (_complex_square(2, 3, 3, seed=19),))],
+    "linalg.slogdet_sign": [(dt.slogdet_sign, (_complex_square(2, 3, 3, seed=20),))],
+}
+"""Complex calls of the linear-algebra primitives, whose rules take other paths on complex matrices
+(``slogdet``'s sign reads its output and the matrix only then); the rule table's cases are real."""
+
+
 def _samples(name):
-    prim = DECLARED[name]
+    """``name``'s calls in the rule table's cases, their complex versions and :data:`COMPLEX_LINALG`."""
+    prim = rule_table()[name]
     found = []
-    for fun, args in CASES.get(name, []):
+    cases = CASES.get(name, []) + COMPOSED.get(f"{name} complex", []) + COMPLEX_LINALG.get(name, [])
+    for fun, args in cases:
         try:
             found += _traced_calls(prim, fun, args)
         except Exception:  # noqa: BLE001 - a case the program tracer cannot take: the others serve
