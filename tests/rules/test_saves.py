@@ -1,11 +1,12 @@
 """Each primitive's ``saves`` declaration (what its VJP rules read) checked against its rules.
 
 The tape keeps of a node only what its primitive declares (``wengert.engines.saving``); what it does
-not keep is an ``Unsaved``, which refuses every use but its shape and dtype. Here every rule-table
-primitive that declares ``saves`` has its VJP rules (ordinary, in-place and accumulate ones) run on the
-rule table's own sample calls, once with everything and once with what the tape would keep, for each
-argument differentiated alone and all together: a rule that reads what it did not declare raises, and
-the two results must agree. A deliberately wrong declaration is caught the same way.
+not keep is an ``Unsaved``, which refuses every use but its shape and dtype. Every rule-table
+primitive declares ``saves`` (but those in ``UNDECLARED``, each with its reason), and has its VJP
+rules (ordinary, in-place, accumulate and joint ones) run on the rule table's own sample calls, once
+with everything and once with what the tape would keep, for each argument differentiated alone and
+all together: a rule that reads what it did not declare raises, and the two results must agree. A
+deliberately wrong declaration is caught the same way.
 """
 
 import gc
@@ -17,12 +18,21 @@ import pytest
 import wengert as wg
 import wengert.numpy as wnp
 from tests.rules.test_facts import _traced_calls
-from tests.rules.test_rule_table import CASES
+from tests.rules.test_rule_table import CASES, COMPOSED
 from wengert.core.extend import defvjp, facts, primitive
 from wengert.core.primitive import NoRuleError
 from wengert.engines import saving
 from wengert.engines.saving import Unsaved, UnsavedValueError, needs, saved_args
+from wengert.rules import determinant as dt
+from wengert.rules import linalg as la
 from wengert.rules import rule_table
+
+try:
+    from wengert.scipy import integrate  # noqa: F401 - odeint joins the rule table
+except ModuleNotFoundError:  # pragma: no cover - SciPy is in the test extra; its families are left out
+    HAVE_SCIPY = False
+else:
+    HAVE_SCIPY = True
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +42,12 @@ def every_array_is_pruned(monkeypatch):
 
 
 DECLARED = {name: prim for name, prim in rule_table().items() if prim.saves is not None}
+
+UNDECLARED = {
+    "odeint": "its rules read everything (func, y0, t, out and each of its variadic args) through the "
+              "adjoint ODE, and a declaration cannot list every one of any number of arguments",
+}
+"""Primitives deliberately left without a ``saves`` declaration (the tape keeps everything), and why."""
 
 
 def _inexact(x):
@@ -49,10 +65,51 @@ def _cotangent(out, rng):
     return g.astype(out.dtype)
 
 
+def _complex(*shape, seed):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)
+
+
+def _complex_square(*shape, seed):
+    """Well-conditioned complex square matrices, distinct eigenvalues: n/2 I plus a small random part."""
+    return np.eye(shape[-1]) * shape[-1] * 0.5 + 0.3 * _complex(*shape, seed=seed)
+
+
+def _hermitian_pd(*shape, seed):
+    m = _complex_square(*shape, seed=seed)
+    return m + np.conj(np.swapaxes(m, -1, -2)) + shape[-1] * np.eye(shape[-1])
+
+
+COMPLEX_LINALG = {
+    "linalg.inv": [(la.inv, (_complex_square(2, 3, 3, seed=1),))],
+    "linalg.solve": [(la.solve, (_complex_square(3, 3, seed=2), _complex(3, 2, seed=3)))],
+    "linalg.cholesky": [(la.cholesky, (_hermitian_pd(3, 3, seed=4),))],
+    "linalg.eigh_values": [(la.eigh_values, (_hermitian_pd(2, 3, 3, seed=5),))],
+    "linalg.eigh_vectors": [(la.eigh_vectors, (_hermitian_pd(3, 3, seed=6),))],
+    "linalg.eigvals": [(la.eigvals, (_complex_square(3, 3, seed=7),))],
+    "linalg.eig_vectors": [(la.eig_vectors, (_complex_square(3, 3, seed=8),))],
+    "linalg.svd_values": [(la.svd_values, (_complex(4, 3, seed=9),))],
+    "linalg.svd_u": [(la.svd_u, (_complex(4, 3, seed=10),))],
+    "linalg.svd_vh": [(la.svd_vh, (_complex(4, 3, seed=11),))],
+    "linalg.qr_q": [(la.qr_q, (_complex(4, 3, seed=12),))],
+    "linalg.qr_r": [(la.qr_r, (_complex(4, 3, seed=13),))],
+    "linalg.pinv": [(la.pinv, (_complex(4, 3, seed=14),))],
+    "linalg.det": [(dt.det, (_complex_square(2, 3, 3, seed=15),))],
+    "linalg.adjugate": [(dt.adjugate, (_complex_square(3, 3, seed=16),))],
+    "linalg.adjugate_jvp": [(dt.adjugate_jvp, (_complex_square(3, 3, seed=17), _complex(3, 3, seed=18)))],
+    "linalg.slogdet_logabs": [(dt.slogdet_logabs, (_complex_square(2, 3, 3, seed=19),))],
+    "linalg.slogdet_sign": [(dt.slogdet_sign, (_complex_square(2, 3, 3, seed=20),))],
+}
+"""Complex calls of the linear-algebra primitives, whose rules take other paths on complex matrices
+(``slogdet``'s sign reads its output and the matrix only then); the rule table's cases are real."""
+
+
 def _samples(name):
-    prim = DECLARED[name]
+    """``name``'s calls in the rule table's cases, their complex versions and :data:`COMPLEX_LINALG`."""
+    prim = rule_table()[name]
     found = []
-    for fun, args in CASES.get(name, []):
+    cases = CASES.get(name, []) + COMPOSED.get(f"{name} complex", []) + COMPLEX_LINALG.get(name, [])
+    for fun, args in cases:
         try:
             found += _traced_calls(prim, fun, args)
         except Exception:  # noqa: BLE001 - a case the program tracer cannot take: the others serve
@@ -79,12 +136,27 @@ def _contributions(prim, args, kwargs, out, g, mask, full_out):
             buf = np.zeros(args[j].shape, dtype=np.result_type(g, np.asarray(full_out)))
             accumulate[j](buf, g, out, *args, **kwargs)
             found.append(buf)
+    joint = getattr(prim, "vjp_joint", None)  # every argument's contribution in one call (concatenate)
+    if joint is not None:
+        for c, arg, differentiated in zip(joint(list(mask), g, out, *args, **kwargs), args, mask):
+            if differentiated:
+                found.append(c if prim.grad_post is None or type(c) is float else prim.grad_post(c, arg))
     return found
 
 
-def _keeps_everything(prim, n):
-    kept = needs(prim, (object(),) * n)
-    return kept is None or {"out", *range(n)} <= kept
+def _keeps_every_array(prim, args, kwargs):
+    """Whether the declaration keeps, for every argument differentiated, every value of this call
+    that the tape could leave out (arrays; numbers and options are always kept): then there is
+    nothing to check on it."""
+    kept = needs(prim, (object(),) * len(args))
+    if kept is None:
+        return True
+    with np.errstate(all="ignore"):
+        out = prim.fun(*args, **kwargs)
+    arrays = {i for i, a in enumerate(args) if type(a) is np.ndarray}
+    if type(out) is np.ndarray:
+        arrays.add("out")
+    return arrays <= kept
 
 
 def _has_rule(prim, j):
@@ -95,9 +167,26 @@ def _has_rule(prim, j):
     return True
 
 
-def check_declaration(prim, args, kwargs, rng):
+def _value(x):
+    """An argument that holds numbers (not an option such as an axis, a string or a dtype)."""
+    return isinstance(x, (float, complex, np.ndarray, np.number))
+
+
+def _contributions_or_error(prim, args, kwargs, out, g, mask, full_out):
+    try:
+        return _contributions(prim, args, kwargs, out, g, mask, full_out), None
+    except UnsavedValueError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the rule refuses this input: compared below
+        return None, e
+
+
+def check_declaration(prim, args, kwargs, rng, differentiated=None):
     """Run ``prim``'s VJP rules with what the tape keeps, against the rules with everything; the
-    number of (argument mask) combinations checked where something was left out."""
+    number of (argument mask) combinations checked where something was left out. Where a rule
+    refuses the input with everything (``det``'s third derivative at a singular matrix), it must
+    refuse it the same way with what is kept. ``differentiated`` (a set) collects the arguments
+    whose rules ran (they gave a result) on this call."""
     with np.errstate(all="ignore"):
         out = prim.fun(*args, **kwargs)
     if not _inexact(out):
@@ -113,7 +202,11 @@ def check_declaration(prim, args, kwargs, rng):
         kept_out = out if keep_out or type(out) is not np.ndarray else Unsaved(out, prim, "output")
         g = _cotangent(out, rng)
         with np.errstate(all="ignore"):
-            want = _contributions(prim, args, kwargs, out, g, mask, out)
+            want, refused = _contributions_or_error(prim, args, kwargs, out, g, mask, out)
+            if refused is not None:
+                with pytest.raises(type(refused)):
+                    _contributions(prim, kept, kwargs, kept_out, g, mask, out)
+                continue
             got = _contributions(prim, kept, kwargs, kept_out, g, mask, out)
         for w, h in zip(want, got):
             if w is None or h is None:  # an in-place rule that declined
@@ -121,11 +214,24 @@ def check_declaration(prim, args, kwargs, rng):
                 continue
             np.testing.assert_allclose(np.asarray(h), np.asarray(w), rtol=1e-12, atol=1e-12, equal_nan=True)
         checked += kept is not args or kept_out is not out
+        if differentiated is not None:
+            differentiated.update(j for j, m in enumerate(mask) if m)
     return checked
 
 
 def test_some_primitives_declare_what_they_save():
     assert {"multiply", "sin", "exp", "sum", "matmul", "getitem"} <= set(DECLARED)
+
+
+def test_every_primitive_declares_what_it_saves():
+    table = rule_table()
+    undeclared = sorted(name for name, prim in table.items() if prim.saves is None)
+    missing = [name for name in undeclared if name not in UNDECLARED]
+    assert not missing, (f"primitives without a saves declaration: {missing}; declare what their VJP rules "
+                         f"read with facts(prim, saves=...), or list them in UNDECLARED with the reason")
+    stale = sorted(name for name in UNDECLARED if (name not in table and HAVE_SCIPY)
+                   or (name in table and table[name].saves is not None))
+    assert not stale, f"UNDECLARED lists {stale}, which now declare saves (or are gone): remove them"
 
 
 @pytest.mark.parametrize("name", sorted(DECLARED))
@@ -134,9 +240,13 @@ def test_declared_saves_cover_what_the_rules_read(name):
     samples = _samples(name)
     assert samples, f"no sample call of {name}: give it a rule-table case that traces"
     prim = DECLARED[name]
-    checked = sum(check_declaration(prim, args, kwargs, rng) for args, kwargs in samples)
-    keeps_everything = all(_keeps_everything(prim, len(args)) for args, _ in samples)
-    assert checked or keeps_everything, f"no sample of {name} had anything left out: not exercised"
+    differentiated = set()
+    checked = sum(check_declaration(prim, args, kwargs, rng, differentiated) for args, kwargs in samples)
+    nothing_to_leave_out = all(_keeps_every_array(prim, args, kwargs) for args, kwargs in samples)
+    assert checked or nothing_to_leave_out, f"no sample of {name} had anything left out: not exercised"
+    with_rules = {j for args, _ in samples for j, a in enumerate(args) if _value(a) and _has_rule(prim, j)}
+    missed = sorted(with_rules - differentiated)
+    assert not missed, f"no sample of {name} differentiates argument(s) {missed}: give it a case that does"
 
 
 def _wrongly_declared():

@@ -14,7 +14,7 @@ A real input's cotangent is the real part of the complex one (:func:`real_like`)
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting
 from wengert.rules.broadcasting import real
@@ -46,6 +46,7 @@ def _imag_jvp(t, out, x):
 imag = Primitive(_imag_impl, name="imag")
 defvjp(imag, _imag_vjp)
 defjvp(imag, _imag_jvp)
+facts(imag, saves=())  # its VJP reads x's dtype only (wengert.engines.saving)
 
 
 def _conj_impl(x):
@@ -56,6 +57,7 @@ def _conj_impl(x):
 conj = Primitive(_conj_impl, name="conjugate")
 defvjp(conj, lambda g, out, x: conj(g))  # conjugation is real-linear: the same map on tangents
 defjvp(conj, *conj.vjps)
+facts(conj, saves=())
 conjugate = conj
 
 
@@ -68,6 +70,7 @@ def _complex_from_impl(re, im):
 complex_from = Primitive(_complex_from_impl, name="complex_from", broadcasts=True)
 defvjp(complex_from, lambda g, out, re, im: real_of(g), lambda g, out, re, im: real_of(g * 1j))
 defjvp(complex_from, lambda t, out, re, im: t + 0j, lambda t, out, re, im: t * 1j)
+facts(complex_from, saves=())
 
 
 def conj_of(x):

@@ -23,7 +23,7 @@ refused, with :class:`~wengert.rules.linalg.SingularDerivativeError`, at a singu
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import matrix_helpers as mh
@@ -191,6 +191,13 @@ defjvp(slogdet_sign, _sign_jvp)
 for _prim in (adjugate, adjugate_jvp, det, slogdet_logabs, slogdet_sign):
     name_singular_errors(_prim, "det" if _prim in (adjugate, adjugate_jvp, det) else "slogdet")
 del _prim
+
+# -- what each VJP reads (the tape keeps only that: wengert.engines.saving) ------------------------------
+facts(adjugate, saves=(0,))
+facts(adjugate_jvp, saves={0: (0, 1), 1: (0,)})
+facts(det, saves=(0,))
+facts(slogdet_logabs, saves=("out", 0))
+facts(slogdet_sign, saves=("out", 0))  # a real matrix's rule reads neither, a complex one's both
 
 for _stacked in (adjugate, adjugate_jvp, det, slogdet_logabs, slogdet_sign):
     _stacked.batch = mh.batch_stacked

@@ -375,3 +375,9 @@ facts(maximum, saves=(0, 1))
 facts(minimum, saves=(0, 1))
 facts(where, saves=(0,))
 facts(clip, saves=(0, 1, 2))
+facts(tie_select, saves=(1, 2))  # g's rule reads the comparison's x and y
+facts(arctan2, saves=(0, 1))
+facts(sinc, saves=("out", 0))
+facts(logaddexp2, saves={0: ("out", 0), 1: ("out", 1)})
+# logaddexp's rule for another library's arrays reads x and y, not out (_logaddexp_dx): both kept
+facts(logaddexp, saves=("out", 0, 1))

@@ -31,7 +31,7 @@ float32.
 import numpy as np
 
 from wengert.core.errors import TracingError
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing, products, shape
@@ -493,6 +493,22 @@ _USER_NAMES = {inv: "inv", solve: "solve", cholesky: "cholesky", eigh_values: "e
 for _prim, _what in _USER_NAMES.items():
     name_singular_errors(_prim, _what)
 del _prim, _what
+
+# -- what each VJP reads (the tape keeps only that: wengert.engines.saving) ------------------------------
+# A rule that asks for the other factors (eigh_vectors(a), qr_r(a), _reduced_svd(a)) reads ``a``.
+facts(inv, saves=("out",))
+facts(solve, saves={0: ("out", 0), 1: (0,)})  # b's rule: b's dtype only
+facts(cholesky, saves=("out",))
+facts(eigh_values, saves=(0,))
+facts(eigh_vectors, saves=("out", 0))
+facts(eigvals, saves=(0,))
+facts(eig_vectors, saves=("out", 0))
+facts(svd_values, saves=(0,))
+facts(svd_u, saves=("out", 0))
+facts(svd_vh, saves=("out", 0))
+facts(qr_q, saves=("out", 0))
+facts(qr_r, saves=("out", 0))
+facts(pinv, saves=("out", 0))
 
 for _stacked in (inv, solve, cholesky, eigh_values, eigh_vectors, eigvals, eig_vectors, svd_values, svd_u,
                  svd_vh, qr_q, qr_r, pinv):

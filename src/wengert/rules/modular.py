@@ -72,12 +72,14 @@ remainder = _broadcasting_binary(_with_numpy_fallback(np.remainder, operator.mod
 _remainder_rules = (lambda g, out, x, y: g, lambda g, out, x, y: -g * floor_divide(x, y))  # g or t alike
 defvjp(remainder, *_remainder_rules, floats=lambda g, out, x, y: (g, -g * _floor_quotient(x, y)))
 defjvp(remainder, *_remainder_rules)
+facts(remainder, saves={0: (), 1: (0, 1)})  # what its VJPs read (wengert.engines.saving)
 mod = remainder
 
 fmod = _broadcasting_binary(_with_numpy_fallback(np.fmod, math.fmod), "fmod")
 _fmod_rules = (lambda g, out, x, y: g, lambda g, out, x, y: -g * _trunc_quotient(x, y, out))
 defvjp(fmod, *_fmod_rules, floats=lambda g, out, x, y: (g, -g * _trunc_quotient_float(x, y, out)))
 defjvp(fmod, *_fmod_rules)
+facts(fmod, saves={0: (), 1: ("out", 0, 1)})
 
 
 def divmod_(x, y):

@@ -127,6 +127,7 @@ defvjp(softmax_cross_entropy, lambda g, out, logits, labels: g * _ce_direction(l
 defjvp(softmax_cross_entropy,
        lambda t, out, logits, labels: reductions.sum(t * _ce_direction(logits, labels)), None)
 facts(softmax_cross_entropy, fresh=True)
+facts(softmax_cross_entropy, saves=(0, 1))  # logits and labels both (not out)
 
 
 # -- batching rules (wengert.engines.batching) ------------------------------------------------------

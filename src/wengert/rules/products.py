@@ -189,6 +189,14 @@ einsum = Primitive(_einsum_impl, name="einsum",
 defvjp_argnum(einsum, _einsum_vjp)
 defjvp_argnum(einsum, _einsum_jvp)
 
+EINSUM_MAX_OPERANDS = 63
+"""The most operands ``np.einsum`` takes (it refuses more, so no recorded call has more)."""
+
+# What its VJPs read: an operand's cotangent reads the subscripts and every other operand (its own
+# operand's shape only). Per operand, so that a product of two keeps one where one is differentiated.
+facts(einsum, saves={k: (0,) + tuple(j for j in range(1, EINSUM_MAX_OPERANDS + 1) if j != k)
+                     for k in range(1, EINSUM_MAX_OPERANDS + 1)})
+
 
 # -- batching rules (wengert.engines.batching): the batch on axis 0 of the batched arguments -----------
 

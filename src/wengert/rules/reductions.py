@@ -43,7 +43,7 @@ defvjp(prod, lambda g, out, x, axis=None, keepdims=False:
        expand_reduced(g, broadcasting.shape_of(x), axis, keepdims) * _prod_partials(out, x, axis, keepdims))
 defjvp(prod, lambda t, out, x, axis=None, keepdims=False:
        sum(t * _prod_partials(out, x, axis, keepdims), axis=axis, keepdims=keepdims))
-facts(prod, fresh=True)
+facts(prod, fresh=True, saves=(0,))  # its VJP reads x (_prod_partials ignores out; wengert.engines.saving)
 
 
 def _chooser_weights_impl(out, x, axis, keepdims):
@@ -106,7 +106,7 @@ def _chooser_jvp(t, out, x, axis=None, keepdims=False):
 amax = Primitive(_amax_impl, name="max")
 defvjp(amax, _chooser_vjp)
 defjvp(amax, _chooser_jvp)
-facts(amax, fresh=True)
+facts(amax, fresh=True, saves=("out", 0))  # the maxima's places: x == out
 
 
 def _amin_impl(a, axis=None, keepdims=False):
@@ -119,7 +119,7 @@ def _amin_impl(a, axis=None, keepdims=False):
 amin = Primitive(_amin_impl, name="min")
 defvjp(amin, _chooser_vjp)
 defjvp(amin, _chooser_jvp)
-facts(amin, fresh=True)
+facts(amin, fresh=True, saves=("out", 0))
 
 
 def _batch_chooser_weights(prim, values, batched, kwargs):

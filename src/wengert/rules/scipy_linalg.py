@@ -19,7 +19,7 @@ they differentiate again. Matrices are 2-D (``solve_triangular``'s right-hand si
 import numpy as np
 import scipy.linalg as sla
 
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing, products, shape
@@ -215,3 +215,10 @@ _USER_NAMES = {solve_triangular: "scipy.linalg.solve_triangular", cholesky_lower
 for _prim, _what in _USER_NAMES.items():
     name_singular_errors(_prim, _what)
 del _prim, _what
+
+# -- what each VJP reads (the tape keeps only that: wengert.engines.saving) ------------------------------
+facts(solve_triangular, saves={0: ("out", 0), 1: (0,)})
+facts(cholesky_lower, saves=("out",))
+facts(solve_sylvester, saves={0: ("out", 0, 1), 1: ("out", 0, 1), 2: (0, 1)})
+facts(expm, saves=(0,))
+facts(sqrtm, saves=("out",))

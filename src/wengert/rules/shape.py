@@ -158,6 +158,7 @@ concatenate = _joining(_concatenate_impl, "concatenate", _concatenate_vjp, _conc
                        _concatenate_vjp_joint, _concatenate_jvp_joint)
 facts(concatenate, saves=())  # its VJPs read the pieces' shapes only
 stack = _joining(stack_arrays, "stack", _stack_vjp, _stack_jvp, _stack_vjp_joint, _stack_jvp_joint)
+facts(stack, saves=())  # its VJPs read the output's shape only
 
 
 def _repeat_impl(a, repeats, axis=None):
@@ -184,7 +185,7 @@ def _sum_repeats_impl(g, repeats, axis, n):
 sum_repeats = Primitive(_sum_repeats_impl, name="sum_repeats")
 defvjp(sum_repeats, lambda g, out, x, repeats, axis, n: repeat(g, repeats, axis=axis))
 defjvp(sum_repeats, lambda t, out, x, repeats, axis, n: sum_repeats(t, repeats, axis, n))
-facts(sum_repeats, linear=(0,), fresh=True, helper=True)
+facts(sum_repeats, linear=(0,), fresh=True, helper=True, saves=("repeats",))  # an array, maybe
 
 
 def _repeat_vjp(g, out, x, repeats, axis=None):
@@ -199,7 +200,7 @@ def _repeat_vjp(g, out, x, repeats, axis=None):
 repeat = Primitive(_repeat_impl, name="repeat")
 defvjp(repeat, _repeat_vjp)
 defjvp(repeat, lambda t, out, x, repeats, axis=None: repeat(t, repeats, axis=axis))
-facts(repeat, linear=(0,), fresh=True)
+facts(repeat, linear=(0,), fresh=True, saves=("repeats",))  # and x's shape (wengert.engines.saving)
 
 
 def _batch_transpose(prim, values, batched, kwargs):

@@ -9,7 +9,7 @@ the full shape (``indexing.untake``). Every rule is a convolution again: second 
 
 import scipy.signal
 
-from wengert.core.extend import defjvp, defvjp
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, indexing
 
@@ -46,6 +46,7 @@ def _vjp_in2(g, out, in1, in2, mode="full", method="auto"):
 
 convolve = Primitive(_convolve_impl, name="scipy_convolve")  # apart from a numpy.convolve primitive
 defvjp(convolve, _vjp_in1, _vjp_in2)
+facts(convolve, saves={0: (1,), 1: (0,)})  # the other input (and shapes: wengert.engines.saving)
 defjvp(convolve,
        lambda t, out, in1, in2, mode="full", method="auto": convolve(t, in2, mode=mode, method=method),
        lambda t, out, in1, in2, mode="full", method="auto": convolve(in1, t, mode=mode, method=method))

@@ -25,6 +25,6 @@ def _ive_rule(g, out, v, z):
 ive = Primitive(sp.ive, name="ive", grad_post=unbroadcast, tangent_post=broadcast_tangent)
 defvjp(ive, None, _ive_rule)
 defjvp(ive, None, _ive_rule)
-facts(ive, broadcasts=True, fresh=True)
+facts(ive, broadcasts=True, fresh=True, saves=("out", 0, 1))  # what its VJP reads (wengert.engines.saving)
 
-gammasgn = elementwise(sp.gammasgn, 0.0, name="gammasgn")
+gammasgn = elementwise(sp.gammasgn, 0.0, name="gammasgn", saves=())  # a zero VJP reads nothing
