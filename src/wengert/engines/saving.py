@@ -68,9 +68,12 @@ class Unsaved:
 
     def _refuse(self, *args, **kwargs):
         name = getattr(self.prim, "__name__", "?")
+        declared = repr(self.prim.saves)
+        if len(declared) > 160:  # einsum's, one entry per operand
+            declared = declared[:160] + " ...}"
         raise UnsavedValueError(
             f"wengert: a derivative rule of '{name}' used its {self.what} (an array of shape {self.shape}), "
-            f"which '{name}' declares it does not read (saves={self.prim.saves!r}), so the tape did not "
+            f"which '{name}' declares it does not read (saves={declared}), so the tape did not "
             f"keep it. The declaration is wrong: add the value to saves= in facts({name}, saves=...), "
             f"or remove the declaration (then everything is kept).")
 
