@@ -23,7 +23,7 @@ import operator
 import numpy as np
 
 from wengert.core.primitive import FLOAT_PATH_ERRORS, on_float64
-from wengert.core.trace import gc_paused
+from wengert.core.trace import GC_PAUSES, gc_paused
 from wengert.engines.accumulation import FREED, accumulate, alone, apply_inplace, extra_rules, release
 from wengert.engines.mutation import (
     INPLACE_WRITES,
@@ -64,7 +64,7 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
     owned = set()  # nodes whose adjoint is a buffer this pass allocated: safe to add into in place
     for node, ct in seeds:
         accumulate(adj, owned, node, ct)
-    if gc.isenabled():
+    if gc.isenabled() and not GC_PAUSES[0]:  # (inside a pause the collector may run vetted young collections)
         with gc_paused():
             _propagate(order, adj, owned, retain_graph, keep_all)
     else:  # already paused (the transforms pause it around the whole call) or turned off
