@@ -79,7 +79,13 @@ def backward_pass(seeds, retain_graph=True, keep_all=False, tape=None):
 
 
 def _propagate(order, adj, owned, retain_graph, keep_all):
-    """The pass proper: each node of ``order`` that received an adjoint gives its parents theirs."""
+    """The pass proper: each node of ``order`` that received an adjoint gives its parents theirs.
+
+    A float cotangent takes the scalar hot path, inline: ``x + y`` and ``x * y`` on Python floats
+    (float arithmetic never raises), ``v[i]`` (into v's list), and fused float rules, each giving at
+    most two parents ``px``, ``py`` their contributions ``cx``, ``cy``, added in one place below; a
+    :class:`ScalarNode` is read through its inputs, any other node through its tuples. Anything else
+    (and where math refuses) takes the ordinary rules."""
     take = adj.get if keep_all else adj.pop
     scalar_types = SCALAR_TYPES
     reads_direct = not keep_all  # keep_all reports every read's adjoint: none may be skipped
@@ -93,94 +99,65 @@ def _propagate(order, adj, owned, retain_graph, keep_all):
         g = take(node, None)
         if g is None:  # nothing flows through this node
             continue
-        if type(node) in scalar_types:  # a ScalarNode: its inputs read directly, float steps inline
-            if type(g) is float:
+        scalar = type(node) in scalar_types
+        if scalar:
+            if node._y is FREED_INPUT:
+                raise RuntimeError(_FREED_MESSAGE)
+        elif node._args is FREED:
+            raise RuntimeError(_FREED_MESSAGE)
+        if type(g) is float:
+            contributions = None
+            if prim is _GETITEM:
+                if _into_reads(reads, node, g):
+                    if not retain_graph:
+                        release(node)
+                    continue
+            elif scalar:
                 y = node._y
                 if y is UNARY:  # sin(x): x is the parent, by its fused float rule
                     x = node._x
-                    ax = x.value
                     vjp = prim.float_vjp
+                    ax = x.value
                     if vjp is not None and type(ax) is float:
                         try:
-                            c = vjp(g, node.value, ax)
+                            contributions = x, vjp(g, node.value, ax), None, None
                         except (ArithmeticError, ValueError):
-                            c = None  # math raised where NumPy gives inf or nan: the ordinary rules
-                        if c is not None:
-                            prev = adj.get(x)
-                            if prev is None:
-                                adj[x] = c
-                            elif type(prev) is float and type(c) is float:
-                                adj[x] = prev + c
-                            else:
-                                accumulate(adj, owned, x, c)
-                            if not retain_graph:
-                                release(node)
-                            continue
-                elif prim is _GETITEM:
-                    if _into_reads(reads, node, g):
-                        if not retain_graph:
-                            release(node)
-                        continue
-                elif y is not FREED_INPUT:
+                            pass  # math raised where NumPy gives inf or nan: the ordinary rules
+                elif prim is _ADD:  # add's rules give g itself, and a float needs no fitting
                     x = node._x
-                    if prim is _ADD:  # add's rules give g itself, and a float needs no fitting
-                        tx = type(x)
-                        px = None if tx is float or tx is int else x
-                        ty = type(y)
-                        py = None if ty is float or ty is int else y
-                        contributions = px, g, py, g
-                    else:
-                        contributions = _binary_step(x, y, prim, g, node)
-                    if contributions is not None:
-                        px, cx, py, cy = contributions
-                        if px is not None:
-                            if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, cx)):
-                                prev = adj.get(px)
-                                if prev is None:
-                                    adj[px] = cx
-                                elif type(prev) is float and type(cx) is float:
-                                    adj[px] = prev + cx
-                                else:
-                                    accumulate(adj, owned, px, cx)
-                        if py is not None:
-                            if not (reads_direct and py._prim is _GETITEM and _into_reads(reads, py, cy)):
-                                prev = adj.get(py)
-                                if prev is None:
-                                    adj[py] = cy
-                                elif type(prev) is float and type(cy) is float:
-                                    adj[py] = prev + cy
-                                else:
-                                    accumulate(adj, owned, py, cy)
+                    tx = type(x)
+                    ty = type(y)
+                    contributions = (None if tx is float or tx is int else x, g,
+                                     None if ty is float or ty is int else y, g)
+                else:
+                    contributions = _binary_step(node._x, y, prim, g, node)
+            else:
+                args = node._args
+                if prim is _ADD:
+                    px, py = node._parents
+                    contributions = px, g, py, g
+                elif prim is _MUL and type(args[0]) is float and type(args[1]) is float:
+                    px, py = node._parents
+                    contributions = px, g * args[1], py, g * args[0]
+                elif prim.float_vjp is not None:
+                    if len(args) == 1 and type(args[0]) is float:  # sin(x): one contribution
+                        try:
+                            c = prim.float_vjp(g, node.value, args[0])
+                            contributions = node._parents[0], c, None, None
+                        except (ArithmeticError, ValueError):
+                            pass
+                    elif _fused_float_step(node, prim, g, args, adj, owned):
                         if not retain_graph:
                             release(node)
                         continue
-            if node._y is FREED_INPUT:
-                raise RuntimeError(_FREED_MESSAGE)
-            _apply_rules(node, prim, g, adj, owned)  # the ordinary rules, through its tuples' views
-            if not retain_graph:
-                release(node)
-            continue
-        args = node._args
-        if args is FREED:
-            raise RuntimeError(_FREED_MESSAGE)
-        if type(g) is float:
-            # The scalar hot path, inline: x * y and x + y on Python floats (float arithmetic
-            # never raises), then v[i] (into v's buffer), then fused float rules.
-            if prim is _ADD:
-                cx = cy = g  # add's rules give g itself, and a float needs no fitting
-            elif prim is _MUL and type(args[0]) is float and type(args[1]) is float:
-                cx = g * args[1]
-                cy = g * args[0]
-            else:
-                cx = None
-            if cx is not None:
-                px, py = node._parents
+            if contributions is not None:
+                px, cx, py, cy = contributions
                 if px is not None:
                     if not (reads_direct and px._prim is _GETITEM and _into_reads(reads, px, cx)):
                         prev = adj.get(px)
                         if prev is None:
                             adj[px] = cx
-                        elif type(prev) is float:
+                        elif type(prev) is float and type(cx) is float:
                             adj[px] = prev + cx
                         else:
                             accumulate(adj, owned, px, cx)
@@ -189,43 +166,16 @@ def _propagate(order, adj, owned, retain_graph, keep_all):
                         prev = adj.get(py)
                         if prev is None:
                             adj[py] = cy
-                        elif type(prev) is float:
+                        elif type(prev) is float and type(cy) is float:
                             adj[py] = prev + cy
                         else:
                             accumulate(adj, owned, py, cy)
                 if not retain_graph:
                     release(node)
                 continue
-            if prim is _GETITEM:
-                if _into_reads(reads, node, g):
-                    if not retain_graph:
-                        release(node)
-                    continue
-            elif prim.float_vjp is not None:
-                if len(args) == 1 and type(args[0]) is float:  # sin(x): one contribution
-                    try:
-                        c = prim.float_vjp(g, node.value, args[0])
-                    except (ArithmeticError, ValueError):
-                        c = None  # math raised where NumPy gives inf or nan: the ordinary rules
-                    if c is not None:
-                        parent = node._parents[0]
-                        prev = adj.get(parent)
-                        if prev is None:
-                            adj[parent] = c
-                        elif type(prev) is float and type(c) is float:
-                            adj[parent] = prev + c
-                        else:
-                            accumulate(adj, owned, parent, c)
-                        if not retain_graph:
-                            release(node)
-                        continue
-                elif _fused_float_step(node, prim, g, args, adj, owned):
-                    if not retain_graph:
-                        release(node)
-                    continue
         if not (prim.vjp_inplace is not None and type(g) is np.ndarray and alone(g)
                 and apply_inplace(prim, node, g, adj, owned)):
-            _apply_rules(node, prim, g, adj, owned)
+            _apply_rules(node, prim, g, adj, owned)  # (a ScalarNode's through its tuples' views)
         if not retain_graph:
             release(node)
     while reads:  # the leaves' (and nodes' not read in order)
@@ -314,25 +264,8 @@ def _reachable(roots, log=None):
 
 def _fused_float_step(node, prim, g, args, adj, owned):
     """All arguments' contributions by ``prim``'s fused float rule (``float_vjp``), when every
-    argument is a Python float; False: take the ordinary rules."""
-    n = len(args)
-    if n == 1:
-        x = args[0]
-        if type(x) is not float:
-            return False
-        try:
-            c = prim.float_vjp(g, node.value, x)
-        except (ArithmeticError, ValueError):
-            return False  # math raised where NumPy gives inf or nan: the ordinary rules
-        parent = node._parents[0]
-        prev = adj.get(parent)
-        if prev is None:
-            adj[parent] = c
-        elif type(prev) is float and type(c) is float:
-            adj[parent] = prev + c
-        else:
-            accumulate(adj, owned, parent, c)
-        return True
+    argument is a Python float (two or more: one is inline in ``_propagate``); False: take the
+    ordinary rules."""
     for a in args:
         if type(a) is not float:
             return False
