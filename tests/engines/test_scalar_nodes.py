@@ -31,7 +31,7 @@ def _eager_grad(fun, *xs):
     """The same gradient by the eager Tensor API (its nodes keep argument and parent tuples)."""
     ts = [wg.tensor(x, requires_grad=True) for x in xs]
     fun(*ts).backward()
-    return [float(t.grad.value) for t in ts]
+    return [0.0 if t.grad is None else float(t.grad.value) for t in ts]  # None: not reached, as PyTorch
 
 
 def test_the_float_steps_are_recorded_compactly():
@@ -171,3 +171,66 @@ def test_a_scalar_node_refuses_other_argument_writes():
         node._args = (1.0, 2.0)
     with pytest.raises(TypeError, match="keyword"):
         node._kwargs = {"a": 1}
+
+
+# -- random scalar programs: compact nodes against tuple-keeping ones and against PyTorch -------------
+
+_STEPS = {  # name -> (wengert step, torch step): a binary step reads the state and one earlier value
+    "mul": (lambda s, t, c: s * t, lambda s, t, c: s * t),
+    "add_const": (lambda s, t, c: s + c, lambda s, t, c: s + c),
+    "const_sub": (lambda s, t, c: c - s, lambda s, t, c: c - s),
+    "scale": (lambda s, t, c: c * s, lambda s, t, c: c * s),
+    "div": (lambda s, t, c: s / (1.5 + t * t), lambda s, t, c: s / (1.5 + t * t)),
+    "sin": (lambda s, t, c: wnp.sin(s), lambda s, t, c: __import__("torch").sin(s)),
+    "tanh_mix": (lambda s, t, c: wnp.tanh(s * c + t), lambda s, t, c: __import__("torch").tanh(s * c + t)),
+    "exp_small": (lambda s, t, c: wnp.exp(-s * s), lambda s, t, c: __import__("torch").exp(-s * s)),
+    "combine": (lambda s, t, c: s + t * 0.5, lambda s, t, c: s + t * 0.5),
+}
+
+
+def _program(ops):
+    """``ops`` [(step name, constant, which earlier value)] as a function of (x, y, v) for either
+    library; "read" steps add ``c * v[k % 4]`` (a read of the array v, recorded as a compact node)."""
+    def run(x, y, v, torch_steps=False):
+        values = [x, y]
+        for name, c, k in ops:
+            if name == "read":
+                values.append(values[-1] + v[k % 4] * c)
+                continue
+            step = _STEPS[name][1 if torch_steps else 0]
+            values.append(step(values[-1], values[k % len(values)], c))
+        return values[-1] * values[-2]
+    return run
+
+
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover - hypothesis is in the test extra
+    given = None
+
+if given is not None:
+    _ops = st.lists(st.tuples(st.sampled_from(sorted(_STEPS) + ["read"]),
+                              st.floats(-2.0, 2.0, allow_nan=False).filter(lambda c: abs(c) > 1e-3),
+                              st.integers(0, 50)), min_size=1, max_size=25)
+
+    @settings(max_examples=60, deadline=None)
+    @given(_ops, st.floats(-1.5, 1.5), st.floats(-1.5, 1.5))
+    def test_random_scalar_programs_match_tuple_nodes_and_pytorch(ops, x, y):
+        run = _program(ops)
+        v = np.array([0.3, -0.7, 1.1, 0.2])
+        gx, gy, gv = wg.grad(run, argnums=(0, 1, 2))(x, y, v)
+        got = [float(gx), float(gy), *np.asarray(gv, dtype=float)]
+        ts = [wg.tensor(a, requires_grad=True) for a in (x, y, v)]
+        run(*ts).backward()
+        eager = [0.0 if t.grad is None else t.grad.value for t in ts]  # None: not reached, as PyTorch
+        assert got == pytest.approx([float(eager[0]), float(eager[1]), *np.broadcast_to(eager[2], 4)],
+                                    rel=1e-12, abs=1e-12)
+        torch = pytest.importorskip("torch")
+        tt = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, y, v)]
+        out = run(*tt, torch_steps=True)
+        if out.requires_grad:  # (a program of constants only has no graph in PyTorch)
+            out.backward()
+        want = [0.0 if t.grad is None else t.grad for t in tt]
+        want = [float(want[0]), float(want[1]), *np.broadcast_to(np.asarray(want[2], dtype=float), 4)]
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
