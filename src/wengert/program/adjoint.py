@@ -9,10 +9,12 @@ one contribution per use, summed (``v_bar2 = v_bar + ...``); ``dup`` statements 
 Adjoint programs are programs: their adjoints (second derivatives) come the same way.
 """
 
+from operator import itemgetter
+
 import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
-from wengert.program.ir import Program, Statement, Variable, dup, map_vars, placeholder
+from wengert.program.ir import Program, Statement, Variable, dup, map_vars, placeholder, var_name
 from wengert.program.pipeline import simplify
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
@@ -73,7 +75,11 @@ class _Tracer:
         kinds and sameness and on the constants (a traced value's data is never read), so the
         first call of each such key is recorded and the later ones replay it with fresh variables:
         a long program's adjoint costs a few objects per statement, not a trace through the rule."""
-        key = _replay_key(tag, inputs)
+        return self.replay_keyed(_replay_key(tag, inputs), inputs, fun, *fargs)
+
+    def replay_keyed(self, key, inputs, fun, *fargs):
+        """:meth:`replay` with its key (``_replay_key``) given: a statement's rules share one
+        signature of their inputs (``_signature``)."""
         if key is None:
             return fun(*fargs)
         replay = self._replays.get(key)
@@ -90,8 +96,10 @@ class _Tracer:
         for s in self.program.statements:
             if s.prim.nondiff:
                 continue
-            if any(u in active for u in s.uses()):
-                active.update(o for o in s.outs if o.dtype.kind in "fc")
+            for u in s.uses():
+                if u in active:
+                    active.update([o for o in s.outs if o.dtype.kind in "fc"])
+                    break
         return active
 
     def result(self, value):
@@ -115,21 +123,44 @@ def _simple(x):
 
 class _Replay:
     """The statements one call of a rule recorded, with the inputs and results as :class:`_Ref`
-    (``steps``: (primitive, arguments, keyword arguments, result metadata, examples)), and what
-    it returned (a ``_Ref`` or a constant)."""
+    (``steps``: (primitive, the arguments' ``pick``, the arguments, keyword arguments, result
+    metadata)), and what it returned (a ``_Ref`` or a constant). A replay's values are its
+    constants (``consts``), then the inputs, then the results: ``pick`` takes the arguments from
+    them (an ``itemgetter``, or the index of the one argument; None for nested arguments)."""
 
-    __slots__ = ("steps", "result")
+    __slots__ = ("steps", "result", "consts")
 
     def __init__(self, steps, result):
-        self.steps = steps
+        consts = [a for step in steps if not step[4] for a in step[1] if type(a) is not _Ref]
+        c, k, picked = len(consts), 0, []
+        for prim, args, kwargs, metas, nested in steps:
+            pick = None
+            if not nested:
+                index = []
+                for a in args:
+                    if type(a) is _Ref:
+                        index.append(c + a.k)
+                    else:
+                        index.append(k)
+                        k += 1
+                pick = index[0] if len(index) == 1 else itemgetter(*index) if index else tuple
+            picked.append((prim, pick, args, kwargs, metas))
+        self.steps = tuple(picked)
         self.result = result
+        self.consts = consts
 
 
 def _replay_key(tag, inputs):
-    """What decides the statements a rule records: ``tag`` (which rule), and for each input its
-    shape, dtype and kind and which earlier input it is the same variable as (a symbol), or its
-    type and value (a constant). None when an input is neither (a container, an array constant)."""
-    key = [tag]
+    """What decides the statements a rule records: ``tag`` (which rule), and ``_signature(inputs)``.
+    None when an input is neither a symbol nor a simple constant (a container, an array constant)."""
+    sig = _signature(inputs)
+    return None if sig is None else (tag, sig)
+
+
+def _signature(inputs):
+    """For each input its shape, dtype and kind and which earlier input it is the same variable as
+    (a symbol or Variable), or its type and value (a constant); None when an input is neither."""
+    key = []
     seen = []
     for x in inputs:
         t = type(x)
@@ -190,48 +221,59 @@ def _record(builder, inputs, fun, fargs):
     return result, _Replay(tuple(steps), result)
 
 
-def _resolve(obj, values):
-    """``obj`` with each :class:`_Ref` replaced by its value (containers too)."""
+def _resolve(obj, values, offset):
+    """``obj`` with each :class:`_Ref` replaced by its value, ``values[offset + k]`` (containers too)."""
     t = type(obj)
     if t is _Ref:
-        return values[obj.k]
+        return values[offset + obj.k]
     if t is tuple or t is list:
-        return t([_resolve(o, values) for o in obj])
+        return t([_resolve(o, values, offset) for o in obj])
     if t is dict:
-        return {k: _resolve(v, values) for k, v in obj.items()}
+        return {k: _resolve(v, values, offset) for k, v in obj.items()}
     return obj
-
-
-def _new_variable(name, shape, dtype, kind):
-    v = Variable.__new__(Variable)
-    v.name, v.shape, v.dtype, v.kind = name, shape, dtype, kind
-    return v
 
 
 def _replayed(builder, replay, inputs, sym):
     """The statements of ``replay`` recorded again on ``inputs`` (symbols, Variables, constants)
-    with fresh variables, and the symbol (``sym`` of a Variable) or constant they return."""
-    values = [x.variable if type(x) is Symbol else x for x in inputs]
-    statements, examples, fresh = builder.statements, builder.examples, builder.fresh
-    for prim, args, kwargs, metas, nested in replay.steps:
+    with fresh variables (named as ``builder.fresh()`` names them), and the symbol (``sym`` of a
+    Variable) or constant they return. Its variables and statements are made field by field:
+    this runs once per adjoint statement of a long program."""
+    values = replay.consts + [x.variable if type(x) is Symbol else x for x in inputs]
+    offset = len(replay.consts)
+    statements, examples, names, k = builder.statements, builder.examples, builder.names, builder.counter
+    new_variable, new_statement = Variable.__new__, Statement.__new__
+    for prim, pick, args, kwargs, metas in replay.steps:
         outs = []
         for shape, dtype, kind, example in metas:
-            v = _new_variable(fresh(), shape, dtype, kind)
+            name = f"v{k}" if k >= 0 else var_name(k)
+            while name in names:
+                k += 1
+                name = f"v{k}" if k >= 0 else var_name(k)
+            k += 1
+            names.add(name)
+            v = new_variable(Variable)
+            v.name, v.shape, v.dtype, v.kind = name, shape, dtype, kind
             examples[v] = example
             outs.append(v)
             values.append(v)
-        if nested:
-            args = _resolve(args, values)
+        st = new_statement(Statement)
+        st.outs, st.prim, st.inplace, st._uses = tuple(outs), prim, False, None
+        if pick is None:
+            st.args = tuple(_resolve(args, values, offset))
+        elif type(pick) is int:
+            st.args = (values[pick],)
         else:
-            args = [values[a.k] if type(a) is _Ref else a for a in args]
-        statements.append(Statement(outs, prim, args, _resolve(kwargs, values) if kwargs else None))
+            st.args = pick(values)
+        st.kwargs = _resolve(kwargs, values, offset) if kwargs else {}
+        statements.append(st)
+    builder.counter = k
     r = replay.result
     if type(r) is not _Ref:
         return r
     if r.k < len(inputs):
         x = inputs[r.k]
         return sym(x) if type(x) is Variable else x
-    v = values[r.k]
+    v = values[offset + r.k]
     return Symbol(v, examples.get(v), builder)
 
 
@@ -323,7 +365,8 @@ def _backward_sweep(tr, seeds, wrt):
         if g is None or stmt.prim.nondiff:
             continue
         prim = stmt.prim
-        inputs = (g, stmt.out, *stmt.args)  # symbols made only where a rule is traced
+        inputs = (g, stmt.outs[0], *stmt.args)  # symbols made only where a rule is traced
+        sig = False  # _signature(inputs), computed once for all arguments
         for i, a in enumerate(stmt.args):
             if type(a) is not Variable or a not in active:
                 continue
@@ -331,7 +374,10 @@ def _backward_sweep(tr, seeds, wrt):
             if stmt.kwargs:
                 c = _traced_cotangent(tr, stmt, i, rule, g)
             else:
-                c = tr.replay((prim, i), inputs, _traced_cotangent, tr, stmt, i, rule, g)
+                if sig is False:
+                    sig = _signature(inputs)
+                c = tr.replay_keyed(None if sig is None else ((prim, i), sig), inputs,
+                                    _traced_cotangent, tr, stmt, i, rule, g)
             accumulate(a, c)
     return [adj.get(v) for v in wrt]
 

@@ -41,6 +41,9 @@ dup = Primitive(_dup_impl, name="dup")
 """Explicit duplication, inserted by ``passes.explicit_dup``; its adjoint is ``+``."""
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 class Variable:
     """One SSA variable: a name, and the shape, dtype and kind (``"float"`` for a Python float,
     ``"scalar"`` for a NumPy scalar, ``"array"`` for an ndarray) of the values it holds."""
@@ -49,15 +52,15 @@ class Variable:
 
     def __init__(self, name, shape, dtype, kind):
         self.name = name
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.shape = shape if type(shape) is tuple else tuple(shape)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.kind = kind
 
     @classmethod
     def like(cls, name, value):
         """A variable named ``name`` holding values like ``value``."""
         if type(value) is float:
-            return cls(name, (), np.float64, "float")
+            return cls(name, (), _FLOAT64, "float")
         if isinstance(value, np.ndarray):
             return cls(name, value.shape, value.dtype, "array")
         if isinstance(value, np.generic):
@@ -161,8 +164,12 @@ class Statement:
         """The Variables this statement reads, with repeats (a statement is never changed: passes
         make new ones, so this is computed once)."""
         if self._uses is None:
-            found = vars_in(self.args)
-            self._uses = tuple(vars_in(self.kwargs, found) if self.kwargs else found)
+            args = self.args
+            if not self.kwargs and all([type(a) is Variable for a in args]):
+                self._uses = args  # the common case: no tuple of its own (fewer objects to collect)
+            else:
+                found = vars_in(args)
+                self._uses = tuple(vars_in(self.kwargs, found) if self.kwargs else found)
         return self._uses
 
     def replaced(self, f, outs=None):

@@ -503,12 +503,13 @@ def _factors(x, out, producer, counts, top, walked):
     """The operands of the product tree ending in ``x``, through multiplications used once and of
     ``out``'s type, or None if ``x`` is no such product (``top``: ``x`` must be a product). The
     products passed through are appended to ``walked`` (read only by the tree)."""
-    s = producer.get(x) if type(x) is Variable else None
-    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not _same_type(x, out):
-        if top:
-            return None
-        ok = _same_type(x, out) if type(x) is Variable else type(x) is float and out.dtype.kind == "f"
-        return [x] if ok else None
+    if type(x) is not Variable:
+        return None if top or type(x) is not float or out.dtype.kind != "f" else [x]
+    s = producer.get(x)
+    same = x.shape == out.shape and x.dtype == out.dtype and (x.kind == out.kind
+                                                               or "float" not in (x.kind, out.kind))
+    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not same:
+        return None if top or not same else [x]
     walked.append(x)
     found = []
     for a in s.args:
@@ -540,12 +541,12 @@ def factor_products(program):
             cur = v
         return cur
 
-    sums = ("add", "subtract")
+    sums = (add.primitive, subtract.primitive)
     for s in program.statements:
-        name = s.prim.__name__
-        if name == "multiply":
+        prim = s.prim
+        if prim is multiply.primitive:
             producer[s.outs[0]] = s
-        elif name in sums and len(s.args) == 2 and type(s.args[0]) is Variable \
+        elif (prim is sums[0] or prim is sums[1]) and len(s.args) == 2 and type(s.args[0]) is Variable \
                 and type(s.args[1]) is Variable and s.args[0] in producer and s.args[1] in producer \
                 and not s.kwargs and not s.inplace:
             out = s.outs[0]  # a sum of two products (the cheap tests first)
@@ -555,8 +556,16 @@ def factor_products(program):
             walked = []
             fp = _factors(s.args[0], out, producer, counts, True, walked)
             fq = _factors(s.args[1], out, producer, counts, True, walked) if fp else None
-            common = next((v for v in fp if type(v) is Variable and any(v is w for w in fq)), None) \
-                if fq else None
+            common = None
+            if fq:
+                for v in fp:
+                    if type(v) is Variable:
+                        for w in fq:
+                            if v is w:
+                                common = v
+                                break
+                        if common is not None:
+                            break
             if common is not None:
                 rest_p = list(fp)
                 del rest_p[next(i for i, v in enumerate(rest_p) if v is common)]

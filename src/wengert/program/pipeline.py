@@ -64,21 +64,31 @@ def fold_and_merge(program):
         if alias:
             s = _rewritten(s, alias, look)
         # Variables only (the common case): no folding rule applies, as each needs a constant,
-        # but for zeros_like and ones_like, which read only the shape
-        plain = bool(s.args) and len(s.outs) == 1 and not s.kwargs and s.prim.__name__ not in _SHAPE_ONLY
+        # but for zeros_like and ones_like, which read only the shape; their key is the primitive
+        # and the Variables (as _statement_key makes it)
+        args = s.args
+        plain = bool(args) and len(s.outs) == 1 and not s.kwargs and s.prim is not dup \
+            and s.prim.__name__ not in _SHAPE_ONLY
         if plain:
-            for a in s.args:
+            for a in args:
                 if type(a) is not Variable:
                     plain = False
                     break
-        if not plain:
-            negated = _negated(s)
-            if negated is not None:
-                s = Statement(s.outs, negative.primitive, (negated,))
-            folded = _fold(s)
-            if folded is not None:
-                alias[s.outs[0]] = folded
-                continue
+        if plain:
+            earlier = seen.get(key := (id(s.prim), *args))
+            if earlier is None:
+                seen[key] = s.outs[0]
+                kept.append(s)
+            else:
+                alias[s.outs[0]] = earlier
+            continue
+        negated = _negated(s)
+        if negated is not None:
+            s = Statement(s.outs, negative.primitive, (negated,))
+        folded = _fold(s)
+        if folded is not None:
+            alias[s.outs[0]] = folded
+            continue
         if s.prim is dup or len(s.outs) != 1:
             kept.append(s)
             continue
