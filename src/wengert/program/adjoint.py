@@ -33,6 +33,7 @@ class _Tracer:
         self.n_forward = len(self.builder.statements)
         self._symbols = {}
         self._replays = {}  # _replay_key -> _Replay, or None (see replay)
+        self._seen, self._fresh = self.n_forward, set()  # see _unnamed
 
     def sym(self, var):
         s = self._symbols.get(var)
@@ -44,22 +45,23 @@ class _Tracer:
         var = Variable(self.builder.fresh(name), like.shape, like.dtype, like.kind)
         return var, self.sym(var)
 
-    def name(self, value, base):
-        """Give a variable this trace just created the name ``base`` (``base2``, ... if taken)."""
+    def name(self, value, base, suffix=""):
+        """Give a variable this trace just created the name ``base + suffix`` (``base2``, ... if taken)."""
         if type(value) is Symbol and value.variable in self._unnamed():
-            self.builder.names.discard(value.variable.name)
-            value.variable.name = self.builder.fresh(base)
-            self._fresh.discard(value.variable)
+            var = value.variable
+            self.builder.names.discard(var.name)
+            var.name = self.builder.fresh(base + suffix)
+            self._fresh.discard(var)
         return value
 
     def _unnamed(self):
         """Variables of statements recorded since the forward ones, not yet given a name."""
         stmts = self.builder.statements
-        if not hasattr(self, "_fresh"):
-            self._seen, self._fresh = self.n_forward, set()
-        for s in stmts[self._seen:]:
-            self._fresh.update(s.outs)
-        self._seen = len(stmts)
+        if self._seen < len(stmts):
+            fresh = self._fresh
+            for s in stmts[self._seen:]:
+                fresh.update(s.outs)
+            self._seen = len(stmts)
         return self._fresh
 
     def call_rule(self, kind, prim, i, rule, *args, **kwargs):
@@ -161,23 +163,21 @@ def _signature(inputs):
     """For each input its shape, dtype and kind and which earlier input it is the same variable as
     (a symbol or Variable), or its type and value (a constant); None when an input is neither."""
     key = []
-    seen = []
+    seen = []  # the variables so far (None for a constant); Variables compare by identity
     for x in inputs:
         t = type(x)
-        if t is Symbol or t is Variable:
-            v = x.variable if t is Symbol else x
-            same = -1
-            for j, w in enumerate(seen):
-                if w is v:
-                    same = j
-                    break
-            key += (same, v.shape, v.dtype, v.kind)
-            seen.append(v)
+        if t is Symbol:
+            v = x.variable
+        elif t is Variable:
+            v = x
         elif _simple(x):
-            key += (type(x), repr(x))
+            key += (t, repr(x))
             seen.append(None)
+            continue
         else:
             return None
+        key += (seen.index(v) if v in seen else -1, v.shape, v.dtype, v.kind)
+        seen.append(v)
     return tuple(key)
 
 
@@ -347,7 +347,7 @@ def _backward_sweep(tr, seeds, wrt):
         prev = adj.get(var)
         if prev is not None:
             c = tr.replay(_ADD, (prev, c), ew.add, prev, c)
-        adj[var] = tr.name(c, f"{var.name}_bar")
+        adj[var] = tr.name(c, var.name, "_bar")
 
     for o, ct in seeds:
         if type(o) is Variable and o in active:

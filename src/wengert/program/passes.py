@@ -14,6 +14,7 @@
 import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, map_vars, zero_of
+from wengert.program.liveness import has_arrays
 from wengert.rules.elementwise import add, multiply, negative, subtract, true_divide
 from wengert.rules.indexing import index_add, untake
 
@@ -115,7 +116,10 @@ def eliminate_common_subexpressions(program):
 
 
 def _is_const(x, value):
-    if type(x) is Variable or isinstance(x, (bool, np.bool_)):
+    t = type(x)
+    if t is float or t is int:  # the common cases first (bool is neither)
+        return x == value
+    if t is Variable or isinstance(x, (bool, np.bool_)):
         return False
     if isinstance(x, (int, float, np.number)):
         return x == value
@@ -126,7 +130,7 @@ def _is_const(x, value):
 
 def _same_type(a, out):
     """Whether Variable ``a`` may stand for ``out`` (same shape and dtype; floats stay floats)."""
-    return (type(a) is Variable and a.shape == out.shape and a.dtype == out.dtype
+    return (type(a) is Variable and a.shape == out.shape and (a.dtype is out.dtype or a.dtype == out.dtype)
             and (a.kind == out.kind or "float" not in (a.kind, out.kind)))
 
 
@@ -139,8 +143,9 @@ def _fold(s):
         with np.errstate(all="ignore"):
             value = s.prim.fun(*args, **s.kwargs)
         return value if not isinstance(value, tuple) else None
-    if any(i < len(args) and _is_const(args[i], 0) for i in s.prim.linear):  # a zero makes zero
-        return zero_of(out)
+    for i in s.prim.linear:
+        if i < len(args) and _is_const(args[i], 0):  # a zero makes zero
+            return zero_of(out)
     if name == "multiply":
         for x, c in ((args[0], args[1]), (args[1], args[0])):
             if _is_const(c, 1) and _same_type(x, out):
@@ -227,7 +232,7 @@ def explicit_dup(program):
 
 def accumulate_in_place(program):
     """Mark accumulations into owned, once-used buffers as in place (see module docs)."""
-    if not any(s.outs[0].kind == "array" for s in program.statements):  # only arrays are buffers
+    if not has_arrays(program):  # only arrays are buffers
         return program
     counts = use_counts(program)
     producer = {o: s for s in program.statements for o in s.outs}
@@ -499,24 +504,38 @@ def rewrite_algebra(program):
     return eliminate_dead_code(program.with_statements(stmts, outputs))
 
 
-def _factors(x, out, producer, counts, top, walked):
-    """The operands of the product tree ending in ``x``, through multiplications used once and of
-    ``out``'s type, or None if ``x`` is no such product (``top``: ``x`` must be a product). The
-    products passed through are appended to ``walked`` (read only by the tree)."""
-    if type(x) is not Variable:
-        return None if top or type(x) is not float or out.dtype.kind != "f" else [x]
-    s = producer.get(x)
-    same = x.shape == out.shape and x.dtype == out.dtype and (x.kind == out.kind
-                                                               or "float" not in (x.kind, out.kind))
-    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not same:
-        return None if top or not same else [x]
-    walked.append(x)
-    found = []
-    for a in s.args:
-        sub = _factors(a, out, producer, counts, False, walked)
-        if sub is None:
-            return None
-        found += sub
+def _index(seq, x):
+    """The first ``k`` where ``seq[k] is x``, or None."""
+    for k, y in enumerate(seq):
+        if y is x:
+            return k
+    return None
+
+
+def _factors(x, out, producer, counts, walked):
+    """The operands of the product tree ending in ``x``, left to right, through multiplications
+    used once and of ``out``'s type; None if ``x`` is no such product or an operand is of another
+    type than ``out`` but a Python float. The products passed through are appended to ``walked``."""
+    shape, dtype, kind = out.shape, out.dtype, out.kind
+    found, todo, top = [], [x], True
+    while todo:
+        x = todo.pop()
+        if type(x) is not Variable:
+            if top or type(x) is not float or dtype.kind != "f":
+                return None
+            found.append(x)
+            continue
+        same = x.shape == shape and (x.dtype is dtype or x.dtype == dtype) \
+            and (x.kind == kind or "float" not in (x.kind, kind))
+        s = producer.get(x)
+        if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not same:
+            if top or not same:
+                return None
+            found.append(x)
+            continue
+        top = False
+        walked.append(x)
+        todo += reversed(s.args)
     return found
 
 
@@ -533,6 +552,8 @@ def factor_products(program):
 
     def product(parts, like):
         cur = parts[0]
+        if len(parts) == 1:
+            return cur
         for part in parts[1:]:
             fresh[0] += 1
             v = Variable(f"{like.name}_p{fresh[0]}", like.shape, like.dtype, like.kind)
@@ -554,23 +575,15 @@ def factor_products(program):
                 stmts.append(s)
                 continue
             walked = []
-            fp = _factors(s.args[0], out, producer, counts, True, walked)
-            fq = _factors(s.args[1], out, producer, counts, True, walked) if fp else None
+            fp = _factors(s.args[0], out, producer, counts, walked)
+            fq = _factors(s.args[1], out, producer, counts, walked) if fp else None
             common = None
-            if fq:
-                for v in fp:
-                    if type(v) is Variable:
-                        for w in fq:
-                            if v is w:
-                                common = v
-                                break
-                        if common is not None:
-                            break
+            for i, v in enumerate(fp if fq else ()):  # the first Variable of fp in fq, and where
+                j = _index(fq, v) if type(v) is Variable else None
+                if j is not None:
+                    common, rest_p, rest_q = v, fp[:i] + fp[i + 1:], fq[:j] + fq[j + 1:]
+                    break
             if common is not None:
-                rest_p = list(fp)
-                del rest_p[next(i for i, v in enumerate(rest_p) if v is common)]
-                rest_q = list(fq)
-                del rest_q[next(i for i, v in enumerate(rest_q) if v is common)]
                 inner = Variable(f"{out.name}_d", out.shape, out.dtype, out.kind)
                 stmts.append(Statement((inner,), s.prim, (product(rest_p, out), product(rest_q, out))))
                 producer[inner] = stmts[-1]

@@ -60,7 +60,7 @@ def register_helper(fun, name=None):
 
 register_helper(masked)  # where(c, x, 0) is written masked(x, c); tie_select calls it
 register_helper(may_repeat)  # untake and index_add call it
-register_helper(add_chosen)  # a max's cotangent added in place (codegen._fused_chooser_adds)
+register_helper(add_chosen)  # a max's cotangent added in place (liveness.fused_chooser_adds)
 
 
 def _survey():
