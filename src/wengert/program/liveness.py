@@ -54,8 +54,7 @@ def rematerialize(program):
     only into buffers read once), so ``x`` holds the same values at the late read as at ``y``'s
     definition."""
     stmts = program.statements
-    candidates = [k for k, s in enumerate(stmts)
-                  if s.outs[0].kind == "array" and s.prim.math_name is not None and _recomputable(s)]
+    candidates = [k for k, s in enumerate(stmts) if s.prim.math_name is not None and _recomputable(s)]
     if not candidates:
         return program
     reads = {}

@@ -146,14 +146,15 @@ def _fold(s):
     for i in s.prim.linear:
         if i < len(args) and _is_const(args[i], 0):  # a zero makes zero
             return zero_of(out)
-    if name == "multiply":
+    if name == "multiply":  # each rule below is for one name: none of the later ones applies
         for x, c in ((args[0], args[1]), (args[1], args[0])):
             if _is_const(c, 1) and _same_type(x, out):
                 return x
+        return None
     if name in ("add", "subtract") and _is_const(args[1], 0) and _same_type(args[0], out):
         return args[0]
-    if name == "add" and _is_const(args[0], 0) and _same_type(args[1], out):
-        return args[1]
+    if name == "add":
+        return args[1] if _is_const(args[0], 0) and _same_type(args[1], out) else None
     if name in ("true_divide", "power") and _is_const(args[1], 1) and _same_type(args[0], out):
         return args[0]
     if name in ("broadcast_to", "reshape", "astype") and _same_type(args[0], out):

@@ -237,11 +237,26 @@ class ProgramBuilder(Trace):
         return x
 
     def apply(self, prim, args, kwargs):
-        if not prim.nondiff:
-            stacked = _stack_lists(args)
-            if stacked is not None:  # a list holding traced floats: one stacked array in the program
-                args = stacked
-        ex_args = _map_leaves(args, self._example)
+        ex_args = var_args = None
+        if not kwargs:  # the common case first: symbols of this trace and numbers
+            ex_args, var_args = [], []
+            for a in args:
+                t = type(a)
+                if t is Symbol and a._trace is self:
+                    ex_args.append(a.example)
+                    var_args.append(a.variable)
+                elif t is float or t is int:
+                    ex_args.append(a)
+                    var_args.append(a)
+                else:
+                    ex_args = var_args = None
+                    break
+        if ex_args is None:
+            if not prim.nondiff:
+                stacked = _stack_lists(args)
+                if stacked is not None:  # a list holding traced floats: one stacked array in the program
+                    args = stacked
+            ex_args = _map_leaves(args, self._example)
         ex_kwargs = _map_leaves(kwargs, self._example) if kwargs else kwargs
         key = _shape_key(prim, args, kwargs)
         example = self._shaped.get(key) if key is not None else None
@@ -265,7 +280,9 @@ class ProgramBuilder(Trace):
                                f"traced program cannot hold{_where()}") from None
         to_var = _symbol_to_var
         self.examples[var] = example
-        self.statements.append(Statement((var,), prim, _map_leaves(args, to_var),
+        if var_args is None:
+            var_args = _map_leaves(args, to_var)
+        self.statements.append(Statement((var,), prim, var_args,
                                          _map_leaves(kwargs, to_var) if kwargs else None))
         return Symbol(var, example, self)
 
