@@ -33,7 +33,9 @@ class _Tracer:
         self.n_forward = len(self.builder.statements)
         self._symbols = {}
         self._replays = {}  # _replay_key -> _Replay, or None (see replay)
-        self._seen, self._fresh = self.n_forward, set()  # see _unnamed
+        # what name() leaves alone: the program's variables, new inputs, and those named already;
+        # every other variable a symbol of this trace holds is a result recorded since
+        self._named = set(program.inputs).union(*[s.outs for s in program.statements])
 
     def sym(self, var):
         s = self._symbols.get(var)
@@ -43,26 +45,17 @@ class _Tracer:
 
     def new_input(self, name, like):
         var = Variable(self.builder.fresh(name), like.shape, like.dtype, like.kind)
+        self._named.add(var)
         return var, self.sym(var)
 
     def name(self, value, base, suffix=""):
         """Give a variable this trace just created the name ``base + suffix`` (``base2``, ... if taken)."""
-        if type(value) is Symbol and value.variable in self._unnamed():
+        if type(value) is Symbol and value.variable not in self._named:
             var = value.variable
             self.builder.names.discard(var.name)
             var.name = self.builder.fresh(base + suffix)
-            self._fresh.discard(var)
+            self._named.add(var)
         return value
-
-    def _unnamed(self):
-        """Variables of statements recorded since the forward ones, not yet given a name."""
-        stmts = self.builder.statements
-        if self._seen < len(stmts):
-            fresh = self._fresh
-            for s in stmts[self._seen:]:
-                fresh.update(s.outs)
-            self._seen = len(stmts)
-        return self._fresh
 
     def call_rule(self, kind, prim, i, rule, *args, **kwargs):
         try:
