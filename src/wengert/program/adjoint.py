@@ -314,10 +314,11 @@ def _check_wrt(program, var):
 _ADD = object()  # the replay tag of adding two cotangents
 
 
-def _traced_cotangent(tr, stmt, i, rule, g):
-    """Argument ``i``'s cotangent contribution to ``stmt``, from its primitive's VJP ``rule``,
+def _traced_cotangent(tr, stmt, i, g):
+    """Argument ``i``'s cotangent contribution to ``stmt``, from its primitive's VJP rule,
     recorded on symbols."""
     prim = stmt.prim
+    rule = prim.vjp_rule(i)  # NoRuleError names the primitive and the argument
     args = map_vars(stmt.args, tr.sym)
     kwargs = map_vars(stmt.kwargs, tr.sym) if stmt.kwargs else {}
     c = tr.call_rule("VJP", prim, i, rule, g, tr.sym(stmt.out), *args, **kwargs)
@@ -342,6 +343,8 @@ def _backward_sweep(tr, seeds, wrt):
             c = tr.replay(_ADD, (prev, c), ew.add, prev, c)
         adj[var] = tr.name(c, var.name, "_bar")
 
+    replay = tr.replay_keyed
+
     for o, ct in seeds:
         if type(o) is Variable and o in active:
             accumulate(o, ct)
@@ -354,23 +357,22 @@ def _backward_sweep(tr, seeds, wrt):
                     total = ew.add(total, g)
                 accumulate(stmt.args[0], total)
             continue
-        g = adj.pop(stmt.out, None)
-        if g is None or stmt.prim.nondiff:
-            continue
+        g = adj.pop(stmt.outs[0], None)
         prim = stmt.prim
+        if g is None or prim.nondiff:
+            continue
         inputs = (g, stmt.outs[0], *stmt.args)  # symbols made only where a rule is traced
         sig = False  # _signature(inputs), computed once for all arguments
         for i, a in enumerate(stmt.args):
             if type(a) is not Variable or a not in active:
                 continue
-            rule = prim.vjp_rule(i)  # NoRuleError names the primitive and the argument
             if stmt.kwargs:
-                c = _traced_cotangent(tr, stmt, i, rule, g)
+                c = _traced_cotangent(tr, stmt, i, g)
             else:
                 if sig is False:
                     sig = _signature(inputs)
-                c = tr.replay_keyed(None if sig is None else ((prim, i), sig), inputs,
-                                    _traced_cotangent, tr, stmt, i, rule, g)
+                key = None if sig is None else ((prim, i), sig)
+                c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
             accumulate(a, c)
     return [adj.get(v) for v in wrt]
 

@@ -26,9 +26,11 @@ __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions
 def use_counts(program):
     """How many times each Variable is read (by statements and as an output)."""
     counts = {}
+    get = counts.get
     for s in program.statements:
-        for v in s.uses():
-            counts[v] = counts.get(v, 0) + 1
+        uses = s._uses  # s.uses(), once computed (the common case: a long program's every statement)
+        for v in uses if uses is not None else s.uses():
+            counts[v] = get(v, 0) + 1
     for o in program.outputs:
         if type(o) is Variable:
             counts[o] = counts.get(o, 0) + 1
@@ -69,7 +71,8 @@ def eliminate_dead_code(program):
         outs = s.outs
         if outs[0] in live or (len(outs) > 1 and any(o in live for o in outs)):
             kept.append(s)
-            live.update(s.uses())
+            uses = s._uses  # s.uses(), once computed
+            live.update(uses if uses is not None else s.uses())
     kept.reverse()
     return program.with_statements(kept)
 

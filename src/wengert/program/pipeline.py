@@ -16,7 +16,6 @@ from wengert.program.passes import (
     _fold,
     _key,
     _negated,
-    _rewritten,
     accumulate_in_place,
     elide_broadcasts,
     eliminate_dead_code,
@@ -61,12 +60,20 @@ def fold_and_merge(program):
         return v
 
     for s in program.statements:
-        if alias:
-            s = _rewritten(s, alias, look)
+        args = s.args
+        if alias:  # passes._rewritten(s, alias, look), inline
+            for a in args:
+                t = type(a)
+                if (t is Variable and a in alias) or t is tuple or t is list or t is dict:
+                    s = s.replaced(look)
+                    break
+            else:
+                if s.kwargs:
+                    s = s.replaced(look)
+            args = s.args
         # Variables only (the common case): no folding rule applies, as each needs a constant,
         # but for zeros_like and ones_like, which read only the shape; their key is the primitive
         # and the Variables (as _statement_key makes it)
-        args = s.args
         plain = bool(args) and len(s.outs) == 1 and not s.kwargs and s.prim is not dup \
             and s.prim.__name__ not in _SHAPE_ONLY
         if plain:
