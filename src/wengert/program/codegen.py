@@ -28,6 +28,7 @@ from wengert.program.liveness import (
 )
 from wengert.program.passes import use_counts
 from wengert.program.rendering import (
+    float_literal,
     helper_sources,
     index_expr,
     numpy_name,
@@ -254,10 +255,12 @@ def expression_source(stmt, mod, safe):
         args = stmt.args
         if len(args) == 2:
             p = _PRECEDENCE[op]
-            x, y = args
-            if type(x) is Variable and type(y) is Variable:  # mod.operand's work, inline: the commonest case
+            x, y = args  # mod.operand's work, inline for Variables and Python floats (the commonest)
+            tx, ty = type(x), type(y)
+            if (tx is Variable or tx is float) and (ty is Variable or ty is float):
                 inline = mod.inline
-                left, right = inline.get(x), inline.get(y)
+                left = inline.get(x) if tx is Variable else (float_literal(x), _UNARY if x < 0 else _ATOM)
+                right = inline.get(y) if ty is Variable else (float_literal(y), _UNARY if y < 0 else _ATOM)
                 left = x.name if left is None else \
                     f"({left[0]})" if left[1] < p or (p == 2 and left[1] == p) else left[0]
                 right = y.name if right is None else f"({right[0]})" if right[1] <= p else right[0]
@@ -271,6 +274,9 @@ def expression_source(stmt, mod, safe):
         fn = prim.math_name
         if fn != "abs":  # a builtin
             mod.math.add(fn)
+        if len(stmt.args) == 1 and type(stmt.args[0]) is Variable:  # mod.value, inline
+            inlined = mod.inline.get(stmt.args[0])
+            return f"{fn}({stmt.args[0].name if inlined is None else inlined[0]})", _ATOM
         return f"{fn}({', '.join([mod.value(x) for x in stmt.args])})", _ATOM
     name = prim.__name__
     a = [mod.value(x) for x in stmt.args]

@@ -566,21 +566,21 @@ def factor_products(program):
             cur = v
         return cur
 
-    sums = (add.primitive, subtract.primitive)
+    mul, plus, minus = multiply.primitive, add.primitive, subtract.primitive
     for s in program.statements:
         prim = s.prim
-        if prim is multiply.primitive:
+        if prim is mul:
             producer[s.outs[0]] = s
-        elif (prim is sums[0] or prim is sums[1]) and len(s.args) == 2 and type(s.args[0]) is Variable \
-                and type(s.args[1]) is Variable and s.args[0] in producer and s.args[1] in producer \
+        elif (prim is plus or prim is minus) and len(args := s.args) == 2 and type(args[0]) is Variable \
+                and type(args[1]) is Variable and args[0] in producer and args[1] in producer \
                 and not s.kwargs and not s.inplace:
             out = s.outs[0]  # a sum of two products (the cheap tests first)
             if out.kind not in ("float", "array", "scalar") or out.dtype.kind not in "fc":
                 stmts.append(s)
                 continue
             walked = []
-            fp = _factors(s.args[0], out, producer, counts, walked)
-            fq = _factors(s.args[1], out, producer, counts, walked) if fp else None
+            fp = _factors(args[0], out, producer, counts, walked)
+            fq = _factors(args[1], out, producer, counts, walked) if fp else None
             common = None
             for i, v in enumerate(fp if fq else ()):  # the first Variable of fp in fq, and where
                 j = _index(fq, v) if type(v) is Variable else None
