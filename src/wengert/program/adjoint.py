@@ -343,8 +343,7 @@ def _backward_sweep(tr, seeds, wrt):
             c = tr.replay(_ADD, (prev, c), ew.add, prev, c)
         adj[var] = tr.name(c, var.name, "_bar")
 
-    replay = tr.replay_keyed
-
+    replay, replays, builder, sym = tr.replay_keyed, tr._replays, tr.builder, tr.sym
     for o, ct in seeds:
         if type(o) is Variable and o in active:
             accumulate(o, ct)
@@ -372,7 +371,11 @@ def _backward_sweep(tr, seeds, wrt):
                 if sig is False:
                     sig = _signature(inputs)
                 key = None if sig is None else ((prim, i), sig)
-                c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
+                recorded = replays.get(key) if key is not None else None
+                if recorded is not None:  # tr.replay_keyed's common case, inline
+                    c = _replayed(builder, recorded, inputs, sym)
+                else:
+                    c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
             accumulate(a, c)
     return [adj.get(v) for v in wrt]
 
