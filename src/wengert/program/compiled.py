@@ -207,8 +207,8 @@ class CompiledFunction:
             built = lower(program.value_and_grad(self.argnums))
         else:
             built = optimize(program)
-        inputs = set(built.inputs)  # the cache keeps the inputs' examples, not every intermediate
-        built.examples = {v: x for v, x in built.examples.items() if v in inputs}
+        examples = built.examples  # the cache keeps the inputs' examples, not every intermediate
+        built.examples = {v: examples[v] for v in built.inputs if v in examples}
         return built
 
     # ``f(*args)`` calls ``f._dispatch(*args)``, the last signature's dispatcher (``_Entry.dispatcher``),

@@ -238,6 +238,7 @@ class ProgramBuilder(Trace):
 
     def apply(self, prim, args, kwargs):
         ex_args = var_args = None
+        numbers = True  # every example a Python float or int: no array example to share (_shape_key)
         if not kwargs:  # the common case first: symbols of this trace and numbers
             ex_args, var_args = [], []
             for a in args:
@@ -245,6 +246,8 @@ class ProgramBuilder(Trace):
                 if t is Symbol and a._trace is self:
                     ex_args.append(a.example)
                     var_args.append(a.variable)
+                    if numbers and type(a.example) is not float:
+                        numbers = False
                 elif t is float or t is int:
                     ex_args.append(a)
                     var_args.append(a)
@@ -257,8 +260,9 @@ class ProgramBuilder(Trace):
                 if stacked is not None:  # a list holding traced floats: one stacked array in the program
                     args = stacked
             ex_args = _map_leaves(args, self._example)
+            numbers = False
         ex_kwargs = _map_leaves(kwargs, self._example) if kwargs else kwargs
-        key = _shape_key(prim, args, kwargs)
+        key = None if numbers and prim is not untake else _shape_key(prim, args, kwargs)
         example = self._shaped.get(key) if key is not None else None
         if example is None:
             try:
