@@ -164,12 +164,15 @@ def _signature(inputs):
         elif t is Variable:
             v = x
         elif _simple(x):
-            key += (t, repr(x))
+            key.append((t, repr(x)))
             seen.append(None)
             continue
         else:
             return None
-        key += (seen.index(v) if v in seen else -1, v.shape, v.dtype, v.kind)
+        if v in seen:  # the position of that input (an int: no shape, dtype, kind or constant is one)
+            key.append(seen.index(v))
+        else:
+            key += (v.shape, v.dtype, v.kind)
         seen.append(v)
     return tuple(key)
 
