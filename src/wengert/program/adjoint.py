@@ -234,6 +234,12 @@ def _replayed(builder, replay, inputs, sym):
     with fresh variables (named as ``builder.fresh()`` names them), and the symbol (``sym`` of a
     Variable) or constant they return. Its variables and statements are made field by field:
     this runs once per adjoint statement of a long program."""
+    r = replay.result
+    if not replay.steps:  # it returns an input or a constant (``add``'s cotangents are ``g``)
+        if type(r) is not _Ref:
+            return r
+        x = inputs[r.k]
+        return sym(x) if type(x) is Variable else x
     values = replay.consts + [x.variable if type(x) is Symbol else x for x in inputs]
     offset = len(replay.consts)
     statements, examples, names, k = builder.statements, builder.examples, builder.names, builder.counter
@@ -263,7 +269,6 @@ def _replayed(builder, replay, inputs, sym):
         st.kwargs = _resolve(kwargs, values, offset) if kwargs else {}
         statements.append(st)
     builder.counter = k
-    r = replay.result
     if type(r) is not _Ref:
         return r
     if r.k < len(inputs):
