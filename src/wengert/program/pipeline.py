@@ -23,11 +23,12 @@ from wengert.program.passes import (
     factor_sums,
     rewrite_algebra,
 )
-from wengert.rules.elementwise import negative
+from wengert.rules.elementwise import multiply, negative
 
 __all__ = ["fold_and_merge", "simplify", "lower", "optimize"]
 
 _SHAPE_ONLY = frozenset(("zeros_like", "ones_like"))
+_FOLDING = (0.0, 1.0, -1.0)  # the factors a multiplication folds by (compared by ==: -0.0 too)
 
 
 def _statement_key(s):
@@ -53,6 +54,7 @@ def fold_and_merge(program):
     equal one came earlier. (Merging two equal statements never makes one foldable: both have
     the same arguments, of the same types, constant or not.)"""
     alias, kept, seen = {}, [], {}
+    mul = multiply.primitive
 
     def look(v):
         while type(v) is Variable and v in alias:
@@ -81,8 +83,18 @@ def fold_and_merge(program):
                 if type(a) is not Variable:
                     plain = False
                     break
+        if not plain and s.prim is mul and len(args) == 2 and not s.kwargs:
+            # a Variable times a Python float other than 0, 1 and -1 (as 0.5 * sin(x)): nothing
+            # folds it (_negated, _fold), and its key is _statement_key's
+            x, y = args
+            if type(x) is float and type(y) is Variable and x not in _FOLDING:
+                plain, key = True, (id(mul), (float, repr(x)), y)
+            elif type(y) is float and type(x) is Variable and y not in _FOLDING:
+                plain, key = True, (id(mul), x, (float, repr(y)))
+        elif plain:
+            key = (id(s.prim), *args)
         if plain:
-            earlier = seen.get(key := (id(s.prim), *args))
+            earlier = seen.get(key)
             if earlier is None:
                 seen[key] = s.outs[0]
                 kept.append(s)
