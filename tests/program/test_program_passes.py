@@ -1,6 +1,7 @@
 """Each pass on its own: what it removes or rewrites, and that the program computes the same."""
 
 import numpy as np
+import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
@@ -64,6 +65,26 @@ def test_constant_folding_removes_the_seeds_ones_from_a_gradient():
     assert grad.statements == [] and grad.outputs == [grad.inputs[1]]
     np.testing.assert_array_equal(grad(x, y), y)
     assert grad(x, y) is not y  # a copy: the caller may write into the gradient
+
+
+@pytest.mark.parametrize("c", [0.5, 1.0, -1.0, 0.0, -0.0, 2.0, float("nan")],
+                         ids=["half", "one", "minus_one", "zero", "minus_zero", "two", "nan"])
+def test_fold_and_merge_is_folding_then_common_subexpressions_on_float_factors(c):
+    """``fold_and_merge`` (one sweep, with a shortcut for a Variable times a float) leaves what
+    folding and then merging leave, on products by each float the folding rules treat apart."""
+    def f(x):
+        y = wnp.sin(x)
+        return c * y + y * c + (c * y) * c + wnp.cos(x) * 3.0
+
+    x = 0.3
+    p = Program.from_trace(f, x)
+    one_sweep = P.eliminate_dead_code(pipeline.fold_and_merge(p))
+    two = P.eliminate_dead_code(P.eliminate_common_subexpressions(P.fold_constants(p)))
+    assert [str(s) for s in one_sweep.statements] == [str(s) for s in two.statements]
+    assert str(one_sweep.outputs) == str(two.outputs)
+    np.testing.assert_equal(one_sweep(x), p(x))
+    if c == 0.5:
+        assert names(p).count("multiply") == 5 and names(one_sweep).count("multiply") == 4  # c * y once
 
 
 def test_explicit_dup_makes_every_use_count_one():

@@ -345,13 +345,20 @@ def _backward_sweep(tr, seeds, wrt):
     active = tr.active(wrt)
     adj = {}
 
+    replay, replays, builder, sym = tr.replay_keyed, tr._replays, tr.builder, tr.sym
+
     def accumulate(var, c):
         prev = adj.get(var)
         if prev is not None:
-            c = tr.replay(_ADD, (prev, c), ew.add, prev, c)
+            inputs = (prev, c)
+            sig = _signature(inputs)
+            recorded = replays.get((_ADD, sig)) if sig is not None else None
+            if recorded is not None:  # tr.replay's common case, inline
+                c = _replayed(builder, recorded, inputs, sym)
+            else:
+                c = tr.replay(_ADD, inputs, ew.add, prev, c)
         adj[var] = tr.name(c, var.name, "_bar")
 
-    replay, replays, builder, sym = tr.replay_keyed, tr._replays, tr.builder, tr.sym
     for o, ct in seeds:
         if type(o) is Variable and o in active:
             accumulate(o, ct)
