@@ -346,6 +346,7 @@ def _backward_sweep(tr, seeds, wrt):
     adj = {}
 
     replay, replays, builder, sym = tr.replay_keyed, tr._replays, tr.builder, tr.sym
+    named, names, fresh = tr._named, tr.builder.names, tr.builder.fresh
 
     def accumulate(var, c):
         prev = adj.get(var)
@@ -357,7 +358,12 @@ def _backward_sweep(tr, seeds, wrt):
                 c = _replayed(builder, recorded, inputs, sym)
             else:
                 c = tr.replay(_ADD, inputs, ew.add, prev, c)
-        adj[var] = tr.name(c, var.name, "_bar")
+        if type(c) is Symbol and c.variable not in named:  # tr.name(c, var.name, "_bar"), inline
+            v = c.variable
+            names.discard(v.name)
+            v.name = fresh(var.name + "_bar")
+            named.add(v)
+        adj[var] = c
 
     for o, ct in seeds:
         if type(o) is Variable and o in active:
