@@ -17,6 +17,7 @@ import numpy as np
 from wengert.api import transforms
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.core.trace import BOX_TYPES, gc_paused
+from wengert.engines.collector import trace_started
 from wengert.program.ir import Program, Variable
 from wengert.program.pipeline import lower, optimize
 
@@ -195,8 +196,12 @@ class CompiledFunction:
     def _new_entry(self, args):
         # Tracing, the passes and code generation make several objects per statement, all alive
         # until the end: the collector's full passes would scan them again and again (a third of
-        # the time of a long program's compilation). What cyclic garbage they leave is collected after.
+        # the time of a long program's compilation). Inside the pause, young collections run only
+        # where they pay (engines.collector.trace_started, as for a reverse trace): what they skip
+        # is frozen, and the pause's end moves it to the oldest generation: most of the program
+        # that is kept is not scanned again by the first young collection after the pause.
         with gc_paused():
+            trace_started()
             return _Entry(self._build(args))
 
     def _build(self, args):
