@@ -282,14 +282,19 @@ class ProgramBuilder(Trace):
         except TypeError:
             raise TracingError(f"primitive '{prim.__name__}' returns {type(example).__name__}, which a "
                                f"traced program cannot hold{_where()}") from None
-        to_var = _symbol_to_var
         self.examples[var] = example
         if var_args is None:
-            var_args = _map_leaves(args, to_var)
-        self.statements.append(Statement((var,), prim, var_args,
-                                         _map_leaves(kwargs, to_var) if kwargs else None))
-        return Symbol(var, example, self)
+            var_args = _map_leaves(args, _symbol_to_var)
+        st = _new_statement(Statement)  # Statement((var,), prim, var_args, kwargs), field by field
+        st.outs, st.prim, st.args, st.inplace, st._uses = (var,), prim, tuple(var_args), False, None
+        st.kwargs = _map_leaves(kwargs, _symbol_to_var) if kwargs else {}
+        self.statements.append(st)
+        symbol = _new_symbol(Symbol)  # Symbol(var, example, self)
+        symbol.variable, symbol.example, symbol._trace = var, example, self
+        return symbol
 
+
+_new_statement, _new_symbol = Statement.__new__, Symbol.__new__
 
 _SHARED_EXAMPLE_SIZE = 256
 """Examples of at least this many elements are computed once per :func:`_shape_key`."""
