@@ -7,6 +7,10 @@ import wengert as wg
 import wengert.numpy as wnp
 from wengert.program import Program, pipeline
 from wengert.program import passes as P
+from wengert.program.adjoint import _Ref, _Replay, _replayed
+from wengert.program.ir import Variable
+from wengert.program.tracing import ProgramBuilder
+from wengert.rules.elementwise import multiply, negative
 
 
 def names(program):
@@ -181,3 +185,21 @@ def test_two_broadcasts_into_one_sum_are_not_both_dropped():
     got = wg.compile(f).grad()(x)
     assert got.shape == (2, 3)
     np.testing.assert_allclose(got, wg.grad(f)(x), rtol=1e-12)
+
+
+def test_a_replayed_rule_picks_its_arguments_whatever_their_number():
+    """Adjoint rules are recorded once and replayed (``adjoint._Replay``): each recorded statement
+    takes its arguments back from the replay's constants, inputs and earlier results, also when
+    it has none or one."""
+    meta = ((), np.dtype(np.float64), "float", 1.0)
+    steps = ((negative.primitive, (), {"x": _Ref(0)}, (meta,), False),  # keyword argument only
+             (negative.primitive, (_Ref(1),), None, (meta,), False),  # one argument
+             (multiply.primitive, (2.0, _Ref(2)), None, (meta,), False))  # a constant and a result
+    replay = _Replay(steps, _Ref(3))
+    builder = ProgramBuilder()
+    x = Variable("x", (), np.float64, "float")
+    out = _replayed(builder, replay, (x,), builder.symbol)
+    first, second, third = builder.statements
+    assert first.args == () and first.kwargs == {"x": x}
+    assert second.args == (first.outs[0],) and third.args == (2.0, second.outs[0])
+    assert out.variable is third.outs[0]

@@ -30,7 +30,6 @@ class _Tracer:
         names = {v.name for v in program.inputs} | {o.name for s in program.statements for o in s.outs}
         self.builder = ProgramBuilder(names=names, examples=_complete_examples(program))
         self.builder.statements = list(program.statements)
-        self.n_forward = len(self.builder.statements)
         self._symbols = {}
         self._replays = {}  # _replay_key -> _Replay, or None (see replay)
         # what name() leaves alone: the program's variables, new inputs, and those named already;
@@ -138,11 +137,15 @@ class _Replay:
                     else:
                         index.append(k)
                         k += 1
-                pick = index[0] if len(index) == 1 else itemgetter(*index) if index else tuple
+                pick = index[0] if len(index) == 1 else itemgetter(*index) if index else _no_arguments
             picked.append((prim, pick, args, kwargs, metas))
         self.steps = tuple(picked)
         self.result = result
         self.consts = consts
+
+
+def _no_arguments(values):
+    return ()
 
 
 def _replay_key(tag, inputs):
