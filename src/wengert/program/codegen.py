@@ -204,13 +204,6 @@ class Module:
             text, p = source_value(x, self.constant), self.precedence(x)
         return f"({text})" if p < parent or (strict and p == parent) else text
 
-    def depth(self, stmt):
-        deepest, inline = 0, self.inline
-        for v in stmt.uses():
-            inlined = inline.get(v)
-            if inlined is not None and inlined[2] > deepest:
-                deepest = inlined[2]
-        return 1 + deepest
 
 
 def param_names(program, defined=None):
@@ -511,7 +504,7 @@ def _source(program, safe, fallback=None, defined=None, names=None):
             continue
         if (out.kind == "float" and len(s.outs) == 1 and not s.inplace and counts.get(out) == 1
                 and s.prim is not dup and out not in outputs):
-            depth = 0  # mod.depth(s), inline: once per statement of a long program
+            depth = 0  # one more than the deepest inlined operand
             for v in s.uses():
                 inlined = inline.get(v)
                 if inlined is not None and inlined[2] > depth:
