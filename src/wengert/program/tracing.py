@@ -278,7 +278,11 @@ class ProgramBuilder(Trace):
             raise TracingError(f"Indexing with a traced boolean mask{_where()}: the result's shape "
                                f"depends on the data. Use wnp.where(mask, x, 0) instead.")
         try:
-            var = Variable.like(self.fresh(), example)
+            if type(example) is float:  # Variable.like(self.fresh(), example), field by field
+                var = _new_variable(Variable)
+                var.name, var.shape, var.dtype, var.kind = self.fresh(), (), _FLOAT64, "float"
+            else:
+                var = Variable.like(self.fresh(), example)
         except TypeError:
             raise TracingError(f"primitive '{prim.__name__}' returns {type(example).__name__}, which a "
                                f"traced program cannot hold{_where()}") from None
@@ -294,7 +298,8 @@ class ProgramBuilder(Trace):
         return symbol
 
 
-_new_statement, _new_symbol = Statement.__new__, Symbol.__new__
+_new_statement, _new_symbol, _new_variable = Statement.__new__, Symbol.__new__, Variable.__new__
+_FLOAT64 = np.dtype(np.float64)
 
 _SHARED_EXAMPLE_SIZE = 256
 """Examples of at least this many elements are computed once per :func:`_shape_key`."""
