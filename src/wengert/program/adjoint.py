@@ -243,10 +243,12 @@ def _replayed(builder, replay, inputs, sym):
             return r
         x = inputs[r.k]
         return sym(x) if type(x) is Variable else x
-    values = replay.consts + [x.variable if type(x) is Symbol else x for x in inputs]
+    values = replay.consts.copy()
+    for x in inputs:
+        values.append(x.variable if type(x) is Symbol else x)
     offset = len(replay.consts)
     statements, examples, names, k = builder.statements, builder.examples, builder.names, builder.counter
-    new_variable, new_statement = Variable.__new__, Statement.__new__
+    new_variable, new_statement, new_symbol = Variable.__new__, Statement.__new__, Symbol.__new__
     for prim, pick, args, kwargs, metas in replay.steps:
         outs = []
         for shape, dtype, kind, example in metas:
@@ -278,7 +280,9 @@ def _replayed(builder, replay, inputs, sym):
         x = inputs[r.k]
         return sym(x) if type(x) is Variable else x
     v = values[offset + r.k]
-    return Symbol(v, examples.get(v), builder)
+    result = new_symbol(Symbol)  # Symbol(v, examples.get(v), builder)
+    result.variable, result.example, result._trace = v, examples.get(v), builder
+    return result
 
 
 def _complete_examples(program):
