@@ -13,7 +13,7 @@ from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.primitive import Primitive
 
 __all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in", "placeholder", "zero_of",
-           "dup", "provide"]
+           "dup", "provide", "renamed", "binary"]
 
 _PROVIDED = {}
 """What the modules built on the IR do with a program, by the name ``Program`` knows it by: the
@@ -77,6 +77,20 @@ class Variable:
 
     def __repr__(self):
         return self.name
+
+
+def renamed(var, name):
+    """``Variable(name, var.shape, var.dtype, var.kind)``, made field by field (passes make many)."""
+    v = _new_variable(Variable)
+    v.name, v.shape, v.dtype, v.kind = name, var.shape, var.dtype, var.kind
+    return v
+
+
+def binary(out, prim, x, y):
+    """``Statement((out,), prim, (x, y))``, made field by field (passes make many)."""
+    s = _new_statement(Statement)
+    s.outs, s.prim, s.args, s.kwargs, s.inplace, s._uses = (out,), prim, (x, y), {}, False, None
+    return s
 
 
 def var_name(k):
@@ -179,6 +193,9 @@ class Statement:
 
     def __repr__(self):
         return _provided("pretty_statement")(self)
+
+
+_new_variable, _new_statement = Variable.__new__, Statement.__new__
 
 
 def _same_static(a, b):

@@ -13,7 +13,7 @@
 
 import numpy as np
 
-from wengert.program.ir import Statement, Variable, dup, map_vars, zero_of
+from wengert.program.ir import Statement, Variable, binary, dup, map_vars, renamed, zero_of
 from wengert.program.liveness import has_arrays
 from wengert.rules.elementwise import add, multiply, negative, subtract, true_divide
 from wengert.rules.indexing import index_add, untake
@@ -553,20 +553,18 @@ def factor_products(program):
     counts = use_counts(program)
     producer = {}  # Variable -> the multiplication computing it
     stmts, dead, fresh = [], set(), [0]
+    mul, plus, minus = multiply.primitive, add.primitive, subtract.primitive
 
     def product(parts, like):
         cur = parts[0]
-        if len(parts) == 1:
-            return cur
         for part in parts[1:]:
             fresh[0] += 1
-            v = Variable(f"{like.name}_p{fresh[0]}", like.shape, like.dtype, like.kind)
-            stmts.append(Statement((v,), multiply.primitive, (cur, part)))
+            v = renamed(like, f"{like.name}_p{fresh[0]}")
+            stmts.append(binary(v, mul, cur, part))
             producer[v] = stmts[-1]
             cur = v
         return cur
 
-    mul, plus, minus = multiply.primitive, add.primitive, subtract.primitive
     for s in program.statements:
         prim = s.prim
         if prim is mul:
@@ -588,10 +586,10 @@ def factor_products(program):
                     common, rest_p, rest_q = v, fp[:i] + fp[i + 1:], fq[:j] + fq[j + 1:]
                     break
             if common is not None:
-                inner = Variable(f"{out.name}_d", out.shape, out.dtype, out.kind)
-                stmts.append(Statement((inner,), s.prim, (product(rest_p, out), product(rest_q, out))))
+                inner = renamed(out, f"{out.name}_d")
+                stmts.append(binary(inner, s.prim, product(rest_p, out), product(rest_q, out)))
                 producer[inner] = stmts[-1]
-                s = Statement((out,), multiply.primitive, (common, inner))
+                s = binary(out, mul, common, inner)
                 producer[out] = s
                 dead.update(walked)  # the products were read only by the sum they were taken from
         stmts.append(s)
