@@ -1,11 +1,16 @@
 """Each pass on its own: what it removes or rewrites, and that the program computes the same."""
 
 import numpy as np
+import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
 from wengert.program import Program, pipeline
 from wengert.program import passes as P
+from wengert.program.adjoint import _Ref, _Replay, _replayed
+from wengert.program.ir import Variable
+from wengert.program.tracing import ProgramBuilder
+from wengert.rules.elementwise import multiply, negative
 
 
 def names(program):
@@ -64,6 +69,26 @@ def test_constant_folding_removes_the_seeds_ones_from_a_gradient():
     assert grad.statements == [] and grad.outputs == [grad.inputs[1]]
     np.testing.assert_array_equal(grad(x, y), y)
     assert grad(x, y) is not y  # a copy: the caller may write into the gradient
+
+
+@pytest.mark.parametrize("c", [0.5, 1.0, -1.0, 0.0, -0.0, 2.0, float("nan")],
+                         ids=["half", "one", "minus_one", "zero", "minus_zero", "two", "nan"])
+def test_fold_and_merge_is_folding_then_common_subexpressions_on_float_factors(c):
+    """``fold_and_merge`` (one sweep, with a shortcut for a Variable times a float) leaves what
+    folding and then merging leave, on products by each float the folding rules treat apart."""
+    def f(x):
+        y = wnp.sin(x)
+        return c * y + y * c + (c * y) * c + wnp.cos(x) * 3.0
+
+    x = 0.3
+    p = Program.from_trace(f, x)
+    one_sweep = P.eliminate_dead_code(pipeline.fold_and_merge(p))
+    two = P.eliminate_dead_code(P.eliminate_common_subexpressions(P.fold_constants(p)))
+    assert [str(s) for s in one_sweep.statements] == [str(s) for s in two.statements]
+    assert str(one_sweep.outputs) == str(two.outputs)
+    np.testing.assert_equal(one_sweep(x), p(x))
+    if c == 0.5:
+        assert names(p).count("multiply") == 5 and names(one_sweep).count("multiply") == 4  # c * y once
 
 
 def test_explicit_dup_makes_every_use_count_one():
@@ -160,3 +185,21 @@ def test_two_broadcasts_into_one_sum_are_not_both_dropped():
     got = wg.compile(f).grad()(x)
     assert got.shape == (2, 3)
     np.testing.assert_allclose(got, wg.grad(f)(x), rtol=1e-12)
+
+
+def test_a_replayed_rule_picks_its_arguments_whatever_their_number():
+    """Adjoint rules are recorded once and replayed (``adjoint._Replay``): each recorded statement
+    takes its arguments back from the replay's constants, inputs and earlier results, also when
+    it has none or one."""
+    meta = ((), np.dtype(np.float64), "float", 1.0)
+    steps = ((negative.primitive, (), {"x": _Ref(0)}, (meta,), False),  # keyword argument only
+             (negative.primitive, (_Ref(1),), None, (meta,), False),  # one argument
+             (multiply.primitive, (2.0, _Ref(2)), None, (meta,), False))  # a constant and a result
+    replay = _Replay(steps, _Ref(3))
+    builder = ProgramBuilder()
+    x = Variable("x", (), np.float64, "float")
+    out = _replayed(builder, replay, (x,), builder.symbol)
+    first, second, third = builder.statements
+    assert first.args == () and first.kwargs == {"x": x}
+    assert second.args == (first.outs[0],) and third.args == (2.0, second.outs[0])
+    assert out.variable is third.outs[0]

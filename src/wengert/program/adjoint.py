@@ -9,10 +9,12 @@ one contribution per use, summed (``v_bar2 = v_bar + ...``); ``dup`` statements 
 Adjoint programs are programs: their adjoints (second derivatives) come the same way.
 """
 
+from operator import itemgetter
+
 import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
-from wengert.program.ir import Program, Statement, Variable, dup, map_vars, placeholder
+from wengert.program.ir import Program, Statement, Variable, dup, map_vars, placeholder, var_name
 from wengert.program.pipeline import simplify
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
@@ -28,9 +30,11 @@ class _Tracer:
         names = {v.name for v in program.inputs} | {o.name for s in program.statements for o in s.outs}
         self.builder = ProgramBuilder(names=names, examples=_complete_examples(program))
         self.builder.statements = list(program.statements)
-        self.n_forward = len(self.builder.statements)
         self._symbols = {}
         self._replays = {}  # _replay_key -> _Replay, or None (see replay)
+        # what name() leaves alone: the program's variables, new inputs, and those named already;
+        # every other variable a symbol of this trace holds is a result recorded since
+        self._named = set(program.inputs).union(*[s.outs for s in program.statements])
 
     def sym(self, var):
         s = self._symbols.get(var)
@@ -40,25 +44,17 @@ class _Tracer:
 
     def new_input(self, name, like):
         var = Variable(self.builder.fresh(name), like.shape, like.dtype, like.kind)
+        self._named.add(var)
         return var, self.sym(var)
 
-    def name(self, value, base):
-        """Give a variable this trace just created the name ``base`` (``base2``, ... if taken)."""
-        if type(value) is Symbol and value.variable in self._unnamed():
-            self.builder.names.discard(value.variable.name)
-            value.variable.name = self.builder.fresh(base)
-            self._fresh.discard(value.variable)
+    def name(self, value, base, suffix=""):
+        """Give a variable this trace just created the name ``base + suffix`` (``base2``, ... if taken)."""
+        if type(value) is Symbol and value.variable not in self._named:
+            var = value.variable
+            self.builder.names.discard(var.name)
+            var.name = self.builder.fresh(base + suffix)
+            self._named.add(var)
         return value
-
-    def _unnamed(self):
-        """Variables of statements recorded since the forward ones, not yet given a name."""
-        stmts = self.builder.statements
-        if not hasattr(self, "_fresh"):
-            self._seen, self._fresh = self.n_forward, set()
-        for s in stmts[self._seen:]:
-            self._fresh.update(s.outs)
-        self._seen = len(stmts)
-        return self._fresh
 
     def call_rule(self, kind, prim, i, rule, *args, **kwargs):
         try:
@@ -73,7 +69,11 @@ class _Tracer:
         kinds and sameness and on the constants (a traced value's data is never read), so the
         first call of each such key is recorded and the later ones replay it with fresh variables:
         a long program's adjoint costs a few objects per statement, not a trace through the rule."""
-        key = _replay_key(tag, inputs)
+        return self.replay_keyed(_replay_key(tag, inputs), inputs, fun, *fargs)
+
+    def replay_keyed(self, key, inputs, fun, *fargs):
+        """:meth:`replay` with its key (``_replay_key``) given: a statement's rules share one
+        signature of their inputs (``_signature``)."""
         if key is None:
             return fun(*fargs)
         replay = self._replays.get(key)
@@ -90,8 +90,10 @@ class _Tracer:
         for s in self.program.statements:
             if s.prim.nondiff:
                 continue
-            if any(u in active for u in s.uses()):
-                active.update(o for o in s.outs if o.dtype.kind in "fc")
+            for u in s.uses():
+                if u in active:
+                    active.update([o for o in s.outs if o.dtype.kind in "fc"])
+                    break
         return active
 
     def result(self, value):
@@ -115,38 +117,66 @@ def _simple(x):
 
 class _Replay:
     """The statements one call of a rule recorded, with the inputs and results as :class:`_Ref`
-    (``steps``: (primitive, arguments, keyword arguments, result metadata, examples)), and what
-    it returned (a ``_Ref`` or a constant)."""
+    (``steps``: (primitive, the arguments' ``pick``, the arguments, keyword arguments, result
+    metadata)), and what it returned (a ``_Ref`` or a constant). A replay's values are its
+    constants (``consts``), then the inputs, then the results: ``pick`` takes the arguments from
+    them (an ``itemgetter``, or the index of the one argument; None for nested arguments)."""
 
-    __slots__ = ("steps", "result")
+    __slots__ = ("steps", "result", "consts")
 
     def __init__(self, steps, result):
-        self.steps = steps
+        consts = [a for step in steps if not step[4] for a in step[1] if type(a) is not _Ref]
+        c, k, picked = len(consts), 0, []
+        for prim, args, kwargs, metas, nested in steps:
+            pick = None
+            if not nested:
+                index = []
+                for a in args:
+                    if type(a) is _Ref:
+                        index.append(c + a.k)
+                    else:
+                        index.append(k)
+                        k += 1
+                pick = index[0] if len(index) == 1 else itemgetter(*index) if index else _no_arguments
+            picked.append((prim, pick, args, kwargs, metas))
+        self.steps = tuple(picked)
         self.result = result
+        self.consts = consts
+
+
+def _no_arguments(values):
+    return ()
 
 
 def _replay_key(tag, inputs):
-    """What decides the statements a rule records: ``tag`` (which rule), and for each input its
-    shape, dtype and kind and which earlier input it is the same variable as (a symbol), or its
-    type and value (a constant). None when an input is neither (a container, an array constant)."""
-    key = [tag]
-    seen = []
+    """What decides the statements a rule records: ``tag`` (which rule), and ``_signature(inputs)``.
+    None when an input is neither a symbol nor a simple constant (a container, an array constant)."""
+    sig = _signature(inputs)
+    return None if sig is None else (tag, sig)
+
+
+def _signature(inputs):
+    """For each input its shape, dtype and kind and which earlier input it is the same variable as
+    (a symbol or Variable), or its type and value (a constant); None when an input is neither."""
+    key = []
+    seen = []  # the variables so far (None for a constant); Variables compare by identity
     for x in inputs:
         t = type(x)
-        if t is Symbol or t is Variable:
-            v = x.variable if t is Symbol else x
-            same = -1
-            for j, w in enumerate(seen):
-                if w is v:
-                    same = j
-                    break
-            key += (same, v.shape, v.dtype, v.kind)
-            seen.append(v)
+        if t is Symbol:
+            v = x.variable
+        elif t is Variable:
+            v = x
         elif _simple(x):
-            key += (type(x), repr(x))
+            key.append((t, repr(x)))
             seen.append(None)
+            continue
         else:
             return None
+        if v in seen:  # the position of that input (an int: no shape, dtype, kind or constant is one)
+            key.append(seen.index(v))
+        else:
+            key += (v.shape, v.dtype, v.kind)
+        seen.append(v)
     return tuple(key)
 
 
@@ -190,49 +220,69 @@ def _record(builder, inputs, fun, fargs):
     return result, _Replay(tuple(steps), result)
 
 
-def _resolve(obj, values):
-    """``obj`` with each :class:`_Ref` replaced by its value (containers too)."""
+def _resolve(obj, values, offset):
+    """``obj`` with each :class:`_Ref` replaced by its value, ``values[offset + k]`` (containers too)."""
     t = type(obj)
     if t is _Ref:
-        return values[obj.k]
+        return values[offset + obj.k]
     if t is tuple or t is list:
-        return t([_resolve(o, values) for o in obj])
+        return t([_resolve(o, values, offset) for o in obj])
     if t is dict:
-        return {k: _resolve(v, values) for k, v in obj.items()}
+        return {k: _resolve(v, values, offset) for k, v in obj.items()}
     return obj
-
-
-def _new_variable(name, shape, dtype, kind):
-    v = Variable.__new__(Variable)
-    v.name, v.shape, v.dtype, v.kind = name, shape, dtype, kind
-    return v
 
 
 def _replayed(builder, replay, inputs, sym):
     """The statements of ``replay`` recorded again on ``inputs`` (symbols, Variables, constants)
-    with fresh variables, and the symbol (``sym`` of a Variable) or constant they return."""
-    values = [x.variable if type(x) is Symbol else x for x in inputs]
-    statements, examples, fresh = builder.statements, builder.examples, builder.fresh
-    for prim, args, kwargs, metas, nested in replay.steps:
+    with fresh variables (named as ``builder.fresh()`` names them), and the symbol (``sym`` of a
+    Variable) or constant they return. Its variables and statements are made field by field:
+    this runs once per adjoint statement of a long program."""
+    r = replay.result
+    if not replay.steps:  # it returns an input or a constant (``add``'s cotangents are ``g``)
+        if type(r) is not _Ref:
+            return r
+        x = inputs[r.k]
+        return sym(x) if type(x) is Variable else x
+    values = replay.consts.copy()
+    for x in inputs:
+        values.append(x.variable if type(x) is Symbol else x)
+    offset = len(replay.consts)
+    statements, examples, names, k = builder.statements, builder.examples, builder.names, builder.counter
+    new_variable, new_statement, new_symbol = Variable.__new__, Statement.__new__, Symbol.__new__
+    for prim, pick, args, kwargs, metas in replay.steps:
         outs = []
         for shape, dtype, kind, example in metas:
-            v = _new_variable(fresh(), shape, dtype, kind)
+            name = f"v{k}" if k >= 0 else var_name(k)
+            while name in names:
+                k += 1
+                name = f"v{k}" if k >= 0 else var_name(k)
+            k += 1
+            names.add(name)
+            v = new_variable(Variable)
+            v.name, v.shape, v.dtype, v.kind = name, shape, dtype, kind
             examples[v] = example
             outs.append(v)
             values.append(v)
-        if nested:
-            args = _resolve(args, values)
+        st = new_statement(Statement)
+        st.outs, st.prim, st.inplace, st._uses = tuple(outs), prim, False, None
+        if pick is None:
+            st.args = tuple(_resolve(args, values, offset))
+        elif type(pick) is int:
+            st.args = (values[pick],)
         else:
-            args = [values[a.k] if type(a) is _Ref else a for a in args]
-        statements.append(Statement(outs, prim, args, _resolve(kwargs, values) if kwargs else None))
-    r = replay.result
+            st.args = pick(values)
+        st.kwargs = _resolve(kwargs, values, offset) if kwargs else {}
+        statements.append(st)
+    builder.counter = k
     if type(r) is not _Ref:
         return r
     if r.k < len(inputs):
         x = inputs[r.k]
         return sym(x) if type(x) is Variable else x
-    v = values[r.k]
-    return Symbol(v, examples.get(v), builder)
+    v = values[offset + r.k]
+    result = new_symbol(Symbol)  # Symbol(v, examples.get(v), builder)
+    result.variable, result.example, result._trace = v, examples.get(v), builder
+    return result
 
 
 def _complete_examples(program):
@@ -279,10 +329,11 @@ def _check_wrt(program, var):
 _ADD = object()  # the replay tag of adding two cotangents
 
 
-def _traced_cotangent(tr, stmt, i, rule, g):
-    """Argument ``i``'s cotangent contribution to ``stmt``, from its primitive's VJP ``rule``,
+def _traced_cotangent(tr, stmt, i, g):
+    """Argument ``i``'s cotangent contribution to ``stmt``, from its primitive's VJP rule,
     recorded on symbols."""
     prim = stmt.prim
+    rule = prim.vjp_rule(i)  # NoRuleError names the primitive and the argument
     args = map_vars(stmt.args, tr.sym)
     kwargs = map_vars(stmt.kwargs, tr.sym) if stmt.kwargs else {}
     c = tr.call_rule("VJP", prim, i, rule, g, tr.sym(stmt.out), *args, **kwargs)
@@ -301,11 +352,25 @@ def _backward_sweep(tr, seeds, wrt):
     active = tr.active(wrt)
     adj = {}
 
+    replay, replays, builder, sym = tr.replay_keyed, tr._replays, tr.builder, tr.sym
+    named, names, fresh = tr._named, tr.builder.names, tr.builder.fresh
+
     def accumulate(var, c):
         prev = adj.get(var)
         if prev is not None:
-            c = tr.replay(_ADD, (prev, c), ew.add, prev, c)
-        adj[var] = tr.name(c, f"{var.name}_bar")
+            inputs = (prev, c)
+            sig = _signature(inputs)
+            recorded = replays.get((_ADD, sig)) if sig is not None else None
+            if recorded is not None:  # tr.replay's common case, inline
+                c = _replayed(builder, recorded, inputs, sym)
+            else:
+                c = tr.replay(_ADD, inputs, ew.add, prev, c)
+        if type(c) is Symbol and c.variable not in named:  # tr.name(c, var.name, "_bar"), inline
+            v = c.variable
+            names.discard(v.name)
+            v.name = fresh(var.name + "_bar")
+            named.add(v)
+        adj[var] = c
 
     for o, ct in seeds:
         if type(o) is Variable and o in active:
@@ -319,19 +384,26 @@ def _backward_sweep(tr, seeds, wrt):
                     total = ew.add(total, g)
                 accumulate(stmt.args[0], total)
             continue
-        g = adj.pop(stmt.out, None)
-        if g is None or stmt.prim.nondiff:
-            continue
+        g = adj.pop(stmt.outs[0], None)
         prim = stmt.prim
-        inputs = (g, stmt.out, *stmt.args)  # symbols made only where a rule is traced
+        if g is None or prim.nondiff:
+            continue
+        inputs = (g, stmt.outs[0], *stmt.args)  # symbols made only where a rule is traced
+        sig = False  # _signature(inputs), computed once for all arguments
         for i, a in enumerate(stmt.args):
             if type(a) is not Variable or a not in active:
                 continue
-            rule = prim.vjp_rule(i)  # NoRuleError names the primitive and the argument
             if stmt.kwargs:
-                c = _traced_cotangent(tr, stmt, i, rule, g)
+                c = _traced_cotangent(tr, stmt, i, g)
             else:
-                c = tr.replay((prim, i), inputs, _traced_cotangent, tr, stmt, i, rule, g)
+                if sig is False:
+                    sig = _signature(inputs)
+                key = None if sig is None else ((prim, i), sig)
+                recorded = replays.get(key) if key is not None else None
+                if recorded is not None:  # tr.replay_keyed's common case, inline
+                    c = _replayed(builder, recorded, inputs, sym)
+                else:
+                    c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
             accumulate(a, c)
     return [adj.get(v) for v in wrt]
 

@@ -18,9 +18,17 @@ import re
 import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, vars_in
-from wengert.program.liveness import deletions, read_through, with_deletions
+from wengert.program.liveness import (
+    deletions,
+    fused_chooser_adds,
+    has_arrays,
+    negated_sums,
+    read_through,
+    with_deletions,
+)
 from wengert.program.passes import use_counts
 from wengert.program.rendering import (
+    float_literal,
     helper_sources,
     index_expr,
     numpy_name,
@@ -196,13 +204,6 @@ class Module:
             text, p = source_value(x, self.constant), self.precedence(x)
         return f"({text})" if p < parent or (strict and p == parent) else text
 
-    def depth(self, stmt):
-        deepest, inline = 0, self.inline
-        for v in stmt.uses():
-            inlined = inline.get(v)
-            if inlined is not None and inlined[2] > deepest:
-                deepest = inlined[2]
-        return 1 + deepest
 
 
 def param_names(program, defined=None):
@@ -211,13 +212,17 @@ def param_names(program, defined=None):
     if defined is None:
         defined = _defined_names(program)
     own = {v.name for v in program.inputs}
-    taken = defined | own | reserved_names() | {"np", "math"}
+    other = reserved_names() | {"np", "math"}
+
+    def taken(n):  # in defined | own | other, without copying defined (a name per statement)
+        return n in defined or n in own or n in other
+
     names, given = [], set()
     for var, name in zip(program.inputs, program.input_names):
-        if not name.isidentifier() or name in given or (name in taken and name != var.name):
+        if not name.isidentifier() or name in given or (taken(name) and name != var.name):
             base = name if name.isidentifier() else "arg"
             name = base + "_"
-            while name in taken or name in given:
+            while taken(name) or name in given:
                 name += "_"
         names.append(name)
         given.add(name)
@@ -243,8 +248,18 @@ def expression_source(stmt, mod, safe):
         args = stmt.args
         if len(args) == 2:
             p = _PRECEDENCE[op]
-            left = mod.operand(args[0], p, strict=p == 2)
-            return f"{left} {op} {mod.operand(args[1], p, strict=True)}", p
+            x, y = args  # mod.operand's work, inline for Variables and Python floats (the commonest)
+            tx, ty = type(x), type(y)
+            if (tx is Variable or tx is float) and (ty is Variable or ty is float):
+                inline = mod.inline
+                left = inline.get(x) if tx is Variable else (float_literal(x), _UNARY if x < 0 else _ATOM)
+                right = inline.get(y) if ty is Variable else (float_literal(y), _UNARY if y < 0 else _ATOM)
+                left = x.name if left is None else \
+                    f"({left[0]})" if left[1] < p or (p == 2 and left[1] == p) else left[0]
+                right = y.name if right is None else f"({right[0]})" if right[1] <= p else right[0]
+                return f"{left} {op} {right}", p
+            left = mod.operand(x, p, strict=p == 2)
+            return f"{left} {op} {mod.operand(y, p, strict=True)}", p
         if len(args) == 1:
             return f"{op}{mod.operand(args[0], _UNARY, strict=False)}", _UNARY
     elif op is None and not safe and not stmt.kwargs and prim.math_name is not None \
@@ -252,6 +267,9 @@ def expression_source(stmt, mod, safe):
         fn = prim.math_name
         if fn != "abs":  # a builtin
             mod.math.add(fn)
+        if len(stmt.args) == 1 and type(stmt.args[0]) is Variable:  # mod.value, inline
+            inlined = mod.inline.get(stmt.args[0])
+            return f"{fn}({stmt.args[0].name if inlined is None else inlined[0]})", _ATOM
         return f"{fn}({', '.join([mod.value(x) for x in stmt.args])})", _ATOM
     name = prim.__name__
     a = [mod.value(x) for x in stmt.args]
@@ -443,45 +461,6 @@ def _has_array(idx):
     return any(isinstance(p, (np.ndarray, list)) for p in parts)
 
 
-def _fused_chooser_adds(program, counts):
-    """In-place accumulation for max/min over all axes: ``buf += g * chooser_weights(out, x)``
-    (three statements, a dense array of weights nearly all 0) is written as one in-place update of
-    the maxima only, ``add_chosen(buf, g, out, x)``. Returns {statement: arguments, or None to skip}."""
-    producer = {st.outs[0]: st for st in program.statements}
-    fused = {}
-    for st in program.statements:
-        if not (st.inplace and st.prim.__name__ == "add") or type(st.args[1]) is not Variable:
-            continue
-        m = producer.get(st.args[1])
-        if m is None or m.prim.__name__ != "multiply" or counts.get(m.out) != 1:
-            continue
-        g, w = m.args if type(m.args[1]) is Variable and m.args[1] in producer else m.args[::-1]
-        c = producer.get(w) if type(w) is Variable else None
-        if (c is None or c.prim.__name__ != "chooser_weights" or counts.get(w) != 1 or c.kwargs
-                or c.args[2:] != (None, False) or np.shape(g) != () or type(g) is not Variable
-                or c.args[1].shape != st.args[0].shape):
-            continue
-        fused[c] = fused[m] = None
-        fused[st] = (st.args[0], g, c.args[0], c.args[1])
-    return fused
-
-
-def _negated_sums(program, counts):
-    """``sum(-x)`` as ``-sum(x)`` (exactly equal: one negation of the sum instead of one per element):
-    {negation statement: its argument} for negations read only by a sum."""
-    readers = {}
-    for st in program.statements:
-        for v in st.uses():
-            readers[v] = st
-    found = {}
-    for st in program.statements:
-        if st.prim.__name__ == "negative" and counts.get(st.out) == 1 and st.out.kind == "array":
-            r = readers.get(st.out)
-            if r is not None and r.prim.__name__ == "sum" and r.args[0] is st.out and not r.inplace:
-                found[st] = st.args[0]
-    return found
-
-
 _MAX_LITERAL = 1000
 """Constant arrays larger than this (and not uniform) are passed to the function, not written out."""
 
@@ -495,25 +474,27 @@ def to_source(program, safe=False):
     return _source(program, safe)[0]
 
 
-def _source(program, safe, fallback=None, defined=None):
+def _source(program, safe, fallback=None, defined=None, names=None):
     defined = _defined_names(program) if defined is None else defined
-    names = param_names(program, defined)
-    mod = Module(defined | {v.name for v in program.inputs} | set(names))
+    names = param_names(program, defined) if names is None else names
+    defined.update([v.name for v in program.inputs], names)  # ``defined`` is this call's own
+    mod = Module(defined)
     outputs = {o for o in program.outputs if type(o) is Variable}
     body = [f"    {v.name} = {n}" for v, n in zip(program.inputs, names) if v.name != n]
     floats = [n for v, n in zip(program.inputs, names) if v.kind == "float"]
     if safe and floats:  # the NumPy-only variant: Python floats as np.float64, so that / and ** are NumPy's
         body = [f"    {', '.join(floats)} = {', '.join(f'np.float64({n})' for n in floats)}"] + body
     counts = use_counts(program)
-    arrays = any(o.kind == "array" for s in program.statements for o in s.outs)
-    fused = _fused_chooser_adds(program, counts) if arrays else {}  # both rewrite arrays only
-    for s, x in (_negated_sums(program, counts) if arrays else {}).items():
+    arrays = has_arrays(program)
+    fused = fused_chooser_adds(program, counts) if arrays else {}  # both rewrite arrays only
+    for s, x in (negated_sums(program, counts) if arrays else {}).items():
         mod.negated[s.out] = x
         fused[s] = None
     reads, writes, ends, within = [], [], [], {}  # for the dels of dead buffers (arrays only)
+    inline = mod.inline
     for s in program.statements:
         out = s.outs[0]
-        if s in fused:
+        if fused and s in fused:
             if fused[s] is not None:
                 body.append(f"    {mod.use_helper(add_chosen)}({', '.join(mod.value(v) for v in fused[s])})")
                 if arrays:
@@ -523,7 +504,12 @@ def _source(program, safe, fallback=None, defined=None):
             continue
         if (out.kind == "float" and len(s.outs) == 1 and not s.inplace and counts.get(out) == 1
                 and s.prim is not dup and out not in outputs):
-            depth = mod.depth(s)
+            depth = 0  # one more than the deepest inlined operand
+            for v in s.uses():
+                inlined = inline.get(v)
+                if inlined is not None and inlined[2] > depth:
+                    depth = inlined[2]
+            depth += 1
             if depth <= _MAX_INLINE_DEPTH:
                 text, p = expression_source(s, mod, safe)
                 mod.inline[out] = (text, p, depth)
@@ -581,12 +567,12 @@ def _compile_safe(program):
 def _compile(program, safe, fallback=None):
     ref = None
     defined = _defined_names(program)
+    names = param_names(program, defined)
     if fallback is not None:
         ref = "_numpy_variant"
-        reserved = defined | set(param_names(program, defined))
-        while ref in reserved:
+        while ref in defined or ref in names:
             ref = "_" + ref
-    text, mod = _source(program, safe, ref, defined)
+    text, mod = _source(program, safe, ref, defined, names)
     namespace = {"__name__": f"wengert_program_{program.name}"}
     if ref is not None:
         namespace[ref] = fallback

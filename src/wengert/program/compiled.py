@@ -17,6 +17,7 @@ import numpy as np
 from wengert.api import transforms
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.core.trace import BOX_TYPES, gc_paused
+from wengert.engines.collector import trace_started
 from wengert.program.ir import Program, Variable
 from wengert.program.pipeline import lower, optimize
 
@@ -195,8 +196,12 @@ class CompiledFunction:
     def _new_entry(self, args):
         # Tracing, the passes and code generation make several objects per statement, all alive
         # until the end: the collector's full passes would scan them again and again (a third of
-        # the time of a long program's compilation). What cyclic garbage they leave is collected after.
+        # the time of a long program's compilation). Inside the pause, young collections run only
+        # where they pay (engines.collector.trace_started, as for a reverse trace): what they skip
+        # is frozen, and the pause's end moves it to the oldest generation: most of the program
+        # that is kept is not scanned again by the first young collection after the pause.
         with gc_paused():
+            trace_started()
             return _Entry(self._build(args))
 
     def _build(self, args):
@@ -207,8 +212,8 @@ class CompiledFunction:
             built = lower(program.value_and_grad(self.argnums))
         else:
             built = optimize(program)
-        inputs = set(built.inputs)  # the cache keeps the inputs' examples, not every intermediate
-        built.examples = {v: x for v, x in built.examples.items() if v in inputs}
+        examples = built.examples  # the cache keeps the inputs' examples, not every intermediate
+        built.examples = {v: examples[v] for v in built.inputs if v in examples}
         return built
 
     # ``f(*args)`` calls ``f._dispatch(*args)``, the last signature's dispatcher (``_Entry.dispatcher``),

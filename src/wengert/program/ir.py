@@ -13,7 +13,7 @@ from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.primitive import Primitive
 
 __all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in", "placeholder", "zero_of",
-           "dup", "provide"]
+           "dup", "provide", "renamed", "binary"]
 
 _PROVIDED = {}
 """What the modules built on the IR do with a program, by the name ``Program`` knows it by: the
@@ -41,6 +41,9 @@ dup = Primitive(_dup_impl, name="dup")
 """Explicit duplication, inserted by ``passes.explicit_dup``; its adjoint is ``+``."""
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 class Variable:
     """One SSA variable: a name, and the shape, dtype and kind (``"float"`` for a Python float,
     ``"scalar"`` for a NumPy scalar, ``"array"`` for an ndarray) of the values it holds."""
@@ -49,15 +52,15 @@ class Variable:
 
     def __init__(self, name, shape, dtype, kind):
         self.name = name
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.shape = shape if type(shape) is tuple else tuple(shape)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.kind = kind
 
     @classmethod
     def like(cls, name, value):
         """A variable named ``name`` holding values like ``value``."""
         if type(value) is float:
-            return cls(name, (), np.float64, "float")
+            return cls(name, (), _FLOAT64, "float")
         if isinstance(value, np.ndarray):
             return cls(name, value.shape, value.dtype, "array")
         if isinstance(value, np.generic):
@@ -74,6 +77,20 @@ class Variable:
 
     def __repr__(self):
         return self.name
+
+
+def renamed(var, name):
+    """``Variable(name, var.shape, var.dtype, var.kind)``, made field by field (passes make many)."""
+    v = _new_variable(Variable)
+    v.name, v.shape, v.dtype, v.kind = name, var.shape, var.dtype, var.kind
+    return v
+
+
+def binary(out, prim, x, y):
+    """``Statement((out,), prim, (x, y))``, made field by field (passes make many)."""
+    s = _new_statement(Statement)
+    s.outs, s.prim, s.args, s.kwargs, s.inplace, s._uses = (out,), prim, (x, y), {}, False, None
+    return s
 
 
 def var_name(k):
@@ -161,8 +178,12 @@ class Statement:
         """The Variables this statement reads, with repeats (a statement is never changed: passes
         make new ones, so this is computed once)."""
         if self._uses is None:
-            found = vars_in(self.args)
-            self._uses = tuple(vars_in(self.kwargs, found) if self.kwargs else found)
+            args = self.args
+            if not self.kwargs and all([type(a) is Variable for a in args]):
+                self._uses = args  # the common case: no tuple of its own (fewer objects to collect)
+            else:
+                found = vars_in(args)
+                self._uses = tuple(vars_in(self.kwargs, found) if self.kwargs else found)
         return self._uses
 
     def replaced(self, f, outs=None):
@@ -172,6 +193,9 @@ class Statement:
 
     def __repr__(self):
         return _provided("pretty_statement")(self)
+
+
+_new_variable, _new_statement = Variable.__new__, Statement.__new__
 
 
 def _same_static(a, b):

@@ -8,13 +8,16 @@
   all that the adjoint keeps (as a hand-written adjoint of ``a sin(x) + 0.1 x`` keeps only ``x``).
 - :func:`deletions`: for the code generator, after which statement each array buffer is read
   for the last time, so that the generated function can ``del`` it there.
+- :func:`fused_chooser_adds`, :func:`negated_sums`: for the code generator, array statements
+  written without a buffer of their own (a max's cotangent added in place, ``-sum(x)``).
 """
 
 import numpy as np
 
 from wengert.program.ir import Statement, Variable
 
-__all__ = ["rematerialize", "deletions", "read_through", "with_deletions", "REMAT_MIN_SIZE", "REMAT_MIN_GAP"]
+__all__ = ["rematerialize", "deletions", "read_through", "with_deletions", "fused_chooser_adds",
+           "negated_sums", "has_arrays", "REMAT_MIN_SIZE", "REMAT_MIN_GAP"]
 
 REMAT_MIN_SIZE = 4096
 """Only arrays of at least this many elements are computed again: below it the buffer costs less
@@ -22,6 +25,14 @@ than the time of computing it twice."""
 
 REMAT_MIN_GAP = 8
 """...and only where at least this many statements separate the early reads from the late ones."""
+
+
+def has_arrays(program):
+    """Whether a statement of ``program`` computes an array (only arrays are buffers)."""
+    for s in program.statements:
+        if s.outs[0].kind == "array" or (len(s.outs) > 1 and any(o.kind == "array" for o in s.outs)):
+            return True
+    return False
 
 
 def _recomputable(s):
@@ -145,3 +156,42 @@ def with_deletions(body, ends, dels):
             out.append(f"    del {', '.join(names)}")
     out += body[start:]
     return out
+
+
+def fused_chooser_adds(program, counts):
+    """In-place accumulation for max/min over all axes: ``buf += g * chooser_weights(out, x)``
+    (three statements, a dense array of weights nearly all 0) is written as one in-place update of
+    the maxima only, ``add_chosen(buf, g, out, x)``. Returns {statement: arguments, or None to skip}."""
+    producer = {st.outs[0]: st for st in program.statements}
+    fused = {}
+    for st in program.statements:
+        if not (st.inplace and st.prim.__name__ == "add") or type(st.args[1]) is not Variable:
+            continue
+        m = producer.get(st.args[1])
+        if m is None or m.prim.__name__ != "multiply" or counts.get(m.out) != 1:
+            continue
+        g, w = m.args if type(m.args[1]) is Variable and m.args[1] in producer else m.args[::-1]
+        c = producer.get(w) if type(w) is Variable else None
+        if (c is None or c.prim.__name__ != "chooser_weights" or counts.get(w) != 1 or c.kwargs
+                or c.args[2:] != (None, False) or np.shape(g) != () or type(g) is not Variable
+                or c.args[1].shape != st.args[0].shape):
+            continue
+        fused[c] = fused[m] = None
+        fused[st] = (st.args[0], g, c.args[0], c.args[1])
+    return fused
+
+
+def negated_sums(program, counts):
+    """``sum(-x)`` as ``-sum(x)`` (exactly equal: one negation of the sum instead of one per element):
+    {negation statement: its argument} for negations read only by a sum."""
+    readers = {}
+    for st in program.statements:
+        for v in st.uses():
+            readers[v] = st
+    found = {}
+    for st in program.statements:
+        if st.prim.__name__ == "negative" and counts.get(st.out) == 1 and st.out.kind == "array":
+            r = readers.get(st.out)
+            if r is not None and r.prim.__name__ == "sum" and r.args[0] is st.out and not r.inplace:
+                found[st] = st.args[0]
+    return found

@@ -13,7 +13,8 @@
 
 import numpy as np
 
-from wengert.program.ir import Statement, Variable, dup, map_vars, zero_of
+from wengert.program.ir import Statement, Variable, binary, dup, map_vars, renamed, zero_of
+from wengert.program.liveness import has_arrays
 from wengert.rules.elementwise import add, multiply, negative, subtract, true_divide
 from wengert.rules.indexing import index_add, untake
 
@@ -25,9 +26,11 @@ __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions
 def use_counts(program):
     """How many times each Variable is read (by statements and as an output)."""
     counts = {}
+    get = counts.get
     for s in program.statements:
-        for v in s.uses():
-            counts[v] = counts.get(v, 0) + 1
+        uses = s._uses  # s.uses(), once computed (the common case: a long program's every statement)
+        for v in uses if uses is not None else s.uses():
+            counts[v] = get(v, 0) + 1
     for o in program.outputs:
         if type(o) is Variable:
             counts[o] = counts.get(o, 0) + 1
@@ -68,7 +71,8 @@ def eliminate_dead_code(program):
         outs = s.outs
         if outs[0] in live or (len(outs) > 1 and any(o in live for o in outs)):
             kept.append(s)
-            live.update(s.uses())
+            uses = s._uses  # s.uses(), once computed
+            live.update(uses if uses is not None else s.uses())
     kept.reverse()
     return program.with_statements(kept)
 
@@ -115,7 +119,10 @@ def eliminate_common_subexpressions(program):
 
 
 def _is_const(x, value):
-    if type(x) is Variable or isinstance(x, (bool, np.bool_)):
+    t = type(x)
+    if t is float or t is int:  # the common cases first (bool is neither)
+        return x == value
+    if t is Variable or isinstance(x, (bool, np.bool_)):
         return False
     if isinstance(x, (int, float, np.number)):
         return x == value
@@ -126,7 +133,7 @@ def _is_const(x, value):
 
 def _same_type(a, out):
     """Whether Variable ``a`` may stand for ``out`` (same shape and dtype; floats stay floats)."""
-    return (type(a) is Variable and a.shape == out.shape and a.dtype == out.dtype
+    return (type(a) is Variable and a.shape == out.shape and (a.dtype is out.dtype or a.dtype == out.dtype)
             and (a.kind == out.kind or "float" not in (a.kind, out.kind)))
 
 
@@ -139,16 +146,18 @@ def _fold(s):
         with np.errstate(all="ignore"):
             value = s.prim.fun(*args, **s.kwargs)
         return value if not isinstance(value, tuple) else None
-    if any(i < len(args) and _is_const(args[i], 0) for i in s.prim.linear):  # a zero makes zero
-        return zero_of(out)
-    if name == "multiply":
+    for i in s.prim.linear:
+        if i < len(args) and _is_const(args[i], 0):  # a zero makes zero
+            return zero_of(out)
+    if name == "multiply":  # each rule below is for one name: none of the later ones applies
         for x, c in ((args[0], args[1]), (args[1], args[0])):
             if _is_const(c, 1) and _same_type(x, out):
                 return x
+        return None
     if name in ("add", "subtract") and _is_const(args[1], 0) and _same_type(args[0], out):
         return args[0]
-    if name == "add" and _is_const(args[0], 0) and _same_type(args[1], out):
-        return args[1]
+    if name == "add":
+        return args[1] if _is_const(args[0], 0) and _same_type(args[1], out) else None
     if name in ("true_divide", "power") and _is_const(args[1], 1) and _same_type(args[0], out):
         return args[0]
     if name in ("broadcast_to", "reshape", "astype") and _same_type(args[0], out):
@@ -227,7 +236,7 @@ def explicit_dup(program):
 
 def accumulate_in_place(program):
     """Mark accumulations into owned, once-used buffers as in place (see module docs)."""
-    if not any(s.outs[0].kind == "array" for s in program.statements):  # only arrays are buffers
+    if not has_arrays(program):  # only arrays are buffers
         return program
     counts = use_counts(program)
     producer = {o: s for s in program.statements for o in s.outs}
@@ -499,23 +508,38 @@ def rewrite_algebra(program):
     return eliminate_dead_code(program.with_statements(stmts, outputs))
 
 
-def _factors(x, out, producer, counts, top, walked):
-    """The operands of the product tree ending in ``x``, through multiplications used once and of
-    ``out``'s type, or None if ``x`` is no such product (``top``: ``x`` must be a product). The
-    products passed through are appended to ``walked`` (read only by the tree)."""
-    s = producer.get(x) if type(x) is Variable else None
-    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not _same_type(x, out):
-        if top:
-            return None
-        ok = _same_type(x, out) if type(x) is Variable else type(x) is float and out.dtype.kind == "f"
-        return [x] if ok else None
-    walked.append(x)
-    found = []
-    for a in s.args:
-        sub = _factors(a, out, producer, counts, False, walked)
-        if sub is None:
-            return None
-        found += sub
+def _index(seq, x):
+    """The first ``k`` where ``seq[k] is x``, or None."""
+    for k, y in enumerate(seq):
+        if y is x:
+            return k
+    return None
+
+
+def _factors(x, out, producer, counts, walked):
+    """The operands of the product tree ending in ``x``, left to right, through multiplications
+    used once and of ``out``'s type; None if ``x`` is no such product or an operand is of another
+    type than ``out`` but a Python float. The products passed through are appended to ``walked``."""
+    shape, dtype, kind = out.shape, out.dtype, out.kind
+    found, todo, top = [], [x], True
+    while todo:
+        x = todo.pop()
+        if type(x) is not Variable:
+            if top or type(x) is not float or dtype.kind != "f":
+                return None
+            found.append(x)
+            continue
+        same = x.shape == shape and (x.dtype is dtype or x.dtype == dtype) \
+            and (x.kind == kind or "float" not in (x.kind, kind))
+        s = producer.get(x)
+        if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not same:
+            if top or not same:
+                return None
+            found.append(x)
+            continue
+        top = False
+        walked.append(x)
+        todo += reversed(s.args)
     return found
 
 
@@ -529,43 +553,43 @@ def factor_products(program):
     counts = use_counts(program)
     producer = {}  # Variable -> the multiplication computing it
     stmts, dead, fresh = [], set(), [0]
+    mul, plus, minus = multiply.primitive, add.primitive, subtract.primitive
 
     def product(parts, like):
         cur = parts[0]
         for part in parts[1:]:
             fresh[0] += 1
-            v = Variable(f"{like.name}_p{fresh[0]}", like.shape, like.dtype, like.kind)
-            stmts.append(Statement((v,), multiply.primitive, (cur, part)))
+            v = renamed(like, f"{like.name}_p{fresh[0]}")
+            stmts.append(binary(v, mul, cur, part))
             producer[v] = stmts[-1]
             cur = v
         return cur
 
-    sums = ("add", "subtract")
     for s in program.statements:
-        name = s.prim.__name__
-        if name == "multiply":
+        prim = s.prim
+        if prim is mul:
             producer[s.outs[0]] = s
-        elif name in sums and len(s.args) == 2 and type(s.args[0]) is Variable \
-                and type(s.args[1]) is Variable and s.args[0] in producer and s.args[1] in producer \
+        elif (prim is plus or prim is minus) and len(args := s.args) == 2 and type(args[0]) is Variable \
+                and type(args[1]) is Variable and args[0] in producer and args[1] in producer \
                 and not s.kwargs and not s.inplace:
             out = s.outs[0]  # a sum of two products (the cheap tests first)
             if out.kind not in ("float", "array", "scalar") or out.dtype.kind not in "fc":
                 stmts.append(s)
                 continue
             walked = []
-            fp = _factors(s.args[0], out, producer, counts, True, walked)
-            fq = _factors(s.args[1], out, producer, counts, True, walked) if fp else None
-            common = next((v for v in fp if type(v) is Variable and any(v is w for w in fq)), None) \
-                if fq else None
+            fp = _factors(args[0], out, producer, counts, walked)
+            fq = _factors(args[1], out, producer, counts, walked) if fp else None
+            common = None
+            for i, v in enumerate(fp if fq else ()):  # the first Variable of fp in fq, and where
+                j = _index(fq, v) if type(v) is Variable else None
+                if j is not None:
+                    common, rest_p, rest_q = v, fp[:i] + fp[i + 1:], fq[:j] + fq[j + 1:]
+                    break
             if common is not None:
-                rest_p = list(fp)
-                del rest_p[next(i for i, v in enumerate(rest_p) if v is common)]
-                rest_q = list(fq)
-                del rest_q[next(i for i, v in enumerate(rest_q) if v is common)]
-                inner = Variable(f"{out.name}_d", out.shape, out.dtype, out.kind)
-                stmts.append(Statement((inner,), s.prim, (product(rest_p, out), product(rest_q, out))))
+                inner = renamed(out, f"{out.name}_d")
+                stmts.append(binary(inner, s.prim, product(rest_p, out), product(rest_q, out)))
                 producer[inner] = stmts[-1]
-                s = Statement((out,), multiply.primitive, (common, inner))
+                s = binary(out, mul, common, inner)
                 producer[out] = s
                 dead.update(walked)  # the products were read only by the sum they were taken from
         stmts.append(s)

@@ -16,7 +16,6 @@ from wengert.program.passes import (
     _fold,
     _key,
     _negated,
-    _rewritten,
     accumulate_in_place,
     elide_broadcasts,
     eliminate_dead_code,
@@ -24,11 +23,12 @@ from wengert.program.passes import (
     factor_sums,
     rewrite_algebra,
 )
-from wengert.rules.elementwise import negative
+from wengert.rules.elementwise import multiply, negative
 
 __all__ = ["fold_and_merge", "simplify", "lower", "optimize"]
 
 _SHAPE_ONLY = frozenset(("zeros_like", "ones_like"))
+_FOLDING = (0.0, 1.0, -1.0)  # the factors a multiplication folds by (compared by ==: -0.0 too)
 
 
 def _statement_key(s):
@@ -54,6 +54,7 @@ def fold_and_merge(program):
     equal one came earlier. (Merging two equal statements never makes one foldable: both have
     the same arguments, of the same types, constant or not.)"""
     alias, kept, seen = {}, [], {}
+    mul = multiply.primitive
 
     def look(v):
         while type(v) is Variable and v in alias:
@@ -61,24 +62,52 @@ def fold_and_merge(program):
         return v
 
     for s in program.statements:
-        if alias:
-            s = _rewritten(s, alias, look)
+        args = s.args
+        if alias:  # passes._rewritten(s, alias, look), inline
+            for a in args:
+                t = type(a)
+                if (t is Variable and a in alias) or t is tuple or t is list or t is dict:
+                    s = s.replaced(look)
+                    break
+            else:
+                if s.kwargs:
+                    s = s.replaced(look)
+            args = s.args
         # Variables only (the common case): no folding rule applies, as each needs a constant,
-        # but for zeros_like and ones_like, which read only the shape
-        plain = bool(s.args) and len(s.outs) == 1 and not s.kwargs and s.prim.__name__ not in _SHAPE_ONLY
+        # but for zeros_like and ones_like, which read only the shape; their key is the primitive
+        # and the Variables (as _statement_key makes it)
+        plain = bool(args) and len(s.outs) == 1 and not s.kwargs and s.prim is not dup \
+            and s.prim.__name__ not in _SHAPE_ONLY
         if plain:
-            for a in s.args:
+            for a in args:
                 if type(a) is not Variable:
                     plain = False
                     break
-        if not plain:
-            negated = _negated(s)
-            if negated is not None:
-                s = Statement(s.outs, negative.primitive, (negated,))
-            folded = _fold(s)
-            if folded is not None:
-                alias[s.outs[0]] = folded
-                continue
+        if not plain and s.prim is mul and len(args) == 2 and not s.kwargs:
+            # a Variable times a Python float other than 0, 1 and -1 (as 0.5 * sin(x)): nothing
+            # folds it (_negated, _fold), and its key is _statement_key's
+            x, y = args
+            if type(x) is float and type(y) is Variable and x not in _FOLDING:
+                plain, key = True, (id(mul), (float, repr(x)), y)
+            elif type(y) is float and type(x) is Variable and y not in _FOLDING:
+                plain, key = True, (id(mul), x, (float, repr(y)))
+        elif plain:
+            key = (id(s.prim), *args)
+        if plain:
+            earlier = seen.get(key)
+            if earlier is None:
+                seen[key] = s.outs[0]
+                kept.append(s)
+            else:
+                alias[s.outs[0]] = earlier
+            continue
+        negated = _negated(s)
+        if negated is not None:
+            s = Statement(s.outs, negative.primitive, (negated,))
+        folded = _fold(s)
+        if folded is not None:
+            alias[s.outs[0]] = folded
+            continue
         if s.prim is dup or len(s.outs) != 1:
             kept.append(s)
             continue

@@ -24,7 +24,7 @@ from wengert.rules.indexing import may_repeat
 from wengert.rules.reductions import add_chosen
 
 __all__ = ["numpy_name", "register_helper", "helpers", "helper_sources", "helper_source", "reserved_names",
-           "pretty_value", "source_value", "index_expr", "uniform"]
+           "pretty_value", "source_value", "float_literal", "index_expr", "uniform"]
 
 
 def numpy_name(prim):
@@ -60,7 +60,7 @@ def register_helper(fun, name=None):
 
 register_helper(masked)  # where(c, x, 0) is written masked(x, c); tie_select calls it
 register_helper(may_repeat)  # untake and index_add call it
-register_helper(add_chosen)  # a max's cotangent added in place (codegen._fused_chooser_adds)
+register_helper(add_chosen)  # a max's cotangent added in place (liveness.fused_chooser_adds)
 
 
 def _survey():
@@ -124,12 +124,16 @@ def helper_sources(used):
     return [helper_source(name, found[name]) for name in sorted(found)]
 
 
-def _float_literal(x):
+def float_literal(x):
+    """Python source for float ``x`` (``float('nan')``, ``float('inf')`` for those)."""
     if x != x:
         return "float('nan')"
-    if x in (float("inf"), float("-inf")):
+    if x in _INFINITIES:
         return "float('inf')" if x > 0 else "-float('inf')"
     return repr(float(x))
+
+
+_INFINITIES = (float("inf"), float("-inf"))
 
 
 def _dtype_source(dt):
@@ -149,7 +153,7 @@ def uniform(a):
 
 def _scalar_text(v, source):
     if isinstance(v, float):
-        return _float_literal(v) if source else repr(v)
+        return float_literal(v) if source else repr(v)
     return repr(v)
 
 
@@ -192,11 +196,11 @@ def source_value(x, hoist):
     if t is Variable:
         return x.name
     if t is float:
-        return _float_literal(x)
+        return float_literal(x)
     if t in (int, bool, str, type(None)):
         return repr(x)
     if t is complex:
-        return f"complex({_float_literal(x.real)}, {_float_literal(x.imag)})"
+        return f"complex({float_literal(x.real)}, {float_literal(x.imag)})"
     if isinstance(x, np.ndarray):
         if hoist is not None:
             return hoist(x)
@@ -204,7 +208,7 @@ def source_value(x, hoist):
     if isinstance(x, np.generic):
         item = x.item()
         if x.dtype == np.float64:  # a Python float gives the same results with float64 operands
-            return _float_literal(item)
+            return float_literal(item)
         return f"{_dtype_source(x.dtype)}({_scalar_text(item, True)})"
     if t is tuple:
         inner = ", ".join(source_value(v, hoist) for v in x)

@@ -237,13 +237,32 @@ class ProgramBuilder(Trace):
         return x
 
     def apply(self, prim, args, kwargs):
-        if not prim.nondiff:
-            stacked = _stack_lists(args)
-            if stacked is not None:  # a list holding traced floats: one stacked array in the program
-                args = stacked
-        ex_args = _map_leaves(args, self._example)
+        ex_args = var_args = None
+        numbers = True  # every example a Python float or int: no array example to share (_shape_key)
+        if not kwargs:  # the common case first: symbols of this trace and numbers
+            ex_args, var_args = [], []
+            for a in args:
+                t = type(a)
+                if t is Symbol and a._trace is self:
+                    ex_args.append(a.example)
+                    var_args.append(a.variable)
+                    if numbers and type(a.example) is not float:
+                        numbers = False
+                elif t is float or t is int:
+                    ex_args.append(a)
+                    var_args.append(a)
+                else:
+                    ex_args = var_args = None
+                    break
+        if ex_args is None:
+            if not prim.nondiff:
+                stacked = _stack_lists(args)
+                if stacked is not None:  # a list holding traced floats: one stacked array in the program
+                    args = stacked
+            ex_args = _map_leaves(args, self._example)
+            numbers = False
         ex_kwargs = _map_leaves(kwargs, self._example) if kwargs else kwargs
-        key = _shape_key(prim, args, kwargs)
+        key = None if numbers and prim is not untake else _shape_key(prim, args, kwargs)
         example = self._shaped.get(key) if key is not None else None
         if example is None:
             try:
@@ -259,16 +278,28 @@ class ProgramBuilder(Trace):
             raise TracingError(f"Indexing with a traced boolean mask{_where()}: the result's shape "
                                f"depends on the data. Use wnp.where(mask, x, 0) instead.")
         try:
-            var = Variable.like(self.fresh(), example)
+            if type(example) is float:  # Variable.like(self.fresh(), example), field by field
+                var = _new_variable(Variable)
+                var.name, var.shape, var.dtype, var.kind = self.fresh(), (), _FLOAT64, "float"
+            else:
+                var = Variable.like(self.fresh(), example)
         except TypeError:
             raise TracingError(f"primitive '{prim.__name__}' returns {type(example).__name__}, which a "
                                f"traced program cannot hold{_where()}") from None
-        to_var = _symbol_to_var
         self.examples[var] = example
-        self.statements.append(Statement((var,), prim, _map_leaves(args, to_var),
-                                         _map_leaves(kwargs, to_var) if kwargs else None))
-        return Symbol(var, example, self)
+        if var_args is None:
+            var_args = _map_leaves(args, _symbol_to_var)
+        st = _new_statement(Statement)  # Statement((var,), prim, var_args, kwargs), field by field
+        st.outs, st.prim, st.args, st.inplace, st._uses = (var,), prim, tuple(var_args), False, None
+        st.kwargs = _map_leaves(kwargs, _symbol_to_var) if kwargs else {}
+        self.statements.append(st)
+        symbol = _new_symbol(Symbol)  # Symbol(var, example, self)
+        symbol.variable, symbol.example, symbol._trace = var, example, self
+        return symbol
 
+
+_new_statement, _new_symbol, _new_variable = Statement.__new__, Symbol.__new__, Variable.__new__
+_FLOAT64 = np.dtype(np.float64)
 
 _SHARED_EXAMPLE_SIZE = 256
 """Examples of at least this many elements are computed once per :func:`_shape_key`."""
