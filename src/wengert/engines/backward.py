@@ -129,6 +129,14 @@ def _propagate(order, adj, owned, retain_graph, keep_all):
                     ty = type(y)
                     contributions = (None if tx is float or tx is int else x, g,
                                      None if ty is float or ty is int else y, g)
+                elif prim is _MUL:  # g * y and g * x: _binary_step's, inline (a scalar loop's commonest)
+                    x = node._x
+                    tx = type(x)
+                    ty = type(y)
+                    ax = x if tx is float or tx is int else x.value
+                    ay = y if ty is float or ty is int else y.value
+                    if type(ax) is float and type(ay) is float:
+                        contributions = (None if ax is x else x, g * ay, None if ay is y else y, g * ax)
                 else:
                     contributions = _binary_step(node._x, y, prim, g, node)
             else:
@@ -187,9 +195,9 @@ _FREED_MESSAGE = ("Trying to backward through the graph a second time: its saved
 
 
 def _binary_step(x, y, prim, g, node):
-    """A two-input :class:`ScalarNode`'s contributions for a float cotangent ``g``: ``(px, cx, py,
-    cy)``, its parents (None for a constant input) and their contributions, by ``+``'s and ``*``'s
-    rules written here or the fused float rule (``float_vjp``); None: take the ordinary rules."""
+    """A two-input :class:`ScalarNode`'s contributions for a float cotangent ``g`` (but ``+``'s and
+    ``*``'s, inline in ``_propagate``): ``(px, cx, py, cy)``, its parents (None for a constant input)
+    and their contributions by the fused float rule (``float_vjp``); None: take the ordinary rules."""
     tx = type(x)
     if tx is float or tx is int:
         px = None
@@ -204,12 +212,8 @@ def _binary_step(x, y, prim, g, node):
     else:
         py = y
         ay = y.value
-    if prim is _ADD:
-        return px, g, py, g  # add's rules give g itself, and a float needs no fitting
     if type(ax) is not float or type(ay) is not float:
         return None
-    if prim is _MUL:
-        return px, g * ay, py, g * ax
     vjp = prim.float_vjp
     if vjp is None:
         return None
