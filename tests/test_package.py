@@ -57,7 +57,7 @@ def dist(tmp_path_factory):
     """``python -m build`` on a copy of the project's packaging files: (sdist path, wheel path). Without
     build isolation: the build backend (setuptools, in the test extra) is this environment's."""
     src = tmp_path_factory.mktemp("project")
-    for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "MANIFEST.in"):
+    for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "MANIFEST.in", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     out = tmp_path_factory.mktemp("dist")
@@ -83,7 +83,7 @@ def test_sdist_and_wheel_hold_every_module_and_the_type_marker(dist):
         in_sdist = set(tar.getnames())
     prefix = f"wengert-{version}/"
     assert {prefix + "src/" + f for f in files} <= in_sdist
-    assert {prefix + n for n in ("README.md", "CHANGELOG.md", "pyproject.toml")} <= in_sdist
+    assert {prefix + n for n in ("README.md", "CHANGELOG.md", "pyproject.toml", "LICENSE")} <= in_sdist
     with zipfile.ZipFile(wheel) as zf:
         in_wheel = set(zf.namelist())
         metadata = zf.read(f"wengert-{version}.dist-info/METADATA").decode()
@@ -91,6 +91,7 @@ def test_sdist_and_wheel_hold_every_module_and_the_type_marker(dist):
     assert set(files) <= in_wheel
     assert not [n for n in in_wheel if n.startswith(("tests/", "benchmarks/"))]
     assert f"Version: {version}" in metadata and "Requires-Dist: numpy" in metadata
+    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in in_wheel)
     assert "wengert = wengert.__main__:main" in entry_points
 
 
