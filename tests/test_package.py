@@ -91,7 +91,7 @@ def test_sdist_and_wheel_hold_every_module_and_the_type_marker(dist):
     assert set(files) <= in_wheel
     assert not [n for n in in_wheel if n.startswith(("tests/", "benchmarks/"))]
     assert f"Version: {version}" in metadata and "Requires-Dist: numpy" in metadata
-    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in in_wheel)
+    assert any(n.endswith((".dist-info/licenses/LICENSE", ".dist-info/LICENSE")) for n in in_wheel)
     assert "wengert = wengert.__main__:main" in entry_points
 
 
