@@ -14,7 +14,7 @@ from operator import itemgetter
 import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
-from wengert.program.ir import Program, Statement, Variable, dup, map_vars, placeholder, var_name
+from wengert.program.ir import NO_KWARGS, Program, Statement, Variable, dup, map_vars, placeholder, var_name
 from wengert.program.pipeline import simplify
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
@@ -271,7 +271,7 @@ def _replayed(builder, replay, inputs, sym):
             st.args = (values[pick],)
         else:
             st.args = pick(values)
-        st.kwargs = _resolve(kwargs, values, offset) if kwargs else {}
+        st.kwargs = _resolve(kwargs, values, offset) if kwargs else NO_KWARGS
         statements.append(st)
     builder.counter = k
     if type(r) is not _Ref:

@@ -7,6 +7,8 @@ in SSA notation (``v1 = log(v_1)``), renders as plain NumPy source, and runs as 
 function made by ``exec`` of that source.
 """
 
+from types import MappingProxyType
+
 import numpy as np
 
 from wengert.api.tree import tree_flatten, tree_unflatten
@@ -42,6 +44,10 @@ dup = Primitive(_dup_impl, name="dup")
 
 
 _FLOAT64 = np.dtype(np.float64)
+
+NO_KWARGS = MappingProxyType({})
+"""The keyword arguments of a statement that has none: one shared, read-only empty mapping (a long
+program's statements mostly have none; a dict each would be a tracked object each)."""
 
 
 class Variable:
@@ -89,7 +95,7 @@ def renamed(var, name):
 def binary(out, prim, x, y):
     """``Statement((out,), prim, (x, y))``, made field by field (passes make many)."""
     s = _new_statement(Statement)
-    s.outs, s.prim, s.args, s.kwargs, s.inplace, s._uses = (out,), prim, (x, y), {}, False, None
+    s.outs, s.prim, s.args, s.kwargs, s.inplace, s._uses = (out,), prim, (x, y), NO_KWARGS, False, None
     return s
 
 
@@ -165,7 +171,7 @@ class Statement:
         self.outs = tuple(outs)
         self.prim = prim
         self.args = tuple(args)
-        self.kwargs = dict(kwargs or {})
+        self.kwargs = dict(kwargs) if kwargs else NO_KWARGS
         self.inplace = inplace
         self._uses = None
 

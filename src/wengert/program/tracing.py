@@ -25,7 +25,7 @@ from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
-from wengert.program.ir import Program, Statement, Variable, map_vars, placeholder, var_name
+from wengert.program.ir import NO_KWARGS, Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.rules import elementwise, nondiff
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import untake
@@ -291,7 +291,7 @@ class ProgramBuilder(Trace):
             var_args = _map_leaves(args, _symbol_to_var)
         st = _new_statement(Statement)  # Statement((var,), prim, var_args, kwargs), field by field
         st.outs, st.prim, st.args, st.inplace, st._uses = (var,), prim, tuple(var_args), False, None
-        st.kwargs = _map_leaves(kwargs, _symbol_to_var) if kwargs else {}
+        st.kwargs = _map_leaves(kwargs, _symbol_to_var) if kwargs else NO_KWARGS
         self.statements.append(st)
         symbol = _new_symbol(Symbol)  # Symbol(var, example, self)
         symbol.variable, symbol.example, symbol._trace = var, example, self
