@@ -34,7 +34,7 @@ from wengert.engines.mutation import (
     versions_by_box,
 )
 from wengert.engines.saving import forget_pending, sweep
-from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY
+from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY, split_input
 from wengert.rules import elementwise as ew
 from wengert.rules.indexing import getitem
 
@@ -198,20 +198,8 @@ def _binary_step(x, y, prim, g, node):
     """A two-input :class:`ScalarNode`'s contributions for a float cotangent ``g`` (but ``+``'s and
     ``*``'s, inline in ``_propagate``): ``(px, cx, py, cy)``, its parents (None for a constant input)
     and their contributions by the fused float rule (``float_vjp``); None: take the ordinary rules."""
-    tx = type(x)
-    if tx is float or tx is int:
-        px = None
-        ax = x
-    else:
-        px = x
-        ax = x.value
-    ty = type(y)
-    if ty is float or ty is int:
-        py = None
-        ay = y
-    else:
-        py = y
-        ay = y.value
+    px, ax = split_input(x)
+    py, ay = split_input(y)
     if type(ax) is not float or type(ay) is not float:
         return None
     vjp = prim.float_vjp

@@ -30,7 +30,7 @@ from wengert.engines.box import ArrayBox
 from wengert.engines.collector import trace_started
 from wengert.engines.mutation import node_ids
 from wengert.engines.saving import saved_args, sweep
-from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY
+from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY, split_input
 from wengert.rules import elementwise as ew
 from wengert.rules.indexing import getitem as _getitem
 
@@ -222,12 +222,10 @@ class ScalarNode(NodeMethods):
         y = self._y
         if y is FREED_INPUT:
             return FREED
-        tx = type(x)
-        ax = x if tx is float or tx is int else x.value
+        ax = split_input(x)[1]
         if y is UNARY:
             return (ax,)
-        ty = type(y)
-        return (ax, y if ty is float or ty is int else y.value)
+        return (ax, split_input(y)[1])
 
     @_args.setter
     def _args(self, args):
@@ -242,7 +240,7 @@ class ScalarNode(NodeMethods):
             return ()
         if y is UNARY:
             return (self._x,)
-        return tuple(None if type(v) is float or type(v) is int else v for v in (self._x, y))
+        return (split_input(self._x)[0], split_input(y)[0])
 
     @_parents.setter
     def _parents(self, parents):
@@ -331,12 +329,10 @@ def record_scalar(trace, prim, out, x, y=UNARY):
             node._y = y
             entries.append(node)
             return node
-    tx = type(x)
-    args0, parent0 = (x, None) if tx is float or tx is int else (x.value, x)
+    parent0, args0 = split_input(x)
     if y is UNARY:
         return record(trace, prim, out, (args0,), (parent0,))
-    ty = type(y)
-    args1, parent1 = (y, None) if ty is float or ty is int else (y.value, y)
+    parent1, args1 = split_input(y)
     return record(trace, prim, out, (args0, args1), (parent0, parent1))
 
 

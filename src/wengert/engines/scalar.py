@@ -1,6 +1,6 @@
 """The markers of the compact scalar node (``reverse.ScalarNode``), read by the backward pass too."""
 
-__all__ = ["SCALAR_TYPES", "UNARY", "FREED_INPUT"]
+__all__ = ["SCALAR_TYPES", "UNARY", "FREED_INPUT", "split_input"]
 
 SCALAR_TYPES = set()
 """``ScalarNode`` and its kinds: ``type(node) in SCALAR_TYPES`` says a node keeps inputs, not tuples."""
@@ -21,3 +21,10 @@ UNARY = _Marker("one argument")
 
 FREED_INPUT = _Marker("freed by backward()")
 """``ScalarNode._x`` and ``_y`` once a non-retaining backward pass released the node."""
+
+
+def split_input(v):
+    """A compact node's input as ``(parent, argument)``: ``(None, v)`` for a constant (a Python float,
+    or an int index), ``(v, v.value)`` for a node."""
+    t = type(v)
+    return (None, v) if t is float or t is int else (v, v.value)
