@@ -18,9 +18,7 @@ below RSS's resolution); each in a fresh process (``--scale KEY``).
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -31,6 +29,7 @@ import numpy as np
 import wengert as wg
 import wengert.numpy as wnp
 from benchmarks import peers
+from benchmarks.fresh import in_fresh_process, rss_bytes
 from wengert.checkpointing import Stats, binomial, ctz
 
 __all__ = ["IMPLS", "run", "matches", "main"]
@@ -180,46 +179,23 @@ def _evaluations(key, cfg):
     return n
 
 
-def _rss_bytes(field):
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def measure_rss(key, cfg):
     """Peak resident memory above the level before one gradient call, in this (fresh) process."""
     run = IMPLS[key][1](cfg)
     x0 = initial_state(cfg["size"])
-    before = _rss_bytes("VmRSS")
+    before = rss_bytes("VmRSS")
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset the peak (VmHWM) to the current RSS
     except OSError:
         return None
     run(x0)
-    return _rss_bytes("VmHWM") - before
+    return rss_bytes("VmHWM") - before
 
 
 def _rss_in_subprocess(key, cfg, quick):
-    cmd = [sys.executable, "-m", "benchmarks.checkpointing", "--rss", key] + (["--quick"] if quick else [])
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH", "")] if p)
-    # A fixed threshold: glibc otherwise raises it as blocks are freed, and then keeps freed arrays in
-    # its heap, so the resident size would show what was ever allocated rather than what was alive.
-    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True)
-        value = json.loads(out.stdout.strip().splitlines()[-1])
-        return value
-    except (subprocess.SubprocessError, ValueError, IndexError) as e:
-        print(f"  RSS of {key}: {type(e).__name__}", file=sys.stderr)
-        return None
+    return in_fresh_process("benchmarks.checkpointing", ["--rss", key] + (["--quick"] if quick else []),
+                            f"RSS of {key}")
 
 
 def _check(got, want):
@@ -410,11 +386,11 @@ def measure_scale(key, cfg, rss=False):
     fn = SCALE[key][2](cfg)
     start = time.perf_counter()
     if rss and SCALE[key][1] != "schedule":  # a schedule's few kilobytes: below RSS's resolution
-        before = _rss_bytes("VmRSS")
+        before = rss_bytes("VmRSS")
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
         fn()
-        return {"rss": _rss_bytes("VmHWM") - before, "seconds": time.perf_counter() - start}
+        return {"rss": rss_bytes("VmHWM") - before, "seconds": time.perf_counter() - start}
     tracemalloc.start()
     try:
         fn()
@@ -424,17 +400,8 @@ def measure_scale(key, cfg, rss=False):
 
 
 def _scale_in_subprocess(key, quick):
-    cmd = [sys.executable, "-m", "benchmarks.checkpointing", "--scale", key] + (["--quick"] if quick else [])
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH", "")] if p)
-    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, check=True)
-        return json.loads(out.stdout.strip().splitlines()[-1])
-    except (subprocess.SubprocessError, ValueError, IndexError) as e:
-        print(f"  scale {key}: {type(e).__name__}", file=sys.stderr)
-        return None
+    return in_fresh_process("benchmarks.checkpointing", ["--scale", key] + (["--quick"] if quick else []),
+                            f"scale {key}", timeout=1800)
 
 
 def _format_scale(cfg, scale, rss, quick):

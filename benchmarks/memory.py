@@ -15,8 +15,6 @@ import argparse
 import gc
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 import tracemalloc
 from pathlib import Path
@@ -26,6 +24,7 @@ import numpy as np
 import wengert as wg
 import wengert.numpy as wnp
 from benchmarks import peers
+from benchmarks.fresh import in_fresh_process, rss_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FULL = {"size": 100_000, "n": 1024, "scalar_ops": 100_000, "big_chain": 10_000_000, "cycles": 300_000}
@@ -113,24 +112,16 @@ def traced_peak(fun, *args):
         tracemalloc.stop()
 
 
-def _rss(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return None
-
-
 def resident_peak(fun, *args):
     """The resident peak above the current level during ``fun(*args)`` (Linux; None elsewhere)."""
     try:
-        before = _rss("VmRSS")
+        before = rss_bytes("VmRSS")
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset VmHWM to the current RSS
     except OSError:
         return None, fun(*args)
     out = fun(*args)
-    return _rss("VmHWM") - before, out
+    return rss_bytes("VmHWM") - before, out
 
 
 def scalar_chain(ops):
@@ -165,17 +156,7 @@ def _installed(name):
 
 
 def _in_subprocess(what, quick):
-    cmd = [sys.executable, "-m", "benchmarks.memory", "--child", what] + (["--quick"] if quick else [])
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH", "")] if p)
-    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")  # freed arrays return to the system (checkpointing.py)
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True)
-        return json.loads(out.stdout.strip().splitlines()[-1])
-    except (subprocess.SubprocessError, ValueError, IndexError) as e:
-        print(f"  {what}: {type(e).__name__}", file=sys.stderr)
-        return None
+    return in_fresh_process("benchmarks.memory", ["--child", what] + (["--quick"] if quick else []), what)
 
 
 def _child(what, quick):

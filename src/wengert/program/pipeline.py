@@ -93,25 +93,18 @@ def fold_and_merge(program):
                 plain, key = True, (id(mul), x, (float, repr(y)))
         elif plain:
             key = (id(s.prim), *args)
-        if plain:
-            earlier = seen.get(key)
-            if earlier is None:
-                seen[key] = s.outs[0]
+        if not plain:
+            negated = _negated(s)
+            if negated is not None:
+                s = Statement(s.outs, negative.primitive, (negated,))
+            folded = _fold(s)
+            if folded is not None:
+                alias[s.outs[0]] = folded
+                continue
+            if s.prim is dup or len(s.outs) != 1:
                 kept.append(s)
-            else:
-                alias[s.outs[0]] = earlier
-            continue
-        negated = _negated(s)
-        if negated is not None:
-            s = Statement(s.outs, negative.primitive, (negated,))
-        folded = _fold(s)
-        if folded is not None:
-            alias[s.outs[0]] = folded
-            continue
-        if s.prim is dup or len(s.outs) != 1:
-            kept.append(s)
-            continue
-        key = _statement_key(s)
+                continue
+            key = _statement_key(s)
         earlier = seen.get(key)
         if earlier is None:
             seen[key] = s.outs[0]
