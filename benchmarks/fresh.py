@@ -24,14 +24,16 @@ def rss_bytes(field):
     return None
 
 
-def in_fresh_process(module, args, label, timeout=900):
+def in_fresh_process(module, args, label, timeout=900, for_memory=True):
     """``python -m module *args`` in a new interpreter: the JSON value of its last line of output, or
-    None (reported on stderr under ``label``) when it fails."""
+    None (reported on stderr under ``label``) when it fails. ``for_memory``: glibc's allocator set so
+    that the resident size follows what is alive (False for timings: the allocator as users have it)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [ROOT, env.get("PYTHONPATH", "")] if p)
-    # A fixed threshold: glibc otherwise raises it as blocks are freed, and then keeps freed arrays in
-    # its heap, so the resident size would show what was ever allocated rather than what was alive.
-    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
+    if for_memory:
+        # A fixed threshold: glibc otherwise raises it as blocks are freed, and then keeps freed arrays
+        # in its heap, so the resident size would show what was ever allocated rather than what was alive.
+        env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
     try:
         out = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env,
                              timeout=timeout, check=True)

@@ -38,3 +38,12 @@ def test_peak_states_counts_what_is_alive():
     state = np.zeros(10_000)
     two = compiled.peak_states(lambda: (np.ones(10_000), np.ones(10_000)), state.nbytes)
     assert 2.0 <= two < 2.5
+
+
+def test_compile_times_in_a_fresh_process():
+    work = compiled.compiled_compile_time(sizes=(40, 80), repeats=1, rounds=1, fresh=True)
+    res = run_workload(work, impls=("wengert",), progress=lambda _: None)
+    (r,) = res.results
+    assert r.status == "ok", r.detail
+    assert r.note.startswith("in a fresh process: 40 ops")
+    assert compiled.main(["--compile-times", "40", "--repeats", "1"]) == 0
