@@ -229,13 +229,11 @@ def run(quick=False, peers_wanted=True, rss=None, rounds=None, markdown=None, pr
             continue
         runs[key], status[key] = fn, "ok"
     times = {k: [] for k in runs}
-    plain_step = []  # one step of the loop in plain NumPy: what every advance costs at least
     for r in range(cfg["rounds"]):  # interleaved rounds
         for key, fn in runs.items():
             start = time.perf_counter()
             fn(x0)
             times[key].append(time.perf_counter() - start)
-        plain_step.append(_plain_step_seconds(x0))
         say(f"checkpointing: round {r + 1}/{cfg['rounds']} done")
     traced, evaluations, snapshots = {}, {}, {}
     for key, fn in runs.items():
@@ -250,7 +248,7 @@ def run(quick=False, peers_wanted=True, rss=None, rounds=None, markdown=None, pr
     resident = {key: _rss_in_subprocess(key, cfg, quick) for key in runs} if rss else {}
     rows = _rows(cfg, keys, status, times, traced, resident, evaluations, snapshots)
     targets = _targets(times, traced, cfg)
-    text = _format(cfg, rows, targets, quick) + _bound(cfg, times, statistics.median(plain_step))
+    text = _format(cfg, rows, targets, quick)
     say("checkpointing: scale workloads")
     scale = {key: (_scale_in_subprocess(key, quick) if rss else measure_scale(key, cfg)) for key in SCALE}
     text += "\n\n" + _format_scale(cfg, scale, rss, quick)
@@ -316,30 +314,6 @@ def _targets(times, traced, cfg=None):
         out.append((f'"{policy}" peak memory <= 1/20 of "all"', f"1/{1 / m:.0f}", m <= 1 / 20))
         out.append((f'"{policy}" time <= {factor}x "all"', f"{t:.2f}x", t <= factor))
     return out
-
-
-def _plain_step_seconds(x0, steps=64):
-    """Seconds per step of ``x = A sin(x) + 0.1 x`` in plain NumPy (no differentiation at all)."""
-    x = x0
-    start = time.perf_counter()
-    for _ in range(steps):
-        x = A * np.sin(x) + 0.1 * x
-    return (time.perf_counter() - start) / steps
-
-
-def _bound(cfg, times, step):
-    """The least time any implementation of the many-snapshot binomial schedule can take, relative to
-    "all": the same recordings and backward steps, plus its advances, each at least one plain NumPy
-    step (1 + advances x step / all)."""
-    if "wengert-all" not in times or "wengert-binomial-many" not in times:
-        return ""
-    advances = binomial(cfg["n"], cfg["many"]).advances
-    t_all = statistics.median(times["wengert-all"])
-    return (f"\n\nLower bound of the {cfg['many']}-snapshot schedule's time: its {advances:,} advances "
-            f"(Griewank's minimum for {cfg['n']:,} steps) each cost at least one plain NumPy step "
-            f"({step * 1e3:.2f} ms here, measured between the rounds), so no implementation can take "
-            f"much less than 1 + {advances:,} x {step * 1e3:.2f} ms / {_seconds(t_all)} = "
-            f"{1 + advances * step / t_all:.2f}x \"all\".")
 
 
 def _format(cfg, rows, targets, quick):

@@ -59,11 +59,3 @@ def test_hand_written_reference_agrees_with_finite_differences():
 def test_only_names_that_mean_checkpointing_select_it():
     assert bench.matches("checkpoint") and bench.matches("checkpointing") and bench.matches("Checkpoint")
     assert not bench.matches("mlp") and not bench.matches("scalar-chain") and not bench.matches("c")
-
-
-def test_the_bound_counts_the_schedules_advances():
-    cfg = dict(bench.QUICK, n=1024, many=32)
-    text = bench._bound(cfg, {"wengert-all": [2.0], "wengert-binomial-many": [4.0]}, 0.001)
-    # Griewank's minimum for 1,024 steps and 32 snapshots: 3 x 1,024 - C(35, 2) = 2,477 advances
-    assert "2,477 advances" in text and "= 2.24x" in text
-    assert bench._bound(cfg, {"wengert-all": [2.0]}, 0.001) == ""
