@@ -124,8 +124,21 @@ def _boxed_call_args(trace, fun, args, nums, transform):
     return args, boxes
 
 
-def _unbox_out(trace, out):
+def _unbox_out(trace, out, frozen=False):
+    """``out`` with this trace's boxes unboxed (``frozen``: their arrays as read-only views)."""
+    if frozen:
+        return tree_map(lambda v: _frozen(v.value) if type(v) in BOX_TYPES and v._trace is trace else v, out)
     return tree_map(lambda v: v.value if type(v) in BOX_TYPES and v._trace is trace else v, out)
+
+
+def _frozen(v):
+    """A read-only view of ``v`` if it is a writeable array. The values a graph holds are handed out
+    so while the graph may still read them (a pullback not yet called, a value inside a trace):
+    writing into one would silently change a derivative, and NumPy refuses the write instead."""
+    if type(v) is np.ndarray and v.flags.writeable:
+        v = v.view()
+        v.flags.writeable = False
+    return v
 
 
 def _finish(g, value):
@@ -299,8 +312,9 @@ def _split_aux(out, fun, transform):
     return out
 
 
-def _record(fun, primals, transform, has_aux):
-    """Run ``fun`` on boxed ``primals`` on a new tape: ``(trace, boxes, out_leaves, out_def, aux)``."""
+def _record(fun, primals, transform, has_aux, frozen=False):
+    """Run ``fun`` on boxed ``primals`` on a new tape: ``(trace, boxes, out_leaves, out_def, aux)``
+    (``frozen``: the aux's arrays from the tape as read-only views, see :func:`_frozen`)."""
     trace = _tape_trace()
     call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), transform)
     with gc_paused():
@@ -311,7 +325,7 @@ def _record(fun, primals, transform, has_aux):
     aux = None
     if has_aux:
         out, aux = _split_aux(out, fun, transform)
-        aux = _unbox_out(trace, aux)
+        aux = _unbox_out(trace, aux, frozen)
     _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
     out_leaves, out_def = tree_flatten(out)
     return trace, boxes, out_leaves, out_def, aux
@@ -323,9 +337,10 @@ def _own(v, trace):
 
 def vjp(fun, *primals, has_aux=False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(cotangent)`` is a tuple, one entry per primal
-    (``jax.vjp``). ``vjp_fun`` may be called many times."""
-    trace, boxes, out_leaves, out_def, aux = _record(fun, primals, "vjp", has_aux)
-    value = tree_unflatten(out_def, [v.value if _own(v, trace) else v for v in out_leaves])
+    (``jax.vjp``). ``vjp_fun`` may be called many times. The output's and the aux's arrays are
+    read-only views: ``vjp_fun`` reads the graph's values, which a write would change."""
+    trace, boxes, out_leaves, out_def, aux = _record(fun, primals, "vjp", has_aux, frozen=True)
+    value = tree_unflatten(out_def, [_frozen(v.value) if _own(v, trace) else v for v in out_leaves])
 
     def vjp_fun(cotangent):
         ct_leaves, ct_def = tree_flatten(cotangent)
@@ -437,5 +452,11 @@ def jvp(fun, primals, tangents, has_aux=False):
 
 
 def stop_gradient(x):
-    """``x`` as a constant at every level: no derivative flows through it (``jax.lax.stop_gradient``)."""
-    return tree_map(unbox_all, x)
+    """``x`` as a constant at every level: no derivative flows through it (``jax.lax.stop_gradient``).
+    A traced array comes out as a read-only view of the value the graph holds (a write into it would
+    silently change the derivative): copy it to write into it."""
+    return tree_map(_stopped, x)
+
+
+def _stopped(v):
+    return _frozen(unbox_all(v)) if type(v) in BOX_TYPES else v
