@@ -108,21 +108,26 @@ def rebind(box, result, what):
     """Make ``box`` hold ``new`` (from :func:`_recorded`), keeping its old version for the graph."""
     new, fresh = result
 
-    if type(box) in SYMBOLIC_TYPES:  # a program's symbol: it now stands for the update's variable
+    if not hasattr(type(box), "_parents"):  # a box of a transform that keeps no graph
         if type(new) is type(box) and new._trace is box._trace:
-            box.variable, box.example = new.variable, new.example
+            # box now is the update (a program's symbol its variable; a dual number its value and
+            # tangent; vmap's batch, a value inside wg.checkpoint or wg.iterate's recomputation)
+            _take_slots(box, new)
             return
+    if type(box) in SYMBOLIC_TYPES and hasattr(type(box), "variable"):  # a program's symbol
         raise TracingError(f"{what} on the traced value {box.variable.name} with a value traced by another "
                            f"differentiation ({type(new).__name__}): pass that value as an argument instead")
 
-    if getattr(type(box), "forward_mode", False):  # a Dual number: value and tangent are rebound together
-        if type(new) is type(box) and new._trace is box._trace:
-            box.value, box.tangent = new.value, new.tangent
-            return
+    if getattr(type(box), "forward_mode", False):  # a Dual number given a value of another trace
         _refuse_nesting(box, new, what)
         box.value = new
         box.tangent = np.zeros_like(unbox_all(new)) if type(unbox_all(new)) is not float else 0.0
         return
+    if not hasattr(type(box), "_parents"):
+        raise TypeError(
+            f"{what}: the new value ({type(new).__name__}) is not of the kind of the array it is written "
+            f"into ({type(box).__name__}, traced by {type(box._trace).__name__}), so the assignment cannot "
+            f"be followed. Build a new array instead: x = x.at[idx].set(v), or wnp.where(...)")
     trace = box._trace
     cls = type(box)
     pending = getattr(trace, "pending", None)
@@ -173,6 +178,24 @@ def rebind(box, result, what):
             # keyed by id, holding box weakly (a box's == is elementwise, so no WeakKeyDictionary)
             entry = log[key] = (weakref.ref(box, lambda _, log=log, key=key: log.pop(key, None)), [])
         entry[1].append((stamp, old))
+
+
+def _take_slots(box, new):
+    """Make ``box`` hold what ``new`` holds, slot by slot (an unset slot stays unset: a diagonal
+    batch's dense value is made only when asked for)."""
+    for cls in type(box).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if slot in ("__weakref__", "__dict__"):
+                continue
+            try:
+                value = object.__getattribute__(new, slot)
+            except AttributeError:
+                try:
+                    object.__delattr__(box, slot)
+                except AttributeError:
+                    pass
+                continue
+            object.__setattr__(box, slot, value)
 
 
 def versions_by_box(trace):
