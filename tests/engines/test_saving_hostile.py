@@ -114,3 +114,27 @@ def test_assignment_inside_vmap():
                                rtol=1e-12)
     per_example = wg.vmap(wg.grad(lambda s: wnp.sum(_step_assigning(s) ** 2)))(batch)
     np.testing.assert_allclose(per_example, g, rtol=1e-12)
+
+
+# -- values that outlive their transform ---------------------------------------------------------------
+
+def test_a_value_leaked_out_of_grad_still_computes():
+    # A traced value kept past the end of wg.grad (stored from inside the function) goes on being
+    # recorded on its finished trace, without the Wengert list: the release of outputs, whose
+    # reference counts assume that list, must stop there, or a value the user holds is released.
+    leaked = []
+
+    def f(x):
+        h = x * W
+        for _ in range(40):  # more releasable outputs than a sweep waits for
+            h = h * W
+        leaked.append(h)
+        return wnp.sum(h)
+
+    wg.grad(f)(X)
+    z = leaked.pop()
+    want = X * W ** 41
+    for _ in range(80):
+        z = z * 1.01
+        want = want * 1.01
+    np.testing.assert_allclose(wg.stop_gradient(z), want, rtol=1e-12)

@@ -243,6 +243,12 @@ def sweep(trace):
     """Release the outputs of ``trace``'s pending nodes that nothing but the graph refers to."""
     pending = trace.pending
     if pending:
+        if trace.entries is None:
+            # the transform's pass is over, and values that outlived it (stored from inside the
+            # function) are recorded without the list, whose reference :func:`_excess` counts on: a
+            # node the user holds would look released. Stop releasing on this trace.
+            trace.pending = False
+            return
         survivors = _excess(pending, _release_value)
         trace.sweep_at = max(32, 2 * survivors)
 
