@@ -11,6 +11,8 @@ import contextlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
@@ -414,3 +416,46 @@ def test_views_and_the_same_array_as_several_arguments():
     np.testing.assert_allclose(hv, np.asarray(jax.jvp(jax.grad(fj), (X,), (W,))[1]), rtol=1e-9)
     per = same_as_everything_kept(lambda: wg.vmap(wg.grad(f))(np.stack([X, W])), leaves_out=False)
     np.testing.assert_allclose(per[1], np.asarray(jax.grad(fj)(W)), rtol=1e-10)
+
+
+# -- random programs around the threshold ---------------------------------------------------------------
+
+_UNARY = [lambda a: wnp.sin(a), lambda a: wnp.exp(0.1 * a), lambda a: wnp.tanh(a), lambda a: wnp.cumsum(a) * 0.01,
+          lambda a: wnp.sort(a), lambda a: a[::-1], lambda a: wnp.abs(a) ** 1.5, lambda a: a / (1.0 + a * a),
+          lambda a: wnp.clip(a, -0.5, 0.8), lambda a: wnp.log1p(a * a), lambda a: a - wnp.max(a),
+          lambda a: wnp.cumprod(0.5 + 0.5 * wnp.tanh(a))]
+_BINARY = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: wnp.maximum(a, b),
+           lambda a, b: wnp.where(a > b, a, b * 0.5), lambda a, b: a * wnp.sum(b) * 0.001,
+           lambda a, b: wnp.hypot(a, b), lambda a, b: wnp.arctan2(a, 1.0 + b * b)]
+
+
+def _run(program, x, w, assign):
+    values = [x, w]
+    for op, i, j, hold in program:
+        a, b = values[i % len(values)], values[j % len(values)]
+        v = _UNARY[op % len(_UNARY)](a) if op < len(_UNARY) else _BINARY[op % len(_BINARY)](a, b)
+        u = values[-1]
+        if assign and hold and len(values) > 2 and not isinstance(u, np.ndarray):
+            u[:7] = v[7:14] * 0.5  # a traced earlier value assigned to after being read
+        values.append(v)
+    return sum(wnp.sum(v * v) for v in values[2:]) * 1e-3
+
+
+_STEP = st.tuples(st.integers(0, len(_UNARY) + len(_BINARY) - 1), st.integers(0, 20), st.integers(0, 20),
+                  st.booleans())
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(program=st.lists(_STEP, min_size=1, max_size=12), n=st.integers(500, 530), assign=st.booleans())
+def test_random_programs_around_the_threshold(program, n, assign):
+    x, w = X[:n] - 1.0, W[:n]
+    f = lambda x, w: _run(program, x, w, assign)  # noqa: E731
+    with min_bytes(KEEP_ALL), np.errstate(all="ignore"):
+        want = wg.grad(f, argnums=(0, 1))(x, w)
+        want_hv = wg.hessian_vector_product(lambda x: f(x, w))(x, w)
+    for threshold in MODES.values():
+        with min_bytes(threshold), np.errstate(all="ignore"):
+            np.testing.assert_allclose(_flat(wg.grad(f, argnums=(0, 1))(x, w)), _flat(want),
+                                       rtol=1e-12, atol=1e-14, equal_nan=True)
+            np.testing.assert_allclose(wg.hessian_vector_product(lambda x: f(x, w))(x, w), want_hv,
+                                       rtol=1e-12, atol=1e-14, equal_nan=True)
