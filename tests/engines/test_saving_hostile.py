@@ -421,7 +421,8 @@ def test_views_and_the_same_array_as_several_arguments():
 # -- random programs around the threshold ---------------------------------------------------------------
 
 _UNARY = [lambda a: wnp.sin(a), lambda a: wnp.exp(0.1 * a), lambda a: wnp.tanh(a),
-          lambda a: wnp.cumsum(a) * 0.01, lambda a: wnp.sort(a), lambda a: a[::-1], lambda a: wnp.abs(a) ** 1.5, lambda a: a / (1.0 + a * a),
+          lambda a: wnp.cumsum(a) * 0.01, lambda a: wnp.sort(a), lambda a: a[::-1],
+          lambda a: wnp.abs(a) ** 1.5, lambda a: a / (1.0 + a * a),
           lambda a: wnp.clip(a, -0.5, 0.8), lambda a: wnp.log1p(a * a), lambda a: a - wnp.max(a),
           lambda a: wnp.cumprod(0.5 + 0.5 * wnp.tanh(a))]
 _BINARY = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: wnp.maximum(a, b),
