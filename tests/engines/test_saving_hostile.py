@@ -8,6 +8,7 @@ gradients are checked against finite differences and, where installed, PyTorch a
 """
 
 import contextlib
+import copy
 
 import numpy as np
 import pytest
@@ -460,3 +461,18 @@ def test_random_programs_around_the_threshold(program, n, assign):
                                        rtol=1e-12, atol=1e-14, equal_nan=True)
             np.testing.assert_allclose(wg.hessian_vector_product(lambda x: f(x, w))(x, w), want_hv,
                                        rtol=1e-12, atol=1e-14, equal_nan=True)
+
+
+def test_copying_a_graph_with_values_left_out():
+    # copy.deepcopy of what holds a recorded tensor (a model's cached activations) copies its graph;
+    # a value the tape left out is a placeholder with nothing to copy, not a rule's misuse
+    a = wg.tensor(X, requires_grad=True)
+    y = (wnp.sin(a) + W) * 2.0  # add reads neither argument: W is left out
+    assert any(type(arg) is saving.Unsaved for node in (y, *y._parents) if node is not None
+               for arg in (node._args or ()))
+    held = {"y": y, "a": a}
+    for copier in (copy.deepcopy, copy.copy):
+        copied = copier(held)
+        np.testing.assert_array_equal(wg.stop_gradient(copied["y"]), (np.sin(X) + W) * 2.0)
+    wnp.sum(y).backward()
+    np.testing.assert_allclose(a.grad, 2.0 * np.cos(X), rtol=1e-14)
