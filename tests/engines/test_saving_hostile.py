@@ -476,3 +476,46 @@ def test_copying_a_graph_with_values_left_out():
         np.testing.assert_array_equal(wg.stop_gradient(copied["y"]), (np.sin(X) + W) * 2.0)
     wnp.sum(y).backward()
     np.testing.assert_allclose(a.grad, 2.0 * np.cos(X), rtol=1e-14)
+
+
+# -- eager tensors overwritten in place through a view -----------------------------------------------
+
+def _overwrite(b, how):
+    if how == "the tensor itself":
+        b[0:10] = 5.0
+    elif how == "a slice held":
+        v = b[0:10]
+        v += 1.0
+    elif how == "a reshape held":
+        v = b.reshape(10, 100)
+        v[0, 0:10] = 5.0
+    elif how == "a strided slice held":
+        v = b[::2]
+        v *= 3.0
+
+
+@pytest.mark.parametrize("how", ["the tensor itself", "a slice held", "a reshape held",
+                                 "a strided slice held"])
+def test_an_overwrite_through_a_view_of_a_saved_array_is_refused(how):
+    # PyTorch's version counters: a view shares its base's counter. Writing through a view of an
+    # array that an operation saved must make backward() refuse, as writing to the array itself does.
+    a = wg.tensor(X.copy(), requires_grad=True)
+    b = a * 1.5
+    c = wnp.sum(wnp.sin(b))  # sin keeps b's value
+    with wg.no_grad():
+        _overwrite(b, how)
+    with pytest.raises(RuntimeError, match="'sin'.*modified by an in-place operation"):
+        c.backward()
+
+
+def test_an_overwrite_elsewhere_in_the_buffer_is_not_refused():
+    a = wg.tensor(X.copy(), requires_grad=True)
+    b = a * 1.5
+    c = wnp.sum(wnp.sin(b[500:]))  # sin keeps the second half of b's buffer
+    with wg.no_grad():
+        v = b[0:10]
+        v += 1.0  # the first half: nothing saved reads it
+    c.backward()
+    want = np.zeros(N)
+    want[500:] = 1.5 * np.cos(1.5 * X[500:])
+    np.testing.assert_allclose(a.grad, want, rtol=1e-14)
