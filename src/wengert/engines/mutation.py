@@ -30,6 +30,7 @@ import numpy as np
 
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
+from wengert.engines.saving import needs
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
@@ -108,21 +109,26 @@ def rebind(box, result, what):
     """Make ``box`` hold ``new`` (from :func:`_recorded`), keeping its old version for the graph."""
     new, fresh = result
 
-    if type(box) in SYMBOLIC_TYPES:  # a program's symbol: it now stands for the update's variable
+    if not hasattr(type(box), "_parents"):  # a box of a transform that keeps no graph
         if type(new) is type(box) and new._trace is box._trace:
-            box.variable, box.example = new.variable, new.example
+            # box now is the update (a program's symbol its variable; a dual number its value and
+            # tangent; vmap's batch, a value inside wg.checkpoint or wg.iterate's recomputation)
+            _take_slots(box, new)
             return
+    if type(box) in SYMBOLIC_TYPES and hasattr(type(box), "variable"):  # a program's symbol
         raise TracingError(f"{what} on the traced value {box.variable.name} with a value traced by another "
                            f"differentiation ({type(new).__name__}): pass that value as an argument instead")
 
-    if getattr(type(box), "forward_mode", False):  # a Dual number: value and tangent are rebound together
-        if type(new) is type(box) and new._trace is box._trace:
-            box.value, box.tangent = new.value, new.tangent
-            return
+    if getattr(type(box), "forward_mode", False):  # a Dual number given a value of another trace
         _refuse_nesting(box, new, what)
         box.value = new
         box.tangent = np.zeros_like(unbox_all(new)) if type(unbox_all(new)) is not float else 0.0
         return
+    if not hasattr(type(box), "_parents"):
+        raise TypeError(
+            f"{what}: the new value ({type(new).__name__}) is not of the kind of the array it is written "
+            f"into ({type(box).__name__}, traced by {type(box._trace).__name__}), so the assignment cannot "
+            f"be followed. Build a new array instead: x = x.at[idx].set(v), or wnp.where(...)")
     trace = box._trace
     cls = type(box)
     pending = getattr(trace, "pending", None)
@@ -173,6 +179,24 @@ def rebind(box, result, what):
             # keyed by id, holding box weakly (a box's == is elementwise, so no WeakKeyDictionary)
             entry = log[key] = (weakref.ref(box, lambda _, log=log, key=key: log.pop(key, None)), [])
         entry[1].append((stamp, old))
+
+
+def _take_slots(box, new):
+    """Make ``box`` hold what ``new`` holds, slot by slot (an unset slot stays unset: a diagonal
+    batch's dense value is made only when asked for)."""
+    for cls in type(box).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if slot in ("__weakref__", "__dict__"):
+                continue
+            try:
+                value = object.__getattribute__(new, slot)
+            except AttributeError:
+                try:
+                    object.__delattr__(box, slot)
+                except AttributeError:
+                    pass
+                continue
+            object.__setattr__(box, slot, value)
 
 
 def versions_by_box(trace):
@@ -260,36 +284,68 @@ def leaf_aliases(log):
 _LOG_LOCK = threading.Lock()
 
 INPLACE_WRITES = {}
-"""id(array) -> (weak reference to the array, stamp, description) of in-place writes to eager tensors."""
+"""id(buffer) -> (weak reference to the buffer, {(first byte, last byte + 1): (stamp, description)}): the
+in-place writes to eager tensors, by the array that owns the memory written (a view's base, to the
+end of the chain) and the byte range written, so that a write through a view is seen by every array
+that shares the memory it wrote (PyTorch's views share their base's version counter)."""
+
+
+def _buffer(array):
+    """The array that owns ``array``'s memory (``array`` itself, or its base's base ...)."""
+    while type(array.base) is np.ndarray:
+        array = array.base
+    return array
+
+
+def _byte_range(array):
+    """``(first, last + 1)``: the bytes ``array``'s elements lie in (gaps of a strided view included)."""
+    first = last = array.__array_interface__["data"][0]
+    for n, step in zip(array.shape, array.strides):
+        if n == 0:
+            return first, first
+        if step < 0:
+            first += step * (n - 1)
+        else:
+            last += step * (n - 1)
+    return first, last + array.itemsize
 
 
 def note_inplace_write(array, what):
     """Record that ``array`` was just overwritten in place by ``what`` (an eager, unrecorded update)."""
     if type(array) is not np.ndarray:
         return
-    key = id(array)
-    INPLACE_WRITES[key] = (weakref.ref(array, lambda ref: _forget_write(key, ref)), next(node_ids), what)
+    buffer = _buffer(array)
+    key = id(buffer)
+    stamp = next(node_ids)
+    with _LOG_LOCK:
+        entry = INPLACE_WRITES.get(key)
+        if entry is None or entry[0]() is not buffer:
+            entry = INPLACE_WRITES[key] = (weakref.ref(buffer, lambda ref: _forget_write(key, ref)), {})
+        entry[1][_byte_range(array)] = (stamp, what)  # one entry per range: a loop's writes replace it
 
 
 def _forget_write(key, ref):
-    """An overwritten array is gone: drop its entry, unless the id already names a newer array's."""
+    """An overwritten buffer is gone: drop its entry, unless the id already names a newer buffer's."""
     entry = INPLACE_WRITES.get(key)
     if entry is not None and entry[0] is ref:
         INPLACE_WRITES.pop(key, None)
 
 
 def check_inplace_writes(order):
-    """Raise if a node in ``order`` (eager, newest first) saved an array overwritten after it was made."""
+    """Raise if a node in ``order`` (eager, newest first) saved an array overwritten after it was
+    made, directly or through any array sharing its memory."""
     if not order:
         return
     oldest = order[-1]._id
     relevant = {}
-    for key, (ref, stamp, what) in list(INPLACE_WRITES.items()):
-        array = ref()
-        if array is None:
+    for key, (ref, writes) in list(INPLACE_WRITES.items()):
+        buffer = ref()
+        if buffer is None:
             INPLACE_WRITES.pop(key, None)  # its own callback, in another thread, may have run first
-        elif stamp > oldest:
-            relevant[key] = (array, stamp, what)
+            continue
+        late = [(span, stamp, what) for span, (stamp, what) in list(writes.items()) if stamp > oldest]
+        if late:
+            relevant[key] = (buffer, late)
     if not relevant:
         return
     for node in order:
@@ -297,14 +353,21 @@ def check_inplace_writes(order):
         args = node._args
         if prim is None or type(args) is not tuple:
             continue
-        for a in args + (node.value,):
+        reads = needs(prim, node._parents)
+        if reads is None or "out" in reads:  # its rules read its output (or may: no declaration)
+            args = args + (node.value,)
+        for a in args:
             if type(a) is not np.ndarray:
                 continue
-            for candidate in (a, a.base):
-                hit = relevant.get(id(candidate)) if candidate is not None else None
-                if hit is not None and hit[0] is candidate and node._id < hit[1]:
+            buffer = _buffer(a)
+            hit = relevant.get(id(buffer))
+            if hit is None or hit[0] is not buffer:
+                continue
+            lo, hi = _byte_range(a)
+            for (first, last), stamp, what in hit[1]:
+                if node._id < stamp and first < hi and lo < last:
                     raise RuntimeError(
                         f"one of the values saved to differentiate '{prim.__name__}' (an array of shape "
-                        f"{a.shape}) was modified by an in-place operation ({hit[2]}) after "
+                        f"{a.shape}) was modified by an in-place operation ({what}) after "
                         f"'{prim.__name__}' used it; its gradient could be wrong, so none is computed. Do "
                         f"the in-place update after backward(), or on a copy (x = x.copy()).")

@@ -77,6 +77,12 @@ class Unsaved:
             f"keep it. The declaration is wrong: add the value to saves= in facts({name}, saves=...), "
             f"or remove the declaration (then everything is kept).")
 
+    def __copy__(self):  # a placeholder, never changed: a copied graph (copy.deepcopy) shares it
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
     def __getattr__(self, name):  # anything but shape and dtype: an AttributeError too (hasattr is False)
         try:
             self._refuse()
@@ -96,7 +102,7 @@ for _name in ("__array__", "__array_ufunc__", "__len__", "__iter__", "__getitem_
               "__pos__", "__abs__", "__invert__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
               "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
               "__rmod__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__lt__", "__le__",
-              "__gt__", "__ge__", "__and__", "__or__", "__xor__", "__copy__", "__deepcopy__"):
+              "__gt__", "__ge__", "__and__", "__or__", "__xor__"):
     setattr(Unsaved, _name, _refusing(_name))
 del _name
 
@@ -243,6 +249,12 @@ def sweep(trace):
     """Release the outputs of ``trace``'s pending nodes that nothing but the graph refers to."""
     pending = trace.pending
     if pending:
+        if trace.entries is None:
+            # the transform's pass is over, and values that outlived it (stored from inside the
+            # function) are recorded without the list, whose reference :func:`_excess` counts on: a
+            # node the user holds would look released. Stop releasing on this trace.
+            trace.pending = False
+            return
         survivors = _excess(pending, _release_value)
         trace.sweep_at = max(32, 2 * survivors)
 
