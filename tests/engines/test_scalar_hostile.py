@@ -471,6 +471,25 @@ def test_writes_into_copies_and_fancy_index_results_still_work():
     assert _same(g, [0.0, 2 * V[1], 2 * V[2], 2 * V[3] + 98.0 * V[3]])
 
 
+def test_a_value_kept_from_a_finished_inner_transform_is_refused():
+    """Used in the outer function's output, an inner ``wg.grad``'s traced value (kept in a list) made
+    every outer derivative silently zero (1.54 expected here)."""
+    def outer(x):
+        kept = []
+        g = wg.grad(lambda y: (kept.append(y * x), y * y * x)[1])(0.7)
+        return g * x + kept[0] * 1.0
+
+    for transform in (wg.grad, wg.jacrev, wg.jacfwd, lambda f: lambda x: wg.jvp(f, (x,), (1.0,))):
+        with pytest.raises(TypeError, match="already returned"):
+            transform(outer)(0.3)
+
+    def returned(x):  # the supported way: the inner transform returns it
+        g, kept = wg.grad(lambda y: (y * y * x, y * x), has_aux=True)(0.7)
+        return g * x + kept * 1.0
+
+    assert wg.grad(returned)(0.3) == pytest.approx(2.8 * 0.3 + 0.7, rel=1e-14)
+
+
 # -- random scalar programs with constants of several kinds, aliasing, reads and assignments ---------
 
 try:
