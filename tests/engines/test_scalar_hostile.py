@@ -432,15 +432,69 @@ def _write_into_transpose_of_an_intermediate(v):
     return wnp.sum(u * u)
 
 
-@pytest.mark.parametrize("fun", [_write_into_slice, _augmented_write_into_slice, _write_into_reshape,
-                                 _write_into_transpose_of_an_intermediate],
+def _view_used_after_a_write_into_its_base(v):
+    w = v[1:]
+    v[1] = 9.0 * v[0]
+    return w[0] * v[3]
+
+
+def _row_kept_past_a_write_into_its_matrix(v):
+    m = wnp.reshape(v * 1.0, (2, 2))
+    rows = []
+    for i in range(2):
+        rows.append(m[i])
+        m[i] = m[i] * 2.0
+    return wnp.sum(rows[0]) + wnp.sum(m)
+
+
+_SHARING = [_write_into_slice, _augmented_write_into_slice, _write_into_reshape,
+            _write_into_transpose_of_an_intermediate, _view_used_after_a_write_into_its_base,
+            _row_kept_past_a_write_into_its_matrix]
+
+
+@pytest.mark.parametrize("fun", _SHARING,
                          ids=lambda f: f.__name__[1:])
-def test_writes_through_a_view_are_refused(fun):
-    """NumPy writes through a view into its base; a recorded assignment rebinds the view alone. The
-    traced value used to differ from NumPy's (``v[1] * v[2]`` unchanged by ``w[0] = 5 w[0]``), and the
-    gradient with it, silently."""
-    with pytest.raises(TypeError, match="view of another traced array"):
+def test_arrays_sharing_memory_with_one_written_refuse_later_use(fun):
+    """NumPy writes through a view into its base, and a view shows what is written into its base; a
+    recorded assignment rebinds the one box written to. The traced value used to differ from NumPy's
+    (``w[0] = 5 w[0]`` left ``v[1] * v[2]`` unchanged) and the gradient with it, silently. The other
+    arrays sharing the memory are now stale: using one raises, saying what to do."""
+    with pytest.raises(TypeError, match="shares its memory with an array assigned to since"):
         wg.grad(fun)(V.copy())
+
+
+def test_views_not_used_after_a_write_still_work():
+    def rows_updated(v):  # m's rows, each read before its own write, m a view of v * 1.0
+        m = wnp.reshape(v * 1.0, (2, 2))
+        for i in range(2):
+            row = m[i]
+            m[i] = row * 2.0 + 1.0
+        return wnp.sum(m * m)
+
+    def rows_updated_torch(v):
+        m = (v * 1.0).reshape(2, 2)
+        for i in range(2):
+            m = m.index_put((torch.tensor(i),), m[i] * 2.0 + 1.0)
+        return torch.sum(m * m)
+
+    def read_before(v):  # a view read before its base is written, and another part of the base after
+        v = v * 1.0  # (finite differences must not write into their input)
+        w = v[1:]
+        head = v[:1]
+        a = w[0] * w[1]
+        v[1] = 9.0 * v[0]
+        return a * v[1] + head[0]
+
+    def read_before_torch(v):
+        a = v[1] * v[2]
+        v = v.index_put((torch.tensor(1),), 9.0 * v[0])
+        return a * v[1] + v[0]
+
+    for fun, fun_torch in ((rows_updated, rows_updated_torch), (read_before, read_before_torch)):
+        value, g = wg.value_and_grad(fun)(V.copy())
+        assert _same(value, fun(V.copy()))
+        assert _same(g, _torch_grad(fun_torch, V.copy()))
+        check_grads(fun, V.copy(), modes=("rev",), order=1)
 
 
 def test_writes_into_copies_and_fancy_index_results_still_work():
