@@ -79,17 +79,18 @@ def note_view(trace, node, parents, base):
 class StaleView:
     """The value of a traced array that shares its memory with one assigned to since it was made:
     NumPy would show the new contents there, the recording cannot, so any use of it raises (see
-    :func:`_invalidate_views`)."""
+    :func:`_invalidate_views`). Its shape and dtype stay readable (a transform reads its leaves')."""
 
-    __slots__ = ("message",)
+    __slots__ = ("message", "shape", "dtype", "ndim", "size")
 
-    def __init__(self, message):
+    def __init__(self, message, array):
         self.message = message
+        self.shape, self.dtype, self.ndim, self.size = array.shape, array.dtype, array.ndim, array.size
 
     def _refuse(self, *args, **kwargs):
         raise TypeError(self.message)
 
-    __array__ = __array_ufunc__ = __array_function__ = __getitem__ = __len__ = __iter__ = __bool__ = _refuse
+    __array__ = __array_ufunc__ = __getitem__ = __len__ = __iter__ = __bool__ = _refuse
     __float__ = __int__ = __index__ = __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = _refuse
     __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
 
@@ -150,7 +151,7 @@ def _invalidate_views(box, old, what, idx=None):
             f"this traced array (shape {value.shape}) shares its memory with an array assigned to since "
             f"({what} into it, or into a view of it): NumPy would show the new contents here, which "
             f"differentiation cannot follow. Copy the view before the assignment (w = v[1:].copy()), "
-            f"or take it again after."), False), what)
+            f"or take it again after.", value), False), what)
 
 
 def _check_writable(box, what):
