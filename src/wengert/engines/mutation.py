@@ -33,8 +33,8 @@ from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
-__all__ = ["assign", "add_at", "augmented_assign", "rebind", "note_view", "StaleView", "resolve_tape",
-           "resolve_parents", "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
+__all__ = ["assign", "add_at", "augmented_assign", "rebind", "resolve_tape", "resolve_parents",
+           "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
 
 node_ids = itertools.count()
 """The clock of eager recording: eager nodes (``Tensor``) are numbered by it, and assignments are
@@ -45,136 +45,33 @@ _NODE_SLOTS = ("value", "_trace", "_prim", "_args", "_kwargs", "_parents", "_id"
 
 def assign(box, idx, v):
     """``box[idx] = v``: rebind ``box`` to ``index_update(box, idx, v)``."""
-    old = _check_writable(box, "x[...] = ...")
+    _check_writable(box, "x[...] = ...")
     idx = unbox_all(idx)
     rebind(box, _recorded(box, lambda: index_update(box, idx, v)), "x[...] = ...")
-    _invalidate_views(box, old, "x[...] = ...", idx)
 
 
 def add_at(box, idx, v):
     """``np.add.at(box, idx, v)``: rebind ``box`` to ``index_add(box, idx, v)`` (repeated indices add up)."""
-    old = _check_writable(box, "numpy.add.at")
+    _check_writable(box, "numpy.add.at")
     idx = unbox_all(idx)
     rebind(box, _recorded(box, lambda: index_add(box, idx, v)), "numpy.add.at")
-    _invalidate_views(box, old, "numpy.add.at")
-
-
-def note_view(trace, node, parents, base):
-    """Remember that ``node``'s array (recorded by ``trace``) is a view of ``base``, and so is, or shares
-    its memory, each parent whose array is ``base`` or another view of it (for :func:`_invalidate_views`)."""
-    views = trace.views
-    if views is None:
-        views = trace.views = {}
-    refs = views.get(id(base))
-    if refs is None:
-        refs = views[id(base)] = {}
-    refs[id(node)] = weakref.ref(node)
-    for p in parents:
-        if p is not None and id(p) not in refs:
-            v = p.value
-            if type(v) is np.ndarray and (v is base or v.base is base):
-                refs[id(p)] = weakref.ref(p)
-
-
-class StaleView:
-    """The value of a traced array that shares its memory with one assigned to since it was made:
-    NumPy would show the new contents there, the recording cannot, so any use of it raises (see
-    :func:`_invalidate_views`). Its shape and dtype stay readable (a transform reads its leaves')."""
-
-    __slots__ = ("message", "shape", "dtype", "ndim", "size")
-
-    def __init__(self, message, array):
-        self.message = message
-        self.shape, self.dtype, self.ndim, self.size = array.shape, array.dtype, array.ndim, array.size
-
-    def _refuse(self, *args, **kwargs):
-        raise TypeError(self.message)
-
-    __array__ = __array_ufunc__ = __getitem__ = __len__ = __iter__ = __bool__ = _refuse
-    __float__ = __int__ = __index__ = __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = _refuse
-    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
-
-    def __getattr__(self, name):
-        raise TypeError(object.__getattribute__(self, "message"))
-
-    def __repr__(self):
-        return "<stale view>"
-
-
-def _written(old, idx):
-    """The part of ``old`` that ``old[idx] = ...`` writes, as a view of it (all of it where the index is
-    not a basic one)."""
-    if idx is None:
-        return old
-    try:
-        part = old[(idx if type(idx) is tuple else (idx,)) + (None,)]  # a view even for v[i]
-    except (IndexError, TypeError, ValueError):
-        return old
-    return part if type(part) is np.ndarray and part.base is not None else old
-
-
-def _shares(a, b):
-    """Whether arrays ``a`` and ``b`` overlap (where that is too hard to decide: assumed so)."""
-    try:
-        return np.shares_memory(a, b, max_work=10000)
-    except np.exceptions.TooHardError:
-        return True
-
-
-def _invalidate_views(box, old, what, idx=None):
-    """After an assignment to ``box`` (at ``idx``), whose array was ``old``: the other recorded arrays
-    that share the memory written (``w = v[1:]``, then ``v[1] = y`` or ``w[0] = y``) would show the new
-    contents in NumPy, but theirs are the old ones. They are rebound to a :class:`StaleView`, so that a
-    later use raises instead of silently reading the old values; what was recorded with them before
-    keeps its version (the assignment log). Views never used again (``m = x.reshape(...)``, then
-    ``m[0] = y``) cost nothing."""
-    views = getattr(getattr(box, "_trace", None), "views", None)
-    if not views or type(old) is not np.ndarray:
-        return
-    base = old if old.base is None else old.base
-    written = _written(old, idx)
-    refs = views.get(id(base))
-    for key, ref in list((refs or {}).items()):
-        other = ref()
-        if other is None or other is box:
-            if other is None:
-                del refs[key]
-            continue
-        value = other.value
-        if type(value) is not np.ndarray or not (value is base or value.base is base):
-            del refs[key]  # assigned to since (its array is another), or freed
-            continue
-        if not _shares(value, written):
-            continue  # another part of the base (v[:2] after v[3] = y): NumPy's view is unchanged
-        del refs[key]
-        rebind(other, (StaleView(
-            f"this traced array (shape {value.shape}) shares its memory with an array assigned to since "
-            f"({what} into it, or into a view of it): NumPy would show the new contents here, which "
-            f"differentiation cannot follow. Copy the view before the assignment (w = v[1:].copy()), "
-            f"or take it again after.", value), False), what)
 
 
 def _check_writable(box, what):
-    """Refuse the writes that a functional update cannot give NumPy's answer for: into a Python float
-    recorded by a transform (Python refuses item assignment on a float, and the transforms' compact float
-    nodes, ``ScalarNode``, have no array to update), and into a stale view (:class:`StaleView`).
-    Returns the array written to (for :func:`_invalidate_views`)."""
+    """Refuse item assignment into a Python float recorded by a transform: Python refuses it on a float,
+    and the transforms' compact float nodes (``ScalarNode``) have no array to update."""
     value = getattr(box, "value", None)
-    if type(value) is StaleView:
-        raise TypeError(value.message)
     if type(value) is float and getattr(getattr(box, "_trace", None), "scalar_type", None) is not None:
         raise TypeError(
             f"{what}: the traced value is a Python float, and a float does not support item assignment "
             f"(as in Python). Rebind the name instead (x = v), or make it an array first "
             f"(x = wnp.reshape(x, (1,))).")
-    return value
 
 
 def augmented_assign(box, fun, other, symbol):
     """``box op= other`` (``symbol`` like "+="), NumPy's rules: the result keeps box's shape and dtype."""
     if type(unbox_all(box)) is float:  # a Python float is immutable: ``s += x`` is ``s = s + x``
         return fun(box, other)
-    old = _check_writable(box, f"'{symbol}'")
 
     def compute():
         new = fun(box, other)
@@ -191,7 +88,6 @@ def augmented_assign(box, fun, other, symbol):
         return new
 
     rebind(box, _recorded(box, compute), f"'{symbol}'")
-    _invalidate_views(box, old, f"'{symbol}'")
     return box
 
 

@@ -28,7 +28,7 @@ from wengert.engines.accumulation import FREED  # noqa: F401 - imported from her
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
 from wengert.engines.collector import trace_started
-from wengert.engines.mutation import node_ids, note_view
+from wengert.engines.mutation import node_ids
 from wengert.engines.saving import saved_args, sweep
 from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY, split_input
 from wengert.rules import elementwise as ew
@@ -334,18 +334,14 @@ def record_scalar(trace, prim, out, x, y=UNARY):
     if y is UNARY:
         return record(trace, prim, out, (args0,), (parent0,))
     parent1, args1 = split_input(y)
-    node = record(trace, prim, out, (args0, args1), (parent0, parent1))
-    if type(out) is _ndarray and out.base is not None and trace.entries is not None:
-        note_view(trace, node, (parent0,), out.base)  # m[i], a row of m
-    return node
+    return record(trace, prim, out, (args0, args1), (parent0, parent1))
 
 
 class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
-    __slots__ = ("box_type", "scalar_type", "entries", "mutations", "records_inline", "pending", "sweep_at",
-                 "views")
+    __slots__ = ("box_type", "scalar_type", "entries", "mutations", "records_inline", "pending", "sweep_at")
 
     def __init__(self, box_type, scalar_type=None):
         super().__init__()
@@ -360,7 +356,6 @@ class ReverseTrace(Trace):
         trace_started()  # inside a pause, young cyclic garbage is collected where it pays
         self.pending = None  # {id(node): [children's references, prim, weakref]}: to release (saving.py)
         self.sweep_at = 32
-        self.views = None  # {id(array): [weakref(node), ...]}: recorded views of the array (mutation.py)
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
@@ -497,8 +492,6 @@ class ReverseTrace(Trace):
                  or t in BOX_TYPES) and (self.entries is None or type(self) is ReverseTrace)):
                 args, keep_out = saved_args(prim, args, parents)
         node = record(self, prim, out, args, parents, kwargs)
-        if not prim.fresh and type(out) is _ndarray and out.base is not None and self.entries is not None:
-            note_view(self, node, parents, out.base)  # an assignment to the array it views must reach it
         pending = self.pending
         if pending:  # outputs waiting to be released: count the references this node holds
             for p in parents:
