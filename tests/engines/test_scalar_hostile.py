@@ -407,6 +407,16 @@ def test_item_assignment_into_a_traced_float_is_refused_by_name():
     assert _same(x.grad.value, 3.0)
 
 
+def test_round_of_a_traced_float():
+    """``round(x)`` used to fail with "type Tensor doesn't define __round__ method"; with digits it is
+    NumPy's round (derivative zero), without it an int, refused as ``int(x)`` is."""
+    with pytest.raises(TypeError, match=r"round\(\) \(which returns an int\)"):
+        wg.grad(lambda x: round(x * 1.0) + x)(0.55)
+    got = wg.grad(lambda x: round(x * 3.0, 1) * x)(0.55)
+    assert got == round(0.55 * 3.0, 1)
+    assert _same(got, _torch_grad(lambda x: torch.round(x * 3.0, decimals=1) * x, 0.55))
+
+
 def test_writes_into_copies_and_fancy_index_results():
     def copied(v):
         w = v[1:].copy()

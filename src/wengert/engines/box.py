@@ -181,6 +181,13 @@ class ArrayBox:
         self._refuse("int()", "An int carries no derivative: write int(wg.stop_gradient(x)) if the integer "
                      "is wanted, or wnp.floor(x) to stay traced.")
 
+    def __round__(self, ndigits=None):
+        """``round(x, n)``: NumPy's round, traced (its derivative is zero); ``round(x)``, an int, refused."""
+        if ndigits is None:
+            self._refuse("round() (which returns an int)", "An int carries no derivative: write "
+                         "round(wg.stop_gradient(x)) if the integer is wanted, or wnp.round(x) to stay traced.")
+        return self.round(ndigits)
+
     def __index__(self):
         self._refuse("Use as a Python index (range(x), seq[x], a shape)",
                      "Index with int(wg.stop_gradient(x)) or an integer array.")
