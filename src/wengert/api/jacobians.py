@@ -23,6 +23,7 @@ from wengert.api.transforms import (
     _check_leaf,
     _own,
     _record,
+    _refuse_leaked,
     _refuse_output,
     _restricted,
     _split_aux,
@@ -229,6 +230,7 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform, chunk_size=None):
                             out, aux_k = _split_aux(out, fun, transform)
                         if out_def is None:
                             _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
+                            _refuse_leaked(out, trace, fun, transform)
                             out_leaves, out_def = tree_flatten(out)
                             out_values = [o.value if type(o) is Dual and o._trace is trace else o
                                           for o in out_leaves]

@@ -59,6 +59,20 @@ def _refuse_output(out, fun, transform, wanted):
                             f"({leaf!r:.40}); it must return {wanted}.")
 
 
+def _refuse_leaked(out, trace, fun, transform):
+    """A traced value of a transform that began inside ``fun`` and has finished (an inner ``wg.grad``'s
+    value kept in a list or a closure and used after it returned) cannot be differentiated by
+    ``trace``: without this check its derivative would silently be taken as zero."""
+    for leaf in ((out,) if type(out) in BOX_TYPES else tree_flatten(out)[0]):
+        if type(leaf) in BOX_TYPES and leaf._trace is not trace and leaf._trace.level > trace.level:
+            raise TypeError(
+                f"wg.{transform}({_name(fun)}): the function's output depends on a value traced by a "
+                f"transform called inside it that has already returned (a value kept from inside an "
+                f"inner wg.grad, wg.vjp, ... after it finished, e.g. appended to a list): its derivative "
+                f"cannot be followed from here. Return that value from the inner function (has_aux=True) "
+                f"instead of keeping it.")
+
+
 def _restate_exit(error):
     """Raise the exit guard's error (``buf[i] = x`` into a plain float array) that NumPy restated as
     its own "setting an array element with a sequence"; any other ValueError goes on as it is."""
@@ -242,6 +256,8 @@ def _value_and_grad_call(fun, args, kwargs, single, nums, has_aux):
             raise TypeError(f"wg.grad({_name(fun)}, has_aux=True): the function must return a "
                             f"pair (scalar, aux), got {type(out).__name__}")
         out, aux = out
+    if type(out) in BOX_TYPES and out._trace is not trace:
+        _refuse_leaked(out, trace, fun, "grad")
     v = unbox_all(out)
     _check_scalar(out, v, fun)
     if type(out) in BOX_TYPES and out._trace is trace:
@@ -327,6 +343,7 @@ def _record(fun, primals, transform, has_aux, frozen=False):
         out, aux = _split_aux(out, fun, transform)
         aux = _unbox_out(trace, aux, frozen)
     _refuse_output(out, fun, transform, "an array, a float or a pytree of them")
+    _refuse_leaked(out, trace, fun, transform)
     out_leaves, out_def = tree_flatten(out)
     return trace, boxes, out_leaves, out_def, aux
 
@@ -433,6 +450,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     if has_aux:
         out, aux = _split_aux(out, fun, "jvp")
     _refuse_output(out, fun, "jvp", "an array, a float or a pytree of them")
+    _refuse_leaked(out, trace, fun, "jvp")
     out_leaves, out_def = tree_flatten(out)
     values, tans = [], []
     for o in out_leaves:

@@ -181,6 +181,18 @@ class ArrayBox:
         self._refuse("int()", "An int carries no derivative: write int(wg.stop_gradient(x)) if the integer "
                      "is wanted, or wnp.floor(x) to stay traced.")
 
+    def __round__(self, ndigits=None):
+        """``round(x, n)``, whose derivative is zero: Python's for a Python float (a constant: it is
+        correctly rounded, NumPy's is not: 1.65 -> 1.7, not 1.6), NumPy's otherwise; ``round(x)``, an int,
+        refused as ``int(x)`` is."""
+        if ndigits is None:
+            self._refuse("round() (which returns an int)", "An int carries no derivative: write "
+                         "round(wg.stop_gradient(x)) if the integer is wanted, or wnp.round(x) to stay "
+                         "traced.")
+        if type(self.value) is float:
+            return round(self.value, ndigits)
+        return self.round(ndigits)
+
     def __index__(self):
         self._refuse("Use as a Python index (range(x), seq[x], a shape)",
                      "Index with int(wg.stop_gradient(x)) or an integer array.")

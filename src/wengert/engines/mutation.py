@@ -46,14 +46,27 @@ _NODE_SLOTS = ("value", "_trace", "_prim", "_args", "_kwargs", "_parents", "_id"
 
 def assign(box, idx, v):
     """``box[idx] = v``: rebind ``box`` to ``index_update(box, idx, v)``."""
+    _check_writable(box, "x[...] = ...")
     idx = unbox_all(idx)
     rebind(box, _recorded(box, lambda: index_update(box, idx, v)), "x[...] = ...")
 
 
 def add_at(box, idx, v):
     """``np.add.at(box, idx, v)``: rebind ``box`` to ``index_add(box, idx, v)`` (repeated indices add up)."""
+    _check_writable(box, "numpy.add.at")
     idx = unbox_all(idx)
     rebind(box, _recorded(box, lambda: index_add(box, idx, v)), "numpy.add.at")
+
+
+def _check_writable(box, what):
+    """Refuse item assignment into a Python float recorded by a transform: Python refuses it on a float,
+    and the transforms' compact float nodes (``ScalarNode``) have no array to update."""
+    value = getattr(box, "value", None)
+    if type(value) is float and getattr(getattr(box, "_trace", None), "scalar_type", None) is not None:
+        raise TypeError(
+            f"{what}: the traced value is a Python float, and a float does not support item assignment "
+            f"(as in Python). Rebind the name instead (x = v), or make it an array first "
+            f"(x = wnp.reshape(x, (1,))).")
 
 
 def augmented_assign(box, fun, other, symbol):
