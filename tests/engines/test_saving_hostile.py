@@ -431,15 +431,20 @@ _BINARY = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: wnp.maximum(a, b
            lambda a, b: wnp.hypot(a, b), lambda a, b: wnp.arctan2(a, 1.0 + b * b)]
 
 
+_VIEW = 5  # a[::-1]: a view, which may not be written into (NumPy would write through to a)
+
+
 def _run(program, x, w, assign):
     values = [x, w]
+    last_op = None
     for op, i, j, hold in program:
         a, b = values[i % len(values)], values[j % len(values)]
         v = _UNARY[op % len(_UNARY)](a) if op < len(_UNARY) else _BINARY[op % len(_BINARY)](a, b)
         u = values[-1]
-        if assign and hold and len(values) > 2 and not isinstance(u, np.ndarray):
+        if assign and hold and len(values) > 2 and not isinstance(u, np.ndarray) and last_op != _VIEW:
             u[:7] = v[7:14] * 0.5  # a traced earlier value assigned to after being read
         values.append(v)
+        last_op = op
     return sum(wnp.sum(v * v) for v in values[2:]) * 1e-3
 
 

@@ -418,6 +418,47 @@ def test_round_of_a_traced_float():
     assert _same(wg.grad(lambda v: wnp.sum(round(v * 3.0, 1) * v))(V.copy()), np.round(V * 3.0, 1))
 
 
+def _write_into_slice(v):
+    w = v[1:]
+    w[0] = 5.0 * w[0]
+    return v[1] * v[2]
+
+
+def _augmented_write_into_slice(v):
+    w = v[1:3]
+    w += 1.0
+    return v[1] * v[2]
+
+
+def _write_into_reshape(v):
+    w = wnp.reshape(v, (2, 2))
+    w[0, 0] = 3.0 * v[1]
+    return wnp.sum(v * v)
+
+
+def _write_into_transpose_of_an_intermediate(v):
+    u = wnp.reshape(v * 2.0, (2, 2))
+    w = u.T
+    w[0, 1] = 7.0 * v[3]
+    return wnp.sum(u * u)
+
+
+@pytest.mark.parametrize("fun", [_write_into_slice, _augmented_write_into_slice, _write_into_reshape,
+                                 _write_into_transpose_of_an_intermediate], ids=lambda f: f.__name__[1:])
+@pytest.mark.parametrize("transform", ["grad", "vjp", "eager"])
+def test_a_write_into_a_view_is_refused(fun, transform):
+    """NumPy writes through a view into its base; a recorded assignment rebinds the one array written
+    to, so the value and the derivative silently differed from NumPy's (``w[0] = 5 w[0]`` left
+    ``v[1] * v[2]`` unchanged: gradient [0, 1.1, -0.7, 0] where NumPy's function has [0, 5.5, -3.5, 0])."""
+    with pytest.raises(TypeError, match="view of another traced array"):
+        if transform == "grad":
+            wg.grad(fun)(V.copy())
+        elif transform == "vjp":
+            wg.vjp(fun, V.copy())
+        else:
+            fun(wg.tensor(V.copy(), requires_grad=True) * 1.0)
+
+
 def test_writes_into_copies_and_fancy_index_results():
     def copied(v):
         w = v[1:].copy()

@@ -59,20 +59,39 @@ def add_at(box, idx, v):
 
 
 def _check_writable(box, what):
-    """Refuse item assignment into a Python float recorded by a transform: Python refuses it on a float,
-    and the transforms' compact float nodes (``ScalarNode``) have no array to update."""
+    """Refuse the writes that a functional update cannot give NumPy's answer for:
+
+    - into a Python float recorded by a transform: Python refuses item assignment on a float, and the
+      transforms' compact float nodes (``ScalarNode``) have no array to update;
+    - into a recorded array that is a *view* of another one (``w = v[1:]``, ``v.reshape(...)``,
+      ``v.T``): NumPy writes through to ``v``, but rebinding ``w`` leaves ``v`` as it was, so the
+      value and the derivative would silently differ from NumPy's. (The other direction, a slice
+      taken before its base is assigned to, keeps its values, as in JAX: docs/indexing.md.)
+    """
     value = getattr(box, "value", None)
     if type(value) is float and getattr(getattr(box, "_trace", None), "scalar_type", None) is not None:
         raise TypeError(
             f"{what}: the traced value is a Python float, and a float does not support item assignment "
             f"(as in Python). Rebind the name instead (x = v), or make it an array first "
             f"(x = wnp.reshape(x, (1,))).")
+    prim = getattr(box, "_prim", None)
+    if prim is None or type(value) is not np.ndarray or getattr(prim, "fresh", False):
+        return  # a leaf (the caller's array is never written), or a new buffer
+    if value.base is not None or any(p is not None and getattr(p, "value", None) is value
+                                     for p in box._parents):
+        raise TypeError(
+            f"{what} into a traced array of shape {value.shape} that is a view of another traced array "
+            f"(made by {prim.__name__}): NumPy would write through to that array as well, which "
+            f"differentiation cannot follow (an assignment here updates the one array written to). "
+            f"Copy it first (w = v[1:].copy()), or write into the original array (v[1:][0] = y "
+            f"becomes v[1] = y).")
 
 
 def augmented_assign(box, fun, other, symbol):
     """``box op= other`` (``symbol`` like "+="), NumPy's rules: the result keeps box's shape and dtype."""
     if type(unbox_all(box)) is float:  # a Python float is immutable: ``s += x`` is ``s = s + x``
         return fun(box, other)
+    _check_writable(box, f"'{symbol}'")
 
     def compute():
         new = fun(box, other)
