@@ -66,3 +66,37 @@ def test_vjp_matches_jax_after_a_refused_write():
     _, jback = jax.vjp(lambda x: jax.numpy.tanh(x) * x, X)
     ct = np.cos(X)
     np.testing.assert_allclose(back(ct)[0], np.asarray(jback(ct)[0]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("how", ["iadd", "setitem", "zero_", "numpy"])
+@pytest.mark.parametrize("attr", ["detach", "data"])
+def test_a_value_detached_inside_a_transform_is_read_only(how, attr):
+    """``h.detach()`` (and ``h.data``) inside ``wg.grad`` shared the graph's array: ``d += 1``,
+    ``d[0:500] = 0``, ``d.zero_()`` or a write through ``np.asarray(d)`` changed the gradient of
+    ``sum(h * h)`` by up to 1.75, silently."""
+    def f(x):
+        h = wnp.sin(x)
+        d = h.detach() if attr == "detach" else h.data
+        with pytest.raises(ValueError, match="read-only"):
+            if how == "iadd":
+                d += 1
+            elif how == "setitem":
+                d[0:500] = 0
+            elif how == "zero_":
+                d.zero_()
+            else:
+                a = np.asarray(d)
+                a += 1
+        return wnp.sum(h * h)
+
+    np.testing.assert_allclose(wg.grad(f)(X), _sin_squared_grad(X), rtol=1e-12)
+
+
+def test_an_eager_tensor_detached_stays_writeable_and_backward_checks_it():
+    x = wg.tensor(X.copy(), requires_grad=True)
+    h = wnp.sin(x)
+    z = wnp.sum(h * h)
+    d = h.detach()  # PyTorch's detach shares the storage; the write is caught by backward()
+    d += 1
+    with pytest.raises(RuntimeError):
+        z.backward()

@@ -21,6 +21,7 @@ from wengert.engines.batching import Batched
 from wengert.engines.box import ArrayBox
 from wengert.engines.mutation import assign, augmented_assign, note_inplace_write
 from wengert.engines.reverse import Node, NodeMethods, ReverseTrace, ScalarNode, backward_pass, is_inexact
+from wengert.engines.saving import read_only_view
 from wengert.rules import elementwise as ew
 from wengert.rules import nn as nn_rules
 
@@ -152,8 +153,12 @@ class TensorMethods(NodeMethods):
         self._grad = _constant(g if prev is None else prev.value + g)
 
     def detach(self):
-        """The value without its graph, as a Tensor that does not require grad."""
-        return _constant(self.value)
+        """The value without its graph, as a Tensor that does not require grad. Inside a transform
+        its array is a read-only view: the transform's graph reads that value, which a write would
+        change (an eager tensor's writes are caught by the next ``backward()`` instead)."""
+        if self._trace is EAGER:
+            return _constant(self.value)
+        return _constant(read_only_view(self.value))
 
     def requires_grad_(self, requires_grad=True):
         """Make this leaf tensor (not) require grad, in place."""

@@ -27,6 +27,7 @@ from wengert.core.exits import name_of as _name
 from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.engines.forward import Dual, ForwardTrace
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
+from wengert.engines.saving import read_only_view
 from wengert.rules.nondiff import zeros_like
 
 __all__ = ["grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "stop_gradient"]
@@ -140,18 +141,11 @@ def _boxed_call_args(trace, fun, args, nums, transform):
 
 def _unbox_out(trace, out, frozen=False):
     """``out`` with this trace's boxes unboxed (``frozen``: their arrays as read-only views)."""
-    if frozen:
-        return tree_map(lambda v: _frozen(v.value) if type(v) in BOX_TYPES and v._trace is trace else v, out)
-    return tree_map(lambda v: v.value if type(v) in BOX_TYPES and v._trace is trace else v, out)
+    hand_out = read_only_view if frozen else _as_is
+    return tree_map(lambda v: hand_out(v.value) if type(v) in BOX_TYPES and v._trace is trace else v, out)
 
 
-def _frozen(v):
-    """A read-only view of ``v`` if it is a writeable array. The values a graph holds are handed out
-    so while the graph may still read them (a pullback not yet called, a value inside a trace):
-    writing into one would silently change a derivative, and NumPy refuses the write instead."""
-    if type(v) is np.ndarray and v.flags.writeable:
-        v = v.view()
-        v.flags.writeable = False
+def _as_is(v):
     return v
 
 
@@ -330,7 +324,7 @@ def _split_aux(out, fun, transform):
 
 def _record(fun, primals, transform, has_aux, frozen=False):
     """Run ``fun`` on boxed ``primals`` on a new tape: ``(trace, boxes, out_leaves, out_def, aux)``
-    (``frozen``: the aux's arrays from the tape as read-only views, see :func:`_frozen`)."""
+    (``frozen``: the aux's arrays from the tape as read-only views: ``saving.read_only_view``)."""
     trace = _tape_trace()
     call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), transform)
     with gc_paused():
@@ -357,7 +351,7 @@ def vjp(fun, *primals, has_aux=False):
     (``jax.vjp``). ``vjp_fun`` may be called many times. The output's and the aux's arrays are
     read-only views: ``vjp_fun`` reads the graph's values, which a write would change."""
     trace, boxes, out_leaves, out_def, aux = _record(fun, primals, "vjp", has_aux, frozen=True)
-    value = tree_unflatten(out_def, [_frozen(v.value) if _own(v, trace) else v for v in out_leaves])
+    value = tree_unflatten(out_def, [read_only_view(v.value) if _own(v, trace) else v for v in out_leaves])
 
     def vjp_fun(cotangent):
         ct_leaves, ct_def = tree_flatten(cotangent)
@@ -477,4 +471,4 @@ def stop_gradient(x):
 
 
 def _stopped(v):
-    return _frozen(unbox_all(v)) if type(v) in BOX_TYPES else v
+    return read_only_view(unbox_all(v)) if type(v) in BOX_TYPES else v

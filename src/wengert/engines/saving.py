@@ -25,7 +25,7 @@ import numpy as np
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 from wengert.rules.broadcasting import dtype_of, shape_of
 
-__all__ = ["Unsaved", "UnsavedValueError", "needs", "saved_args", "sweep", "forget_pending"]
+__all__ = ["read_only_view", "Unsaved", "UnsavedValueError", "needs", "saved_args", "sweep", "forget_pending"]
 
 _ndarray = np.ndarray
 _KEEP_ALL = None
@@ -264,3 +264,14 @@ def forget_pending(trace):
     longer hold)."""
     if getattr(trace, "pending", None) is not None:
         trace.pending = False
+
+
+def read_only_view(v):
+    """A read-only view of ``v`` if it is a writeable array (anything else as it is). The values a graph
+    holds are handed out so while the graph may still read them (a pullback not yet called, a value
+    detached inside a transform): a write into one would silently change a derivative, and NumPy
+    refuses it instead. A copy is writeable."""
+    if type(v) is np.ndarray and v.flags.writeable:
+        v = v.view()
+        v.flags.writeable = False
+    return v
