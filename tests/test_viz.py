@@ -115,3 +115,35 @@ def test_render_rejects_unknown_formats(tmp_path):
     loss, _ = seed_graph()
     with pytest.raises(ValueError, match="unknown picture format"):
         viz.render(loss, tmp_path / "g.jpeg2000")
+
+
+def test_an_array_input_the_tape_did_not_keep_is_drawn_with_its_shape():
+    """``add`` reads neither argument, so the tape lets go of a big constant operand (keeping its shape
+    and dtype): the picture still draws it as an input array, not as the placeholder's class name."""
+    x = wg.tensor(np.ones(1000), requires_grad=True)
+    z = wnp.sum(wnp.sin(x + np.arange(1000.0)))
+    text = viz.to_dot(z)
+    assert "Unsaved" not in text and "not saved" not in text
+    add = [line for line in text.splitlines() if "type: add" in line]
+    assert add and "inputs: input0, input1" in add[0]
+    assert text.count("(1000,) float64") >= 3  # x, the constant, and the sum's operand
+
+
+def test_a_graph_inside_a_transform_is_drawn_in_recording_order():
+    """Inside ``wg.grad`` the nodes carry no creation counter (the trace keeps its Wengert list):
+    drawing one raised AttributeError '_id'. Floats too (the compact scalar nodes)."""
+    texts = []
+
+    def f(x, s):
+        y = wnp.sin(x) * 2.0
+        t = s * 3.0 + 1.0
+        texts.append(viz.to_dot(y))
+        texts.append(viz.to_dot(t))
+        return wnp.sum(y) * t
+
+    g = wg.grad(f, argnums=(0, 1))(np.ones(3), 0.5)
+    np.testing.assert_allclose(g[0], 2.0 * np.cos(np.ones(3)) * 2.5)
+    array_dot, float_dot = texts
+    assert "type: sin" in array_dot and "type: multiply" in array_dot and "(3,) float64" in array_dot
+    assert array_dot.index('"sin0"') < array_dot.index('"multiply0"')
+    assert "type: multiply" in float_dot and "type: add" in float_dot and "scalar float64" in float_dot

@@ -24,7 +24,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from wengert.api.tape import Tape
-from wengert.engines.reverse import FREED, Node
+from wengert.engines.reverse import FREED, NodeMethods
+from wengert.engines.saving import Unsaved
 
 __all__ = ["to_dot", "render"]
 
@@ -51,7 +52,7 @@ def _collect(obj):
                 if p is not None and p._prim is None:
                     leaves.setdefault(id(p), p)
         return sorted(leaves.values(), key=lambda n: n._id if hasattr(n, "_id") else -1) + entries
-    if not isinstance(obj, Node):
+    if not isinstance(obj, NodeMethods):
         raise TypeError(f"to_dot: expected a Tensor, a tape Var, a Tape, or an object with to_dot(); "
                         f"got {type(obj).__name__}. Only values computed from tensors that require "
                         f"grad have a recorded graph.")
@@ -66,8 +67,9 @@ def _collect(obj):
                              "backward(), or call backward(retain_graph=True)")
         order.append(node)
         stack.extend(p for p in node._parents if p is not None)
-    if isinstance(obj._trace, Tape):  # a tape's nodes carry no creation counter: use its list
-        position = {id(n): i for i, n in enumerate(obj._trace.entries)}
+    entries = getattr(obj._trace, "entries", None)
+    if entries is not None:  # a Tape's, or a transform's Wengert list: no creation counter, use the list
+        position = {id(n): i for i, n in enumerate(entries)}
         return sorted(order, key=lambda n: position.get(id(n), -1))
     return sorted(order, key=lambda n: n._id)
 
@@ -87,6 +89,8 @@ def _field(text):
 def _describe(value):
     if isinstance(value, float):
         return "scalar float64"
+    if type(value) is Unsaved:  # an array the tape let go of (its rules do not read it): shape and dtype
+        return f"{value.shape} {value.dtype}" if value.shape else f"scalar {value.dtype}"
     a = np.asarray(value)
     return f"{a.shape} {a.dtype}" if a.ndim else f"scalar {a.dtype}"
 
@@ -115,7 +119,7 @@ class _Drawing:
             return self.var_ids[key]
         dot_id = f"v{len(self.var_ids)}"
         self.var_ids[key] = dot_id
-        raw = value.value if isinstance(value, Node) else value
+        raw = value.value if isinstance(value, NodeMethods) else value
         name = self._name(value, None)
         if name is None:
             kind = "input" if creator is None else "t"
@@ -143,7 +147,7 @@ class _Drawing:
                     vid = self.variable(parent, self._creator(parent))
                     sources.append(vid)
                     inputs.append(self._shown(parent, vid))
-                elif isinstance(arg, np.ndarray) and arg.ndim > 0:
+                elif (type(arg) is Unsaved or isinstance(arg, np.ndarray)) and arg.ndim > 0:
                     vid = self.variable(arg)
                     sources.append(vid)
                     inputs.append(self._shown(arg, vid))
