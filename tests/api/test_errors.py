@@ -93,3 +93,13 @@ def test_no_bare_key_or_index_errors_from_internals():
         wg.grad(lambda x: wnp.sum(wnp.sum(x, axis=3)))(np.ones((2, 2)))
     with pytest.raises(IndexError):  # NumPy's own message for a bad index
         wg.grad(lambda x: x[5])(np.ones(3))
+
+
+def test_a_float_subclass_argument_is_refused_by_what_it_is():
+    class Meters(float):
+        pass
+
+    for transform in (wg.grad, wg.value_and_grad):
+        with pytest.raises(TypeError, match=r"argument 0 is a Meters, a subclass of float.*float\(x\)"):
+            transform(lambda x: x * x)(Meters(2.0))
+    assert wg.grad(lambda x: x * x)(float(Meters(2.0))) == 4.0

@@ -86,6 +86,11 @@ def _check_leaf(value, transform, fun, argnum):
     if type(value) in BOX_TYPES:  # a traced value (of an outer transform or a Tape below): nesting
         return
     if not is_inexact(value):
+        if isinstance(value, (float, complex)):  # a subclass: its methods might not be float's
+            raise TypeError(
+                f"wg.{transform}({_name(fun)}): argument {argnum} is a {type(value).__name__}, a subclass "
+                f"of {type(value).__mro__[-2].__name__}; pass the plain number instead "
+                f"({type(value).__mro__[-2].__name__}(x)), or leave it out of argnums.")
         kind = type(value).__name__ if not hasattr(value, "dtype") else f"dtype {value.dtype}"
         raise TypeError(
             f"wg.{transform}({_name(fun)}): argument {argnum} is {kind}; derivatives are taken with "
