@@ -445,16 +445,21 @@ def _write_into_transpose_of_an_intermediate(v):
 
 @pytest.mark.parametrize("fun", [_write_into_slice, _augmented_write_into_slice, _write_into_reshape,
                                  _write_into_transpose_of_an_intermediate], ids=lambda f: f.__name__[1:])
-@pytest.mark.parametrize("transform", ["grad", "vjp", "eager"])
+@pytest.mark.parametrize("transform", ["grad", "vjp", "eager", "jvp", "jacfwd"])
 def test_a_write_into_a_view_is_refused(fun, transform):
-    """NumPy writes through a view into its base; a recorded assignment rebinds the one array written
-    to, so the value and the derivative silently differed from NumPy's (``w[0] = 5 w[0]`` left
-    ``v[1] * v[2]`` unchanged: gradient [0, 1.1, -0.7, 0] where NumPy's function has [0, 5.5, -3.5, 0])."""
+    """NumPy writes through a view into its base; an assignment here (recorded, or forward mode's)
+    rebinds the one array written to, so the value and the derivative silently differed from NumPy's
+    (``w[0] = 5 w[0]`` left ``v[1] * v[2]`` unchanged: gradient [0, 1.1, -0.7, 0] where NumPy's function
+    has [0, 5.5, -3.5, 0])."""
     with pytest.raises(TypeError, match="view of another traced array"):
         if transform == "grad":
             wg.grad(fun)(V.copy())
         elif transform == "vjp":
             wg.vjp(fun, V.copy())
+        elif transform == "jvp":
+            wg.jvp(fun, (V.copy(),), (np.ones(4),))
+        elif transform == "jacfwd":
+            wg.jacfwd(fun)(V.copy())
         else:
             fun(wg.tensor(V.copy(), requires_grad=True) * 1.0)
 
@@ -595,3 +600,22 @@ if given is not None:
                              for h in torch.autograd.grad(gx, tt, allow_unused=True)])
         if np.all(np.isfinite(want)) and np.max(np.abs(want)) < 1e8:
             assert got == pytest.approx(want, rel=1e-7, abs=1e-8)
+
+
+def test_forward_mode_writes_into_arguments_and_new_arrays_still_work():
+    """Forward mode refuses writes into views made by operations, not into its arguments (even one that
+    is a view of the caller's array) nor into new arrays; tangents agree with reverse mode and NumPy."""
+    base = np.arange(6.0) * 0.1 + 0.2
+
+    def f(v):
+        v[0] = 3.0 * v[1]  # into the argument
+        w = v * 2.0
+        w[1] = w[2] * w[3]  # into a new array
+        return wnp.sum(w * v)
+
+    primal = base[1:5]  # a view of the caller's array
+    value, tangent = wg.jvp(f, (primal,), (np.ones(4),))
+    assert _same(value, f(primal.copy()))
+    assert _same(tangent, np.sum(wg.grad(f)(primal.copy())))
+    assert _same(base, np.arange(6.0) * 0.1 + 0.2)  # the caller's array unchanged
+    check_grads(f, primal.copy(), modes=("fwd", "rev"), order=1)

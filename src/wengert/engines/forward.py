@@ -32,9 +32,15 @@ class Dual(ArrayBox):
 
 
 class ForwardTrace(Trace):
-    """One forward-mode sweep (``wg.jvp``)."""
+    """One forward-mode sweep (``wg.jvp``). ``inputs``: the ids of the Duals the transform made for
+    its arguments (alive while it runs), which an assignment may write into whatever their arrays
+    are; a Dual an operation made whose array is a view may not be (``mutation._check_writable``)."""
 
-    __slots__ = ()
+    __slots__ = ("inputs",)
+
+    def __init__(self, level=None):
+        super().__init__(level)
+        self.inputs = set()
 
     def constant(self, value):
         return value

@@ -74,17 +74,26 @@ def _check_writable(box, what):
             f"{what}: the traced value is a Python float, and a float does not support item assignment "
             f"(as in Python). Rebind the name instead (x = v), or make it an array first "
             f"(x = wnp.reshape(x, (1,))).")
+    if type(value) is not np.ndarray:
+        return
     prim = getattr(box, "_prim", None)
-    if prim is None or type(value) is not np.ndarray or getattr(prim, "fresh", False):
+    inputs = getattr(getattr(box, "_trace", None), "inputs", None)  # forward mode keeps no graph
+    if inputs is not None:
+        if id(box) not in inputs and value.base is not None:
+            raise TypeError(_VIEW_WRITE.format(what=what, shape=value.shape, made="an operation"))
+        return
+    if prim is None or getattr(prim, "fresh", False):
         return  # a leaf (the caller's array is never written), or a new buffer
     if value.base is not None or any(p is not None and getattr(p, "value", None) is value
                                      for p in box._parents):
-        raise TypeError(
-            f"{what} into a traced array of shape {value.shape} that is a view of another traced array "
-            f"(made by {prim.__name__}): NumPy would write through to that array as well, which "
-            f"differentiation cannot follow (an assignment here updates the one array written to). "
-            f"Copy it first (w = v[1:].copy()), or write into the original array (v[1:][0] = y "
-            f"becomes v[1] = y).")
+        raise TypeError(_VIEW_WRITE.format(what=what, shape=value.shape, made=prim.__name__))
+
+
+_VIEW_WRITE = (
+    "{what} into a traced array of shape {shape} that is a view of another traced array (made by "
+    "{made}): NumPy would write through to that array as well, which differentiation cannot follow (an "
+    "assignment here updates the one array written to). Copy it first (w = v[1:].copy()), or write "
+    "into the original array (v[1:][0] = y becomes v[1] = y).")
 
 
 def augmented_assign(box, fun, other, symbol):
