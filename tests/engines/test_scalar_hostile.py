@@ -445,7 +445,7 @@ def _write_into_transpose_of_an_intermediate(v):
 
 @pytest.mark.parametrize("fun", [_write_into_slice, _augmented_write_into_slice, _write_into_reshape,
                                  _write_into_transpose_of_an_intermediate], ids=lambda f: f.__name__[1:])
-@pytest.mark.parametrize("transform", ["grad", "vjp", "eager", "jvp", "jacfwd"])
+@pytest.mark.parametrize("transform", ["grad", "vjp", "eager", "jvp", "jacfwd", "vmap", "vmap-grad"])
 def test_a_write_into_a_view_is_refused(fun, transform):
     """NumPy writes through a view into its base; an assignment here (recorded, or forward mode's)
     rebinds the one array written to, so the value and the derivative silently differed from NumPy's
@@ -460,6 +460,10 @@ def test_a_write_into_a_view_is_refused(fun, transform):
             wg.jvp(fun, (V.copy(),), (np.ones(4),))
         elif transform == "jacfwd":
             wg.jacfwd(fun)(V.copy())
+        elif transform == "vmap":
+            wg.vmap(fun)(np.stack([V, 2.0 * V]))
+        elif transform == "vmap-grad":
+            wg.vmap(wg.grad(fun))(np.stack([V, 2.0 * V]))
         else:
             fun(wg.tensor(V.copy(), requires_grad=True) * 1.0)
 
@@ -600,6 +604,18 @@ if given is not None:
                              for h in torch.autograd.grad(gx, tt, allow_unused=True)])
         if np.all(np.isfinite(want)) and np.max(np.abs(want)) < 1e8:
             assert got == pytest.approx(want, rel=1e-7, abs=1e-8)
+
+
+def test_vmap_writes_into_arguments_and_new_arrays_still_work():
+    def f(v):
+        v[0] = 3.0 * v[1]  # into the argument (its batch is a view of the caller's stack)
+        w = v * 2.0  # into a new array
+        w[1] = w[2] * w[3]
+        return wnp.sum(wnp.reshape(w, (2, 2)) * wnp.reshape(v, (2, 2)))
+
+    xs = np.stack([V, 2.0 * V, -V])
+    assert _same(wg.vmap(f)(xs.copy()), [f(x.copy()) for x in xs])
+    assert _same(wg.vmap(wg.grad(f))(xs.copy()), [wg.grad(f)(x.copy()) for x in xs])
 
 
 def test_forward_mode_writes_into_arguments_and_new_arrays_still_work():

@@ -46,12 +46,13 @@ class NoBatchingRuleWarning(UserWarning):
 class Batched(ArrayBox):
     """One example's view of a batch: ``value`` holds every example, on axis 0."""
 
-    __slots__ = ("value", "_trace", "_diag")
+    __slots__ = ("value", "_trace", "_diag", "_view")
 
     def __init__(self, value, trace):
         self.value = value
         self._trace = trace
         self._diag = None
+        self._view = False  # a view of another batch of this trace (mutation._check_writable)
 
     @classmethod
     def diagonal(cls, d, trace):
@@ -63,6 +64,7 @@ class Batched(ArrayBox):
         b = cls.__new__(cls)
         b._trace = trace
         b._diag = d
+        b._view = False
         return b
 
     def __getattr__(self, name):  # reached only for an unset slot: a diagonal batch's dense value
@@ -226,7 +228,11 @@ class BatchTrace(Trace):
                 if type(out) is NotBatched:  # the same for every example (a shape)
                     return out.value
                 if out is not NotImplemented:  # a rule may decline (an argument it cannot batch)
-                    return _boxed(self, out)
+                    boxed = _boxed(self, out)
+                    if type(out) is np.ndarray and out.base is not None:  # a view: of an argument's batch?
+                        boxed._view = any(b and type(v) is np.ndarray and np.may_share_memory(out, v)
+                                          for v, b in zip(values, batched))
+                    return boxed
         return self.loop(prim, args, kwargs)
 
     def loop(self, prim, args, kwargs):

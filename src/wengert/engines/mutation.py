@@ -74,6 +74,9 @@ def _check_writable(box, what):
             f"{what}: the traced value is a Python float, and a float does not support item assignment "
             f"(as in Python). Rebind the name instead (x = v), or make it an array first "
             f"(x = wnp.reshape(x, (1,))).")
+    if getattr(box, "_view", False) or getattr(value, "_view", False):
+        # vmap's batch that is a view of another batch (batching.BatchTrace), or a node holding one
+        raise TypeError(_VIEW_WRITE.format(what=what, shape=np.shape(box), made="an operation"))
     if type(value) is not np.ndarray:
         return
     prim = getattr(box, "_prim", None)
