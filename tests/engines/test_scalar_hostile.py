@@ -445,7 +445,8 @@ def _write_into_transpose_of_an_intermediate(v):
 
 @pytest.mark.parametrize("fun", [_write_into_slice, _augmented_write_into_slice, _write_into_reshape,
                                  _write_into_transpose_of_an_intermediate], ids=lambda f: f.__name__[1:])
-@pytest.mark.parametrize("transform", ["grad", "vjp", "eager", "jvp", "jacfwd", "vmap", "vmap-grad"])
+@pytest.mark.parametrize("transform", ["grad", "vjp", "eager", "jvp", "jacfwd", "vmap", "vmap-grad",
+                                       "compile", "compile-grad", "checkpoint"])
 def test_a_write_into_a_view_is_refused(fun, transform):
     """NumPy writes through a view into its base; an assignment here (recorded, or forward mode's)
     rebinds the one array written to, so the value and the derivative silently differed from NumPy's
@@ -464,6 +465,12 @@ def test_a_write_into_a_view_is_refused(fun, transform):
             wg.vmap(fun)(np.stack([V, 2.0 * V]))
         elif transform == "vmap-grad":
             wg.vmap(wg.grad(fun))(np.stack([V, 2.0 * V]))
+        elif transform == "compile":
+            wg.compile(fun)(V.copy())
+        elif transform == "compile-grad":
+            wg.compile(fun).grad()(V.copy())
+        elif transform == "checkpoint":
+            wg.grad(wg.checkpoint(fun))(V.copy())
         else:
             fun(wg.tensor(V.copy(), requires_grad=True) * 1.0)
 
@@ -616,6 +623,21 @@ def test_vmap_writes_into_arguments_and_new_arrays_still_work():
     xs = np.stack([V, 2.0 * V, -V])
     assert _same(wg.vmap(f)(xs.copy()), [f(x.copy()) for x in xs])
     assert _same(wg.vmap(wg.grad(f))(xs.copy()), [wg.grad(f)(x.copy()) for x in xs])
+
+
+def test_compiled_and_checkpointed_writes_into_arguments_and_new_arrays_still_work():
+    def f(v):
+        v[0] = 3.0 * v[1]
+        w = v * 2.0
+        w[1] = w[2] * w[3]
+        w += v
+        return wnp.sum(w * v)
+
+    want_value, want_grad = f(V.copy()), wg.grad(f)(V.copy())
+    assert _same(wg.compile(f)(V.copy()), want_value)
+    assert _same(wg.compile(f).grad()(V.copy()), want_grad)
+    assert _same(wg.grad(wg.checkpoint(f))(V.copy()), want_grad)
+    check_grads(f, V.copy(), modes=("rev",), order=1)
 
 
 def test_forward_mode_writes_into_arguments_and_new_arrays_still_work():

@@ -78,7 +78,8 @@ class Symbol(ArrayBox):
     """A traced value without data: a Variable of the program being recorded, and a placeholder
     of its shape and dtype for abstract evaluation."""
 
-    __slots__ = ("variable", "example", "_trace")  # not "var": ndarray.var is a method
+    __slots__ = ("variable", "example", "_trace", "_view")  # not "var": ndarray.var is a method
+    # _view, set only on a view of another symbol's example (mutation._check_writable refuses writes)
 
     def __init__(self, var, example, trace):
         self.variable = var
@@ -295,6 +296,9 @@ class ProgramBuilder(Trace):
         self.statements.append(st)
         symbol = _new_symbol(Symbol)  # Symbol(var, example, self)
         symbol.variable, symbol.example, symbol._trace = var, example, self
+        if type(example) is np.ndarray and example.base is not None and any(
+                type(a) is np.ndarray and np.may_share_memory(example, a) for a in ex_args):
+            symbol._view = True  # a view of an argument (NumPy would write through it into that)
         return symbol
 
 

@@ -42,7 +42,7 @@ __all__ = ["Chain", "node_primitive"]
 class _Held(ArrayBox):
     """A value inside a checkpointed function: an input, or computed from the inputs."""
 
-    __slots__ = ("value", "_trace")
+    __slots__ = ("value", "_trace", "_view")  # _view: set on a view of another value (see apply)
 
     def __init__(self, value, trace):
         self.value = value
@@ -68,7 +68,11 @@ class _Substitution(Trace):
                 vals[i] = a.value if a._trace is self else self.resolve(a)
         out = prim(*vals, **kwargs)
         if type(out) in BOX_TYPES or is_inexact(out):
-            return _Held(out, self)
+            held = _Held(out, self)
+            if type(out) is np.ndarray and out.base is not None and any(
+                    type(v) is np.ndarray and np.may_share_memory(out, v) for v in vals):
+                held._view = True  # a view of an argument: a write into it is refused (mutation.py)
+            return held
         return out
 
 
