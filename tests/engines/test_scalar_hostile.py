@@ -15,8 +15,21 @@ import wengert as wg
 import wengert.numpy as wnp
 from wengert.testing import check_grads
 
-torch = pytest.importorskip("torch")
-torch.set_num_threads(1)
+try:  # the peers are in the bench extra: without them the comparisons with them are skipped
+    import torch
+except ImportError:
+    torch = None
+else:
+    torch.set_num_threads(1)
+try:
+    import jax
+except ImportError:
+    jax = jnp = None
+else:
+    jnp = jax.numpy
+    jax.config.update("jax_enable_x64", True)
+needs_torch = pytest.mark.skipif(torch is None, reason="compares with PyTorch (the bench extra)")
+needs_jax = pytest.mark.skipif(jax is None, reason="compares with JAX (the bench extra)")
 
 
 def _same(got, want, rtol=1e-12, atol=1e-14):
@@ -57,6 +70,7 @@ _CONSTANTS = {
 }
 
 
+@needs_torch
 @pytest.mark.parametrize("name", sorted(_CONSTANTS))
 def test_every_kind_of_constant_on_either_side(name):
     c = _CONSTANTS[name]
@@ -99,6 +113,7 @@ _ALIASED = {
 }
 
 
+@needs_torch
 @pytest.mark.parametrize("name", sorted(_ALIASED))
 @pytest.mark.parametrize("recorded", [False, True], ids=["leaf", "recorded"])
 def test_one_node_as_both_inputs(name, recorded):
@@ -151,6 +166,7 @@ _SPECIAL = {  # name -> (wengert, PyTorch, x): each must give PyTorch's inf, nan
 }
 
 
+@needs_torch
 @pytest.mark.parametrize("name", sorted(_SPECIAL))
 def test_special_values_agree_with_pytorch(name):
     fun, fun_torch, x = _SPECIAL[name]
@@ -233,6 +249,7 @@ _READS = [_reads_negative, _reads_one_element_often, _reads_of_a_slice, _reads_o
           _reads_of_stacked_floats, _reads_around_assignments, _reads_around_augmented_assignments]
 
 
+@needs_torch
 @pytest.mark.parametrize("fun", _READS, ids=lambda f: f.__name__[1:])
 def test_reads_agree_with_pytorch(fun):
     got = wg.grad(fun)(V.copy())
@@ -244,9 +261,6 @@ def test_reads_agree_with_pytorch(fun):
 
 # -- higher order, vmap, checkpointing: against JAX -----------------------------------------------------
 
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-jax.config.update("jax_enable_x64", True)
 
 
 def _chain(np_):
@@ -264,6 +278,7 @@ def _pairs(v):
     return s
 
 
+@needs_jax
 def test_higher_order_through_scalar_chains_matches_jax():
     f, fj = _chain(wnp), _chain(jnp)
     x, w = 0.4, 0.7
@@ -276,6 +291,7 @@ def test_higher_order_through_scalar_chains_matches_jax():
                  jax.grad(lambda a: jax.jvp(lambda y: fj(y, w), (a,), (1.0,))[1])(x))
 
 
+@needs_jax
 def test_vmap_and_grad_of_scalar_reads_match_jax():
     f, fj = _chain(wnp), _chain(jnp)
     xs = np.linspace(-1.0, 1.0, 5)
@@ -289,6 +305,7 @@ def test_vmap_and_grad_of_scalar_reads_match_jax():
     assert _same(wg.jacfwd(wg.grad(_pairs))(vs[0]), jax.hessian(_pairs)(vs[0]))
 
 
+@needs_jax
 def test_inner_gradients_closing_over_outer_floats_match_jax():
     def outer(w, np_, grad):
         v = np_.array([0.1, 0.2, 0.3]) * w
@@ -300,6 +317,7 @@ def test_inner_gradients_closing_over_outer_floats_match_jax():
                  jax.grad(lambda w: outer(w, jnp, jax.grad))(0.8))
 
 
+@needs_jax
 @pytest.mark.parametrize("checkpoint", ["binomial", "ctz"])
 def test_checkpointed_scalar_states_and_closed_over_weights_match_jax(checkpoint):
     def f(x, w):
@@ -317,6 +335,7 @@ def test_checkpointed_scalar_states_and_closed_over_weights_match_jax(checkpoint
                  jax.grad(jax.grad(fj, argnums=1), argnums=1)(0.3, 0.9))
 
 
+@needs_jax
 def test_checkpoint_and_compile_of_scalar_functions_match_jax():
     def g(x, w):
         return wg.checkpoint(lambda a, b: wnp.sin(a * b) * a + b * 2.0)(x, w) * x
@@ -340,6 +359,7 @@ def test_checkpoint_and_compile_of_scalar_functions_match_jax():
 
 # -- long chains, released as the pass goes, and repeated passes ---------------------------------------
 
+@needs_torch
 def test_a_long_scalar_chain_and_a_long_run_of_reads():
     steps = 20000
 
@@ -368,6 +388,7 @@ def test_a_long_scalar_chain_and_a_long_run_of_reads():
     assert _same(wg.grad(reads)(v), t.grad.numpy(), rtol=1e-9)
 
 
+@needs_torch
 def test_a_vjp_function_called_twice_and_eager_backward_retained():
     def f(x, v):
         return wnp.sin(x * v[0]) * v[1] + x * x
@@ -582,6 +603,7 @@ if given is not None:
     _programs = st.lists(st.tuples(st.sampled_from(_NAMES), _constants, st.integers(0, 40)),
                          min_size=1, max_size=15)
 
+    @needs_torch
     @settings(max_examples=80, deadline=None)
     @given(_programs, st.floats(-1.5, 1.5), st.floats(-1.5, 1.5))
     def test_random_programs_with_mixed_constants_and_assignments_match_pytorch(ops, x, y):
@@ -594,6 +616,7 @@ if given is not None:
         if np.all(np.isfinite(want)) and np.max(np.abs(want)) < 1e8:  # (a blown-up program compares nothing)
             assert got == pytest.approx(want, rel=1e-8, abs=1e-9)
 
+    @needs_torch
     @settings(max_examples=30, deadline=None)
     @given(_programs, st.floats(-1.5, 1.5), st.floats(-1.5, 1.5))
     def test_random_programs_second_order_match_pytorch(ops, x, y):
