@@ -680,3 +680,19 @@ def test_forward_mode_writes_into_arguments_and_new_arrays_still_work():
     assert _same(tangent, np.sum(wg.grad(f)(primal.copy())))
     assert _same(base, np.arange(6.0) * 0.1 + 0.2)  # the caller's array unchanged
     check_grads(f, primal.copy(), modes=("fwd", "rev"), order=1)
+
+
+def test_a_value_kept_from_a_finished_transform_is_a_constant_to_a_later_one():
+    """Kept from an earlier ``wg.grad`` and used in a new one, the value is a constant there (it does not
+    depend on the new arguments); the gradient came back as a box of the finished trace, whose value was
+    right, instead of a plain number or array."""
+    kept = []
+    wg.grad(lambda y: (kept.append(y * 2.0), y * y)[1])(1.5)
+    wg.grad(lambda y: (kept.append(y * 2.0), wnp.sum(y))[1])(np.ones(3))
+    scalar, array = kept
+    g = wg.grad(lambda x: scalar * x * x)(3.0)
+    assert type(g) is float and _same(g, 18.0)
+    g = wg.grad(lambda x: wnp.sum(x * array))(np.ones(3))
+    assert type(g) is np.ndarray and _same(g, [2.0, 2.0, 2.0])
+    h = wg.grad(wg.grad(lambda x: x * x * x * scalar))(0.5)  # second order: 6 x * 3.0
+    assert type(h) is float and _same(h, 9.0)

@@ -154,6 +154,12 @@ def _as_is(v):
     return v
 
 
+def _finished(trace):
+    """Whether ``trace`` is a transform's tape whose pass is over (``wg.grad`` drops its list): a value
+    of it kept past the transform is a constant to any later one."""
+    return type(trace) is ReverseTrace and trace.entries is None
+
+
 def _finish(g, value):
     """The gradient for a leaf of value ``value`` (zero when it was not reached)."""
     if type(g) is np.ndarray and type(value) is np.ndarray and g.shape == value.shape:
@@ -163,7 +169,11 @@ def _finish(g, value):
     if g is None:
         return 0.0 if type(value) is float else zeros_like(value)
     if type(g) in BOX_TYPES:
-        return g
+        if not _finished(g._trace):
+            return g  # a value of an enclosing transform: a derivative of a derivative
+        while type(g) in BOX_TYPES and _finished(g._trace):
+            g = g.value  # a value kept from a finished transform met on the way: a constant here
+        return _finish(g, value)
     if type(value) is float:
         if not isinstance(g, (np.ndarray, np.generic, int, complex)):
             return g  # another array library's 0-d array (Dask): kept lazy, not made a float
