@@ -297,6 +297,9 @@ def record(trace, prim, out, args, parents, kwargs=None):
     """The node ``out = prim(*args, **kwargs)`` on ``trace``: ``args`` unboxed, ``parents`` aligned
     with them (the node of a differentiated argument, None for a constant). It takes its place in
     the trace's order: the next ``_id``, or the end of the trace's Wengert list."""
+    # The fields are set here one by one, as Node._fill sets them, rather than by calling it: this runs
+    # once per recorded operation, and the call (with an _id a list-keeping trace does not need) made
+    # the tiny network's value and gradient 2-3% slower (63.3-65.2 against 64.6-66.2 us, A/B).
     node = trace.box_type()
     node.value = out
     node._trace = trace
