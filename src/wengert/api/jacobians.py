@@ -223,7 +223,6 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform, chunk_size=None):
                         moved = list(leaves)
                         basis = _basis(unbox_all(leaf), start, stop, batch)
                         moved[j] = Dual(leaf, basis, trace)
-                        trace.inputs.add(id(moved[j]))
                         call = list(chosen)
                         call[k] = tree_unflatten(treedef, moved)
                         out = f(*call)

@@ -450,7 +450,6 @@ def jvp(fun, primals, tangents, has_aux=False):
                 raise ValueError(f"wg.jvp: tangent of argument {i} has shape "
                                  f"{np.shape(unbox_all(tv))}, the primal {np.shape(unbox_all(pv))}")
             duals.append(Dual(pv, tv, trace))
-            trace.inputs.add(id(duals[-1]))
         call_args.append(tree_unflatten(p_def, duals))
     with gc_paused():
         try:

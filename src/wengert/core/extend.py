@@ -411,7 +411,7 @@ def _on_floats(d, memo=None):
 # -- facts the program transformer relies on ----------------------------------------------------
 
 def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math_name=None, helper=None,
-          saves=None):
+          saves=None, updates_view=None):
     """Record facts about ``prim`` that passes, renderers and code generators read from it:
     - ``linear``: the positional arguments in which the result is linear, the others held fixed
       (``multiply``: ``(0, 1)``; ``true_divide``: ``(0,)``): a zero there makes the result zero;
@@ -423,12 +423,17 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
       (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation;
     - ``saves``: what its VJP rules read (``"out"``, argument indices or names), the tape keeps only
-      that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}`` (``wengert.engines.saving``).
+      that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}`` (``wengert.engines.saving``);
+    - ``updates_view``: for a primitive whose result may be a NumPy view of argument 0 (``getitem``,
+      ``reshape``, ``transpose``), a function ``updates_view(x, new, *args, **kwargs)`` giving ``x``
+      with that view of it replaced by ``new``, written with wengert's functions: a write into the
+      result then writes through to ``x``, in value and derivative, as NumPy writes through a view
+      (``wengert.engines.mutation``). A view without it refuses writes.
     Returns ``prim``. ``tests/rules/test_facts.py`` checks every declared fact numerically."""
     prim = _as_primitive(prim, "facts")
     given = dict(linear=None if linear is None else tuple(linear), fresh=fresh, broadcasts=broadcasts,
                  operator=operator, math_name=math_name, helper=prim.fun if helper is True else helper,
-                 saves=saves)
+                 saves=saves, updates_view=updates_view)
     for key, value in given.items():
         if value is not None:
             setattr(prim, key, value)

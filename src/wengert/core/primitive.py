@@ -57,7 +57,7 @@ class Primitive:
     (all contributions at once on Python floats), ``float_fun`` (the implementation on floats,
     which the recording hot path calls directly); ``vjp_extra`` is None unless a VJP needs more than
     ``vjps``, the backward pass's one test. The facts (``linear``, ``fresh``, ``broadcasts``,
-    ``operator``, ``math_name``, ``helper``, ``derivatives``, ``saves``) are documented at
+    ``operator``, ``math_name``, ``helper``, ``derivatives``, ``saves``, ``updates_view``) are documented at
     ``wengert.core.extend.facts``.
     """
 
@@ -87,6 +87,7 @@ class Primitive:
         self.helper = None
         self.derivatives = None
         self.saves = None  # what the VJP rules read (engines/saving.py); None: keep everything
+        self.updates_view = None  # a write into its result (a view of argument 0) written back
         self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
         self.jvp_joint = None  # optional: every argument's tangents at once, rule(tangents, out, *args)
 

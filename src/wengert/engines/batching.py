@@ -27,6 +27,7 @@ import numpy as np
 from wengert.core.extend import facts, nondiff_primitive
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
+from wengert.engines.mutation import note_view
 from wengert.rules import broadcasting, indexing
 from wengert.rules import elementwise as ew
 from wengert.rules import shape as shape_ops
@@ -52,7 +53,7 @@ class Batched(ArrayBox):
         self.value = value
         self._trace = trace
         self._diag = None
-        self._view = False  # a view of another batch of this trace (mutation._check_writable)
+        self._view = None  # set on a view of another batch of this trace (mutation.note_view)
 
     @classmethod
     def diagonal(cls, d, trace):
@@ -64,7 +65,7 @@ class Batched(ArrayBox):
         b = cls.__new__(cls)
         b._trace = trace
         b._diag = d
-        b._view = False
+        b._view = None
         return b
 
     def __getattr__(self, name):  # reached only for an unset slot: a diagonal batch's dense value
@@ -230,8 +231,7 @@ class BatchTrace(Trace):
                 if out is not NotImplemented:  # a rule may decline (an argument it cannot batch)
                     boxed = _boxed(self, out)
                     if type(out) is np.ndarray and out.base is not None:  # a view: of an argument's batch?
-                        boxed._view = any(b and type(v) is np.ndarray and np.may_share_memory(out, v)
-                                          for v, b in zip(values, batched))
+                        note_view(boxed, out, prim, args, kwargs, self)
                     return boxed
         return self.loop(prim, args, kwargs)
 

@@ -5,8 +5,11 @@ arguments' tangents into the result's tangent, in program order. Arguments that 
 contribute nothing (symbolic zeros: no rule is called for them).
 """
 
+import numpy as np
+
 from wengert.core.trace import BOX_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
+from wengert.engines.mutation import note_view
 from wengert.engines.reverse import is_inexact
 
 __all__ = ["Dual", "ForwardTrace"]
@@ -16,7 +19,7 @@ __all__ = ["Dual", "ForwardTrace"]
 class Dual(ArrayBox):
     """A value with a tangent, on one forward-mode trace."""
 
-    __slots__ = ("value", "tangent", "_trace")
+    __slots__ = ("value", "tangent", "_trace", "_view")  # _view: on a view of another Dual's array
     forward_mode = True
 
     def __init__(self, value, tangent, trace):
@@ -32,15 +35,10 @@ class Dual(ArrayBox):
 
 
 class ForwardTrace(Trace):
-    """One forward-mode sweep (``wg.jvp``). ``inputs``: the ids of the Duals the transform made for
-    its arguments (alive while it runs), which an assignment may write into whatever their arrays
-    are; a Dual an operation made whose array is a view may not be (``mutation._check_writable``)."""
+    """One forward-mode sweep (``wg.jvp``). A Dual an operation made whose array is a view of an
+    argument's is marked so (``mutation.note_view``): a write into it writes through."""
 
-    __slots__ = ("inputs",)
-
-    def __init__(self, level=None):
-        super().__init__(level)
-        self.inputs = set()
+    __slots__ = ()
 
     def constant(self, value):
         return value
@@ -59,9 +57,12 @@ class ForwardTrace(Trace):
             given = [None] * len(args)
             for i, t in tangents:
                 given[i] = t
-            return Dual(out, prim.jvp_joint(given, out, *unboxed, **kwargs), self)
+            return Dual(out, prim.jvp_joint(given, out, *unboxed, **kwargs), self)  # a new array
         t_out = None
         for i, t in tangents:
             d = prim.jvp(i, t, out, unboxed, kwargs)
             t_out = d if t_out is None else t_out + d
-        return Dual(out, t_out, self)
+        dual = Dual(out, t_out, self)
+        if type(out) is np.ndarray and out.base is not None:  # a view: of an argument? (mutation.py)
+            note_view(dual, out, prim, args, kwargs, self)
+        return dual

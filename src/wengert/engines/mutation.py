@@ -34,7 +34,7 @@ from wengert.engines.saving import needs
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
-__all__ = ["assign", "add_at", "augmented_assign", "rebind", "resolve_tape", "resolve_parents",
+__all__ = ["assign", "add_at", "augmented_assign", "note_view", "rebind", "resolve_tape", "resolve_parents",
            "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
 
 node_ids = itertools.count()
@@ -48,55 +48,76 @@ def assign(box, idx, v):
     """``box[idx] = v``: rebind ``box`` to ``index_update(box, idx, v)``."""
     _check_writable(box, "x[...] = ...")
     idx = unbox_all(idx)
-    rebind(box, _recorded(box, lambda: index_update(box, idx, v)), "x[...] = ...")
+    _write(box, lambda: index_update(box, idx, v), "x[...] = ...")
 
 
 def add_at(box, idx, v):
     """``np.add.at(box, idx, v)``: rebind ``box`` to ``index_add(box, idx, v)`` (repeated indices add up)."""
     _check_writable(box, "numpy.add.at")
     idx = unbox_all(idx)
-    rebind(box, _recorded(box, lambda: index_add(box, idx, v)), "numpy.add.at")
+    _write(box, lambda: index_add(box, idx, v), "numpy.add.at")
+
+
+# -- views: a write into one writes through to the array it views, as NumPy's does --------------------
+
+def note_view(box, out, prim, args, kwargs, trace, values=None):
+    """Called by an engine for its result ``box`` of ``prim(*args, **kwargs)`` whose array ``out`` is a
+    NumPy view (``out.base is not None``); ``args`` as the engine received them (boxes of ``trace``
+    where traced), ``values`` their arrays where ``unbox_all`` cannot give them (a program's symbols'
+    examples). If ``out`` shares memory with argument 0, a box of ``trace``, and ``prim`` declares
+    ``updates_view``, ``box`` is marked a view of it: a later write into ``box`` writes through
+    (:func:`_write`). A view of anything else is marked unfollowable: a write into it is refused."""
+    for i, a in enumerate(args):
+        value = unbox_all(a) if values is None else values[i]
+        if type(value) is np.ndarray and np.may_share_memory(out, value):
+            if i == 0 and type(a) in BOX_TYPES and a._trace is trace and prim.updates_view is not None:
+                box._view = (a, prim, tuple(args[1:]), kwargs or None)
+            else:
+                box._view = (None, prim, i, None)
+            return
+
+
+def _write(box, compute, what):
+    """Rebind ``box`` to ``compute()`` (its new value, recorded); if ``box`` is a view of another
+    traced array (:func:`note_view`), write the new value through to that array as well, by its
+    primitive's ``updates_view`` fact, and so on up a view of a view. The two stay views of each other
+    (``box`` keeps its mark), so every later write goes through too."""
+    view = getattr(box, "_view", None)
+    if view is not None:
+        base, prim, i, _ = view
+        if base is None:
+            value = unbox_all(box)
+            readonly = type(value) is np.ndarray and not value.flags.writeable
+            raise (ValueError if readonly else TypeError)(_VIEW_WRITE.format(
+                what=what, shape=np.shape(value), made=prim.__name__, argnum=i,
+                why=" (NumPy: assignment destination is read-only)" if readonly else ""))
+    rebind(box, _recorded(box, compute), what)
+    if view is not None:
+        box._view = view  # a box without a graph took every slot of its new value: the mark is box's
+        base, prim, rest, kwargs = view
+        _write(base, lambda: prim.updates_view(base, box, *rest, **(kwargs or _NO_KWARGS)), what)
+
+
+_NO_KWARGS = {}
 
 
 def _check_writable(box, what):
-    """Refuse the writes that a functional update cannot give NumPy's answer for:
-
-    - into a Python float recorded by a transform: Python refuses item assignment on a float, and the
-      transforms' compact float nodes (``ScalarNode``) have no array to update;
-    - into a recorded array that is a *view* of another one (``w = v[1:]``, ``v.reshape(...)``,
-      ``v.T``): NumPy writes through to ``v``, but rebinding ``w`` leaves ``v`` as it was, so the
-      value and the derivative would silently differ from NumPy's. (The other direction, a slice
-      taken before its base is assigned to, keeps its values, as in JAX: docs/indexing.md.)
-    """
+    """Refuse item assignment into a Python float recorded by a transform: Python refuses item
+    assignment on a float, and the transforms' compact float nodes (``ScalarNode``) have no array to
+    update. (Writes into views are checked by :func:`_write`.)"""
     value = getattr(box, "value", None)
     if type(value) is float and getattr(getattr(box, "_trace", None), "scalar_type", None) is not None:
         raise TypeError(
             f"{what}: the traced value is a Python float, and a float does not support item assignment "
             f"(as in Python). Rebind the name instead (x = v), or make it an array first "
             f"(x = wnp.reshape(x, (1,))).")
-    if getattr(box, "_view", False) or getattr(value, "_view", False):
-        # vmap's batch that is a view of another batch (batching.BatchTrace), or a node holding one
-        raise TypeError(_VIEW_WRITE.format(what=what, shape=np.shape(box), made="an operation"))
-    if type(value) is not np.ndarray:
-        return
-    prim = getattr(box, "_prim", None)
-    inputs = getattr(getattr(box, "_trace", None), "inputs", None)  # forward mode keeps no graph
-    if inputs is not None:
-        if id(box) not in inputs and value.base is not None:
-            raise TypeError(_VIEW_WRITE.format(what=what, shape=value.shape, made="an operation"))
-        return
-    if prim is None or getattr(prim, "fresh", False):
-        return  # a leaf (the caller's array is never written), or a new buffer
-    if value.base is not None or any(p is not None and getattr(p, "value", None) is value
-                                     for p in box._parents):
-        raise TypeError(_VIEW_WRITE.format(what=what, shape=value.shape, made=prim.__name__))
 
 
 _VIEW_WRITE = (
-    "{what} into a traced array of shape {shape} that is a view of another traced array (made by "
-    "{made}): NumPy would write through to that array as well, which differentiation cannot follow (an "
-    "assignment here updates the one array written to). Copy it first (w = v[1:].copy()), or write "
-    "into the original array (v[1:][0] = y becomes v[1] = y).")
+    "{what} into a traced array of shape {shape} that is a view of argument {argnum} of '{made}'{why}: "
+    "NumPy would write through to that argument as well, and '{made}' declares no way to write a "
+    "view back (the updates_view fact of wg.facts), so the write cannot be followed. Copy it first "
+    "(w = w.copy()), or write into the original array.")
 
 
 def augmented_assign(box, fun, other, symbol):
@@ -119,7 +140,7 @@ def augmented_assign(box, fun, other, symbol):
             new = shape_ops.astype(new, want)
         return new
 
-    rebind(box, _recorded(box, compute), f"'{symbol}'")
+    _write(box, compute, f"'{symbol}'")
     return box
 
 

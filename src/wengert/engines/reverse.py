@@ -28,7 +28,7 @@ from wengert.engines.accumulation import FREED  # noqa: F401 - imported from her
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
 from wengert.engines.collector import trace_started
-from wengert.engines.mutation import node_ids
+from wengert.engines.mutation import node_ids, note_view
 from wengert.engines.saving import saved_args, sweep
 from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY, split_input
 from wengert.rules import elementwise as ew
@@ -155,6 +155,8 @@ class NodeMethods(ArrayBox):
                 out = v[idx]
                 if type(out) is _float64:
                     out = float(out)
+                elif type(out) is np.ndarray:  # a row: a view, marked by the generic path
+                    return trace.apply2(_GETITEM, self, idx)
                 elif not is_inexact(out):
                     return out  # the trace's constant (records_inline: the plain value)
                 return record_scalar(trace, _GETITEM, out, self, idx)
@@ -171,7 +173,8 @@ class Node(NodeMethods):
     """
 
     __slots__ = ("value", "_trace", "_prim", "_args", "_kwargs", "_parents", "_id",
-                 "requires_grad", "__weakref__")  # kinds add theirs (Tensor: _grad; Var: name)
+                 "requires_grad", "_view", "__weakref__")  # kinds add theirs (Tensor: _grad; Var: name)
+    # _view: set only on a view of another node's array (mutation.note_view)
 
     # No __init__: nodes are made with ``trace.box_type()`` (about 25 ns less than object.__new__,
     # which an __init__ would force) and filled by ``record`` (operations) or ``make`` (leaves).
@@ -485,6 +488,7 @@ class ReverseTrace(Trace):
         on a trace that keeps its Wengert list, releasing outputs that only the graph refers to
         (``wengert.engines.saving``). Python-float steps and small arrays skip that: cheap to keep."""
         keep_out = True
+        viewed = args
         if prim.saves is not None:
             # Only where the output or the first argument (a reduction's input) is a big array, or
             # traced at a lower level; not on an explicit Tape, which lists its entries' arguments.
@@ -495,6 +499,10 @@ class ReverseTrace(Trace):
                  or t in BOX_TYPES) and (self.entries is None or type(self) is ReverseTrace)):
                 args, keep_out = saved_args(prim, args, parents)
         node = record(self, prim, out, args, parents, kwargs)
+        if type(out) is _ndarray and out.base is not None:  # a view: of an argument? (mutation.py)
+            note_view(node, out, prim, [a if p is None else p for a, p in zip(viewed, parents)], kwargs, self)
+            if self.pending and getattr(node, "_view", (None,))[0] is not None:
+                self.pending.pop(id(node._view[0]), None)  # a write into node writes its base: keep it
         pending = self.pending
         if pending:  # outputs waiting to be released: count the references this node holds
             for p in parents:

@@ -24,6 +24,7 @@ from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
+from wengert.engines.mutation import note_view
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
 from wengert.program.ir import NO_KWARGS, Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.rules import elementwise, nondiff
@@ -79,7 +80,7 @@ class Symbol(ArrayBox):
     of its shape and dtype for abstract evaluation."""
 
     __slots__ = ("variable", "example", "_trace", "_view")  # not "var": ndarray.var is a method
-    # _view, set only on a view of another symbol's example (mutation._check_writable refuses writes)
+    # _view, set only on a view of another symbol's example (mutation.note_view)
 
     def __init__(self, var, example, trace):
         self.variable = var
@@ -296,9 +297,8 @@ class ProgramBuilder(Trace):
         self.statements.append(st)
         symbol = _new_symbol(Symbol)  # Symbol(var, example, self)
         symbol.variable, symbol.example, symbol._trace = var, example, self
-        if type(example) is np.ndarray and example.base is not None and any(
-                type(a) is np.ndarray and np.may_share_memory(example, a) for a in ex_args):
-            symbol._view = True  # a view of an argument (NumPy would write through it into that)
+        if type(example) is np.ndarray and example.base is not None:  # a view: of an argument's?
+            note_view(symbol, example, prim, args, kwargs, self, ex_args)
         return symbol
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting
+from wengert.rules.broadcasting import astype as shape_ops_astype
 from wengert.rules.broadcasting import real
 
 __all__ = ["real", "imag", "conj", "conjugate", "is_complex", "conj_of", "real_of", "complex_from",
@@ -71,6 +72,22 @@ complex_from = Primitive(_complex_from_impl, name="complex_from", broadcasts=Tru
 defvjp(complex_from, lambda g, out, re, im: real_of(g), lambda g, out, re, im: real_of(g * 1j))
 defjvp(complex_from, lambda t, out, re, im: t + 0j, lambda t, out, re, im: t * 1j)
 facts(complex_from, saves=())
+
+
+def _update_real(x, new):
+    """``x`` with its real part (a view of ``x``; ``x`` itself when real) replaced by ``new``."""
+    if not is_complex(x):
+        return new
+    return shape_ops_astype(complex_from(new, imag(x)), broadcasting.dtype_of(x))
+
+
+def _update_imag(x, new):
+    """``x`` with its imaginary part (a view of a complex ``x``) replaced by ``new``."""
+    return shape_ops_astype(complex_from(real(x), new), broadcasting.dtype_of(x))
+
+
+facts(real, updates_view=_update_real)
+facts(imag, updates_view=_update_imag)
 
 
 def conj_of(x):

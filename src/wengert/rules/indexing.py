@@ -187,6 +187,8 @@ defjvp(index_update, index_update.vjps[0], None,  # x's part is the same map bot
        lambda t, out, x, idx, v: index_update(_zeros_for(t, out), idx, t))
 facts(index_update, fresh=True)
 facts(index_update, saves={0: (1,), 2: (1,)})  # the index (and x's shape, for repeated indices)
+# x[idx] is a view of x for a basic index: a write into it writes x[idx] (wengert.engines.mutation)
+facts(getitem, updates_view=lambda x, new, idx: index_update(x, idx, new))
 
 index_add = Primitive(_index_add_impl, name="index_add", grad_post=_fit_cotangent, tangent_post=_fit_tangent)
 defvjp(index_add, lambda g, out, x, idx, v: g, None, lambda g, out, x, idx, v: getitem(g, idx))

@@ -34,6 +34,8 @@ defvjp(transpose, lambda g, out, x, axes=None: transpose(g, _inverse_perm(axes))
 defjvp(transpose, lambda t, out, x, axes=None: transpose(t, axes))
 facts(transpose, linear=(0,))
 facts(transpose, saves=())  # what its VJP reads (wengert.engines.saving)
+facts(transpose, updates_view=lambda x, new, axes=None: transpose(new, _inverse_perm(axes)))
+facts(reshape, updates_view=lambda x, new, newshape: reshape(new, broadcasting.shape_of(x)))
 
 
 def _concatenate_impl(*arrays, axis=0):

@@ -32,6 +32,7 @@ from wengert.core.extend import defjvp_argnum, defvjp_argnum
 from wengert.core.primitive import Primitive
 from wengert.core.trace import BOX_TYPES, Trace, register_box, unbox_all
 from wengert.engines.box import ArrayBox
+from wengert.engines.mutation import note_view
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.rules import shape as shape_ops
 
@@ -42,7 +43,7 @@ __all__ = ["Chain", "node_primitive"]
 class _Held(ArrayBox):
     """A value inside a checkpointed function: an input, or computed from the inputs."""
 
-    __slots__ = ("value", "_trace", "_view")  # _view: set on a view of another value (see apply)
+    __slots__ = ("value", "_trace", "_view")  # _view: set on a view of another value (mutation.note_view)
 
     def __init__(self, value, trace):
         self.value = value
@@ -69,9 +70,8 @@ class _Substitution(Trace):
         out = prim(*vals, **kwargs)
         if type(out) in BOX_TYPES or is_inexact(out):
             held = _Held(out, self)
-            if type(out) is np.ndarray and out.base is not None and any(
-                    type(v) is np.ndarray and np.may_share_memory(out, v) for v in vals):
-                held._view = True  # a view of an argument: a write into it is refused (mutation.py)
+            if type(out) is np.ndarray and out.base is not None:  # a view: of an argument's?
+                note_view(held, out, prim, args, kwargs, self, vals)
             return held
         return out
 
