@@ -468,32 +468,42 @@ def _write_into_transpose_of_an_intermediate(v):
                                  _write_into_transpose_of_an_intermediate], ids=lambda f: f.__name__[1:])
 @pytest.mark.parametrize("transform", ["grad", "vjp", "eager", "jvp", "jacfwd", "vmap", "vmap-grad",
                                        "compile", "compile-grad", "checkpoint"])
-def test_a_write_into_a_view_is_refused(fun, transform):
-    """NumPy writes through a view into its base; an assignment here (recorded, or forward mode's)
-    rebinds the one array written to, so the value and the derivative silently differed from NumPy's
-    (``w[0] = 5 w[0]`` left ``v[1] * v[2]`` unchanged: gradient [0, 1.1, -0.7, 0] where NumPy's function
-    has [0, 5.5, -3.5, 0])."""
-    with pytest.raises(TypeError, match="view of another traced array"):
-        if transform == "grad":
-            wg.grad(fun)(V.copy())
-        elif transform == "vjp":
-            wg.vjp(fun, V.copy())
-        elif transform == "jvp":
-            wg.jvp(fun, (V.copy(),), (np.ones(4),))
-        elif transform == "jacfwd":
-            wg.jacfwd(fun)(V.copy())
-        elif transform == "vmap":
-            wg.vmap(fun)(np.stack([V, 2.0 * V]))
-        elif transform == "vmap-grad":
-            wg.vmap(wg.grad(fun))(np.stack([V, 2.0 * V]))
-        elif transform == "compile":
-            wg.compile(fun)(V.copy())
-        elif transform == "compile-grad":
-            wg.compile(fun).grad()(V.copy())
-        elif transform == "checkpoint":
-            wg.grad(wg.checkpoint(fun))(V.copy())
-        else:
-            fun(wg.tensor(V.copy(), requires_grad=True) * 1.0)
+def test_a_write_into_a_view_writes_through(fun, transform):
+    """NumPy writes through a view into its base, and so does every transform, in value and derivative
+    (``w[0] = 5 w[0]`` makes ``v[1] * v[2]`` five times larger: gradient [0, 5.5, -3.5, 0]). These
+    writes used to be refused; before that, they silently updated the view alone."""
+    want = fun(V.copy())  # NumPy's own run
+    eps = 1e-6
+    dwant = np.array([(fun(V + eps * e) - fun(V - eps * e)) / (2 * eps) for e in np.eye(4)])
+    X = np.stack([V, 2.0 * V])
+    if transform == "grad":
+        got, dgot = wg.value_and_grad(fun)(V.copy())
+    elif transform == "vjp":
+        got, back = wg.vjp(fun, V.copy())
+        dgot = back(1.0)[0]
+    elif transform == "jvp":
+        got, dgot = wg.jvp(fun, (V.copy(),), (np.array([0.0, 1.0, 0.0, 0.0]),))
+        dwant = dwant[1]
+    elif transform == "jacfwd":
+        got, dgot = fun(V.copy()), wg.jacfwd(fun)(V.copy())
+    elif transform == "vmap":
+        got, want = wg.vmap(fun)(X.copy()), np.array([fun(x.copy()) for x in X])
+        dgot = dwant
+    elif transform == "vmap-grad":
+        got, dgot = want, wg.vmap(wg.grad(fun))(X.copy())[0]
+    elif transform == "compile":
+        got, dgot = wg.compile(fun)(V.copy()), dwant
+    elif transform == "compile-grad":
+        got, dgot = want, wg.compile(fun).grad()(V.copy())
+    elif transform == "checkpoint":
+        got, dgot = wg.value_and_grad(wg.checkpoint(fun))(V.copy())
+    else:
+        x = wg.tensor(V.copy(), requires_grad=True)
+        y = fun(x * 1.0)
+        y.backward()
+        got, dgot = y.item(), x.grad.value
+    assert np.allclose(got, want, rtol=1e-13, atol=0)
+    assert np.allclose(dgot, dwant, rtol=1e-7, atol=1e-8)
 
 
 def test_writes_into_copies_and_fancy_index_results():

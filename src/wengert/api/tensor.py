@@ -321,6 +321,15 @@ class TensorMethods(NodeMethods):
         return is_grad_enabled() and (self.requires_grad or _requires_grad(other))
 
     def _check_not_leaf(self, symbol):
+        base = self
+        while getattr(base, "_view", None) is not None and base._view[0] is not None:
+            base = base._view[0]  # a write into a view writes into what it views (mutation.note_view)
+        if base is not self and base._trace is EAGER and base._prim is None and base.requires_grad:
+            raise RuntimeError(
+                f"in-place {symbol} into a view of a leaf tensor that requires grad (PyTorch refuses it "
+                f"too): the write would go through to the leaf, whose .grad would no longer belong to "
+                f"the value you created. Write into a copy (y = x.copy(); y[...] = ...), or update the "
+                f"leaf inside `with wg.no_grad():`")
         if self._trace is EAGER and self._prim is None and self.requires_grad:
             instead = "x = x " + symbol[:-1] + " y" if symbol.endswith("=") and len(symbol) <= 3 else \
                 "y = x.copy(); y[...] = ..."

@@ -231,7 +231,7 @@ class BatchTrace(Trace):
                 if out is not NotImplemented:  # a rule may decline (an argument it cannot batch)
                     boxed = _boxed(self, out)
                     if type(out) is np.ndarray and out.base is not None:  # a view: of an argument's batch?
-                        note_view(boxed, out, prim, args, kwargs, self)
+                        note_view(boxed, out, prim, args, kwargs, self, values)
                     return boxed
         return self.loop(prim, args, kwargs)
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from wengert.core.trace import BOX_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
-from wengert.engines.mutation import note_view
+from wengert.engines.mutation import array_of, note_view
 from wengert.engines.reverse import is_inexact
 
 __all__ = ["Dual", "ForwardTrace"]
@@ -63,6 +63,7 @@ class ForwardTrace(Trace):
             d = prim.jvp(i, t, out, unboxed, kwargs)
             t_out = d if t_out is None else t_out + d
         dual = Dual(out, t_out, self)
-        if type(out) is np.ndarray and out.base is not None:  # a view: of an argument? (mutation.py)
-            note_view(dual, out, prim, args, kwargs, self)
+        array = array_of(out)  # beneath a lower level's box, where nested
+        if type(array) is np.ndarray and array.base is not None:  # a view: of an argument? (mutation.py)
+            note_view(dual, array, prim, args, kwargs, self)
         return dual

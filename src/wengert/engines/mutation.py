@@ -34,7 +34,7 @@ from wengert.engines.saving import needs
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
-__all__ = ["assign", "add_at", "augmented_assign", "note_view", "rebind", "resolve_tape", "resolve_parents",
+__all__ = ["assign", "add_at", "augmented_assign", "note_view", "array_of", "rebind", "resolve_tape", "resolve_parents",
            "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
 
 node_ids = itertools.count()
@@ -60,6 +60,13 @@ def add_at(box, idx, v):
 
 # -- views: a write into one writes through to the array it views, as NumPy's does --------------------
 
+def array_of(x):
+    """The array beneath every level of boxing of ``x`` (a batch's whole array, a symbol's example)."""
+    while type(x) in BOX_TYPES:
+        x = x.example if hasattr(type(x), "variable") else x.value
+    return x
+
+
 def note_view(box, out, prim, args, kwargs, trace, values=None):
     """Called by an engine for its result ``box`` of ``prim(*args, **kwargs)`` whose array ``out`` is a
     NumPy view (``out.base is not None``); ``args`` as the engine received them (boxes of ``trace``
@@ -68,12 +75,14 @@ def note_view(box, out, prim, args, kwargs, trace, values=None):
     ``updates_view``, ``box`` is marked a view of it: a later write into ``box`` writes through
     (:func:`_write`). A view of anything else is marked unfollowable: a write into it is refused."""
     for i, a in enumerate(args):
-        value = unbox_all(a) if values is None else values[i]
+        value = array_of(a if values is None else values[i])
         if type(value) is np.ndarray and np.may_share_memory(out, value):
-            if i == 0 and type(a) in BOX_TYPES and a._trace is trace and prim.updates_view is not None:
-                box._view = (a, prim, tuple(args[1:]), kwargs or None)
+            if i != 0 or prim.updates_view is None:
+                box._view = (None, prim, i, _NO_UPDATE)
+            elif type(a) not in BOX_TYPES or a._trace is not trace:
+                box._view = (None, prim, i, _NOT_TRACED)
             else:
-                box._view = (None, prim, i, None)
+                box._view = (a, prim, tuple(args[1:]), kwargs or None)
             return
 
 
@@ -84,13 +93,16 @@ def _write(box, compute, what):
     (``box`` keeps its mark), so every later write goes through too."""
     view = getattr(box, "_view", None)
     if view is not None:
-        base, prim, i, _ = view
+        base, prim, i, reason = view
         if base is None:
-            value = unbox_all(box)
+            value = array_of(box)
             readonly = type(value) is np.ndarray and not value.flags.writeable
-            raise (ValueError if readonly else TypeError)(_VIEW_WRITE.format(
-                what=what, shape=np.shape(value), made=prim.__name__, argnum=i,
-                why=" (NumPy: assignment destination is read-only)" if readonly else ""))
+            raise (ValueError if readonly else TypeError)(
+                f"{what} into a traced array of shape {np.shape(value)} that is a view of argument {i} "
+                f"of '{prim.__name__}'{' (NumPy: assignment destination is read-only)' if readonly else ''}"
+                f": NumPy would write through to that argument as well, and "
+                + reason.format(name=prim.__name__) + ", so the write cannot be followed. Copy the view "
+                f"first (w = w.copy()), or write into the original array.")
     rebind(box, _recorded(box, compute), what)
     if view is not None:
         box._view = view  # a box without a graph took every slot of its new value: the mark is box's
@@ -113,11 +125,8 @@ def _check_writable(box, what):
             f"(x = wnp.reshape(x, (1,))).")
 
 
-_VIEW_WRITE = (
-    "{what} into a traced array of shape {shape} that is a view of argument {argnum} of '{made}'{why}: "
-    "NumPy would write through to that argument as well, and '{made}' declares no way to write a "
-    "view back (the updates_view fact of wg.facts), so the write cannot be followed. Copy it first "
-    "(w = w.copy()), or write into the original array.")
+_NO_UPDATE = "'{name}' declares no way to write a view of it back (the updates_view fact of wg.facts)"
+_NOT_TRACED = "that argument is not traced by the transform that traces the view"
 
 
 def augmented_assign(box, fun, other, symbol):

@@ -28,7 +28,7 @@ from wengert.engines.accumulation import FREED  # noqa: F401 - imported from her
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
 from wengert.engines.collector import trace_started
-from wengert.engines.mutation import node_ids, note_view
+from wengert.engines.mutation import array_of, node_ids, note_view
 from wengert.engines.saving import saved_args, sweep
 from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY, split_input
 from wengert.rules import elementwise as ew
@@ -499,8 +499,11 @@ class ReverseTrace(Trace):
                  or t in BOX_TYPES) and (self.entries is None or type(self) is ReverseTrace)):
                 args, keep_out = saved_args(prim, args, parents)
         node = record(self, prim, out, args, parents, kwargs)
-        if type(out) is _ndarray and out.base is not None:  # a view: of an argument? (mutation.py)
-            note_view(node, out, prim, [a if p is None else p for a, p in zip(viewed, parents)], kwargs, self)
+        if (type(out) is _ndarray and out.base is not None) or type(out) in BOX_TYPES:
+            array = array_of(out)  # a view (of an argument?), maybe beneath a lower level's box
+            if type(array) is _ndarray and array.base is not None:
+                note_view(node, array, prim, [a if p is None else p for a, p in zip(viewed, parents)],
+                          kwargs, self)
             if self.pending and getattr(node, "_view", (None,))[0] is not None:
                 self.pending.pop(id(node._view[0]), None)  # a write into node writes its base: keep it
         pending = self.pending

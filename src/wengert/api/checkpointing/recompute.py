@@ -32,7 +32,7 @@ from wengert.core.extend import defjvp_argnum, defvjp_argnum
 from wengert.core.primitive import Primitive
 from wengert.core.trace import BOX_TYPES, Trace, register_box, unbox_all
 from wengert.engines.box import ArrayBox
-from wengert.engines.mutation import note_view
+from wengert.engines.mutation import array_of, note_view
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.rules import shape as shape_ops
 
@@ -70,8 +70,9 @@ class _Substitution(Trace):
         out = prim(*vals, **kwargs)
         if type(out) in BOX_TYPES or is_inexact(out):
             held = _Held(out, self)
-            if type(out) is np.ndarray and out.base is not None:  # a view: of an argument's?
-                note_view(held, out, prim, args, kwargs, self, vals)
+            array = array_of(out)  # beneath the recording's box, when recomputed to differentiate
+            if type(array) is np.ndarray and array.base is not None:  # a view: of an argument's?
+                note_view(held, array, prim, args, kwargs, self, vals)
             return held
         return out
 
