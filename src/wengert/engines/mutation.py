@@ -34,8 +34,8 @@ from wengert.engines.saving import needs
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
-__all__ = ["assign", "add_at", "augmented_assign", "note_view", "array_of", "rebind", "resolve_tape", "resolve_parents",
-           "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
+__all__ = ["assign", "add_at", "augmented_assign", "note_view", "array_of", "rebind", "resolve_tape",
+           "resolve_parents", "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
 
 node_ids = itertools.count()
 """The clock of eager recording: eager nodes (``Tensor``) are numbered by it, and assignments are
@@ -102,7 +102,7 @@ def _write(box, compute, what):
                 f"of '{prim.__name__}'{' (NumPy: assignment destination is read-only)' if readonly else ''}"
                 f": NumPy would write through to that argument as well, and "
                 + reason.format(name=prim.__name__) + ", so the write cannot be followed. Copy the view "
-                f"first (w = w.copy()), or write into the original array.")
+                "first (w = w.copy()), or write into the original array.")
     rebind(box, _recorded(box, compute), what)
     if view is not None:
         box._view = view  # a box without a graph took every slot of its new value: the mark is box's
