@@ -104,8 +104,9 @@ class Captures:
     """The captured values of one function, as found when it was traced: ``arrays`` (the lifted
     ones, in the order the program takes them), a reader of their values, and the guards."""
 
-    def __init__(self, where):
+    def __init__(self, where, strict=True):
         self.where = where  # "wg.compile(f)", for messages
+        self.strict = strict  # refuse writes found in the bytecode (the source front end has its own)
         self.roots = {}  # location key -> _Node
         self.nodes = []  # every node, parents before children
         self.arrays = []  # the lifted nodes
@@ -198,11 +199,13 @@ class Captures:
                 if chain is not None:
                     self._chain(chain, op, ins, fun, fname)
                     chain = None
-                if op in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+                if not self.strict:
+                    pass
+                elif op in ("STORE_GLOBAL", "DELETE_GLOBAL"):
                     raise TracingError(f"{self.where}: {fname} assigns the global variable {ins.argval!r}; a "
                                        f"compiled program would do it only when it traces. Return the new "
                                        f"value instead, or differentiate with wg.grad.")
-                if op in ("STORE_DEREF", "DELETE_DEREF") and ins.argval in free:
+                elif op in ("STORE_DEREF", "DELETE_DEREF") and ins.argval in free:
                     raise TracingError(f"{self.where}: {fname} assigns the nonlocal variable {ins.argval!r}; a "
                                        f"compiled program would do it only when it traces. Return the new "
                                        f"value instead, or differentiate with wg.grad.")
@@ -239,7 +242,7 @@ class Captures:
     def _chain(self, chain, next_op, ins, fun, fname):
         node = chain[0]
         for attr in chain[1:]:
-            if node.kind in ("sequence", "dict") and attr in _MUTATORS:
+            if node.kind in ("sequence", "dict") and attr in _MUTATORS and self.strict:
                 raise TracingError(f"{self.where}: {fname} changes the captured {type(node.value).__name__} "
                                    f"{node.name} in place ({node.name}.{attr}); a compiled program would do it "
                                    f"only when it traces. {_WHAT_TO_DO}")
@@ -250,7 +253,7 @@ class Captures:
             except Exception:  # noqa: BLE001 - absent (set later, or an error Python raises itself)
                 return
             node = self._node(("attr", attr), ("attr", node, attr), f"{node.name}.{attr}", value, node)
-        if next_op in ("STORE_ATTR", "DELETE_ATTR") and _followed(node):
+        if next_op in ("STORE_ATTR", "DELETE_ATTR") and _followed(node) and self.strict:
             raise TracingError(f"{self.where}: {fname} assigns {node.name}.{ins.argval}, an attribute of a "
                                f"captured object; a compiled program would do it only when it traces. "
                                f"{_WHAT_TO_DO}")
@@ -477,9 +480,10 @@ def _current(node):
     return node.value
 
 
-def scan(fun, where):
-    """The :class:`Captures` of ``fun`` (a function, a bound method, or a callable object)."""
-    captures = Captures(where)
+def scan(fun, where, strict=True):
+    """The :class:`Captures` of ``fun`` (a function, a bound method, or a callable object);
+    ``strict``: refuse the writes to captured state its bytecode shows."""
+    captures = Captures(where, strict)
     if isinstance(fun, types.MethodType) and _is_user_function(fun.__func__):
         self_node = captures._node(("self",), ("self",), "self", fun.__self__)
         captures.function(fun.__func__, self_node=self_node)
