@@ -39,7 +39,8 @@ from wengert.core.trace import BOX_TYPES
 __all__ = ["Captures", "scan", "with_captured_inputs"]
 
 _LIBRARY_DIRS = tuple(sorted({os.path.abspath(p) + os.sep for p in (
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(os.path.abspath(np.__file__)),
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    os.path.dirname(os.path.abspath(np.__file__)),
     *(sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib"))) if p}))
 _VALUE_TYPES = (bool, int, float, complex, str, bytes, type(None), np.generic, range, slice, type(Ellipsis))
 _MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
@@ -158,8 +159,8 @@ class Captures:
                 if node.loc[0] == "attr" and node.loc[1].value is v.__self__:
                     owner = node.loc[1]
                 else:
-                    owner = self._node(("attr", "__self__"), ("attr", node, "__self__"), f"{node.name}.__self__",
-                                       v.__self__, node)
+                    owner = self._node(("attr", "__self__"), ("attr", node, "__self__"),
+                                       f"{node.name}.__self__", v.__self__, node)
                 self.function(v.__func__, self_node=owner)
         elif isinstance(v, types.FunctionType):
             node.kind = "same"
@@ -171,7 +172,7 @@ class Captures:
             node.kind = "same"
         else:
             node.kind = "object"
-            call = getattr(t, "__call__", None)
+            call = inspect.getattr_static(t, "__call__", None)
             if _is_user_function(call):
                 self.function(call, self_node=node)
 
@@ -206,9 +207,10 @@ class Captures:
                                        f"compiled program would do it only when it traces. Return the new "
                                        f"value instead, or differentiate with wg.grad.")
                 elif op in ("STORE_DEREF", "DELETE_DEREF") and ins.argval in free:
-                    raise TracingError(f"{self.where}: {fname} assigns the nonlocal variable {ins.argval!r}; a "
-                                       f"compiled program would do it only when it traces. Return the new "
-                                       f"value instead, or differentiate with wg.grad.")
+                    raise TracingError(f"{self.where}: {fname} assigns the nonlocal variable "
+                                       f"{ins.argval!r}; a compiled program would do it only when it "
+                                       f"traces. Return the new value instead, or differentiate with "
+                                       f"wg.grad.")
                 if op == "STORE_FAST" and c is code and ins.argval == self_name:
                     self_name = None  # ``self`` rebound: no longer the object
                 if op in _LOADS:
@@ -244,8 +246,8 @@ class Captures:
         for attr in chain[1:]:
             if node.kind in ("sequence", "dict") and attr in _MUTATORS and self.strict:
                 raise TracingError(f"{self.where}: {fname} changes the captured {type(node.value).__name__} "
-                                   f"{node.name} in place ({node.name}.{attr}); a compiled program would do it "
-                                   f"only when it traces. {_WHAT_TO_DO}")
+                                   f"{node.name} in place ({node.name}.{attr}); a compiled program would "
+                                   f"do it only when it traces. {_WHAT_TO_DO}")
             if not _followed(node):
                 return
             try:
@@ -393,18 +395,18 @@ class Captures:
             for a in getattr(s, "args", ()):
                 node = lifted.get(id(a)) if type(a) is np.ndarray else None
                 if node is not None:
-                    raise TracingError(f"{self.where}: the function reads the captured array {node.name} in a "
-                                       f"way that cannot be followed (a name computed at run time, vars(), "
-                                       f"globals()), so the program would keep its present value. Read it by "
-                                       f"name, or pass it as an argument.")
+                    raise TracingError(f"{self.where}: the function reads the captured array {node.name} "
+                                       f"in a way that cannot be followed (a name computed at run time, "
+                                       f"vars(), globals()), so the program would keep its present value. "
+                                       f"Read it by name, or pass it as an argument.")
 
     def check_unwritten(self, symbols, variables):
         """After the trace: refuse a write into a lifted array (the program would not make it)."""
         for node, sym, var in zip(self.arrays, symbols, variables):
             if sym.variable is not var:
                 raise TracingError(f"{self.where}: the function writes into the captured array {node.name} "
-                                   f"({node.value.dtype}{list(node.value.shape)}); a compiled program reads it "
-                                   f"at each call but would not write into it. Return the new value "
+                                   f"({node.value.dtype}{list(node.value.shape)}); a compiled program reads "
+                                   f"it at each call but would not write into it. Return the new value "
                                    f"instead, or differentiate with wg.grad.")
 
 
@@ -440,9 +442,10 @@ class _Installed:
                 undo = (setattr, obj, loc[2], own[loc[2]]) if loc[2] in own else (delattr, obj, loc[2])
                 setattr(obj, loc[2], new)
             except Exception as e:  # noqa: BLE001 - a property, __slots__, a frozen dataclass
-                raise TracingError(f"{self.captures.where}: the captured array {node.name} cannot be replaced "
-                                   f"by a traced value while tracing ({type(e).__name__}: {e}), so a compiled "
-                                   f"program could not read it at each call. {_WHAT_TO_DO}") from None
+                raise TracingError(f"{self.captures.where}: the captured array {node.name} cannot be "
+                                   f"replaced by a traced value while tracing ({type(e).__name__}: {e}), "
+                                   f"so a compiled program could not read it at each call. "
+                                   f"{_WHAT_TO_DO}") from None
             self.undo.append(undo)
         elif loc[0] == "item":
             parent = loc[1]
@@ -456,8 +459,8 @@ class _Installed:
                 rebuilt = type(container)(items) if type(container) is tuple else type(container)(*items)
                 self._put(parent, rebuilt)
         else:
-            raise TracingError(f"{self.captures.where}: the captured array {node.name} cannot be replaced by a "
-                               f"traced value while tracing. {_WHAT_TO_DO}")
+            raise TracingError(f"{self.captures.where}: the captured array {node.name} cannot be replaced "
+                               f"by a traced value while tracing. {_WHAT_TO_DO}")
 
     def __exit__(self, *exc):
         while self.undo:
@@ -491,7 +494,7 @@ def scan(fun, where, strict=True):
         target = fun if _is_user_function(fun) else getattr(fun, "__wrapped__", None)
         if _is_user_function(target):
             captures.function(target)
-    elif _is_user_function(getattr(type(fun), "__call__", None)):
+    elif _is_user_function(inspect.getattr_static(type(fun), "__call__", None)):
         self_node = captures._node(("self",), ("self",), "self", fun)
         captures.function(type(fun).__call__, self_node=self_node)
     return captures

@@ -5,6 +5,11 @@ floats, and the value of every other argument (ints, strings, None: the trace sp
 them, as ``jax.jit``'s static arguments). A new signature traces again (counted by
 ``cache_info()``). Arguments that are already traced by another transform (``wg.grad`` of a
 compiled function) make it run ``fun`` itself, so the tape records it as usual.
+
+Captured values follow Python (``captures.py``, docs/program.md): the float arrays ``fun`` reads
+from globals, closure cells and captured objects are inputs of the program read at each call; its
+other captured values are guarded, and a change traces again (kept beside the earlier traces of the
+signature, at most ``_VARIANTS``).
 """
 
 import functools
@@ -19,8 +24,8 @@ from wengert.api import transforms
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.core.trace import BOX_TYPES, gc_paused
 from wengert.engines.collector import trace_started
-from wengert.program.ir import Program, Variable
 from wengert.program.captures import scan, with_captured_inputs
+from wengert.program.ir import Program, Variable
 from wengert.program.pipeline import lower, optimize
 from wengert.program.tracing import _param_names
 
@@ -88,8 +93,8 @@ class _Entry:
     """One traced signature: the program, its function, and ``call``, the function taking every
     leaf of the arguments (static ones ignored) and returning the result's structure."""
 
-    __slots__ = ("program", "function", "picks", "call", "body", "params", "namespace", "dispatch", "captures",
-                 "read", "extra")
+    __slots__ = ("program", "function", "picks", "call", "body", "params", "namespace", "dispatch",
+                 "captures", "read", "extra")
 
     def __init__(self, program, captures):
         self.program = program
@@ -228,9 +233,10 @@ class CompiledFunction:
             del entries[0]
             if not self._warned:
                 self._warned = True
-                warnings.warn(f"{self!r} traced {_VARIANTS + 1} times for arguments of one signature because "
-                              f"a captured value keeps changing (last: {entries[-1].captures.changed()}); pass "
-                              f"it as an argument", RuntimeWarning, stacklevel=4)
+                warnings.warn(f"{self!r} traced {_VARIANTS + 1} times for arguments of one signature "
+                              f"because a captured value keeps changing (last: "
+                              f"{entries[-1].captures.changed()}); pass it as an argument",
+                              RuntimeWarning, stacklevel=4)
         entry = self._new_entry(args)
         entries.append(entry)
         captured = entry.read() if entry.read is not None else ()
@@ -362,7 +368,8 @@ _MISSING = _Missing()
 def compile_function(fun):
     """Compile ``fun``: trace it once per input signature to a Program, generate Python, cache it
     (``jax.jit``; ``torch.compile``). ``.grad(argnums)`` and ``.value_and_grad(argnums)`` are
-    compiled too."""
+    compiled too. Captured arrays (globals, closure variables) are read at each call; other
+    captured values are guarded: a change traces again (docs/program.md, "Captured values")."""
     if isinstance(fun, CompiledFunction):
         return fun
     return CompiledFunction(fun)

@@ -97,8 +97,9 @@ class SourceProgram:
             return ()
         values = self.captures.reader()()
         if values is None:
-            raise ValueError(f"program {self.name}: the captured value {self.captures.changed()} changed since "
-                             f"the program was built; build it again (wg.source_grad and wg.source_jvp do)")
+            raise ValueError(f"program {self.name}: the captured value {self.captures.changed()} changed "
+                             f"since the program was built; build it again (wg.source_grad and "
+                             f"wg.source_jvp do)")
         return values
 
     def __call__(self, *args):

@@ -163,7 +163,10 @@ def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     default) keeps them on a stack (memory grows with the trip count); ``"binomial"`` (revolve,
     ``snapshots`` states, default ceil(log2 n); ``for`` loops over a range known when the program is
     generated) and ``"ctz"`` (online: also ``while`` loops and ``break``) keep a few loop states and
-    recompute iterations from them, following ``wengert.api.checkpointing.schedules``'s schedules."""
+    recompute iterations from them, following ``wengert.api.checkpointing.schedules``'s schedules.
+
+    Globals and closure variables are read as the plain function reads them on each call (captured
+    arrays as inputs, other values guarded: docs/program.md, "Captured values follow Python")."""
     check_policy(checkpoint, snapshots, f"source_grad({getattr(fun, '__name__', fun)})")
     return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad")
 

@@ -11,7 +11,6 @@ import types
 
 import numpy as np
 
-from wengert.core.primitive import Primitive
 from wengert.program.control import TransformError
 
 __all__ = ["TAPE", "parsed_source", "is_user_function", "closure_values", "assigned_names", "has_jump",

@@ -83,7 +83,8 @@ _ARRAY_MODULES = frozenset((id(np), id(wnp)))
 
 class Scope(dict):
     """The names an expression sees: the interpreter's variables, then the closure, then globals,
-    then builtins, as Python looks them up (user functions wrapped to be interpreted inline, ``math`` sent to ``wengert.numpy``)."""
+    then builtins, as Python looks them up (user functions wrapped to be interpreted inline,
+    ``math`` sent to ``wengert.numpy``)."""
 
     def __init__(self, interp):
         super().__init__()
