@@ -382,3 +382,14 @@ def test_the_same_function_and_values_as_jax():
     expected = jax.grad(lambda x: jnp.sum((x * jnp.asarray(W)) ** 2) * SCALE)(jnp.asarray(X))
     np.testing.assert_allclose(compiled_grad(X), expected, rtol=1e-13)
     np.testing.assert_allclose(source(X), expected, rtol=1e-13)
+
+
+def test_a_compiled_program_called_without_its_captured_arrays_reads_them_now():
+    global SCALE
+    program = wg.compile(uses_globals).program(X)
+    W[:] = 3.0
+    np.testing.assert_allclose(program(X), uses_globals(X))
+    np.testing.assert_allclose(program(X, np.full(3, 0.5)), np.sum(np.sin(X) * 0.5))
+    SCALE = 5.0
+    with pytest.raises(ValueError, match="the captured value SCALE changed since it was traced"):
+        program(X)

@@ -272,6 +272,7 @@ class CompiledFunction:
             built = optimize(program)
         examples = built.examples  # the cache keeps the inputs' examples, not every intermediate
         built.examples = {v: examples[v] for v in built.inputs if v in examples}
+        built.captures = captures if captures.nodes else None
         return built, captures
 
     # ``f(*args)`` calls ``f._dispatch(*args)``, the last signature's dispatcher (``_Entry.dispatcher``),
