@@ -124,11 +124,10 @@ def test_the_readme_example_source():
                     "    return (v5, v_1_bar2, v0_bar2)"]
 
 
-def test_large_captured_arrays_are_passed_not_written_out():
-    W = np.linspace(-1.0, 1.0, 2000).reshape(40, 50)
-
+def test_large_constant_arrays_are_passed_not_written_out():
     def f(x):
-        return wnp.sum(wnp.tanh(x @ W))
+        W = np.linspace(-1.0, 1.0, 2000).reshape(40, 50)  # a constant of the program (a captured
+        return wnp.sum(wnp.tanh(x @ W))  # array is an input: test_captured.py)
 
     x = np.linspace(0.0, 1.0, 40)
     compiled = wg.compile(f).grad()

@@ -211,15 +211,6 @@ def f_exec(x):
     return x
 
 
-def make_mutable_closure():
-    state = [1.0]
-
-    def f_closure(x):
-        return x * state[0]
-
-    return f_closure
-
-
 def f_ifexp(x):
     return x if x > 0.0 else -x
 
@@ -228,7 +219,6 @@ BAD = [
     (f_try, "try/except"), (f_with, "with statement"), (f_generator, "generator (yield)"),
     (f_genexp, "generator expression"), (f_global, "global statement"), (make_nonlocal(), "nonlocal"),
     (f_return_in_loop, "return inside a loop"), (f_exec, "exec()"),
-    (make_mutable_closure(), "mutable variable"),
     (f_ifexp, "a if c else b"),
 ]
 

@@ -5,11 +5,17 @@ floats, and the value of every other argument (ints, strings, None: the trace sp
 them, as ``jax.jit``'s static arguments). A new signature traces again (counted by
 ``cache_info()``). Arguments that are already traced by another transform (``wg.grad`` of a
 compiled function) make it run ``fun`` itself, so the tape records it as usual.
+
+Captured values follow Python (``captures.py``, docs/program.md): the float arrays ``fun`` reads
+from globals, closure cells and captured objects are inputs of the program read at each call; its
+other captured values are guarded, and a change traces again (kept beside the earlier traces of the
+signature, at most ``_VARIANTS``).
 """
 
 import functools
 import inspect
 import operator
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -18,10 +24,16 @@ from wengert.api import transforms
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.core.trace import BOX_TYPES, gc_paused
 from wengert.engines.collector import trace_started
+from wengert.program.captures import scan, with_captured_inputs
 from wengert.program.ir import Program, Variable
 from wengert.program.pipeline import lower, optimize
+from wengert.program.tracing import _param_names
 
 __all__ = ["compile_function", "CompiledFunction", "CacheInfo"]
+
+_VARIANTS = 8
+"""Traces kept per signature of the arguments, for different captured values (torch.compile's
+``cache_size_limit``): a value that keeps changing evicts the oldest, with one warning."""
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "currsize"])
 """Like ``functools.lru_cache``'s: calls served from the cache, traces, programs held."""
@@ -81,11 +93,16 @@ class _Entry:
     """One traced signature: the program, its function, and ``call``, the function taking every
     leaf of the arguments (static ones ignored) and returning the result's structure."""
 
-    __slots__ = ("program", "function", "picks", "call", "body", "params", "namespace", "dispatch")
+    __slots__ = ("program", "function", "picks", "call", "body", "params", "namespace", "dispatch",
+                 "captures", "read", "extra")
 
-    def __init__(self, program):
+    def __init__(self, program, captures):
         self.program = program
         self.function = program.function
+        self.captures = captures
+        # read(): the captured arrays' values now, or None when a guarded captured value changed
+        self.read = captures.reader() if captures.nodes else None
+        self.extra = len(captures.arrays)  # the last leaves of the program are the captured arrays
         self.picks = tuple(i for i, slot in enumerate(program.in_leaves) if type(slot) is Variable)
         params = [f"a{i}" for i in range(len(program.in_leaves))]
         inner = f"function({', '.join(params[i] for i in self.picks)})"
@@ -102,14 +119,15 @@ class _Entry:
         else:  # the result's structure spelled out: no tree_unflatten per call
             body = [f"{', '.join(outs)}{',' if n == 1 else ''} = {inner}" if n > 1 else f"o0 = {inner}",
                     f"return {built}"]
-        self.body, self.params, self.namespace = body, params, namespace
+        self.body, self.namespace = body, namespace
+        self.params = params[:len(params) - self.extra]  # the arguments' leaves (dispatch's parameters)
         text = f"def call({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
         exec(text, namespace)  # noqa: S102
         self.call = namespace["call"]
         self.dispatch = None
 
-    def run(self, leaves):
-        return self.call(*leaves)
+    def run(self, leaves, captured=()):
+        return self.call(*leaves, *captured)
 
     def dispatcher(self, args, slow, hits):
         """For a flat key (``_flat_key``): one generated function that checks that ``args`` have this
@@ -133,9 +151,17 @@ class _Entry:
         head = "".join(f"{p}=_MISSING, " for p in self.params) + ("/, " if self.params else "")
         given = "".join(f"{p}, " for p in self.params)
         lines = [f"def dispatch({head}*rest, **kwargs):",
-                 f"    if {' and '.join(checks) if checks else 'True'} and not rest and not kwargs:",
-                 "        hits[0] += 1"]
-        lines += [f"        {line}" for line in self.body]
+                 f"    if {' and '.join(checks) if checks else 'True'} and not rest and not kwargs:"]
+        indent = "        "
+        if self.read is not None:  # the captured values' guards, and the captured arrays read now
+            namespace["read"] = self.read
+            lines += ["        captured = read()", "        if captured is not None:"]
+            indent = "            "
+            if self.extra:
+                names = [f"a{len(self.params) + k}" for k in range(self.extra)]
+                lines.append(f"{indent}{', '.join(names)}, = captured")
+        lines.append(f"{indent}hits[0] += 1")
+        lines += [f"{indent}{line}" for line in self.body]
         lines += [f"    return slow(*[a for a in ({given}) if a is not _MISSING], *rest, **kwargs)"]
         text = "\n".join(lines) + "\n"
         exec(text, namespace)  # noqa: S102
@@ -179,19 +205,44 @@ class CompiledFunction:
         self._misses = 0
         self._dispatch = self._slow
         self._variants = {}  # (keyword-only names, positional count) -> compiled, taking them last
+        self._warned = False  # about a captured value that keeps changing
         functools.update_wrapper(self, fun)
 
     def _entry(self, args):
+        """The entry for ``args`` (traced if no cached one passes its guards), their leaves and the
+        captured arrays' values; ``(None, None, None)`` for values traced by another transform."""
         key, leaves = _signature(args)
         if key is None:
-            return None, None
-        entry = self._cache.get(key)
-        if entry is None:
-            self._misses += 1
-            entry = self._cache[key] = self._new_entry(args)
-        else:
-            self._hits += 1
-        return entry, (leaves if leaves is not None else args)
+            return None, None, None
+        entry, captured = self._lookup(key, args)
+        return entry, (leaves if leaves is not None else args), captured
+
+    def _lookup(self, key, args):
+        """The cached entry of signature ``key`` whose captured values' guards pass, and the captured
+        arrays' values; or a new trace (kept with at most ``_VARIANTS - 1`` others of its key)."""
+        entries = self._cache.get(key)
+        if entries is None:
+            entries = self._cache[key] = []
+        for entry in entries:
+            captured = entry.read() if entry.read is not None else ()
+            if captured is not None:
+                self._hits += 1
+                return entry, captured
+        self._misses += 1
+        if len(entries) >= _VARIANTS:
+            del entries[0]
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"{self!r} traced {_VARIANTS + 1} times for arguments of one signature "
+                              f"because a captured value keeps changing (last: "
+                              f"{entries[-1].captures.changed()}); pass it as an argument",
+                              RuntimeWarning, stacklevel=4)
+        entry = self._new_entry(args)
+        entries.append(entry)
+        captured = entry.read() if entry.read is not None else ()
+        if captured is None:  # changed by the trace itself: this call runs on the values traced
+            captured = tuple(n.value for n in entry.captures.arrays)
+        return entry, captured
 
     def _new_entry(self, args):
         # Tracing, the passes and code generation make several objects per statement, all alive
@@ -202,10 +253,17 @@ class CompiledFunction:
         # that is kept is not scanned again by the first young collection after the pause.
         with gc_paused():
             trace_started()
-            return _Entry(self._build(args))
+            return _Entry(*self._build(args))
 
     def _build(self, args):
-        program = Program.from_trace(self.fun, *args)
+        name = getattr(self.fun, "__name__", self.fun)
+        captures = scan(self.fun, f"wg.compile({name})")
+        if captures.nodes:  # the captured arrays are inputs after the arguments, the rest guarded
+            traced = with_captured_inputs(self.fun, len(args), captures, _param_names(self.fun, len(args)))
+            program = Program.from_trace(traced, *args, *[n.value for n in captures.arrays])
+            captures.check_constants(program.statements)
+        else:
+            program = Program.from_trace(self.fun, *args)
         if self.transform == "grad":
             built = lower(program.grad(self.argnums))  # simplified already
         elif self.transform == "value_and_grad":
@@ -214,7 +272,8 @@ class CompiledFunction:
             built = optimize(program)
         examples = built.examples  # the cache keeps the inputs' examples, not every intermediate
         built.examples = {v: examples[v] for v in built.inputs if v in examples}
-        return built
+        built.captures = captures if captures.nodes else None
+        return built, captures
 
     # ``f(*args)`` calls ``f._dispatch(*args)``, the last signature's dispatcher (``_Entry.dispatcher``),
     # found by a C-level getter: no Python frame of our own between the caller and the dispatcher.
@@ -225,20 +284,15 @@ class CompiledFunction:
             return self._keywords(args, kwargs)
         key = _flat_key(args)  # the common case first: on small arrays the overhead is the cost
         if key is not None:
-            entry = self._cache.get(key)
-            if entry is None:
-                self._misses += 1
-                entry = self._cache[key] = self._new_entry(args)
-            else:
-                self._hits += 1
+            entry, captured = self._lookup(key, args)
             if entry.dispatch is None:
                 entry.dispatch = entry.dispatcher(args, self._slow, self._fast_hits)
             self._dispatch = entry.dispatch  # the next call with this signature goes straight there
-            return entry.call(*args)
-        entry, leaves = self._entry(args)
+            return entry.call(*args, *captured)
+        entry, leaves, captured = self._entry(args)
         if entry is None:
             return self._uncompiled(*args)
-        return entry.run(leaves)
+        return entry.run(leaves, captured)
 
     def _keywords(self, args, kwargs):
         """A call with keyword arguments: those that can be given by position are (defaults stay
@@ -262,6 +316,7 @@ class CompiledFunction:
                 return fun(*values[:n], **dict(zip(names, values[n:])))
 
             with_keywords.__name__ = getattr(fun, "__name__", "f")
+            with_keywords.__wrapped__ = fun  # what it reads besides its arguments is fun's (captures.scan)
             variant = self._variants[names, n] = CompiledFunction(with_keywords, self.transform, self.argnums)
         return variant(*args, *[kwargs[k] for k in names])
 
@@ -275,7 +330,7 @@ class CompiledFunction:
 
     def program(self, *args):
         """The optimized Program that runs for arguments like ``args`` (traced if not cached)."""
-        entry, _ = self._entry(args)
+        entry, _, _ = self._entry(args)
         if entry is None:
             raise TypeError("compiled function: the arguments are traced values; call it with arrays")
         return entry.program
@@ -294,7 +349,7 @@ class CompiledFunction:
 
     def cache_info(self):
         """Hits, misses (one trace each) and the number of cached signatures."""
-        return CacheInfo(self._hits + self._fast_hits[0], self._misses, len(self._cache))
+        return CacheInfo(self._hits + self._fast_hits[0], self._misses, sum(map(len, self._cache.values())))
 
     def __repr__(self):
         what = f"{self.transform}({self.argnums}) of " if self.transform else ""
@@ -314,7 +369,8 @@ _MISSING = _Missing()
 def compile_function(fun):
     """Compile ``fun``: trace it once per input signature to a Program, generate Python, cache it
     (``jax.jit``; ``torch.compile``). ``.grad(argnums)`` and ``.value_and_grad(argnums)`` are
-    compiled too."""
+    compiled too. Captured arrays (globals, closure variables) are read at each call; other
+    captured values are guarded: a change traces again (docs/program.md, "Captured values")."""
     if isinstance(fun, CompiledFunction):
         return fun
     return CompiledFunction(fun)

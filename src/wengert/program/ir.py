@@ -237,6 +237,9 @@ class Program:
         ``tracing``): derivative programs evaluate their rules on them. Empty is valid (then
         placeholders are used); ``wg.compile`` keeps only its inputs' (the rest is computed again
         from them when a derivative program is derived)."""
+        self.captures = None
+        """``wg.compile``'s programs: what the function captured (``program.captures``); its arrays
+        are the last ``len(captures.arrays)`` positional arguments, read now when they are left out."""
         self._function = None
 
     # -- construction ----------------------------------------------------------------------------
@@ -305,7 +308,16 @@ class Program:
         return self._function
 
     def flat_inputs(self, args):
-        """The input values among ``args`` (checked against the traced structure and shapes)."""
+        """The input values among ``args`` (checked against the traced structure and shapes); the
+        captured arrays' values now when ``args`` leave them out (a program of ``wg.compile``)."""
+        captures = self.captures
+        n = len(self.in_tree[2]) - len(captures.arrays) if captures is not None else -1
+        if captures is not None and captures.arrays and len(args) == n:
+            captured = captures.reader()()
+            if captured is None:
+                raise ValueError(f"program {self.name}: the captured value {captures.changed()} changed "
+                                 f"since it was traced; trace it again (wg.compile does so by itself)")
+            args = tuple(args) + captured
         leaves, tree = tree_flatten(tuple(args))
         if tree != self.in_tree:
             raise TypeError(f"program {self.name}: called with arguments structured differently from "

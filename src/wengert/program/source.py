@@ -29,6 +29,7 @@ import numpy as np
 
 from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.program import rendering
+from wengert.program.captures import scan
 from wengert.program.compiled import CompiledFunction
 from wengert.program.control import TransformError
 from wengert.program.control_codegen import block_source, compile_block
@@ -60,6 +61,8 @@ class SourceProgram:
         self.out_tree = out_tree
         self.filename = filename
         self.examples = {}  # Variable -> the value abstract evaluation computed (rules run on these)
+        self.captures = None  # what the function reads besides its arguments (program.captures)
+        self.n_captured = 0  # the last inputs: the captured arrays, read at each call
         self._function = None
 
     @property
@@ -88,11 +91,22 @@ class SourceProgram:
                 raise ValueError(f"program {self.name}: built for the static argument {p!r}, got {a!r}")
         return values
 
+    def captured(self):
+        """The captured arrays' values now; an error when a captured value it was built for changed."""
+        if self.captures is None:
+            return ()
+        values = self.captures.reader()()
+        if values is None:
+            raise ValueError(f"program {self.name}: the captured value {self.captures.changed()} changed "
+                             f"since the program was built; build it again (wg.source_grad and "
+                             f"wg.source_jvp do)")
+        return values
+
     def __call__(self, *args):
         """Run the program."""
         if self._function is None:
             self._function = compile_block(self.name, self.inputs, update_in_place(self.body), self.outputs)
-        out = self._function(*self.flat_inputs(args))
+        out = self._function(*self.flat_inputs(args), *self.captured())
         return tree_unflatten(self.out_tree, [out] if len(self.outputs) == 1 else list(out))
 
     def grad(self, argnums=0, checkpoint="all", snapshots=None):
@@ -147,6 +161,22 @@ def from_source(fun, *example_args):
     # variables of those names are renamed (cos -> cos2), never shadow them
     taken = {"np", "math", "stack", "range", "len"} | rendering.reserved_names()
     builder = SourceBuilder(names=taken - set(params))
+    captures = scan(fun, f"source transformation of {parsed.name}", strict=False)  # the interpreter refuses
+    # writes itself, naming the line
+    captured = [builder.symbol(Variable.like(builder.fresh(name), n.value), n.value)
+                for name, n in zip(captures.input_names(params), captures.arrays)]
+    variables = [c.variable for c in captured]
+    snapshot = captures.snapshot()
+    with captures.installed(captured):  # the captured arrays are inputs, read at each call
+        program = _interpret(fun, parsed, builder, free, example_args, params, pre, bound_kw, defaults)
+    captures.check_unwritten(captured, variables)
+    captures.check_unchanged(snapshot)
+    program.inputs += variables
+    program.captures, program.n_captured = (captures if captures.nodes else None), len(variables)
+    return program
+
+
+def _interpret(fun, parsed, builder, free, example_args, params, pre, bound_kw, defaults):
     interp = Interpreter(fun, builder)
     inputs, slots = [], []
     for name, a in zip(free, example_args):

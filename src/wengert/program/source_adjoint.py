@@ -500,7 +500,7 @@ def jvp_source(program):
     ``(outputs, output tangents)``."""
     tr = _Tangents(program)
     tan, t_inputs = {}, []
-    for v in program.inputs:
+    for v in program.inputs[:len(program.inputs) - program.n_captured]:  # captured arrays: no tangent
         t = tr.tangent_var(v)
         t_inputs.append(t)
         if _is_float(v):

@@ -21,6 +21,7 @@ __all__ = ["source_grad", "source_jvp", "adjoint_table"]
 
 
 _TAPE_EQUIVALENT = {"grad": "wg.grad", "jvp": "wg.jvp"}
+_VARIANTS = 8  # programs kept per signature for different captured values (as wg.compile)
 
 
 def _key(args, name="grad", fun_name="f"):
@@ -56,13 +57,30 @@ class _SourceDerivative:
         self.__doc__ = f"The {kind} of {getattr(fun, '__name__', 'f')}, built from its source."
 
     def program(self, *args):
-        """The derivative program for arguments like ``args``."""
+        """The derivative program for arguments like ``args`` (and the captured values as they are)."""
+        return self._program(args)[0]
+
+    def _program(self, args):
+        """The program for ``args`` whose captured values' guards pass (built again if none does), and
+        the captured arrays' values now (its last inputs, or the tangents' places: source_jvp)."""
         key = _key(args, self.kind, getattr(self.fun, "__name__", "f"))
-        prog = self._cache.get(key)
-        if prog is None:
-            prog = self._cache[key] = self._build(from_source(self.fun, *args))
+        entries = self._cache.setdefault(key, [])
+        for prog, read in entries:
+            captured = read() if read is not None else ()
+            if captured is not None:
+                self._last = prog
+                return prog, captured
+        source = from_source(self.fun, *args)
+        prog = self._build(source)
+        read = source.captures.reader() if source.captures is not None else None
+        if len(entries) >= _VARIANTS:
+            del entries[0]
+        entries.append((prog, read))
         self._last = prog
-        return prog
+        captured = read() if read is not None else ()
+        if captured is None:  # changed while it was built: this call runs on the values it was built for
+            captured = tuple(n.value for n in source.captures.arrays)
+        return prog, captured
 
     def _latest(self):
         if self._last is None:
@@ -99,10 +117,11 @@ class _SourceDerivative:
         return bound.args
 
 
-def _run(prog, flat):
-    """``prog(*flat)`` with NumPy's arithmetic on Python floats: where Python refuses what NumPy
-    answers with inf or nan (``1.0 / 0.0``, math's domain errors) or answers with a complex number
-    (``(-1.0) ** 0.5``), the program runs again on ``np.float64``, as the tape's fast paths do."""
+def _run(prog, flat, captured=()):
+    """``prog(*flat, *captured)`` with NumPy's arithmetic on Python floats: where Python refuses what
+    NumPy answers with inf or nan (``1.0 / 0.0``, math's domain errors) or answers with a complex
+    number (``(-1.0) ** 0.5``), the program runs again on ``np.float64``, as the tape's fast paths do."""
+    flat = list(flat) + list(captured)
     try:
         out = prog(*flat)
     except (ArithmeticError, ValueError):
@@ -119,9 +138,9 @@ class _Grad(_SourceDerivative):
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = self._positional(args, kwargs)
-        prog = self.program(*args)
+        prog, captured = self._program(args)
         flat = [a for a in args if is_input_leaf(a)]
-        return _run(prog, flat)
+        return _run(prog, flat, captured)
 
 
 class _Jvp(_SourceDerivative):
@@ -129,10 +148,10 @@ class _Jvp(_SourceDerivative):
         primals, tangents = tuple(primals), tuple(tangents)
         if len(primals) != len(tangents):
             raise ValueError(f"source_jvp: {len(primals)} primals but {len(tangents)} tangents")
-        prog = self.program(*primals)
+        prog, captured = self._program(primals)
         flat = [a for a in primals if is_input_leaf(a)]
         flat_t = [t for a, t in zip(primals, tangents) if is_input_leaf(a)]
-        return _run(prog, flat + flat_t)
+        return _run(prog, flat + list(captured) + flat_t)
 
 
 def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
@@ -144,7 +163,10 @@ def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     default) keeps them on a stack (memory grows with the trip count); ``"binomial"`` (revolve,
     ``snapshots`` states, default ceil(log2 n); ``for`` loops over a range known when the program is
     generated) and ``"ctz"`` (online: also ``while`` loops and ``break``) keep a few loop states and
-    recompute iterations from them, following ``wengert.api.checkpointing.schedules``'s schedules."""
+    recompute iterations from them, following ``wengert.api.checkpointing.schedules``'s schedules.
+
+    Globals and closure variables are read as the plain function reads them on each call (captured
+    arrays as inputs, other values guarded: docs/program.md, "Captured values follow Python")."""
     check_policy(checkpoint, snapshots, f"source_grad({getattr(fun, '__name__', fun)})")
     return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad")
 

@@ -11,7 +11,6 @@ import types
 
 import numpy as np
 
-from wengert.core.primitive import Primitive
 from wengert.program.control import TransformError
 
 __all__ = ["TAPE", "parsed_source", "is_user_function", "closure_values", "assigned_names", "has_jump",
@@ -158,22 +157,14 @@ def is_user_function(f):
 
 
 def closure_values(fun, parsed):
-    """``{name: value}`` of ``fun``'s closure; a closure over mutable state is refused."""
+    """``{name: value}`` of ``fun``'s closure (what the captures follow: ``program.captures``)."""
     out = {}
     for name, cell in zip(fun.__code__.co_freevars, fun.__closure__ or ()):
         try:
-            value = cell.cell_contents
+            out[name] = cell.cell_contents
         except ValueError:
             raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} captures "
                                  f"{name!r}, which is not assigned yet. {TAPE}") from None
-        if isinstance(value, (list, dict, set, bytearray, np.ndarray)) or (
-                not isinstance(value, (int, float, complex, str, bool, tuple, type(None), np.generic,
-                                       types.FunctionType, types.ModuleType, types.BuiltinFunctionType,
-                                       Primitive))):
-            raise TransformError(f"{parsed.where(parsed.node.lineno)}: {fun.__name__} is a closure over the "
-                                 f"mutable variable {name!r} ({type(value).__name__}), state the source "
-                                 f"transformation cannot see change; pass it as an argument. {TAPE}")
-        out[name] = value
     return out
 
 

@@ -82,8 +82,9 @@ _ARRAY_MODULES = frozenset((id(np), id(wnp)))
 
 
 class Scope(dict):
-    """The names an expression sees: the interpreter's variables, then the closure, then globals
-    (user functions wrapped to be interpreted inline, ``math`` sent to ``wengert.numpy``)."""
+    """The names an expression sees: the interpreter's variables, then the closure, then globals,
+    then builtins, as Python looks them up (user functions wrapped to be interpreted inline,
+    ``math`` sent to ``wengert.numpy``)."""
 
     def __init__(self, interp):
         super().__init__()
@@ -93,19 +94,22 @@ class Scope(dict):
         it = self.interp
         if name in it.env:
             return it.env[name]
-        if name in it.closure:
+        in_closure = name in it.closure
+        if in_closure:
             value = it.closure[name]
         elif name in it.fun.__globals__:
             value = it.fun.__globals__[name]
         else:
-            raise KeyError(name)
+            raise KeyError(name)  # eval looks in the builtins (or raises NameError)
         if value is math:
             return _MathShim()
         if id(value) in _ARRAY_MODULES:
             return _ArrayModule(value)
         if is_user_function(value):
             return _UserCall(it, value)
-        raise KeyError(name)
+        if in_closure:  # a closure cell wins over a global of the same name, as in Python
+            return value
+        raise KeyError(name)  # eval reads the global itself
 
 
 class _UserCall:
