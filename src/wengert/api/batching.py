@@ -12,11 +12,12 @@ composes with every transform in both orders (``vmap(grad(f))`` gives per-exampl
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict, defaultdict
 from typing import Any, Callable
 
 import numpy as np
 
-from wengert.api.tree import tree_flatten, tree_unflatten
+from wengert.api.tree import sorted_keys, tree_flatten, tree_unflatten
 from wengert.core.exits import name_of
 from wengert.core.trace import BOX_TYPES
 from wengert.engines.batching import Batched, BatchTrace
@@ -48,7 +49,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
         _, treedef = tree_flatten(list(args))
         call_args = tree_unflatten(treedef, boxed)
         out = fun(*call_args)
-        return _outputs(out, out_axes, trace, fun)
+        return _outputs(out, out_axes, trace, fun, leaves)
 
     return batched
 
@@ -121,8 +122,10 @@ def _prefix(spec, tree, out):
     if type(spec) is not t and not (isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple))
                                     and type(spec) in (list, tuple)):
         return False
-    if t is dict:
-        return spec.keys() == tree.keys() and all(_prefix(spec[k], tree[k], out) for k in tree)
+    if t is dict or t is defaultdict:  # keys matched whatever their order, walked sorted (JAX)
+        return spec.keys() == tree.keys() and all(_prefix(spec[k], tree[k], out) for k in sorted_keys(tree))
+    if t is OrderedDict:  # its order is part of its structure
+        return tuple(spec) == tuple(tree) and all(_prefix(spec[k], tree[k], out) for k in tree)
     if isinstance(tree, (list, tuple)):
         return len(spec) == len(tree) and all(_prefix(s, c, out) for s, c in zip(spec, tree))
     return False
@@ -136,7 +139,7 @@ def _to_front(x, axis):
     return shape_ops.transpose(x, order)
 
 
-def _outputs(out, out_axes, trace, fun):
+def _outputs(out, out_axes, trace, fun, inputs):
     leaves, treedef = tree_flatten(out)
     axes = []
     if not _prefix(out_axes, out, axes):
@@ -150,19 +153,38 @@ def _outputs(out, out_axes, trace, fun):
                 raise ValueError(f"wg.vmap({name_of(fun)}): out_axes is None for result {k}, but it differs "
                                  f"between the {trace.size} examples (it depends on a mapped argument); "
                                  f"give it an axis")
-            done.append(leaf)
+            # the same for every example: maybe an argument or a closed-over array itself
+            done.append(leaf.copy() if type(leaf) is np.ndarray else leaf)
             continue
         value = leaf.value if mapped else _broadcast_batch(leaf, trace.size)
         n = len(broadcasting.shape_of(value))
         if not -n <= axis < n:
             raise ValueError(f"wg.vmap({name_of(fun)}): out_axes {axis} is out of range for result {k}, "
                              f"of {n - 1} axes per example")
-        done.append(_from_front(value, axis % n))
+        done.append(_own_memory(_from_front(value, axis % n), inputs))
     return tree_unflatten(treedef, done)
 
 
+def _own_memory(x, inputs):
+    """``x``, or a copy of it where it is (a view of) one of the arguments' arrays, or a read-only
+    view (a broadcast): the result of ``vmap`` is the caller's own, like the stacked results of a
+    Python loop. A fresh array (``base`` None) that is no argument costs one identity test per
+    argument; a view, a bounds test (``np.may_share_memory``) per argument."""
+    if type(x) is not np.ndarray:
+        return x  # a number, or a box of an enclosing transform (its own level checks its result)
+    if x.base is None:
+        for a in inputs:  # a loop, not any(): this is the common case, kept cheap
+            if a is x:
+                return x.copy()
+        return x
+    if not x.flags.writeable or any(type(a) is np.ndarray and np.may_share_memory(x, a) for a in inputs):
+        return x.copy()
+    return x
+
+
 def _broadcast_batch(x, size):
-    """A result the same for every example, repeated along a new batch axis in front."""
+    """A result the same for every example, repeated along a new batch axis in front: a new array
+    (as ``jax.vmap`` gives, and a Python loop), never a view of a closed-over array."""
     if type(x) not in BOX_TYPES and not isinstance(x, (float, int, complex, np.ndarray, np.generic)):
         raise TypeError(f"wg.vmap: a result must be an array or a number, got {type(x).__name__}")
     shape = tuple(broadcasting.shape_of(x))
