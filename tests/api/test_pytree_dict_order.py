@@ -142,7 +142,8 @@ def test_tree_ravel_is_ravel_pytree_for_dicts_in_any_order(jax):
                                     (np.float16, np.float32), (np.int32, np.int64),
                                     (np.complex64, np.float32), (np.bool_, np.float64)],
                          ids=lambda d: "+".join(np.dtype(t).name for t in d))
-@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # unravel: a real leaf from a complex vector
+# unravel casts a piece of the complex vector back to its real leaf's dtype, as JAX's does
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
 def test_tree_ravel_with_mixed_dtypes_is_ravel_pytree(jax, dtypes):
     from jax.flatten_util import ravel_pytree
 

@@ -61,8 +61,9 @@ def sorted_keys(tree: dict) -> tuple[Any, ...]:
     except TypeError:
         keys = tuple(tree)
         kinds = sorted({type(k).__name__ for k in keys})
-        raise ValueError(f"pytree: the keys of a dict cannot be sorted ({', '.join(repr(k) for k in keys[:6])}"
-                         f"{', ...' if len(keys) > 6 else ''}; types {', '.join(kinds)}): a dict's leaves "
+        shown = ", ".join(repr(k) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
+        raise ValueError(f"pytree: the keys of a dict cannot be sorted ({shown}; types "
+                         f"{', '.join(kinds)}): a dict's leaves "
                          f"are ordered by sorted key, as in JAX. Use keys of one type (e.g. all str), "
                          f"or an OrderedDict, whose leaves keep its insertion order") from None
 
