@@ -382,3 +382,18 @@ def test_shuffled_helper_really_shuffles():
     tree = {k: 1.0 for k in "abcdefgh"}
     orders = {tuple(_shuffled(tree, random.Random(s))) for s in range(5)}
     assert len(orders) > 1
+
+
+def test_misc_flatten_is_autograds_for_dicts_in_any_order():
+    pytest.importorskip("autograd")
+    from autograd.misc.flatten import flatten as ag_flatten
+
+    from wengert.misc import flatten
+
+    for tree in ({"w": B, "b": [A, 2.0], "a": {"z": C, "y": 0.5}},
+                 {"a": {"y": 0.5, "z": C}, "w": B, "b": [A, 2.0]}):
+        ours, unflatten = flatten(tree)
+        theirs, _ = ag_flatten(tree)
+        np.testing.assert_array_equal(ours, theirs)
+        back = unflatten(ours)
+        assert list(back) == ["a", "b", "w"] and list(back["a"]) == ["y", "z"]
