@@ -7,6 +7,10 @@ not depend on the batch). The batch size comes from the mapped arguments, which 
 Values the function closes over are constants, the same for every example. ``vmap`` nests and
 composes with every transform in both orders (``vmap(grad(f))`` gives per-example gradients,
 ``grad`` of a function that calls ``vmap`` differentiates through it).
+
+The results are the caller's own, as a Python loop's stacked results would be: none shares memory
+with an argument or is a view of a closed-over array (those few are copied; a result computed
+afresh is handed back as it is).
 """
 
 from __future__ import annotations
@@ -161,30 +165,33 @@ def _outputs(out, out_axes, trace, fun, inputs):
         if not -n <= axis < n:
             raise ValueError(f"wg.vmap({name_of(fun)}): out_axes {axis} is out of range for result {k}, "
                              f"of {n - 1} axes per example")
-        done.append(_own_memory(_from_front(value, axis % n), inputs))
+        value = _from_front(value, axis % n)
+        # The result is the caller's own, like the stacked results of a Python loop: copied where
+        # it is one of the arguments' arrays, a view of one, or a read-only view (a broadcast). A
+        # number, or a box of an enclosing transform, is left to that level. Inline, not a call:
+        # a fresh array (``base`` None) costs one identity test per argument, a view a bounds test
+        # (``np.may_share_memory``) per argument.
+        if type(value) is np.ndarray:
+            if value.base is None:
+                for a in inputs:
+                    if a is value:
+                        value = value.copy()
+                        break
+            elif not value.flags.writeable or _shares(value, inputs):
+                value = value.copy()
+        done.append(value)
     return tree_unflatten(treedef, done)
 
 
-def _own_memory(x, inputs):
-    """``x``, or a copy of it where it is (a view of) one of the arguments' arrays, or a read-only
-    view (a broadcast): the result of ``vmap`` is the caller's own, like the stacked results of a
-    Python loop. A fresh array (``base`` None) that is no argument costs one identity test per
-    argument; a view, a bounds test (``np.may_share_memory``) per argument."""
-    if type(x) is not np.ndarray:
-        return x  # a number, or a box of an enclosing transform (its own level checks its result)
-    if x.base is None:
-        for a in inputs:  # a loop, not any(): this is the common case, kept cheap
-            if a is x:
-                return x.copy()
-        return x
-    if not x.flags.writeable or any(type(a) is np.ndarray and np.may_share_memory(x, a) for a in inputs):
-        return x.copy()
-    return x
+def _shares(x, inputs):
+    """Whether the view ``x`` may share memory with one of the arrays ``inputs``."""
+    return any(type(a) is np.ndarray and np.may_share_memory(x, a) for a in inputs)
 
 
 def _broadcast_batch(x, size):
-    """A result the same for every example, repeated along a new batch axis in front: a new array
-    (as ``jax.vmap`` gives, and a Python loop), never a view of a closed-over array."""
+    """A result the same for every example, repeated along a new batch axis in front (a large one as
+    a read-only broadcast, which :func:`_outputs` copies: a new array, as ``jax.vmap`` and a Python
+    loop give, never a view of a closed-over array)."""
     if type(x) not in BOX_TYPES and not isinstance(x, (float, int, complex, np.ndarray, np.generic)):
         raise TypeError(f"wg.vmap: a result must be an array or a number, got {type(x).__name__}")
     shape = tuple(broadcasting.shape_of(x))
