@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from wengert.api.tree import tree_ravel
+from wengert.api.tree import describe, tree_flatten, tree_ravel
 from wengert.core.trace import unbox_all
 from wengert.nn.module import SparseRows
 
@@ -276,17 +276,28 @@ class CosineAnnealingLR(_Schedule):
 
 def _optimise(name, grad, x0, callback, num_iters, step):
     """Run ``step(g, x, i)`` (flat vectors) ``num_iters`` times from the pytree ``x0``; ``grad`` and
-    ``callback`` see trees like ``x0``. Returns the final tree."""
+    ``callback`` see trees like ``x0``. The gradient tree is read by the parameters' structure: a
+    dict's entries by key (whatever their order), each leaf checked against its parameter's shape.
+    Returns the final tree."""
     x, unravel = tree_ravel(x0)
     x = np.array(x, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
+    x_leaves, x_def = tree_flatten(x0)
+    shapes = [np.shape(unbox_all(leaf)) for leaf in x_leaves]
     for i in range(num_iters):
         g_tree = grad(unravel(x), i)
         if callback is not None:
             callback(unravel(x), i, g_tree)
+        g_leaves, g_def = tree_flatten(g_tree)
+        if g_def != x_def:
+            raise ValueError(f"wengert.optim.{name}: grad(params, {i}) returned a tree of structure "
+                             f"{describe(g_def)}, the parameters are {describe(x_def)}: it must return "
+                             f"a tree shaped like the parameters")
+        for k, (leaf, shape) in enumerate(zip(g_leaves, shapes)):
+            if np.shape(unbox_all(leaf)) != shape:
+                raise ValueError(f"wengert.optim.{name}: grad(params, {i}) leaf {k} has shape "
+                                 f"{np.shape(unbox_all(leaf))}, its parameter {shape}: it must return "
+                                 f"a tree shaped like the parameters")
         g = np.asarray(unbox_all(tree_ravel(g_tree)[0]))
-        if g.shape != x.shape:
-            raise ValueError(f"wengert.optim.{name}: grad(params, {i}) holds {g.size} numbers, the "
-                             f"parameters {x.size}: it must return a tree shaped like the parameters")
         x = step(g, x, i)
     return unravel(x)
 

@@ -123,7 +123,10 @@ def test_results_of_every_structure_come_back_through_the_dispatcher():
     cases = [
         (lambda x: (x * 2.0,), lambda r: r[0].tolist() == [2.0, 4.0] and type(r) is tuple and len(r) == 1),
         (lambda x: [x + 1.0, (x[0], None)], lambda r: r[0].tolist() == [2.0, 3.0] and r[1] == (1.0, None)),
-        (lambda x: {"s": wnp.sum(x), 3: [x[1]]}, lambda r: r == {"s": 3.0, 3: [2.0]} and list(r) == ["s", 3]),
+        # keys sorted, as JAX gives them back
+        (lambda x: {"s": wnp.sum(x), "a": [x[1]]},
+         lambda r: r == {"s": 3.0, "a": [2.0]} and list(r) == ["a", "s"]),
+        (lambda x: {3: wnp.sum(x), 1: [x[1]]}, lambda r: r == {3: 3.0, 1: [2.0]} and list(r) == [1, 3]),
         (lambda x: {(1, 2): x[0]}, lambda r: r == {(1, 2): 1.0}),  # a key no literal spells here
         (lambda x: Pair(x[0], {"b": x[1]}), lambda r: type(r) is Pair and r == (1.0, {"b": 2.0})),
         (lambda x: ((x[0],),), lambda r: r == ((1.0,),)),

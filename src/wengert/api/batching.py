@@ -7,16 +7,21 @@ not depend on the batch). The batch size comes from the mapped arguments, which 
 Values the function closes over are constants, the same for every example. ``vmap`` nests and
 composes with every transform in both orders (``vmap(grad(f))`` gives per-example gradients,
 ``grad`` of a function that calls ``vmap`` differentiates through it).
+
+The results are the caller's own, as a Python loop's stacked results would be: none shares memory
+with an argument or is a view of a closed-over array (those few are copied; a result computed
+afresh is handed back as it is).
 """
 
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict, defaultdict
 from typing import Any, Callable
 
 import numpy as np
 
-from wengert.api.tree import tree_flatten, tree_unflatten
+from wengert.api.tree import sorted_keys, tree_flatten, tree_unflatten
 from wengert.core.exits import name_of
 from wengert.core.trace import BOX_TYPES
 from wengert.engines.batching import Batched, BatchTrace
@@ -48,7 +53,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
         _, treedef = tree_flatten(list(args))
         call_args = tree_unflatten(treedef, boxed)
         out = fun(*call_args)
-        return _outputs(out, out_axes, trace, fun)
+        return _outputs(out, out_axes, trace, fun, leaves)
 
     return batched
 
@@ -121,8 +126,10 @@ def _prefix(spec, tree, out):
     if type(spec) is not t and not (isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple))
                                     and type(spec) in (list, tuple)):
         return False
-    if t is dict:
-        return spec.keys() == tree.keys() and all(_prefix(spec[k], tree[k], out) for k in tree)
+    if t is dict or t is defaultdict:  # keys matched whatever their order, walked sorted (JAX)
+        return spec.keys() == tree.keys() and all(_prefix(spec[k], tree[k], out) for k in sorted_keys(tree))
+    if t is OrderedDict:  # its order is part of its structure
+        return tuple(spec) == tuple(tree) and all(_prefix(spec[k], tree[k], out) for k in tree)
     if isinstance(tree, (list, tuple)):
         return len(spec) == len(tree) and all(_prefix(s, c, out) for s, c in zip(spec, tree))
     return False
@@ -136,7 +143,7 @@ def _to_front(x, axis):
     return shape_ops.transpose(x, order)
 
 
-def _outputs(out, out_axes, trace, fun):
+def _outputs(out, out_axes, trace, fun, inputs):
     leaves, treedef = tree_flatten(out)
     axes = []
     if not _prefix(out_axes, out, axes):
@@ -150,19 +157,41 @@ def _outputs(out, out_axes, trace, fun):
                 raise ValueError(f"wg.vmap({name_of(fun)}): out_axes is None for result {k}, but it differs "
                                  f"between the {trace.size} examples (it depends on a mapped argument); "
                                  f"give it an axis")
-            done.append(leaf)
+            # the same for every example: maybe an argument or a closed-over array itself
+            done.append(leaf.copy() if type(leaf) is np.ndarray else leaf)
             continue
         value = leaf.value if mapped else _broadcast_batch(leaf, trace.size)
         n = len(broadcasting.shape_of(value))
         if not -n <= axis < n:
             raise ValueError(f"wg.vmap({name_of(fun)}): out_axes {axis} is out of range for result {k}, "
                              f"of {n - 1} axes per example")
-        done.append(_from_front(value, axis % n))
+        value = _from_front(value, axis % n)
+        # The result is the caller's own, like the stacked results of a Python loop: copied where
+        # it is one of the arguments' arrays, a view of one, or a read-only view (a broadcast). A
+        # number, or a box of an enclosing transform, is left to that level. Inline, not a call:
+        # a fresh array (``base`` None) costs one identity test per argument, a view a bounds test
+        # (``np.may_share_memory``) per argument.
+        if type(value) is np.ndarray:
+            if value.base is None:
+                for a in inputs:
+                    if a is value:
+                        value = value.copy()
+                        break
+            elif not value.flags.writeable or _shares(value, inputs):
+                value = value.copy()
+        done.append(value)
     return tree_unflatten(treedef, done)
 
 
+def _shares(x, inputs):
+    """Whether the view ``x`` may share memory with one of the arrays ``inputs``."""
+    return any(type(a) is np.ndarray and np.may_share_memory(x, a) for a in inputs)
+
+
 def _broadcast_batch(x, size):
-    """A result the same for every example, repeated along a new batch axis in front."""
+    """A result the same for every example, repeated along a new batch axis in front (a large one as
+    a read-only broadcast, which :func:`_outputs` copies: a new array, as ``jax.vmap`` and a Python
+    loop give, never a view of a closed-over array)."""
     if type(x) not in BOX_TYPES and not isinstance(x, (float, int, complex, np.ndarray, np.generic)):
         raise TypeError(f"wg.vmap: a result must be an array or a number, got {type(x).__name__}")
     shape = tuple(broadcasting.shape_of(x))

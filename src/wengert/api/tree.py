@@ -1,13 +1,19 @@
 """Pytrees: nested tuples, lists and dicts of arrays and numbers, flattened to a list of leaves.
 
 Arguments and results of every transform may be pytrees; gradients come back with the same
-structure. Namedtuples keep their type; dicts keep their keys' order; ``None`` is an empty node.
+structure. The rules are JAX's (``jax.tree_util``): a dict's leaves come in the order of its
+*sorted* keys, so two dicts with the same keys in another insertion order have the same structure,
+and a dict rebuilt from a structure has its keys sorted; keys that cannot be sorted (``1`` and
+``"a"``) are a ValueError. An ``OrderedDict`` keeps its insertion order, which is part of its
+structure; a ``defaultdict`` is sorted like a dict and keeps its ``default_factory``. Namedtuples
+keep their type; ``None`` is an empty node; anything else (other dict subclasses included) is a leaf.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections import OrderedDict, defaultdict
 from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
@@ -23,7 +29,8 @@ _LEAF = "leaf"
 
 
 def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
-    """``(leaves, treedef)``: the leaves in order, and what is needed to rebuild the structure."""
+    """``(leaves, treedef)``: the leaves in order (a dict's by sorted key), and what is needed to
+    rebuild the structure (``jax.tree_util.tree_flatten``)."""
     leaves = []
     treedef = _flatten(tree, leaves)
     return leaves, treedef
@@ -33,8 +40,12 @@ def _flatten(tree, leaves):
     t = type(tree)
     if t is tuple or t is list:
         return (t, None, tuple(_flatten(c, leaves) for c in tree))
-    if t is dict:
-        return (dict, tuple(tree), tuple(_flatten(tree[k], leaves) for k in tree))
+    if t is dict or t is OrderedDict:
+        keys = sorted_keys(tree) if t is dict else tuple(tree)
+        return (t, keys, tuple(_flatten(tree[k], leaves) for k in keys))
+    if t is defaultdict:
+        keys = sorted_keys(tree)
+        return (t, (tree.default_factory, keys), tuple(_flatten(tree[k], leaves) for k in keys))
     if isinstance(tree, tuple) and hasattr(tree, "_fields"):  # namedtuple
         return (t, None, tuple(_flatten(c, leaves) for c in tree))
     if tree is None:
@@ -43,8 +54,23 @@ def _flatten(tree, leaves):
     return _LEAF
 
 
+def sorted_keys(tree: dict) -> tuple[Any, ...]:
+    """A dict's keys in the order its leaves are flattened: sorted, as ``jax.tree_util`` does."""
+    try:
+        return tuple(sorted(tree))
+    except TypeError:
+        keys = tuple(tree)
+        kinds = sorted({type(k).__name__ for k in keys})
+        shown = ", ".join(repr(k) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
+        raise ValueError(f"pytree: the keys of a dict cannot be sorted ({shown}; types "
+                         f"{', '.join(kinds)}): a dict's leaves "
+                         f"are ordered by sorted key, as in JAX. Use keys of one type (e.g. all str), "
+                         f"or an OrderedDict, whose leaves keep its insertion order") from None
+
+
 def tree_unflatten(treedef: Any, leaves: Sequence[Any]) -> Any:
-    """Rebuild a pytree with the structure ``treedef`` from ``leaves``."""
+    """Rebuild a pytree with the structure ``treedef`` from ``leaves`` (``jax.tree_util.tree_unflatten``;
+    a dict comes back with its keys sorted)."""
     it = iter(leaves)
     out = _unflatten(treedef, it)
     rest = next(it, _LEAF)
@@ -64,16 +90,22 @@ def _unflatten(treedef, it):
         return dict(zip(keys, values))
     if t is tuple or t is list:
         return t(values)
+    if t is OrderedDict:
+        return OrderedDict(zip(keys, values))
+    if t is defaultdict:
+        factory, keys = keys
+        return defaultdict(factory, zip(keys, values))
     return t(*values)  # namedtuple
 
 
 def tree_structure(tree: Any) -> Any:
-    """The treedef alone."""
+    """The treedef alone (``jax.tree_util.tree_structure``)."""
     return tree_flatten(tree)[1]
 
 
 def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
-    """Apply ``f`` to every leaf (and the corresponding leaves of ``rest``, same structure)."""
+    """Apply ``f`` to every leaf (and the corresponding leaves of ``rest``, same structure; dicts
+    match by key, whatever their insertion order) (``jax.tree_util.tree_map``)."""
     leaves, treedef = tree_flatten(tree)
     others = []
     for r in rest:
@@ -137,8 +169,11 @@ def describe(treedef: Any) -> str:
     if t is None:
         return "None"
     inner = [describe(c) for c in children]
-    if t is dict:
-        return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, inner)) + "}"
+    if t is defaultdict:
+        keys = keys[1]
+    if t is dict or t is OrderedDict or t is defaultdict:
+        text = "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, inner)) + "}"
+        return text if t is dict else f"{t.__name__}({text})"
     if t is list:
         return "[" + ", ".join(inner) + "]"
     return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"

@@ -170,7 +170,8 @@ class _Entry:
 
 def _builder(tree, names, namespace):
     """Source of an expression building the pytree ``tree`` from the leaf expressions ``names`` (in
-    order), or None where it cannot be spelled (dict keys other than strings and ints)."""
+    order), or None where it cannot be spelled (dict keys other than strings and ints, an
+    OrderedDict or defaultdict)."""
     if tree is _LEAF:
         return next(names)
     t, keys, children = tree
@@ -187,6 +188,8 @@ def _builder(tree, names, namespace):
         if not all(type(k) in (str, int) for k in keys):
             return None
         return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(keys, parts)) + "}"
+    if not (isinstance(t, type) and issubclass(t, tuple)):  # OrderedDict, defaultdict
+        return None
     name = f"T{len(namespace)}"  # a namedtuple type
     namespace[name] = t
     return f"{name}({', '.join(parts)})"
