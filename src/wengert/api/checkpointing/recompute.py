@@ -25,6 +25,7 @@ Multiple float outputs are packed into one vector (the node has one output) and 
 import numpy as np
 
 from wengert.api.checkpointing import schedules as sched
+from wengert.api.randomness import check_same
 from wengert.api.tensor import ScalarTensor, Tensor
 from wengert.api.transforms import jvp
 from wengert.api.tree import describe, tree_flatten, tree_unflatten
@@ -163,7 +164,7 @@ def _node_vjp(argnum, g, out, chain, *vals):
 
 
 def _node_jvp(argnum, t, out, chain, *vals):
-    return chain.jvp(argnum - 1, t, vals)
+    return chain.jvp(argnum - 1, t, out, vals)
 
 
 class Chain:
@@ -177,10 +178,12 @@ class Chain:
     __slots__ = ("fun", "kwargs", "name", "kind", "in_def", "in_plain", "in_float", "slot_boxes",
                  "slot_plain", "slot_float", "slot_ids", "seq_first", "seq_other", "seq_count",
                  "schedule", "n", "forward_state", "precomputed", "held", "watchers", "layout",
-                 "out_def", "out_float", "out_like", "cache")
+                 "out_def", "out_float", "out_like", "cache", "sources", "rng0")
 
-    def __init__(self, fun, name, kind, leaves, treedef, kwargs=None):
+    def __init__(self, fun, name, kind, leaves, treedef, kwargs=None, sources=None):
         self.fun = fun
+        self.sources = sources  # the random sources replayed (randomness.py), or None: none at all
+        self.rng0 = sources.capture() if sources is not None else None  # their states at x_0
         self.kwargs = kwargs  # wg.checkpoint: fun(*args, **kwargs); wg.iterate: fun(state)
         self.name = name
         self.kind = kind
@@ -342,9 +345,10 @@ class Chain:
 
     # -- snapshots --------------------------------------------------------------------------------
     def snap(self, slots, slot, position, state):
+        """Keep x_position in ``slot``, with the random state it was reached with."""
         before = len(slots)
         del slots[slot:]
-        slots.append((position, state))
+        slots.append((position, state, self.sources.capture() if self.sources is not None else None))
         self._held(len(slots) - before)
 
     def drop(self, slots, position):
@@ -358,11 +362,14 @@ class Chain:
             self.held += delta
             sched._note_snapshots(delta, self.watchers)
 
-    def sweep_forward(self, leaves, source):
+    def sweep_forward(self, leaves, source, replay=False):
         """The schedule's forward sweep from x_0 = ``leaves``, then step n-1 recorded.
-        Returns ``(slots, x_(n-1), x_n values, back)``."""
+        Returns ``(slots, x_(n-1), x_n values, back)``. ``replay``: a recomputation, from the random
+        state the first run started from."""
         slots = []
         current = leaves
+        if replay:
+            self._restore_random(self.rng0)
         try:
             for a in self.schedule.forward_sweep():
                 if a.kind == "advance":
@@ -372,6 +379,7 @@ class Chain:
                     self.snap(slots, a.slot, a.position, current)
                 else:  # restore: not part of a forward sweep, but harmless
                     current = slots[a.slot][1]
+                    self._restore_random(slots[a.slot][2])
             discovering = self.n - 1 >= self.seq_count
             values, out_def, back = self.record(self.n - 1, current, source)
             if discovering and self.kind == "iterate":
@@ -442,28 +450,61 @@ class Chain:
         return self._output(vals)
 
     def _output(self, vals):
-        """The packed float outputs, recomputed from the node's arguments (nothing recorded here)."""
+        """The packed float outputs, recomputed from the node's arguments (nothing recorded here),
+        with the first run's random numbers; the random state is left as it was."""
         current, source = self._leaves_from(vals), self._source(vals)
-        for j in range(self.n):
-            current = self.advance(j, current, source)
+        outer = self._capture_random()
+        try:
+            self._restore_random(self.rng0)
+            for j in range(self.n):
+                current = self.advance(j, current, source)
+        finally:
+            self._restore_random(outer)
         return _pack([v for v, f in zip(current, self.out_float) if f])
 
-    def jvp(self, argnum, t, vals):
+    def jvp(self, argnum, t, out, vals):
         def f(v):
             return self._output(vals[:argnum] + (v,) + vals[argnum + 1:])
 
-        return jvp(f, (vals[argnum],), (t,))[1]
+        primal, tangent = jvp(f, (vals[argnum],), (t,))
+        self._check_same([primal], [out], self.n - 1)
+        return tangent
 
     def vjp(self, argnum, g, out, vals):
         cache = self.cache
         if cache is None or cache[0] is not g or cache[1] is not out:
-            cache = self.cache = (g, out, self._reverse(g, vals))
+            cache = self.cache = (g, out, self._reverse(g, out, vals))
         if argnum == len(vals) - 1:
             self.cache = None  # the backward pass asks for the arguments in order
         return cache[2][argnum]
 
-    def _reverse(self, g, vals):
-        """All the node's argument cotangents: the schedule's reverse sweep."""
+    # -- random state and the check of recomputed values ------------------------------------------
+    def _capture_random(self):
+        return self.sources.capture() if self.sources is not None else None
+
+    def _restore_random(self, token):
+        if self.sources is not None:
+            self.sources.restore(token)
+
+    def _check_same(self, recomputed, first, p):
+        """Recomputed values (step ``p``'s outputs) must be the first run's: a random draw wengert
+        could not replay, or a value read that changed, would otherwise give another gradient."""
+        def what():
+            step = f" step {p} of" if self.kind == "iterate" else ""
+            return f"wg.{self.kind}({self.name}): recomputing{step} {self.name} in the backward pass"
+
+        check_same([unbox_all(v) for v in recomputed], [unbox_all(v) for v in first], what)
+
+    def _reverse(self, g, out, vals):
+        """All the node's argument cotangents: the schedule's reverse sweep. The random state is
+        replayed (each snapshot keeps the state it was reached with) and left as it was found."""
+        outer = self._capture_random()
+        try:
+            return self._reverse_sweep(g, out, vals)
+        finally:
+            self._restore_random(outer)
+
+    def _reverse_sweep(self, g, out, vals):
         parts = iter(_unpack_cotangent(g, self.out_like))
         ct = [next(parts) if f else None for f in self.out_float]
         del parts
@@ -475,9 +516,13 @@ class Chain:
         else:
             if state is not None:
                 self.drop(state[1], 0)
-            slots, current, _, back = self.sweep_forward(self._leaves_from(vals), source)
+            slots, current, values, back = self.sweep_forward(self._leaves_from(vals), source, replay=True)
+            self._check_same([_pack([unbox_all(v) for v, f in zip(values, self.out_float) if f])], [out],
+                             self.n - 1)
+            del values
         del state  # its recording and state would otherwise live through the whole sweep
         acc = {}
+        after = None  # x_(p+1) when step p is reversed: its recomputation must give it again
         try:
             for a in self.schedule.reverse_sweep():
                 if a.kind == "advance":
@@ -487,9 +532,14 @@ class Chain:
                     self.snap(slots, a.slot, a.position, current)
                 elif a.kind == "restore":
                     current = slots[a.slot][1]
+                    self._restore_random(slots[a.slot][2])
                 else:
                     if back is None:
-                        back = self.record(a.position, current, source)[2]
+                        values, _, back = self.record(a.position, current, source)
+                        if after is not None:
+                            self._check_same(values, after, a.position)
+                        del values
+                    after = current
                     current = None  # x_p: held by the recording until it is reversed, then by a slot
                     ct, ct_slots = back(ct)
                     back = None
