@@ -232,6 +232,8 @@ def _array_close(a, b):
     if np.shape(a) != np.shape(b):
         return False
     a, b = np.asarray(a), np.asarray(b)
+    if a.dtype == b.dtype and a.tobytes() == b.tobytes():
+        return True  # the usual case, and the fastest test of it
     if a.dtype.kind not in "fc" or b.dtype.kind not in "fc":
         return np.array_equal(a, b)
     if np.array_equal(a, b, equal_nan=True):

@@ -482,6 +482,12 @@ class Chain:
     def _capture_random(self):
         return self.sources.capture() if self.sources is not None else None
 
+    def forward_done(self):
+        """After the first run: a function that drew no random number from the sources has none to
+        replay (its recomputations run the same operations on the same values)."""
+        if self.sources is not None and not self.sources.changed(self.rng0):
+            self.sources = self.rng0 = None
+
     def _restore_random(self, token):
         if self.sources is not None:
             self.sources.restore(token)

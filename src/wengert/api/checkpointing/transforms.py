@@ -52,6 +52,7 @@ def checkpoint(fun: Callable[..., Any] | None = None, *, generators: Any = None)
         chain = Chain(fun, name, "checkpoint", leaves, treedef, kwargs or _NO_KWARGS, sources)
         chain.schedule = _ONE_STEP
         values, out_def = chain.evaluate(0, chain.in_plain, chain.slot_plain.__getitem__)
+        chain.forward_done()
         return chain.make_node(prim, chain.node_args(leaves), values, out_def)
 
     return checkpointed
@@ -112,6 +113,7 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
         if chain.n == 0:
             return x0
         chain.schedule = sched.ctz(chain.n)
+    chain.forward_done()
     args = chain.node_args(leaves)
     chain.forward_state = ([unbox_all(a) for a in args], slots, current, back)
     del current, back
