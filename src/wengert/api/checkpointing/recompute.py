@@ -178,12 +178,13 @@ class Chain:
     __slots__ = ("fun", "kwargs", "name", "kind", "in_def", "in_plain", "in_float", "slot_boxes",
                  "slot_plain", "slot_float", "slot_ids", "seq_first", "seq_other", "seq_count",
                  "schedule", "n", "forward_state", "precomputed", "held", "watchers", "layout",
-                 "out_def", "out_float", "out_like", "cache", "sources", "rng0")
+                 "out_def", "out_float", "out_like", "cache", "sources", "rng0", "between")
 
     def __init__(self, fun, name, kind, leaves, treedef, kwargs=None, sources=None):
         self.fun = fun
         self.sources = sources  # the random sources replayed (randomness.py), or None: none at all
         self.rng0 = sources.capture() if sources is not None else None  # their states at x_0
+        self.between = None  # wg.iterate's until=, asked after each step (its draws are replayed too)
         self.kwargs = kwargs  # wg.checkpoint: fun(*args, **kwargs); wg.iterate: fun(state)
         self.name = name
         self.kind = kind
@@ -395,6 +396,8 @@ class Chain:
                                         else self.slot_plain[s])
         if discovering and self.kind == "iterate":
             self.check_state(j, values, out_def)
+        if self.between is not None:  # the online loop asked until(x_(j+1)) here: same draws again
+            self.between(tree_unflatten(self.in_def, [unbox_all(v) for v in values]))
         return values
 
     # -- the node ------------------------------------------------------------------------------------
@@ -486,7 +489,7 @@ class Chain:
         """After the first run: a function that drew no random number from the sources has none to
         replay (its recomputations run the same operations on the same values)."""
         if self.sources is not None and not self.sources.changed(self.rng0):
-            self.sources = self.rng0 = None
+            self.sources = self.rng0 = self.between = None
 
     def _restore_random(self, token):
         if self.sources is not None:

@@ -75,7 +75,9 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
     on Griewank's optimal schedule; ``"ctz"`` keeps at most floor(log2 n) + 2 states without knowing
     n in advance: the only policy that accepts ``until``. See :mod:`wengert.api.checkpointing.schedules`.
     The state may be a pytree; each step must keep its structure, shapes and dtypes. ``until`` is
-    asked before every step, x0 included: ``while not until(x): x = step(x)``, on plain values.
+    asked before every step, x0 included: ``while not until(x): x = step(x)``, on plain values;
+    when the loop drew random numbers, the backward pass asks it again after each recomputed step
+    (ignoring the answer) so that its draws are replayed with the steps'.
     Like ``jax.checkpoint``, the checkpointed policies run ``step`` again in the backward pass, so
     it must perform the same operations each time. Random numbers are replayed as in
     :func:`checkpoint` (``generators=``: Generators ``step`` uses that it does not reach): every
@@ -128,6 +130,8 @@ def _online_forward(chain, until, n, source):
     if n == 0 or until(tree_unflatten(chain.in_def, current)):
         chain.n = 0
         return slots, current, current, None
+    chain.between = until  # recomputed steps ask it again, so that its draws are replayed
+    chain.rng0 = chain.sources.capture()  # x_0's random state: after until(x_0), before step 0
     chain.snap(slots, 0, 0, current)
     p = 0
     try:
