@@ -363,3 +363,27 @@ def test_same_semantics_as_torch_utils_checkpoint():
         kept = g_ck != 0
         assert 0 < kept.sum() < len(X)  # a real mask: some dropped, some kept
         assert np.allclose(g_ck[kept], 2 * X[kept] / 0.25)
+
+
+# -- the global state's corners: randn's cached Gaussian, another bit generator ------------------------
+
+def test_odd_gaussian_draws_and_another_global_bit_generator_are_replayed():
+    def block(x):
+        return x * np.random.randn(1) + np.random.standard_normal()  # legacy randn keeps one of a pair
+
+    def run(ck, seed):
+        np.random.seed(seed)
+        np.random.randn(1)  # leaves a cached Gaussian: the block's first draw uses it, moving no word
+        g = wg.grad(lambda x: wnp.sum((wg.checkpoint(block) if ck else block)(x) ** 2))(X)
+        return g, np.random.randn(3)
+
+    for seed in range(3):
+        (g, after), (g_plain, after_plain) = run(True, seed), run(False, seed)
+        assert np.allclose(g, g_plain, rtol=1e-13) and np.array_equal(after, after_plain)
+    saved = np.random.mtrand._rand._bit_generator
+    try:
+        np.random.set_bit_generator(np.random.PCG64(5))
+        (g, after), (g_plain, after_plain) = run(True, 7), run(False, 7)
+        assert np.allclose(g, g_plain, rtol=1e-13) and np.array_equal(after, after_plain)
+    finally:
+        np.random.set_bit_generator(saved)

@@ -16,6 +16,7 @@ the walk costs microseconds for the usual closure of a model and a few arrays.
 
 import ctypes
 import functools
+import struct
 import types
 
 import numpy as np
@@ -29,26 +30,66 @@ _RS = np.random.mtrand._rand  # the RandomState behind np.random.* (np.random.se
 _STATE_BYTES = 624 * 4 + 4  # MT19937's state: uint32 key[624], int pos
 
 
+def _slow_fingerprint():
+    """The global state as comparable bytes, through ``get_state`` (any bit generator)."""
+    return _frozen(_RS.get_state(legacy=False))
+
+
+def _frozen(state):
+    if type(state) is dict:
+        return tuple((k, _frozen(v)) for k, v in state.items())
+    if isinstance(state, np.ndarray):
+        return state.tobytes()
+    return state
+
+
 def _raw_reader():
-    """A fast reader of the global MT19937 state's bytes (its key and position), checked once against
-    ``get_state`` (50 us); None where the layout is not the expected one (then ``get_state`` is used)."""
+    """A fast reader of the global state's bytes: MT19937's key and position, and the legacy
+    Gaussian cache (``has_gauss``, ``gauss``: ``randn`` draws in pairs and keeps one), found in the
+    RandomState object by probing; all checked once against ``get_state`` (50 us). None where the
+    layout is not the expected one: ``get_state`` is then used."""
+    saved = _RS.get_state()
+    bit_generator = _RS._bit_generator  # held: np.random.set_bit_generator swaps it (read() checks)
     try:
-        bg = _RS._bit_generator
-        address = bg.ctypes.state_address
-        full = _RS.get_state()
-        raw = ctypes.string_at(address, _STATE_BYTES)
-        if full[0] != "MT19937" or raw != np.asarray(full[1], np.uint32).tobytes() + \
-                int(full[2]).to_bytes(4, "little", signed=True):
+        address = bit_generator.ctypes.state_address
+        size = _RS.__sizeof__()
+
+        def expected(state):
+            position = int(state[2]).to_bytes(4, "little", signed=True)
+            return np.asarray(state[1], np.uint32).tobytes() + position
+
+        offsets = None
+        for g in (1.2345678901234567e-3, -9.87654321e5):
+            _RS.set_state(saved[:3] + (1, g))
+            raw = ctypes.string_at(id(_RS), size)
+            needle = struct.pack("d", g)
+            found = {i for i in range(8, size - 7) if raw[i:i + 8] == needle}
+            offsets = found if offsets is None else offsets & found
+        if len(offsets) != 1:
             return None
-        _RS.random_sample()  # the address must follow a draw
-        after = _RS.get_state()
-        if ctypes.string_at(address, _STATE_BYTES) != np.asarray(after[1], np.uint32).tobytes() + \
-                int(after[2]).to_bytes(4, "little", signed=True):
-            return None
-        _RS.set_state(full)
-        return lambda: ctypes.string_at(address, _STATE_BYTES)
+        cache = id(_RS) + offsets.pop() - 8  # aug_bitgen_t: the bit generator pointer, has_gauss, gauss
+
+        key_pos = (ctypes.c_char * _STATE_BYTES).from_address(address)
+        gauss = (ctypes.c_char * 16).from_address(cache)
+
+        def read():
+            if _RS._bit_generator is not bit_generator:
+                return _slow_fingerprint()
+            return key_pos.raw + gauss.raw
+
+        for state in (saved[:3] + (0, 0.0), saved[:3] + (1, 0.5)):
+            _RS.set_state(state)
+            _RS.random_sample()  # the addresses must follow a draw
+            after = _RS.get_state()
+            got = read()
+            if got[:_STATE_BYTES] != expected(after) or struct.unpack("i", got[-16:-12])[0] != after[3] \
+                    or struct.unpack("d", got[-8:])[0] != after[4]:
+                return None
+        return read
     except Exception:  # pragma: no cover - another NumPy's layout: the slow, exact reader
         return None
+    finally:
+        _RS.set_state(saved)
 
 
 _read_raw = _raw_reader()
@@ -56,10 +97,7 @@ _last_global = [None]  # (fingerprint bytes, full state): the global state last 
 
 
 def _global_fingerprint():
-    if _read_raw is not None:
-        return _read_raw()
-    st = _RS.get_state()  # pragma: no cover - see _raw_reader
-    return np.asarray(st[1]).tobytes() + repr(st[2:]).encode()  # pragma: no cover
+    return _read_raw() if _read_raw is not None else _slow_fingerprint()
 
 
 def _global_capture():
@@ -67,7 +105,7 @@ def _global_capture():
     last = _last_global[0]
     if last is not None and last[0] == fp:
         return last  # unchanged since the last capture: its full state (get_state costs 50 us)
-    token = _last_global[0] = (fp, _RS.get_state())
+    token = _last_global[0] = (fp, _RS.get_state(legacy=False))
     return token
 
 
