@@ -66,7 +66,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *, random
         if randomness == "different":
             return _example_by_example(fun, args, leaves, where, size, out_axes)
         if randomness == "error":
-            sources = sources_of(fun, (), generators, f"wg.vmap({name_of(fun)})")
+            sources = sources_of(fun, (), generators, "wg.vmap")
             before = sources.capture()
         trace = BatchTrace(size)
         boxed = list(leaves)

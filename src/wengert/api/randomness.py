@@ -187,82 +187,105 @@ def _library(module_name):
     return (module_name or "builtins").partition(".")[0] in _LIBRARIES
 
 
-def _names_of(code, out):
-    out.update(code.co_names)
-    for c in code.co_consts:
-        if type(c) is types.CodeType:
-            _names_of(c, out)
+_NAMES = {}  # code object -> the names it and its nested code read (code objects never change)
+
+
+def _names_of(code):
+    names = _NAMES.get(code)
+    if names is None:
+        found = set(code.co_names)
+        for c in code.co_consts:
+            if type(c) is types.CodeType:
+                found.update(_names_of(c))
+        names = tuple(found)
+        if len(_NAMES) < 4096:
+            _NAMES[code] = names
+    return names
+
+
+_GENERATORS = (np.random.Generator, np.random.RandomState)
+_ATOM_TYPES = frozenset({str, bytes, int, float, complex, bool, type(None), np.ndarray, type,
+                         types.ModuleType, types.BuiltinFunctionType, range, slice, np.float64})
+_SEQUENCES = frozenset({list, tuple, set, frozenset})
+
+
+def _label(path):
+    """A path of (parent, suffix) pairs as text: ``model.layers[2].rng``."""
+    parts = []
+    while type(path) is tuple:
+        path, suffix = path
+        parts.append(suffix)
+    parts.append(path)
+    return "".join(reversed(parts))
 
 
 def sources_of(fun, roots=(), generators=None, where="wg.checkpoint"):
     """The random sources of ``fun`` called on ``roots``: see the module docstring. ``generators``:
-    more, given by the caller (Generators, RandomStates, or objects holding them)."""
+    more, given by the caller (Generators, RandomStates, or objects holding them). A stack of
+    ``(object, path, depth)``; paths are built only for what is found (:func:`_label`)."""
     found, labels, seen = [], [], {id(_RS)}
     stack = [(fun, getattr(fun, "__name__", type(fun).__name__), 0)]
     stack += [(r, f"argument {i}", 0) for i, r in enumerate(roots)]
     if generators is not None:
-        if isinstance(generators, (np.random.Generator, np.random.RandomState)) or \
-                not isinstance(generators, (list, tuple)):
+        if isinstance(generators, _GENERATORS) or not isinstance(generators, (list, tuple)):
             generators = [generators]
         for i, g in enumerate(generators):
-            if not isinstance(g, (np.random.Generator, np.random.RandomState)) and \
-                    isinstance(g, _ATOMS):
+            if not isinstance(g, _GENERATORS) and isinstance(g, _ATOMS):
                 raise TypeError(f"{where}: generators= takes numpy.random.Generator or RandomState "
                                 f"objects (or objects holding them, such as wengert.nn modules), got "
                                 f"{type(g).__name__}")
             stack.append((g, f"generators[{i}]", 0))
     count = 0
+    pop, push = stack.pop, stack.append
     while stack and count < _MAX_OBJECTS:
-        obj, label, depth = stack.pop()
-        if id(obj) in seen:
+        obj, path, depth = pop()
+        t = type(obj)
+        if t in _ATOM_TYPES or id(obj) in seen:
             continue
-        if isinstance(obj, (np.random.Generator, np.random.RandomState)):
+        if t is np.random.Generator or isinstance(obj, _GENERATORS):
             seen.add(id(obj))
             found.append(obj)
-            labels.append(f"the {type(obj).__name__} {label}")
+            labels.append(f"the {t.__name__} {_label(path)}")
             continue
-        if isinstance(obj, _ATOMS) or type(obj) in BOX_TYPES:
+        if t in BOX_TYPES or isinstance(obj, _ATOMS):
             continue
         seen.add(id(obj))
         count += 1
         if depth >= _MAX_DEPTH:
             continue
         d = depth + 1
-        t = type(obj)
         if t is types.FunctionType:
-            if _library(obj.__module__) and depth:
+            if depth and _library(obj.__module__):
                 continue
             code = obj.__code__
-            for name, cell in zip(code.co_freevars, obj.__closure__ or ()):
-                try:
-                    stack.append((cell.cell_contents, name, d))
-                except ValueError:  # an empty cell
-                    pass
-            names = set()
-            _names_of(code, names)
+            if obj.__closure__:
+                for name, cell in zip(code.co_freevars, obj.__closure__):
+                    try:
+                        push((cell.cell_contents, name, d))
+                    except ValueError:  # an empty cell
+                        pass
             g = obj.__globals__
-            stack += [(g[n], n, d) for n in names if n in g]
-            continue
-        if t is types.MethodType:
-            stack.append((obj.__func__, label, d))
-            stack.append((obj.__self__, "self", d))
-            continue
-        if t is functools.partial:
-            stack.append((obj.func, label, d))
-            stack += [(a, label, d) for a in obj.args]
-            stack += [(v, label, d) for v in obj.keywords.values()]
-            continue
-        if t in (list, tuple, set, frozenset):
-            stack += [(v, f"{label}[{i}]", d) for i, v in enumerate(obj)]
-            continue
-        if t is dict:
-            stack += [(v, f"{label}[{k!r}]", d) for k, v in obj.items()]
-            continue
-        attrs = getattr(obj, "__dict__", None)
-        if type(attrs) is dict:
-            stack += [(v, f"{label}.{k}", d) for k, v in attrs.items()]
-        if not _library(t.__module__):
-            stack += [(v, label, d) for v in vars(t).values() if type(v) is types.FunctionType]
+            for n in _names_of(code):
+                v = g.get(n, g)
+                if v is not g and type(v) not in _ATOM_TYPES:
+                    push((v, n, d))
+        elif t is types.MethodType:
+            push((obj.__func__, path, d))
+            push((obj.__self__, "self", d))
+        elif t is functools.partial:
+            push((obj.func, path, d))
+            stack += [(a, path, d) for a in obj.args]
+            stack += [(v, path, d) for v in obj.keywords.values()]
+        elif t in _SEQUENCES:
+            stack += [(v, (path, f"[{i}]"), d) for i, v in enumerate(obj)]
+        elif t is dict:
+            stack += [(v, (path, f"[{k!r}]"), d) for k, v in obj.items()]
+        else:
+            attrs = getattr(obj, "__dict__", None)
+            if type(attrs) is dict:
+                stack += [(v, (path, "." + k), d) for k, v in attrs.items()]
+            if not _library(t.__module__):
+                stack += [(v, path, d) for v in vars(t).values() if type(v) is types.FunctionType]
     return Sources(found, labels)
 
 
