@@ -389,3 +389,20 @@ def test_odd_gaussian_draws_and_another_global_bit_generator_are_replayed():
         check(np.random.get_state(legacy=False))  # (np.random.seed keeps PCG64's cached Gaussian)
     finally:
         np.random.set_bit_generator(saved)
+
+
+def test_recomputation_check_tolerates_rounding_only():
+    from wengert.api.randomness import check_same
+
+    def what():
+        return "wg.checkpoint(f): recomputing f"
+
+    a = np.array([1.0, -2.0, np.inf, np.nan, 0.0])
+    check_same([a * (1 + 1e-15), 3, "label"], [a, 3, "other"], what)  # rounding; non-numbers skipped
+    check_same([np.float32([1, 2]) * np.float32(1 + 1e-6)], [np.float32([1, 2])], what)
+    for changed in (a + [0, 0, 0, 0, 1e-3], np.where(np.isinf(a), 1.0, a), a[:4], np.array([1.0])):
+        with pytest.raises(RuntimeError, match=r"wg\.checkpoint\(f\): recomputing f gave different values "
+                                               r"than its first run \(leaf 0\)"):
+            check_same([changed], [a], what)
+    with pytest.raises(RuntimeError, match=r"\(leaf 1\)"):
+        check_same([a, np.array([1, 2])], [a, np.array([1, 3])], what)

@@ -2,7 +2,7 @@
 
 A checkpointed computation runs the user's function on plain values and records ONE node for the
 whole of it. The node's VJP runs it again, this time recording it, and backpropagates through the
-recording. Two difficulties, and how they are met:
+recording. Three difficulties, and how they are met:
 
 - **Closed-over traced values** (weights). The function is run under a *substitution trace*, newer
   than every trace alive, whose boxes hold the function's inputs. A primitive call that involves
@@ -18,6 +18,14 @@ recording. Two difficulties, and how they are met:
   ``grad``, ``jvp``, eager tensors) unboxes its own values and records its own node, exactly as for
   ``sin``; the VJP and JVP rules compute with whatever the node holds -- plain arrays, or the boxes
   of older traces, which then record the recomputation: second derivatives are correct.
+
+- **Random numbers** (``randomness.py``). The chain holds the states of the function's random
+  sources at x_0 (``rng0``) and each snapshot keeps those it was reached with, so every
+  recomputation draws what the first run drew; the backward pass leaves the states as it found
+  them. A function that drew nothing drops its sources after the first run. Each recomputed step's
+  output is compared with the value it must reproduce (the node's output, or the state the
+  previously reversed step started from): a draw that could not be replayed raises instead of
+  giving the gradient of other numbers.
 
 Multiple float outputs are packed into one vector (the node has one output) and cut apart again.
 """
