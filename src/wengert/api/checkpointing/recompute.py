@@ -27,12 +27,14 @@ recording. Three difficulties, and how they are met:
   previously reversed step started from): a draw that could not be replayed raises instead of
   giving the gradient of other numbers.
 
-Multiple float outputs are packed into one vector (the node has one output) and cut apart again.
+Multiple float outputs are packed into one vector (the node has one output) and cut apart again
+(``packing.py``).
 """
 
 import numpy as np
 
 from wengert.api.checkpointing import schedules as sched
+from wengert.api.checkpointing.packing import _fix, _like, _pack, _unpack, _unpack_cotangent
 from wengert.api.randomness import check_same
 from wengert.api.tensor import ScalarTensor, Tensor
 from wengert.api.transforms import jvp
@@ -42,7 +44,6 @@ from wengert.core.primitive import Primitive
 from wengert.core.trace import BOX_TYPES, Trace, register_box, unbox_all
 from wengert.engines.box import ArrayBox
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
-from wengert.rules import shape as shape_ops
 
 __all__ = ["Chain", "node_primitive"]
 
@@ -83,18 +84,6 @@ class _Substitution(Trace):
                 held._view = True  # a view of an argument: a write into it is refused (mutation.py)
             return held
         return out
-
-
-def _fix(g, value):
-    """A leaf's cotangent in the leaf's own type (None stays None: a symbolic zero)."""
-    if g is None or type(g) in BOX_TYPES:
-        return g
-    if type(value) is float:
-        g = np.asarray(g)
-        return float(g) if g.dtype.kind != "c" else complex(g)
-    if np.shape(g) != np.shape(value):
-        return np.broadcast_to(g, np.shape(value)).copy()
-    return g
 
 
 def _zero(value):
@@ -571,53 +560,3 @@ class Chain:
             c = acc.get(s)
             grads.append(c if c is not None else _zero(vals[layout.arg_of_slot[s]]))
         return grads
-
-
-def _like(v):
-    """A stand-in for ``v`` with its type, shape and dtype, holding no data."""
-    if type(v) is float:
-        return v
-    key = (np.shape(v), np.result_type(v))
-    got = _LIKE.get(key)
-    if got is None:
-        got = np.broadcast_to(np.zeros((), key[1]), key[0])
-        if len(_LIKE) < _SHARED_LIMIT:
-            _LIKE[key] = got
-    return got
-
-
-_LIKE = {}
-
-
-def _pack(values):
-    """One value holding every float output (the value itself when there is one)."""
-    if len(values) == 1:
-        return values[0]
-    dtype = np.result_type(*[unbox_all(v) for v in values])
-    flat = [shape_ops.reshape(v, (-1,)) for v in values]
-    flat = [f if np.result_type(unbox_all(f)) == dtype else f.astype(dtype) for f in flat]
-    return shape_ops.concatenate(*flat, axis=0)
-
-
-def _unpack(packed, like):
-    """Cut ``packed`` (from :func:`_pack`) into values shaped as ``like``."""
-    if len(like) == 1:
-        return [packed]
-    parts, start = [], 0
-    for v in like:
-        shape, dtype = np.shape(v), np.result_type(v)
-        size = int(np.prod(shape))
-        part = shape_ops.reshape(packed[start:start + size], shape)
-        if np.result_type(unbox_all(part)) != dtype:
-            part = part.astype(dtype)
-        if type(v) is float and type(part) not in BOX_TYPES:
-            part = float(part)
-        parts.append(part)
-        start += size
-    return parts
-
-
-def _unpack_cotangent(g, like):
-    if len(like) == 1:
-        return [_fix(g, like[0])]
-    return [_fix(p, v) for p, v in zip(_unpack(g, like), like)]
