@@ -225,3 +225,14 @@ def test_same_semantics_as_torch_func_vmap():
         assert (same == same[0]).all()
     for diff in (t_diff, w_diff):
         assert not (diff == diff[0]).all()
+
+
+def test_generators_are_found_past_data_and_named_by_their_path():
+    data = [np.ones(2)] * 100_000  # a large closed-over list does not use up the search
+    box = types.SimpleNamespace(d={"k": [np.random.default_rng(1)]})
+
+    def f(x):
+        return x * len(data) + box.d["k"][0].random()
+
+    with pytest.raises(RuntimeError, match=r"f drew random numbers from the Generator box\.d\['k'\]\[0\], "):
+        wg.vmap(f)(XS)

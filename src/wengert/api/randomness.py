@@ -14,8 +14,10 @@ the class is the user's own; from a user's function, the same again. Library cod
 the walk costs microseconds for the usual closure of a model and a few arrays.
 """
 
+import collections
 import ctypes
 import functools
+import itertools
 import struct
 import types
 
@@ -180,7 +182,8 @@ _LIBRARIES = frozenset({"wengert", "numpy", "scipy", "jax", "jaxlib", "torch", "
 _ATOMS = (str, bytes, int, float, complex, bool, type(None), np.ndarray, np.generic, type,
           types.ModuleType, types.BuiltinFunctionType, types.CodeType, range, slice)
 _MAX_DEPTH = 8
-_MAX_OBJECTS = 4000
+_MAX_OBJECTS = 2000  # objects looked at, arrays included: a search costs at most ~0.3 ms
+_PER_CONTAINER = 256  # the elements of a list, dict or object looked at: data does not use up the search
 
 
 def _library(module_name):
@@ -210,11 +213,13 @@ _SEQUENCES = frozenset({list, tuple, set, frozenset})
 
 
 def _label(path):
-    """A path of (parent, suffix) pairs as text: ``model.layers[2].rng``."""
+    """A path of (parent, step) pairs as text, ``model.layers[2].rng``: a step is an attribute name,
+    a sequence index, or a dict key in a list."""
     parts = []
     while type(path) is tuple:
-        path, suffix = path
-        parts.append(suffix)
+        path, step = path
+        parts.append(f"[{step}]" if type(step) is int else f"[{step[0]!r}]" if type(step) is list
+                     else "." + step)
     parts.append(path)
     return "".join(reversed(parts))
 
@@ -236,9 +241,11 @@ def sources_of(fun, roots=(), generators=None, where="wg.checkpoint"):
                                 f"{type(g).__name__}")
             stack.append((g, f"generators[{i}]", 0))
     count = 0
-    pop, push = stack.pop, stack.append
+    stack = collections.deque(reversed(stack))  # breadth first: the nearest objects first
+    pop, push = stack.popleft, stack.append
     while stack and count < _MAX_OBJECTS:
         obj, path, depth = pop()
+        count += 1
         t = type(obj)
         if t in _ATOM_TYPES or id(obj) in seen:
             continue
@@ -250,7 +257,6 @@ def sources_of(fun, roots=(), generators=None, where="wg.checkpoint"):
         if t in BOX_TYPES or isinstance(obj, _ATOMS):
             continue
         seen.add(id(obj))
-        count += 1
         if depth >= _MAX_DEPTH:
             continue
         d = depth + 1
@@ -277,13 +283,13 @@ def sources_of(fun, roots=(), generators=None, where="wg.checkpoint"):
             stack += [(a, path, d) for a in obj.args]
             stack += [(v, path, d) for v in obj.keywords.values()]
         elif t in _SEQUENCES:
-            stack += [(v, (path, f"[{i}]"), d) for i, v in enumerate(obj)]
+            stack += [(v, (path, i), d) for i, v in zip(range(_PER_CONTAINER), obj)]
         elif t is dict:
-            stack += [(v, (path, f"[{k!r}]"), d) for k, v in obj.items()]
+            stack += [(v, (path, [k]), d) for k, v in itertools.islice(obj.items(), _PER_CONTAINER)]
         else:
             attrs = getattr(obj, "__dict__", None)
             if type(attrs) is dict:
-                stack += [(v, (path, "." + k), d) for k, v in attrs.items()]
+                stack += [(v, (path, k), d) for k, v in itertools.islice(attrs.items(), _PER_CONTAINER)]
             if not _library(t.__module__):
                 stack += [(v, path, d) for v in vars(t).values() if type(v) is types.FunctionType]
     return Sources(found, labels)
