@@ -10,8 +10,9 @@ finds it by comparing the recomputed values with the first run's (``check_same``
 (the call's arguments); from an object, its attributes (``vars``: a ``wengert.nn`` model's layers,
 a ``Dropout``'s ``rng``), the elements of lists, tuples and dicts, and the methods of its class when
 the class is the user's own; from a user's function, the same again. Library code (wengert, NumPy,
-...), modules, classes, arrays and traced values are not entered. Bounded (depth and count), so
-the walk costs microseconds for the usual closure of a model and a few arrays.
+...), modules, classes, arrays and traced values are not entered. Breadth first and bounded (depth
+8, 256 elements of any container, 2,000 objects): a few microseconds for the usual closure of a
+model and some arrays. What the search misses, the recomputation check still catches.
 """
 
 import collections
