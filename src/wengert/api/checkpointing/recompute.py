@@ -288,7 +288,9 @@ class Chain:
         return RuntimeError(
             f"wg.{self.kind}({self.name}): recomputing {what}the function used different closed-over "
             f"traced values than its first run. Checkpointed functions must perform the same "
-            f"operations every time they run (no randomness or state changing between runs).")
+            f"operations every time they run (no state changing between runs; random draws are "
+            f"replayed from NumPy's global state and the Generators the function reaches or is given "
+            f"as generators=).")
 
     def record(self, j, leaves, source):
         """Evaluation ``j`` recorded on a fresh reverse trace: ``(output values, back)`` where
