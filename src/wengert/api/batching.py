@@ -11,6 +11,12 @@ composes with every transform in both orders (``vmap(grad(f))`` gives per-exampl
 The results are the caller's own, as a Python loop's stacked results would be: none shares memory
 with an argument or is a view of a closed-over array (those few are copied; a result computed
 afresh is handed back as it is).
+
+Randomness follows ``torch.func.vmap``'s ``randomness=``: ``'error'`` (the default) refuses a
+random draw inside the function (from NumPy's global state or a Generator the function reaches, as
+``randomness.py`` finds them), since one draw would be shared by every example; ``'same'`` allows
+it: one draw, shared; ``'different'`` runs the function once per example, a Python loop over the
+batch, so each example draws its own numbers (those of ``[f(x) for x in xs]``, in that order).
 """
 
 from __future__ import annotations
@@ -21,22 +27,38 @@ from typing import Any, Callable
 
 import numpy as np
 
+from wengert.api.randomness import sources_of
 from wengert.api.tree import sorted_keys, tree_flatten, tree_unflatten
 from wengert.core.exits import name_of
-from wengert.core.trace import BOX_TYPES
+from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.engines.batching import Batched, BatchTrace
 from wengert.rules import broadcasting
 from wengert.rules import shape as shape_ops
 
 __all__ = ["vmap"]
 
+RANDOMNESS = ("error", "different", "same")
+"""``wg.vmap``'s choices for random draws inside the function (``torch.func.vmap``'s)."""
 
-def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
-    """``fun`` mapped over axis ``in_axes`` of its arguments; the results stacked along ``out_axes``."""
+
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *, randomness: str = "error",
+         generators: Any = None) -> Callable[..., Any]:
+    """``fun`` mapped over axis ``in_axes`` of its arguments; the results stacked along ``out_axes``
+    (``jax.vmap``, ``torch.func.vmap``).
+
+    ``randomness`` (``torch.func.vmap``'s, same default): ``'error'`` raises when ``fun`` draws from
+    NumPy's global random state or from a ``numpy.random.Generator`` it reaches (closure, globals it
+    names, attributes such as a ``wengert.nn`` ``Dropout``'s ``rng``, and ``generators=``), naming
+    it, and leaves the state as it was; ``'same'``: one draw, shared by every example;
+    ``'different'``: ``fun`` runs once per example (a Python loop, slower), each drawing its own
+    numbers, as ``[fun(x) for x in xs]`` would from the same state."""
     if not callable(fun):
         raise TypeError(f"wg.vmap expects a function, got {fun!r}")
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
+    if randomness not in RANDOMNESS:
+        raise ValueError(f"wg.vmap({name_of(fun)}): randomness must be one of "
+                         f"{', '.join(map(repr, RANDOMNESS))}, got {randomness!r}")
 
     @functools.wraps(fun)
     def batched(*args, **kwargs):
@@ -46,6 +68,11 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
                             f"every example")
         axes = _per_argument(in_axes, len(args), fun)
         leaves, where, size = _mapped_leaves(args, axes, fun)
+        if randomness == "different":
+            return _example_by_example(fun, args, leaves, where, size, out_axes)
+        if randomness == "error":
+            sources = sources_of(fun, (), generators, "wg.vmap")
+            before = sources.capture()
         trace = BatchTrace(size)
         boxed = list(leaves)
         for k, axis in where:
@@ -53,9 +80,63 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
         _, treedef = tree_flatten(list(args))
         call_args = tree_unflatten(treedef, boxed)
         out = fun(*call_args)
+        if randomness == "error":
+            _refuse_draws(fun, sources, before, size)
         return _outputs(out, out_axes, trace, fun, leaves)
 
     return batched
+
+
+def _refuse_draws(fun, sources, before, size):
+    """randomness='error': a draw inside ``fun`` is undone and refused, naming what drew."""
+    drew = sources.changed(before)
+    if drew:
+        sources.restore(before)
+        name = name_of(fun)
+        raise RuntimeError(
+            f"wg.vmap({name}): {name} drew random numbers from {' and '.join(drew)}, with "
+            f"randomness='error' (the default, as in torch.func.vmap): the {size} examples would share "
+            f"one draw. Pass randomness='different' for independent draws per example ({name} then "
+            f"runs once per example) or randomness='same' for one draw shared by the batch.")
+
+
+def _example_by_example(fun, args, leaves, where, size, out_axes):
+    """randomness='different': ``fun`` called on each example in turn, the results stacked."""
+    _, treedef = tree_flatten(list(args))
+    outs = []
+    for k in range(size):
+        example = list(leaves)
+        for i, axis in where:
+            example[i] = leaves[i][(slice(None),) * axis + (k,)]
+        outs.append(fun(*tree_unflatten(treedef, example)))
+    first, out_def = tree_flatten(outs[0])
+    axes = []
+    if not _prefix(out_axes, outs[0], axes):
+        raise ValueError(f"wg.vmap({name_of(fun)}): out_axes {out_axes!r} does not match the structure "
+                         f"of the result ({len(first)} leaves)")
+    per_leaf = [[leaf] for leaf in first]
+    for out in outs[1:]:
+        got, got_def = tree_flatten(out)
+        if got_def != out_def:
+            raise ValueError(f"wg.vmap({name_of(fun)}): the examples' results differ in structure")
+        for column, leaf in zip(per_leaf, got):
+            column.append(leaf)
+    done = []
+    for k, (column, axis) in enumerate(zip(per_leaf, axes)):
+        if axis is None:
+            plain = [unbox_all(v) for v in column]
+            if any(type(v) in BOX_TYPES for v in column) or \
+                    not all(np.array_equal(plain[0], v) for v in plain[1:]):
+                raise ValueError(f"wg.vmap({name_of(fun)}): out_axes is None for result {k}, but it "
+                                 f"differs between the {size} examples; give it an axis")
+            done.append(column[0])
+            continue
+        n = len(broadcasting.shape_of(column[0])) + 1
+        if not -n <= axis < n:
+            raise ValueError(f"wg.vmap({name_of(fun)}): out_axes {axis} is out of range for result {k}, "
+                             f"of {n - 1} axes per example")
+        done.append(shape_ops.stack(*column, axis=axis % n))
+    return tree_unflatten(out_def, done)
 
 
 def _check_axes_spec(spec, what):

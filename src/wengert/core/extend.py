@@ -424,11 +424,8 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
       (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation;
     - ``saves``: what its VJP rules read (``"out"``, argument indices or names), the tape keeps only
       that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}`` (``wengert.engines.saving``);
-    - ``updates_view``: for a primitive whose result may be a NumPy view of argument 0 (``getitem``,
-      ``reshape``, ``transpose``), a function ``updates_view(x, new, *args, **kwargs)`` giving ``x``
-      with that view of it replaced by ``new``, written with wengert's functions: a write into the
-      result then writes through to ``x``, in value and derivative, as NumPy writes through a view
-      (``wengert.engines.mutation``). A view without it refuses writes.
+    - ``updates_view``: ``(x, new, *args, **kwargs) -> x`` with its view (the result) replaced by ``new``,
+      so a write into a view writes through (``wengert.engines.mutation``); other views refuse writes.
     Returns ``prim``. ``tests/rules/test_facts.py`` checks every declared fact numerically."""
     prim = _as_primitive(prim, "facts")
     given = dict(linear=None if linear is None else tuple(linear), fresh=fresh, broadcasts=broadcasts,

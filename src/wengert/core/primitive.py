@@ -87,7 +87,7 @@ class Primitive:
         self.helper = None
         self.derivatives = None
         self.saves = None  # what the VJP rules read (engines/saving.py); None: keep everything
-        self.updates_view = None  # a write into its result (a view of argument 0) written back
+        self.updates_view = None
         self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
         self.jvp_joint = None  # optional: every argument's tangents at once, rule(tangents, out, *args)
 

@@ -7,6 +7,7 @@ import operator
 
 import numpy as np
 
+from wengert.api.randomness import Sources, sources_of
 from wengert.program.control import If, TransformError
 from wengert.program.ir import Variable, placeholder
 from wengert.program.source_loops import LoopInterpreter
@@ -44,6 +45,9 @@ def _clean_key(target):
     return name if name else "item"
 
 
+_GENERATORS = (np.random.Generator, np.random.RandomState)
+
+
 class Interpreter(LoopInterpreter):
     """Interprets one function's body on symbols, recording nodes into ``builder.statements``."""
 
@@ -55,6 +59,7 @@ class Interpreter(LoopInterpreter):
         self.depth = depth
         self.env = {}
         self._code = {}
+        self.random = sources_of(fun, where=f"source transformation of {getattr(fun, '__name__', fun)}")
 
     # -- helpers ---------------------------------------------------------------------------------
     def error(self, node, what):
@@ -164,6 +169,30 @@ class Interpreter(LoopInterpreter):
             self.statement(s)
 
     def statement(self, s):
+        """Interpret statement ``s``; one that draws random numbers is refused (see _refuse_draws)."""
+        before = self.random.capture()
+        self._statement(s)
+        drew = self.random.changed(before)
+        if drew:
+            self._refuse_draws(s, drew, before)
+        known = self.random.gens
+        made = [(k, v) for k, v in self.env.items() if isinstance(v, _GENERATORS)
+                and not any(v is g for g in known)]
+        if made:  # a Generator the function makes: its draws are refused too
+            self.random = Sources(known + tuple(v for _, v in made),
+                                  self.random.labels + tuple(f"the {type(v).__name__} {k}" for k, v in made))
+
+    def _refuse_draws(self, s, drew, before):
+        """A draw runs once, when the program is built: the program would hold its numbers as
+        constants, the same on every call (and for every recomputation of a checkpointed loop)."""
+        self.random.restore(before)
+        raise TransformError(
+            f"the statement at {self.where(s)} (in {self.parsed.name}) draws random numbers from "
+            f"{' and '.join(drew)}: a program built from source would hold this draw as constants, the "
+            f"same on every call. {TAPE} (wg.checkpoint and wg.iterate replay the draws when they "
+            f"recompute).")
+
+    def _statement(self, s):
         t = type(s)
         if t is ast.Expr:
             if not isinstance(s.value, ast.Constant):

@@ -2,7 +2,7 @@
 
 A checkpointed computation runs the user's function on plain values and records ONE node for the
 whole of it. The node's VJP runs it again, this time recording it, and backpropagates through the
-recording. Two difficulties, and how they are met:
+recording. Three difficulties, and how they are met:
 
 - **Closed-over traced values** (weights). The function is run under a *substitution trace*, newer
   than every trace alive, whose boxes hold the function's inputs. A primitive call that involves
@@ -19,12 +19,23 @@ recording. Two difficulties, and how they are met:
   ``sin``; the VJP and JVP rules compute with whatever the node holds -- plain arrays, or the boxes
   of older traces, which then record the recomputation: second derivatives are correct.
 
-Multiple float outputs are packed into one vector (the node has one output) and cut apart again.
+- **Random numbers** (``randomness.py``). The chain holds the states of the function's random
+  sources at x_0 (``rng0``) and each snapshot keeps those it was reached with, so every
+  recomputation draws what the first run drew; the backward pass leaves the states as it found
+  them. A function that drew nothing drops its sources after the first run. Each recomputed step's
+  output is compared with the value it must reproduce (the node's output, or the state the
+  previously reversed step started from): a draw that could not be replayed raises instead of
+  giving the gradient of other numbers.
+
+Multiple float outputs are packed into one vector (the node has one output) and cut apart again
+(``packing.py``).
 """
 
 import numpy as np
 
 from wengert.api.checkpointing import schedules as sched
+from wengert.api.checkpointing.packing import _fix, _like, _pack, _unpack, _unpack_cotangent
+from wengert.api.randomness import check_same
 from wengert.api.tensor import ScalarTensor, Tensor
 from wengert.api.transforms import jvp
 from wengert.api.tree import describe, tree_flatten, tree_unflatten
@@ -34,7 +45,6 @@ from wengert.core.trace import BOX_TYPES, Trace, register_box, unbox_all
 from wengert.engines.box import ArrayBox
 from wengert.engines.mutation import array_of, note_view
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
-from wengert.rules import shape as shape_ops
 
 __all__ = ["Chain", "node_primitive"]
 
@@ -75,18 +85,6 @@ class _Substitution(Trace):
                 note_view(held, array, prim, args, kwargs, self, vals)
             return held
         return out
-
-
-def _fix(g, value):
-    """A leaf's cotangent in the leaf's own type (None stays None: a symbolic zero)."""
-    if g is None or type(g) in BOX_TYPES:
-        return g
-    if type(value) is float:
-        g = np.asarray(g)
-        return float(g) if g.dtype.kind != "c" else complex(g)
-    if np.shape(g) != np.shape(value):
-        return np.broadcast_to(g, np.shape(value)).copy()
-    return g
 
 
 def _zero(value):
@@ -164,7 +162,7 @@ def _node_vjp(argnum, g, out, chain, *vals):
 
 
 def _node_jvp(argnum, t, out, chain, *vals):
-    return chain.jvp(argnum - 1, t, vals)
+    return chain.jvp(argnum - 1, t, out, vals)
 
 
 class Chain:
@@ -178,10 +176,13 @@ class Chain:
     __slots__ = ("fun", "kwargs", "name", "kind", "in_def", "in_plain", "in_float", "slot_boxes",
                  "slot_plain", "slot_float", "slot_ids", "seq_first", "seq_other", "seq_count",
                  "schedule", "n", "forward_state", "precomputed", "held", "watchers", "layout",
-                 "out_def", "out_float", "out_like", "cache")
+                 "out_def", "out_float", "out_like", "cache", "sources", "rng0", "between")
 
-    def __init__(self, fun, name, kind, leaves, treedef, kwargs=None):
+    def __init__(self, fun, name, kind, leaves, treedef, kwargs=None, sources=None):
         self.fun = fun
+        self.sources = sources  # the random sources replayed (randomness.py), or None: none at all
+        self.rng0 = sources.capture() if sources is not None else None  # their states at x_0
+        self.between = None  # wg.iterate's until=, asked after each step (its draws are replayed too)
         self.kwargs = kwargs  # wg.checkpoint: fun(*args, **kwargs); wg.iterate: fun(state)
         self.name = name
         self.kind = kind
@@ -288,7 +289,9 @@ class Chain:
         return RuntimeError(
             f"wg.{self.kind}({self.name}): recomputing {what}the function used different closed-over "
             f"traced values than its first run. Checkpointed functions must perform the same "
-            f"operations every time they run (no randomness or state changing between runs).")
+            f"operations every time they run (no state changing between runs; random draws are "
+            f"replayed from NumPy's global state and the Generators the function reaches or is given "
+            f"as generators=).")
 
     def record(self, j, leaves, source):
         """Evaluation ``j`` recorded on a fresh reverse trace: ``(output values, back)`` where
@@ -343,9 +346,10 @@ class Chain:
 
     # -- snapshots --------------------------------------------------------------------------------
     def snap(self, slots, slot, position, state):
+        """Keep x_position in ``slot``, with the random state it was reached with."""
         before = len(slots)
         del slots[slot:]
-        slots.append((position, state))
+        slots.append((position, state, self.sources.capture() if self.sources is not None else None))
         self._held(len(slots) - before)
 
     def drop(self, slots, position):
@@ -359,11 +363,14 @@ class Chain:
             self.held += delta
             sched._note_snapshots(delta, self.watchers)
 
-    def sweep_forward(self, leaves, source):
+    def sweep_forward(self, leaves, source, replay=False):
         """The schedule's forward sweep from x_0 = ``leaves``, then step n-1 recorded.
-        Returns ``(slots, x_(n-1), x_n values, back)``."""
+        Returns ``(slots, x_(n-1), x_n values, back)``. ``replay``: a recomputation, from the random
+        state the first run started from."""
         slots = []
         current = leaves
+        if replay:
+            self._restore_random(self.rng0)
         try:
             for a in self.schedule.forward_sweep():
                 if a.kind == "advance":
@@ -373,6 +380,7 @@ class Chain:
                     self.snap(slots, a.slot, a.position, current)
                 else:  # restore: not part of a forward sweep, but harmless
                     current = slots[a.slot][1]
+                    self._restore_random(slots[a.slot][2])
             discovering = self.n - 1 >= self.seq_count
             values, out_def, back = self.record(self.n - 1, current, source)
             if discovering and self.kind == "iterate":
@@ -388,6 +396,8 @@ class Chain:
                                         else self.slot_plain[s])
         if discovering and self.kind == "iterate":
             self.check_state(j, values, out_def)
+        if self.between is not None:  # the online loop asked until(x_(j+1)) here: same draws again
+            self.between(tree_unflatten(self.in_def, [unbox_all(v) for v in values]))
         return values
 
     # -- the node ------------------------------------------------------------------------------------
@@ -443,28 +453,67 @@ class Chain:
         return self._output(vals)
 
     def _output(self, vals):
-        """The packed float outputs, recomputed from the node's arguments (nothing recorded here)."""
+        """The packed float outputs, recomputed from the node's arguments (nothing recorded here),
+        with the first run's random numbers; the random state is left as it was."""
         current, source = self._leaves_from(vals), self._source(vals)
-        for j in range(self.n):
-            current = self.advance(j, current, source)
+        outer = self._capture_random()
+        try:
+            self._restore_random(self.rng0)
+            for j in range(self.n):
+                current = self.advance(j, current, source)
+        finally:
+            self._restore_random(outer)
         return _pack([v for v, f in zip(current, self.out_float) if f])
 
-    def jvp(self, argnum, t, vals):
+    def jvp(self, argnum, t, out, vals):
         def f(v):
             return self._output(vals[:argnum] + (v,) + vals[argnum + 1:])
 
-        return jvp(f, (vals[argnum],), (t,))[1]
+        primal, tangent = jvp(f, (vals[argnum],), (t,))
+        self._check_same([primal], [out], self.n - 1)
+        return tangent
 
     def vjp(self, argnum, g, out, vals):
         cache = self.cache
         if cache is None or cache[0] is not g or cache[1] is not out:
-            cache = self.cache = (g, out, self._reverse(g, vals))
+            cache = self.cache = (g, out, self._reverse(g, out, vals))
         if argnum == len(vals) - 1:
             self.cache = None  # the backward pass asks for the arguments in order
         return cache[2][argnum]
 
-    def _reverse(self, g, vals):
-        """All the node's argument cotangents: the schedule's reverse sweep."""
+    # -- random state and the check of recomputed values ------------------------------------------
+    def _capture_random(self):
+        return self.sources.capture() if self.sources is not None else None
+
+    def forward_done(self):
+        """After the first run: a function that drew no random number from the sources has none to
+        replay (its recomputations run the same operations on the same values)."""
+        if self.sources is not None and not self.sources.changed(self.rng0):
+            self.sources = self.rng0 = self.between = None
+
+    def _restore_random(self, token):
+        if self.sources is not None:
+            self.sources.restore(token)
+
+    def _check_same(self, recomputed, first, p):
+        """Recomputed values (step ``p``'s outputs) must be the first run's: a random draw wengert
+        could not replay, or a value read that changed, would otherwise give another gradient."""
+        def what():
+            step = f" step {p} of" if self.kind == "iterate" else ""
+            return f"wg.{self.kind}({self.name}): recomputing{step} {self.name} in the backward pass"
+
+        check_same([unbox_all(v) for v in recomputed], [unbox_all(v) for v in first], what)
+
+    def _reverse(self, g, out, vals):
+        """All the node's argument cotangents: the schedule's reverse sweep. The random state is
+        replayed (each snapshot keeps the state it was reached with) and left as it was found."""
+        outer = self._capture_random()
+        try:
+            return self._reverse_sweep(g, out, vals)
+        finally:
+            self._restore_random(outer)
+
+    def _reverse_sweep(self, g, out, vals):
         parts = iter(_unpack_cotangent(g, self.out_like))
         ct = [next(parts) if f else None for f in self.out_float]
         del parts
@@ -476,9 +525,13 @@ class Chain:
         else:
             if state is not None:
                 self.drop(state[1], 0)
-            slots, current, _, back = self.sweep_forward(self._leaves_from(vals), source)
+            slots, current, values, back = self.sweep_forward(self._leaves_from(vals), source, replay=True)
+            self._check_same([_pack([unbox_all(v) for v, f in zip(values, self.out_float) if f])], [out],
+                             self.n - 1)
+            del values
         del state  # its recording and state would otherwise live through the whole sweep
         acc = {}
+        after = None  # x_(p+1) when step p is reversed: its recomputation must give it again
         try:
             for a in self.schedule.reverse_sweep():
                 if a.kind == "advance":
@@ -488,9 +541,14 @@ class Chain:
                     self.snap(slots, a.slot, a.position, current)
                 elif a.kind == "restore":
                     current = slots[a.slot][1]
+                    self._restore_random(slots[a.slot][2])
                 else:
                     if back is None:
-                        back = self.record(a.position, current, source)[2]
+                        values, _, back = self.record(a.position, current, source)
+                        if after is not None:
+                            self._check_same(values, after, a.position)
+                        del values
+                    after = current
                     current = None  # x_p: held by the recording until it is reversed, then by a slot
                     ct, ct_slots = back(ct)
                     back = None
@@ -505,53 +563,3 @@ class Chain:
             c = acc.get(s)
             grads.append(c if c is not None else _zero(vals[layout.arg_of_slot[s]]))
         return grads
-
-
-def _like(v):
-    """A stand-in for ``v`` with its type, shape and dtype, holding no data."""
-    if type(v) is float:
-        return v
-    key = (np.shape(v), np.result_type(v))
-    got = _LIKE.get(key)
-    if got is None:
-        got = np.broadcast_to(np.zeros((), key[1]), key[0])
-        if len(_LIKE) < _SHARED_LIMIT:
-            _LIKE[key] = got
-    return got
-
-
-_LIKE = {}
-
-
-def _pack(values):
-    """One value holding every float output (the value itself when there is one)."""
-    if len(values) == 1:
-        return values[0]
-    dtype = np.result_type(*[unbox_all(v) for v in values])
-    flat = [shape_ops.reshape(v, (-1,)) for v in values]
-    flat = [f if np.result_type(unbox_all(f)) == dtype else f.astype(dtype) for f in flat]
-    return shape_ops.concatenate(*flat, axis=0)
-
-
-def _unpack(packed, like):
-    """Cut ``packed`` (from :func:`_pack`) into values shaped as ``like``."""
-    if len(like) == 1:
-        return [packed]
-    parts, start = [], 0
-    for v in like:
-        shape, dtype = np.shape(v), np.result_type(v)
-        size = int(np.prod(shape))
-        part = shape_ops.reshape(packed[start:start + size], shape)
-        if np.result_type(unbox_all(part)) != dtype:
-            part = part.astype(dtype)
-        if type(v) is float and type(part) not in BOX_TYPES:
-            part = float(part)
-        parts.append(part)
-        start += size
-    return parts
-
-
-def _unpack_cotangent(g, like):
-    if len(like) == 1:
-        return [_fix(g, like[0])]
-    return [_fix(p, v) for p, v in zip(_unpack(g, like), like)]

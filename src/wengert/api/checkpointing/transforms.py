@@ -12,14 +12,16 @@ import numpy as np
 
 from wengert.api.checkpointing import schedules as sched
 from wengert.api.checkpointing.recompute import Chain, node_primitive
+from wengert.api.randomness import sources_of
 from wengert.api.tree import describe, tree_flatten, tree_unflatten
 from wengert.core.exits import name_of
-from wengert.core.trace import unbox_all
+from wengert.core.trace import BOX_TYPES, unbox_all
+from wengert.engines.reverse import is_inexact
 
 __all__ = ["checkpoint", "iterate"]
 
 
-def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
+def checkpoint(fun: Callable[..., Any] | None = None, *, generators: Any = None) -> Callable[..., Any]:
     """``fun`` whose intermediates are not kept for the backward pass but recomputed there from its
     inputs (``jax.checkpoint``, ``torch.utils.checkpoint.checkpoint``).
 
@@ -27,17 +29,30 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     arguments and results, and with traced values ``fun`` closes over (weights), whose gradients are
     correct. ``fun`` is run once forward and once more per backward pass; it must perform the same
     operations each time. Operations on closed-over values alone are recorded outside as usual.
-    """
 
+    Randomness is replayed, as ``torch.utils.checkpoint`` does by default: the recomputation sees
+    the forward run's random numbers from NumPy's global state (``np.random.*``) and from every
+    ``numpy.random.Generator`` that ``fun`` reaches -- its closure, the globals it names, the
+    objects those hold (a ``wengert.nn`` ``Dropout``'s ``rng``), its arguments -- and from those
+    given as ``generators=[...]``; after the backward pass each is where the forward run left it. A
+    draw from anything else (an unreachable Generator, ``np.random.default_rng()`` without a seed,
+    Python's ``random``) cannot be replayed: the recomputed values then differ and the backward pass
+    raises, naming ``fun``. ``@wg.checkpoint(generators=[rng])`` works as a decorator too.
+    """
+    if fun is None:
+        return functools.partial(checkpoint, generators=generators)
     name = name_of(fun)
     prim = node_primitive(f"checkpoint({name})")  # one for every call: each call's node holds its chain
 
     @functools.wraps(fun)
     def checkpointed(*args, **kwargs):
         leaves, treedef = tree_flatten(tuple(args))
-        chain = Chain(fun, name, "checkpoint", leaves, treedef, kwargs or _NO_KWARGS)
+        roots = [v for v in leaves if type(v) not in BOX_TYPES and not is_inexact(v)]
+        sources = sources_of(fun, roots + list(kwargs.values()), generators, f"wg.checkpoint({name})")
+        chain = Chain(fun, name, "checkpoint", leaves, treedef, kwargs or _NO_KWARGS, sources)
         chain.schedule = _ONE_STEP
         values, out_def = chain.evaluate(0, chain.in_plain, chain.slot_plain.__getitem__)
+        chain.forward_done()
         return chain.make_node(prim, chain.node_args(leaves), values, out_def)
 
     return checkpointed
@@ -50,7 +65,7 @@ _ONE_STEP = sched.Schedule((sched.Action("snapshot", 0, 0, 0), sched.Action("rev
 
 def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
             until: Callable[[Any], Any] | None = None, checkpoint: str = "all",
-            snapshots: int | None = None) -> Any:
+            snapshots: int | None = None, generators: Any = None) -> Any:
     """The state after ``x = step(x)`` applied ``n`` times, or until ``until(x)`` is true (at most
     ``n`` times when both are given), differentiable with respect to ``x0`` and to everything
     ``step`` closes over (``jax.lax.fori_loop`` / ``while_loop`` with ``jax.checkpoint``).
@@ -60,9 +75,13 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
     on Griewank's optimal schedule; ``"ctz"`` keeps at most floor(log2 n) + 2 states without knowing
     n in advance: the only policy that accepts ``until``. See :mod:`wengert.api.checkpointing.schedules`.
     The state may be a pytree; each step must keep its structure, shapes and dtypes. ``until`` is
-    asked before every step, x0 included: ``while not until(x): x = step(x)``, on plain values.
+    asked before every step, x0 included: ``while not until(x): x = step(x)``, on plain values;
+    when the loop drew random numbers, the backward pass asks it again after each recomputed step
+    (ignoring the answer) so that its draws are replayed with the steps'.
     Like ``jax.checkpoint``, the checkpointed policies run ``step`` again in the backward pass, so
-    it must perform the same operations each time.
+    it must perform the same operations each time. Random numbers are replayed as in
+    :func:`checkpoint` (``generators=``: Generators ``step`` uses that it does not reach): every
+    recomputed step sees the draws its first run made, however often a schedule recomputes it.
     """
     name = name_of(step)
     where = f"wg.iterate({name})"
@@ -82,7 +101,8 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
     if checkpoint == "all":
         return _iterate_all(step, x0, n, name)
     leaves, treedef = tree_flatten(x0)
-    chain = Chain(step, name, "iterate", leaves, treedef)
+    chain = Chain(step, name, "iterate", leaves, treedef,
+                  sources=sources_of(step, (), generators, where))
     plain_source = chain.slot_plain.__getitem__
     if until is None:
         if n == 0:
@@ -95,6 +115,7 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
         if chain.n == 0:
             return x0
         chain.schedule = sched.ctz(chain.n)
+    chain.forward_done()
     args = chain.node_args(leaves)
     chain.forward_state = ([unbox_all(a) for a in args], slots, current, back)
     del current, back
@@ -109,6 +130,8 @@ def _online_forward(chain, until, n, source):
     if n == 0 or until(tree_unflatten(chain.in_def, current)):
         chain.n = 0
         return slots, current, current, None
+    chain.between = until  # recomputed steps ask it again, so that its draws are replayed
+    chain.rng0 = chain.sources.capture()  # x_0's random state: after until(x_0), before step 0
     chain.snap(slots, 0, 0, current)
     p = 0
     try:
