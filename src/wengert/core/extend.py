@@ -413,9 +413,9 @@ def _on_floats(d, memo=None):
 def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math_name=None, helper=None,
           saves=None, updates_view=None):
     """Record facts about ``prim`` that passes, renderers and code generators read from it:
-    - ``linear``: the positional arguments in which the result is linear, the others held fixed
-      (``multiply``: ``(0, 1)``; ``true_divide``: ``(0,)``): a zero there makes the result zero;
-    - ``fresh``: its array result is always a new buffer, never a view of an argument;
+    - ``linear``: the positional arguments the result is linear in, others fixed (``true_divide``: ``(0,)``);
+    - ``fresh``: its array result is always a new buffer, never a view of an argument; ``updates_view``:
+      ``(x, new, *args) -> x`` with that view replaced by ``new`` (a write into a view writes through);
     - ``broadcasts``: elementwise with NumPy's broadcasting, ``f(broadcast_to(x, s), y) == f(x, y)``
       where the result has shape ``s`` (``matmul`` broadcasts batch axes but is not elementwise);
     - ``operator``: the Python operator generated code writes for it (``"+"``; ``"-"`` for negation);
@@ -423,14 +423,12 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
       (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation;
     - ``saves``: what its VJP rules read (``"out"``, argument indices or names), the tape keeps only
-      that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}`` (``wengert.engines.saving``);
-    - ``updates_view``: ``(x, new, *args, **kwargs) -> x`` with its view (the result) replaced by ``new``,
-      so a write into a view writes through (``wengert.engines.mutation``); other views refuse writes.
+      that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}`` (``wengert.engines.saving``).
     Returns ``prim``. ``tests/rules/test_facts.py`` checks every declared fact numerically."""
     prim = _as_primitive(prim, "facts")
     given = dict(linear=None if linear is None else tuple(linear), fresh=fresh, broadcasts=broadcasts,
-                 operator=operator, math_name=math_name, helper=prim.fun if helper is True else helper,
-                 saves=saves, updates_view=updates_view)
+                 operator=operator, math_name=math_name, saves=saves, updates_view=updates_view,
+                 helper=prim.fun if helper is True else helper)
     for key, value in given.items():
         if value is not None:
             setattr(prim, key, value)

@@ -86,8 +86,7 @@ class Primitive:
         self.math_name = None
         self.helper = None
         self.derivatives = None
-        self.saves = None  # what the VJP rules read (engines/saving.py); None: keep everything
-        self.updates_view = None
+        self.saves = self.updates_view = None  # saves None: the VJP rules may read everything
         self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
         self.jvp_joint = None  # optional: every argument's tangents at once, rule(tangents, out, *args)
 
