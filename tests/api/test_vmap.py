@@ -278,3 +278,19 @@ def test_vjp_and_jacobians_inside_vmap():
     np.testing.assert_allclose(got, [wg.vjp(f, x)[1](u)[0] for x, u in zip(X, Y)], rtol=1e-14)
     for jac in (wg.jacrev, wg.jacfwd):
         np.testing.assert_allclose(wg.vmap(jac(f))(X), [jac(f)(x) for x in X], rtol=1e-13)
+
+
+def test_a_data_dependent_shape_inside_vmap_is_refused_by_name():
+    """A boolean mask's selection or ``nonzero`` has a shape of its own per example: the examples
+    cannot be one batch (JAX refuses these too); the message names the primitive and both shapes."""
+    X = np.array([[0.5, -1.0, 2.0], [1.0, 2.0, 3.0]])
+    for f, name in ((lambda v: v[v > 0], "getitem"), (lambda v: np.nonzero(v > 0)[0], "nonzero")):
+        with warnings.catch_warnings(), pytest.raises(
+                ValueError, match=rf"'{name}' gives results of different shapes for different examples "
+                                  r"\(\(2,\) and \(3,\)\).*wnp.where\(mask, x, 0\)"):
+            warnings.simplefilter("ignore", NoBatchingRuleWarning)
+            wg.vmap(f)(X)
+    # where the shapes agree, the per-example results are NumPy's
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoBatchingRuleWarning)
+        np.testing.assert_allclose(wg.vmap(lambda v: np.sum(v[v > 0]))(X), [2.5, 6.0])

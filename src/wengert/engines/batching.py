@@ -245,7 +245,7 @@ class BatchTrace(Trace):
                           f"same, only slower.", NoBatchingRuleWarning, stacklevel=3)
         outs = [prim(*[_example(self, a, i) for a in args],
                      **{k: _example(self, v, i) for k, v in kwargs.items()}) for i in range(self.size)]
-        return _stacked(self, outs)
+        return _stacked(self, outs, prim)
 
 
 _WARNED = set()
@@ -368,15 +368,25 @@ def _array_like(x):
     return hasattr(x, "__array_function__") and hasattr(x, "shape") and hasattr(x, "dtype")
 
 
-def _stacked(trace, outs):
+def _stacked(trace, outs, prim=None):
     """Per-example results as one batched result (tuples and lists component by component); a
-    non-numeric result (a shape, a dtype) must be the same for every example and is kept as it is."""
+    non-numeric result (a shape, a dtype) must be the same for every example and is kept as it is.
+    Results of different shapes (a boolean mask's selection, ``nonzero``) cannot be one batch."""
     first = outs[0]
     t = type(first)
     if t is tuple or t is list:
-        return t(_stacked(trace, [o[k] for o in outs]) for k in range(len(first)))
+        return t(_stacked(trace, [o[k] for o in outs], prim) for k in range(len(first)))
     if t in BOX_TYPES or isinstance(first, _NUMBERS) or _array_like(first) \
             or (t in (int, bool) and any(o != first for o in outs)):
+        shapes = [tuple(_shape(o)) for o in outs]
+        if any(s != shapes[0] for s in shapes):
+            name = "" if prim is None else f"'{prim.__name__}' "
+            raise ValueError(
+                f"wg.vmap: {name}gives results of different shapes for different examples ({shapes[0]} "
+                f"and {next(s for s in shapes if s != shapes[0])}): its result's shape depends on the "
+                f"data (a boolean mask's selection, nonzero, unique), so the examples cannot be one "
+                f"batch, as in JAX. Keep the shape fixed: wnp.where(mask, x, 0) instead of x[mask], "
+                f"or run a Python loop over the examples.")
         parts = [shape_ops.reshape(o, (1,) + tuple(_shape(o))) for o in outs]
         return trace.box(shape_ops.concatenate(*parts, axis=0))
     if any(o != first for o in outs):
