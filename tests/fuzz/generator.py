@@ -32,7 +32,7 @@ LIMIT = 1e3
 """A statement whose value exceeds this is left out (so float32 keeps its digits)."""
 
 SHAPES = [(), (3,), (2, 3), (2, 1), (1, 3), (4,), (3, 3), (2, 2, 3)]
-FAMILIES = ("elementwise", "reductions", "shape", "indexing", "products", "linalg", "control")
+FAMILIES = ("elementwise", "reductions", "shape", "indexing", "products", "linalg", "control", "composites")
 DTYPES = {"float64": np.float64, "float32": np.float32,
           "complex128": np.complex128, "complex64": np.complex64}
 _DTYPE_TEXT = {np.float64: "np.float64", np.float32: "np.float32", np.complex128: "np.complex128",
@@ -53,6 +53,7 @@ class Builder:
         self.const_values = {}
         self.lines = []
         self.features = set()
+        self.arguments = []  # (name, value): arrays the steps pass as arguments of f (not constants)
 
     # operands
     def pick(self, pred=None):
@@ -69,6 +70,16 @@ class Builder:
         dt = _DTYPE_TEXT.get(value.dtype.type, f"np.{value.dtype}")
         self.consts[name] = f"np.array({value.tolist()!r}, dtype={dt})"
         self.const_values[name] = value
+        return name
+
+    def argument(self, value):
+        """A new argument of ``f`` holding ``value`` (the program's dtype); returns its name. The
+        steps use it where a constant would do: an argument is a program input, maybe differentiated."""
+        name = f"A{len(self.arguments)}"
+        value = np.asarray(value, dtype=self.dtype)
+        self.arguments.append((name, value))
+        self.pool.append((name, value))
+        self.features.add("arg:passed")
         return name
 
     def distinct(self, shape):
@@ -551,9 +562,83 @@ def control(b):
     b.features.add(f"control:{kind}")
 
 
+KEEPDIMS_INDEX = ("[::2]", "[:1]", "[-1:]", "[..., ::2]", "[0]", "[::-1]", "[..., :1]")
+COMPOSITES = ("keepdims-index", "sort-abs", "maximum-const", "maximum-arg", "concat-equal", "concat-shared",
+              "zero", "scale-arg")
+
+
+def _sorted_gap(v):
+    """The least gap between neighbours along the last axis (inf: none)."""
+    v = np.asarray(v, dtype=np.float64)
+    if v.ndim == 0 or v.shape[-1] < 2:
+        return np.inf
+    return float(np.min(np.diff(np.sort(v, axis=-1), axis=-1)))
+
+
+def composite(b):
+    """Compositions whose adjoints meet in one buffer: small reduced arrays (keepdims) indexed,
+    sorted absolute values, maximum with a constant or an argument, concatenations of equal pieces
+    or sharing their first piece, zero-derivative values (``x - x``), products with arguments."""
+    name = b.draw(st.sampled_from(COMPOSITES))
+    picked = b.pick(lambda w: np.ndim(w) >= 1) if name in ("keepdims-index", "sort-abs", "concat-equal",
+                                                             "concat-shared") else b.pick()
+    if picked is None:
+        return
+    a, v = picked
+    nd, rng = np.ndim(v), np.random.default_rng(len(b.lines) + 7)
+    if name == "keepdims-index":
+        axis = b.draw(st.sampled_from([None] + list(range(-nd, nd))))
+        op = b.draw(st.sampled_from(["sum", "mean"]))
+        kw = "" if axis is None else f", axis={axis}"
+        if not b.emit(f"np.{op}({a}{kw}, keepdims=True)", "composite:keepdims", [a]):
+            return
+        r, rv = b.pool[-1]
+        index = b.draw(st.sampled_from(KEEPDIMS_INDEX))
+        if not b.emit(f"{r}{index}", f"composite:keepdims-index{index}", [r]):
+            return
+        if b.draw(st.booleans()):
+            s, sv = b.pool[-1]
+            arg = b.argument(np.round(rng.standard_normal(np.shape(sv)), 2))
+            b.emit(f"{s} * {arg}", "composite:scale-arg", [s])
+    elif name == "sort-abs":
+        fixed = b.untied(a, v, _sorted_gap)
+        if fixed is None or not b.emit(f"np.sort({fixed[0]}, axis=-1)", "composite:sort", [a]):
+            return
+        s, sv = b.pool[-1]
+        fixed = b.untied(s, sv, _min_abs)
+        if fixed is not None:
+            b.emit(f"np.abs({fixed[0]})", "composite:sort-abs", [s])
+    elif name == "maximum-const":
+        c = b.draw(st.sampled_from([-1.5, -0.25, 0.0, 0.5]))
+        fixed = b.untied(a, v, lambda w: _min_abs(w - c))
+        if fixed is not None:
+            expr = b.draw(st.sampled_from([f"np.maximum({c}, {fixed[0]})", f"np.minimum({fixed[0]}, {c})"]))
+            b.emit(expr, "composite:maximum-const", [a])
+    elif name == "maximum-arg":  # an argument at least 0.2 away from every entry
+        offset = rng.choice([-1.0, 1.0], size=np.shape(v)) * (0.2 + rng.random(np.shape(v)))
+        arg = b.argument(np.round(np.asarray(v, dtype=np.float64) + offset, 2))
+        b.emit(f"np.maximum({a}, {arg})", "composite:maximum-arg", [a])
+    elif name == "concat-equal":
+        ax = b.draw(st.integers(-nd, nd - 1))
+        b.emit(f"np.concatenate([{a}, {a}], axis={ax})", "composite:concat-equal", [a])
+    elif name == "concat-shared":  # two concatenations beginning with the same piece, the rest differing
+        other = b.pick(lambda w: np.ndim(w) == nd and np.shape(w)[1:] == np.shape(v)[1:]) or picked
+        k = b.draw(st.integers(1, np.shape(other[1])[0]))
+        if b.emit(f"np.concatenate([{a}, {a}], axis=0)", "composite:concat-equal", [a]):
+            b.emit(f"np.concatenate([{a}, {other[0]}[:{k}]], axis=0)", "composite:concat-shared",
+                   [a, other[0]])
+    elif name == "zero":
+        expr = b.draw(st.sampled_from([f"{a} - {a}", f"0.0 * {a}", f"({a} - {a}) * {a}"]))
+        b.emit(expr, "composite:zero", [a])
+    else:  # scale-arg: a product with an argument of the operand's shape, or of a shape it broadcasts to
+        shape = b.draw(st.sampled_from([np.shape(v), (1,) * nd, np.shape(v)[-1:]]))
+        arg = b.argument(np.round(rng.standard_normal(shape), 2))
+        b.emit(f"{a} * {arg}", "composite:scale-arg", [a])
+
+
 STEPS = {"elementwise": (unary, binary), "reductions": (reduction,), "shape": (shape_op,),
          "indexing": (indexing,), "products": (product,), "linalg": (linalg,), "complex": (cunary, cbinary),
-         "control": (control,)}
+         "control": (control,), "composites": (composite,)}
 
 
 # -- the program ------------------------------------------------------------------------------------
@@ -628,8 +713,10 @@ def _arg_text(a):
 
 @st.composite
 def programs(draw, families=FAMILIES, dtypes=("float64", "float32"), pytrees=True, max_steps=6,
-             min_steps=1):
-    """A ``Program`` whose statements come from ``families`` (names of ``STEPS``)."""
+             min_steps=1, weights_as_args=False):
+    """A ``Program`` whose statements come from ``families`` (names of ``STEPS``); with
+    ``weights_as_args``, the weights of ``f``'s sum may be passed as arguments (``W0``, ...) rather
+    than read as module constants."""
     dtype = DTYPES[draw(st.sampled_from(dtypes))]
     nargs = draw(st.integers(1, 3))
     kinds = ARG_KINDS if pytrees else ARG_KINDS[:2]
@@ -670,6 +757,10 @@ def programs(draw, families=FAMILIES, dtypes=("float64", "float32"), pytrees=Tru
     steps = [s for fam in families for s in STEPS[fam]]
     for _ in range(draw(st.integers(min_steps, max_steps))):
         draw(st.sampled_from(steps))(b)
+    for name, x in b.arguments:  # the arrays the steps made arguments
+        params.append(name)
+        args.append(x)
+    nargs = len(params)
     inputs = set(params) | set(unpack)
     live = [n for n, _ in b.pool if n not in b.consumed and n not in inputs] or [b.pool[-1][0]]
     values = dict(b.pool)
@@ -680,7 +771,13 @@ def programs(draw, families=FAMILIES, dtypes=("float64", "float32"), pytrees=Tru
         if cplx:
             w = w + 1j * np.round(wrng.standard_normal(np.shape(values[n])), 2)
         weights.append(b.const(w))
-    if len(params) == 1:
+    total_names = list(weights)
+    if weights_as_args and draw(st.booleans()):  # not differentiated: f_vec does not read them
+        for k, w in enumerate(weights):
+            total_names[k] = f"W{k}"
+            params.append(f"W{k}")
+            args.append(b.const_values[w])
+    if nargs == 1:
         argnums = 0
     else:
         chosen = draw(st.lists(st.integers(0, nargs - 1), min_size=1, max_size=nargs, unique=True))
@@ -688,7 +785,7 @@ def programs(draw, families=FAMILIES, dtypes=("float64", "float32"), pytrees=Tru
     sig = ", ".join(params)
     body = "".join(f"    {line}\n" for line in b.lines)
     total = " + ".join((f"np.sum(np.real({n} * {w}))" if cplx else f"np.sum({n} * {w})")
-                       for n, w in zip(live, weights))
+                       for n, w in zip(live, total_names))
     outs = ", ".join(live) + ("," if len(live) == 1 else "")
     source = (
         "import numpy as np\n\n"

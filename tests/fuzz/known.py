@@ -156,6 +156,30 @@ def _reductions_over_axes(p):
     return sum(1 for line in lines if ("sum(" in line and "axis=" in line) or "einsum(" in line) >= 2
 
 
+def _strided_keepdims():
+    def f(x0, C0, C1):
+        v1 = np.sum(x0, keepdims=True)
+        return np.sum(np.abs(x0) * C0) + np.sum(v1[::2] * C1)
+
+    args = (np.array([0.126, -0.132, 0.64]), np.array([0.13, -0.13, 0.64]), np.array([0.35]))
+    want = np.sign(args[0]) * args[1] + 0.35
+    np.testing.assert_allclose(wg.grad(f)(*args), want, rtol=1e-15)
+    np.testing.assert_allclose(wg.compile(f).grad(0)(*args), want, rtol=1e-15)
+
+
+def _concat_shared_first():
+    def f(x, c):
+        v = x - x
+        return np.sum(np.concatenate([v, v])) + np.sum(np.concatenate([v, c[:2]])) + np.sum(x)
+
+    x, c = np.arange(3.0), np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(wg.compile(f).grad(0)(x, c), np.ones(3))
+
+
+def _composites(prefix):
+    return lambda p: any(feature.startswith(f"composite:{prefix}") for feature in p.features)
+
+
 KNOWN_BROKEN = [
 ]
 
@@ -203,4 +227,16 @@ FIXED = [
     Known("var-method", "program (tracing.py: the traced value's slot 'var' hides ndarray.var)",
           "compile/source_grad of x.var(): TypeError 'Variable' object is not callable",
           lambda p: "method:var" in p.features, frozenset({"value", "compile", "source"}), _var_method),
+    Known("compile-indexed-broadcast", "program (passes.accumulate_in_place: a[i] += e into a buffer of "
+          "another shape)",
+          "wg.compile(f).grad(0) of np.sum(np.abs(x) * C0) + np.sum(np.sum(x, keepdims=True)[::2] * C1): "
+          "the (1,)-shaped adjoint of the indexed sum added as x_bar[::2] += e into x's (3,)-shaped "
+          "buffer (silently wrong)",
+          _composites("keepdims-index"),
+          frozenset({"compile"}), _strided_keepdims),
+    Known("concat-shared-first", "rules (shape.py: concatenate's VJP offsets, cached by the first piece)",
+          "compile/source_grad of two concatenations beginning with the same array, the other pieces of "
+          "other lengths: ValueError 'broadcast_to ... from shape (2,) into shape (3,)', or slices of the "
+          "wrong concatenation's offsets",
+          _composites("concat-shared"), frozenset({"compile", "source"}), _concat_shared_first),
 ]

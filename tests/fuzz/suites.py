@@ -18,6 +18,8 @@ SUITES = {
     "control": dict(families=("elementwise", "control", "reductions")),
     "complex": dict(families=("complex", "reductions", "shape", "indexing", "products"),
                     dtypes=("complex128", "complex64")),
+    "composites": dict(families=("elementwise", "composites", "indexing", "reductions", "shape"),
+                       weights_as_args=True, pytrees=False),
     "everything": dict(families=FAMILIES, max_steps=10),
 }
 

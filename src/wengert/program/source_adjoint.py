@@ -93,7 +93,7 @@ class _Reverser(_SymbolicPass):
             last = self.b.statements[-1] if self.b.statements else None
             cvar = c.variable if type(c) is Symbol else None
             if (A.kind == "array" and type(last) is Statement and cvar is not None and last.out is cvar
-                    and last.prim.__name__ == "untake"):
+                    and last.prim.__name__ == "untake" and cvar.shape == A.shape):  # idx indexes A's shape
                 g, idx, _shape = last.args
                 self.b.statements[-1] = Statement((A,), index_add, (A, idx, g), inplace=True)
                 self.b.forget(cvar)  # its statement is gone: never reuse it

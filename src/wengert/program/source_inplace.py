@@ -107,7 +107,7 @@ def _scatter_add(body, owned, final):
     c = s.args[1]
     src = next((j for j, n in enumerate(body[:k]) if type(n) is Statement and n.outs == (c,)), None)
     if type(c) is not Variable or src is None or body[src].prim.__name__ != "untake" \
-            or s.out.shape != owned.shape:
+            or s.out.shape != owned.shape or c.shape != owned.shape:  # idx indexes an array of c's shape
         return None
     if sum(1 for n in body if n is not final and c in reads([n])) != 1:
         return None

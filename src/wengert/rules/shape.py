@@ -43,25 +43,29 @@ def _concatenate_impl(*arrays, axis=0):
     return np.concatenate(arrays, axis=axis)
 
 
-def _concat_bounds(arrays, argnum, axis):
-    """Where argument ``argnum`` lies along ``axis`` of the concatenation: its axis and its start and
-    stop. The offsets of all arguments are computed once per concatenation (the backward pass asks
-    for each argument's in turn: once each would be quadratic in their number)."""
-    key = (id(arrays[0]), len(arrays), axis)
+def _concat_bounds(out, arrays, argnum, axis):
+    """Where argument ``argnum`` lies along ``axis`` of the concatenation ``out``: its axis and its
+    start and stop. The offsets of all arguments are computed once per concatenation (the backward
+    pass asks for each argument's in turn: once each would be quadratic in their number). The
+    concatenation is identified by its result ``out``, of which each has its own (a symbol per
+    variable in a traced program, a value or placeholder per node on the tape); its arguments do
+    not identify it: one array (symbol) may begin several concatenations of different pieces."""
+    key = (id(out), id(arrays[0]), len(arrays), axis)
     cached = _OFFSETS.get("last")
-    if cached is None or cached[0] != key or cached[1]() is not arrays[0]:
+    if cached is None or cached[0] != key or cached[1]() is not out or cached[2]() is not arrays[0]:
         ax = axis % len(broadcasting.shape_of(arrays[argnum]))
         offsets = [0]
         for a in arrays:
             offsets.append(offsets[-1] + broadcasting.shape_of(a)[ax])
-        cached = (key, _referent(arrays[0]), ax, offsets)
+        cached = (key, _referent(out), _referent(arrays[0]), ax, offsets)
         _OFFSETS["last"] = cached
-    _, _, ax, offsets = cached
+    _, _, _, ax, offsets = cached
     return ax, offsets[argnum], offsets[argnum + 1]
 
 
 _OFFSETS = {}
-"""The last concatenation's offsets (its first argument, held weakly where it can be, identifies it)."""
+"""The last concatenation's offsets (its result and first argument, held weakly where they can be,
+identify it)."""
 
 
 def _referent(x):
@@ -74,7 +78,7 @@ def _referent(x):
 def _concatenate_vjp(argnum, g, out, *arrays, axis=0):
     if axis is None:
         raise NotImplementedError("concatenate(axis=None) is not differentiable; ravel the inputs first")
-    ax, start, stop = _concat_bounds(arrays, argnum, axis)
+    ax, start, stop = _concat_bounds(out, arrays, argnum, axis)
     return indexing.getitem(g, (slice(None),) * ax + (slice(start, stop),))
 
 
