@@ -7,9 +7,8 @@
   is inf or nan): the seeds' ones and zeros of an adjoint program disappear.
 - ``explicit_dup``: every variable used once, through ``dup``.
 - ``elide_broadcasts``: no ``broadcast_to`` copy where the operation using it broadcasts anyway.
-- ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` becomes
-  ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else (and, for
-  the second, the untake has ``a``'s shape: one that broadcasts in the sum is added whole).
+- ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` (of a's shape)
+  ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else.
 """
 
 import numpy as np
@@ -283,9 +282,8 @@ def _in_place_add(s, counts, owned, producer, dropped, look):
         if (u is not None and u.prim is untake and type(u.args[0]) is Variable and b.shape == a.shape
                 and np.can_cast(u.args[0].dtype, a.dtype, "same_kind")):
             # a + untake(e, i) reads only e and i; the untake goes when no use is left (v[i] * v[i]: two).
-            # Only where the untake has a's shape: i indexes an array of that shape. One of another
-            # shape broadcasts in the sum (a broadcast_to elided: the cotangent of sum(keepdims=True)
-            # of an indexed (1,)-array), and a[i] would index the wrong array: it stays a + untake.
+            # Only an untake of a's shape: one that broadcasts in the sum (an elided broadcast_to of
+            # sum(keepdims=True)'s cotangent) has i index another array, and stays a + untake.
             counts[b] -= 1
             dropped.add(b)
             e, idx = map_vars(u.args[0], look), map_vars(u.args[1], look)
