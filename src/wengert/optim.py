@@ -2,6 +2,8 @@
 
 The update formulas are PyTorch's (``torch.optim``), applied in place to the ``.value`` of each
 parameter from its ``.grad`` after ``loss.backward()``. Parameters without a gradient are skipped.
+Each write is stamped as PyTorch's version counters do: a later backward pass through a graph that
+saved a parameter's old value raises instead of using the new one (``mutation.note_inplace_write``).
 A :class:`~wengert.nn.SparseRows` gradient (from ``nn.Embedding``) updates only its rows:
 plain SGD adds ``-lr * rows``; Adam/AdamW update the moments of those rows only and leave the rest
 of the table, and its moments, untouched (``torch.optim.SparseAdam``'s "lazy" semantics). With
@@ -24,6 +26,7 @@ import numpy as np
 
 from wengert.api.tree import tree_ravel
 from wengert.core.trace import unbox_all
+from wengert.engines.mutation import note_inplace_write
 from wengert.nn.module import SparseRows
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "StepLR", "CosineAnnealingLR", "sgd", "momentum",
@@ -81,6 +84,9 @@ class Optimizer:
                     self._update_sparse(p, g, state, group)
                 else:
                     self._update(p, np.asarray(unbox_all(g)), state, group)
+                # as PyTorch's version counter: a backward pass through a graph that saved the old
+                # value (another loss's, retained: a GAN's two optimisers) refuses it, naming the step
+                note_inplace_write(p.value, f"{type(self).__name__}.step() on a parameter of shape {p.shape}")
 
     def _update_sparse(self, p, g, state, group):
         self._update(p, g.to_dense(), state, group)

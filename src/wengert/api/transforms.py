@@ -26,6 +26,7 @@ from wengert.core.exits import ExitError
 from wengert.core.exits import name_of as _name
 from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.engines.forward import Dual, ForwardTrace
+from wengert.engines.kept import keep_copies
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.engines.saving import read_only_view
 from wengert.rules.nondiff import zeros_like
@@ -339,14 +340,19 @@ def _split_aux(out, fun, transform):
 
 def _record(fun, primals, transform, has_aux, frozen=False):
     """Run ``fun`` on boxed ``primals`` on a new tape: ``(trace, boxes, out_leaves, out_def, aux)``
-    (``frozen``: the aux's arrays from the tape as read-only views: ``saving.read_only_view``)."""
+    (``frozen``: for a pullback called later: the caller's arrays the tape reads copied
+    (``engines.kept``), the aux's arrays from the tape as read-only views: ``saving.read_only_view``)."""
     trace = _tape_trace()
     call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), transform)
+    if frozen:
+        leaves = [b.value for mine, _ in boxes for b in mine]
     with gc_paused():
         try:
             out = fun(*call_args)
         except ValueError as e:
             _restate_exit(e)
+        if frozen:
+            keep_copies(trace, leaves)
     aux = None
     if has_aux:
         out, aux = _split_aux(out, fun, transform)
