@@ -120,7 +120,10 @@ class Tape(ReverseTrace):
         return ReverseTrace.apply1(self, prim, x, kwargs)
 
     def apply2(self, prim, x, y):
-        if (type(x) not in BOX_TYPES and may_hold_arrays(x)) or (type(y) not in BOX_TYPES and may_hold_arrays(y)):
+        tx = type(x)
+        ty = type(y)
+        if ((tx is not float and tx not in BOX_TYPES and may_hold_arrays(x))
+                or (ty is not float and ty not in BOX_TYPES and may_hold_arrays(y))):
             return self.apply(prim, (x, y), {})
         return ReverseTrace.apply2(self, prim, x, y)
 

@@ -20,15 +20,19 @@ floats, or the int index of ``v[i]``, whose rule reads only ``v``'s shape), and 
 kept. ``wg.grad`` and the other transforms that pull back at once pay nothing.
 """
 
+import itertools
+
 import numpy as np
 
 from wengert.engines.mutation import versions_by_box
 from wengert.engines.saving import needs
-from wengert.engines.scalar import SCALAR_TYPES
 
-__all__ = ["keep_copies", "own_copy", "copy_constants", "immutable", "may_hold_arrays"]
+__all__ = ["keep_copies", "copy_constants", "own_copy", "immutable", "may_hold_arrays"]
 
 _ndarray = np.ndarray
+_PLAIN = frozenset((float, int, bool, complex, str, type(None), slice, type(Ellipsis), np.float64, np.float32,
+                    np.complex128, np.complex64, np.int64, np.int32, np.bool_))
+"""Types of values that hold no array (the commonest arguments beside arrays)."""
 
 
 def _owner(a):
@@ -58,25 +62,34 @@ def own_copy(value):
     return value
 
 
+def may_hold_arrays(x):
+    """Whether ``x`` is a NumPy array, or a tuple or list holding one."""
+    t = type(x)
+    if t is _ndarray:
+        return True
+    if t is tuple or t is list:
+        return any(map(may_hold_arrays, x))
+    return t not in _PLAIN and isinstance(x, _ndarray)
+
+
 class _Copier:
-    """The caller's memory met so far (``{id(owner): owner}``) and the copies made (by the id of the
-    array copied, which is kept alive here so that its id stays its own)."""
+    """The caller's memory met so far (``callers``: ``{id(owner): owner}``) and the copies made
+    (``copies``: by the id of the array copied, kept alive here so that its id stays its own)."""
 
     __slots__ = ("callers", "copies")
 
-    def __init__(self, leaves=()):
+    def __init__(self):
         self.callers = {}
         self.copies = {}
-        for v in leaves:
-            if isinstance(v, _ndarray):
-                self.note(v)
 
-    def note(self, a):
-        """Count ``a``'s memory as the caller's (unless nothing can write into it)."""
-        owner = _owner(a)
-        key = id(owner)
-        if key not in self.callers and not immutable(a):
-            self.callers[key] = owner
+    def note(self, x):
+        """Count the memory of the arrays in ``x`` (an array, or a tuple or list) as the caller's."""
+        if isinstance(x, _ndarray):
+            owner = _owner(x)
+            self.callers[id(owner)] = owner
+        elif type(x) is tuple or type(x) is list:
+            for part in x:
+                self.note(part)
 
     def callers_memory(self, a):
         """Whether array ``a`` lies in memory noted as the caller's."""
@@ -84,23 +97,15 @@ class _Copier:
         return self.callers.get(id(owner)) is owner
 
     def copy(self, a):
-        key = id(a)
-        kept = self.copies.get(key)
+        """A copy of ``a`` (one per array; ``a`` itself if nothing can write into it)."""
+        kept = self.copies.get(id(a))
         if kept is None:
-            kept = self.copies[key] = (a, a.copy())
+            kept = self.copies[id(a)] = (a, a if immutable(a) else a.copy())
         return kept[1]
 
-    def note_all(self, x):
-        """Count the memory of every array in ``x`` (an array, or a tuple or list of them) as the caller's."""
-        if isinstance(x, _ndarray):
-            self.note(x)
-        elif type(x) is tuple or type(x) is list:
-            for p in x:
-                self.note_all(p)
-
     def replaced(self, x):
-        """``x`` (an argument) with the arrays in it that lie in the caller's memory copied; ``x``
-        itself when there are none."""
+        """``x`` (an argument) with its arrays that lie in the caller's memory copied (``x`` itself
+        when there are none)."""
         if isinstance(x, _ndarray):
             return self.copy(x) if self.callers_memory(x) else x
         t = type(x)
@@ -111,110 +116,110 @@ class _Copier:
         return x
 
 
-def may_hold_arrays(x):
-    """Whether ``x`` is a NumPy array, or a tuple or list holding one."""
-    t = type(x)
-    return t is _ndarray or ((t is tuple or t is list) and any(map(may_hold_arrays, x))) or \
-        (t is not float and isinstance(x, _ndarray))
-
-
-def _reads(prim, parents):
-    """What ``prim``'s rules read (``saving.needs``): argument indices and maybe "out", or True: all."""
-    keep = needs(prim, parents)
-    return True if keep is None else keep
-
-
-def _protect_node(node, copier):
-    """Replace in ``node`` (a recorded array node) the caller's arrays its rules read by copies."""
-    prim = node._prim
-    args = node._args
-    if prim is None or type(args) is not tuple:
-        return
-    parents = node._parents
-    keep = None
-    new = None
-    i = -1
-    for a in args:
-        i += 1
-        if not may_hold_arrays(a):
-            continue
-        if parents[i] is None:  # a constant: the caller's array (or one the function made)
-            copier.note_all(a)
-        if keep is None:
-            keep = _reads(prim, parents)
-        if keep is not True and i not in keep:
-            continue
-        b = copier.replaced(a)
-        if b is not a:
-            if new is None:
-                new = list(args)
-            new[i] = b
-    if new is not None:
-        node._args = tuple(new)
-    kwargs = node._kwargs
-    if kwargs:
-        changed = {}
-        for k, v in kwargs.items():
-            copier.note_all(v)
-            changed[k] = copier.replaced(v)
-        if any(changed[k] is not v for k, v in kwargs.items()):
-            node._kwargs = changed
-    out = node.value
-    if isinstance(out, _ndarray) and copier.callers_memory(out):  # a view of the caller's array
-        if keep is None:
-            keep = _reads(prim, parents)
-        if keep is True or "out" in keep:
-            node.value = copier.copy(out)
-
-
 def keep_copies(trace, leaves):
-    """At the end of a forward pass on ``trace`` (which keeps its Wengert list): in its nodes, and
-    the old versions of boxes assigned to (``mutation.py``'s log), replace the caller's arrays --
-    ``leaves`` (the arguments' values), constants, and views of either -- that the rules read by
-    copies."""
-    copier = _Copier(leaves)
-    scalar_types = SCALAR_TYPES
-    for node in trace.entries:
-        if type(node) in scalar_types:
+    """At the end of a forward pass on ``trace`` (which keeps its Wengert list): in its nodes, and the
+    old versions of boxes assigned to (``mutation.py``'s log), replace the caller's arrays that the
+    rules read -- ``leaves`` (the arguments' values), constants, and views of either -- by copies."""
+    copier = _Copier()
+    callers = copier.callers
+    for v in leaves:
+        copier.note(v)
+    nodes = trace.entries
+    if trace.mutations:
+        nodes = itertools.chain(nodes, (old for versions in versions_by_box(trace).values()
+                                        for _, old in versions if old._prim is not None))
+    scalar_type = trace.scalar_type  # its float nodes: skipped (see the module's docs)
+    for node in nodes:
+        if type(node) is scalar_type:
             continue
-        _protect_node(node, copier)
-    log = versions_by_box(trace)
-    if log:
-        for versions in log.values():
-            for _, old in versions:
-                if type(old) not in scalar_types:
-                    _protect_node(old, copier)
+        # inline, for the commonest argument: an array the recording made (a parent's output)
+        args = node._args
+        parents = node._parents
+        found = None
+        i = -1
+        for a in args:
+            i += 1
+            t = type(a)
+            if t is _ndarray:
+                base = a.base
+                owner = a if base is None else _owner(a)
+                if callers.get(id(owner)) is not owner:
+                    if parents[i] is not None:
+                        continue  # the recording's own array
+                    callers[id(owner)] = owner  # a constant: the caller's (or one the function made)
+            elif t in _PLAIN or not may_hold_arrays(a):
+                continue
+            else:  # an index tuple, a sequence of arrays, an ndarray subclass
+                if parents[i] is None:
+                    copier.note(a)
+                if copier.replaced(a) is a:
+                    continue
+            if found is None:
+                found = [i]
+            else:
+                found.append(i)
+        kwargs = node._kwargs
+        if kwargs and found is None:
+            for v in kwargs.values():
+                if type(v) not in _PLAIN and may_hold_arrays(v):
+                    found = []
+                    break
+        if found is not None:
+            _replace(node, found, copier)
+        else:
+            out = node.value
+            if type(out) is _ndarray:  # a view of the caller's array (or that array itself)?
+                base = out.base
+                owner = out if base is None else _owner(out)
+                if callers.get(id(owner)) is owner:
+                    _replace(node, (), copier)
+
+
+def _replace(node, found, copier):
+    """Copy, in ``node``, the arguments at ``found`` (indices holding the caller's arrays), and the
+    arrays of its keyword arguments and output in the caller's memory, where its rules read them."""
+    keep = needs(node._prim, node._parents)
+    reads_all = keep is None
+    if found:
+        args = list(node._args)
+        for i in found:
+            if reads_all or i in keep:
+                args[i] = copier.replaced(args[i])
+        node._args = tuple(args)
+    kwargs = node._kwargs
+    if kwargs:  # (read by every rule)
+        for v in kwargs.values():
+            copier.note(v)
+        node._kwargs = {k: copier.replaced(v) for k, v in kwargs.items()}
+    out = node.value
+    if isinstance(out, _ndarray) and copier.callers_memory(out) and (reads_all or "out" in keep):
+        node.value = copier.copy(out)
 
 
 def copy_constants(prim, args, parents, kwargs):
-    """``(args, kwargs)`` with the constant arrays (``parents[i]`` None) that ``prim``'s rules read
-    copied: for a recording read back at any later time (a ``wg.Tape``), done at record time."""
+    """``(args, kwargs)`` with copies of the constant arrays (``parents[i]`` None) that ``prim``'s
+    rules read: for a recording read back at any later time (a ``wg.Tape``), made at record time."""
     copier = None
-    keep = None
+    keep = False
     new = None
     i = -1
     for a in args:
         i += 1
         if parents[i] is not None or not may_hold_arrays(a):
             continue
-        if keep is None:
-            keep = _reads(prim, parents)
-        if keep is not True and i not in keep:
+        if keep is False:
+            keep = needs(prim, parents)
+        if keep is not None and i not in keep:
             continue
         if copier is None:
             copier = _Copier()
-        copier.note_all(a)
-        b = copier.replaced(a)
-        if b is not a:
-            if new is None:
-                new = list(args)
-            new[i] = b
-    if kwargs:
+        copier.note(a)
+        if new is None:
+            new = list(args)
+        new[i] = copier.replaced(a)
+    if kwargs and any(map(may_hold_arrays, kwargs.values())):
         copier = copier or _Copier()
-        changed = {}
-        for k, v in kwargs.items():
-            copier.note_all(v)
-            changed[k] = copier.replaced(v)
-        if any(changed[k] is not v for k, v in kwargs.items()):
-            kwargs = changed
+        for v in kwargs.values():
+            copier.note(v)
+        kwargs = {k: copier.replaced(v) for k, v in kwargs.items()}
     return (args if new is None else tuple(new)), kwargs

@@ -365,7 +365,13 @@ def note_inplace_write(array, what):
         entry = INPLACE_WRITES.get(key)
         if entry is None or entry[0]() is not buffer:
             entry = INPLACE_WRITES[key] = (weakref.ref(buffer, lambda ref: _forget_write(key, ref)), {})
-        entry[1][_byte_range(array)] = (stamp, what)  # one entry per range: a loop's writes replace it
+        # one entry per range: a loop's writes replace it. An array owning its memory: all of it (a
+        # range that overlaps any view), without __array_interface__ (a few us: optimizer steps)
+        span = _ALL_OF_IT if array.base is None and array.size else _byte_range(array)
+        entry[1][span] = (stamp, what)
+
+
+_ALL_OF_IT = (-1, float("inf"))
 
 
 def _forget_write(key, ref):
@@ -380,7 +386,12 @@ def check_inplace_writes(order):
     made, directly or through any array sharing its memory."""
     if not order:
         return
-    oldest = order[-1]._id
+    k = len(order) - 1
+    while k >= 0 and order[k]._prim is None:  # leaves save nothing (parameters made long ago)
+        k -= 1
+    if k < 0:
+        return
+    oldest = order[k]._id
     relevant = {}
     for key, (ref, writes) in list(INPLACE_WRITES.items()):
         buffer = ref()
