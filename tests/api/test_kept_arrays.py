@@ -308,8 +308,9 @@ def test_every_primitive_through_vjp_with_its_arrays_written_after(name):
         ct = _cotangent(out, rng)
         with np.errstate(all="ignore"):
             mine = copy.deepcopy((args, kwargs))
-            _, pullback = wg.vjp(lambda *c, mine=mine, diff=diff: f(*c, args=mine[0], kwargs=mine[1], diff=diff),
-                                 *[mine[0][j] for j in diff])
+            _, pullback = wg.vjp(
+                lambda *c, mine=mine, diff=diff: f(*c, args=mine[0], kwargs=mine[1], diff=diff),
+                *[mine[0][j] for j in diff])
             for a in _arrays_in(list(mine[0]) + list(mine[1].values())):
                 _scramble(a)
             try:
