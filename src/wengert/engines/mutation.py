@@ -409,9 +409,13 @@ def check_inplace_writes(order):
         if prim is None or type(args) is not tuple:
             continue
         reads = needs(prim, node._parents)
-        if reads is None or "out" in reads:  # its rules read its output (or may: no declaration)
-            args = args + (node.value,)
-        for a in args:
+        if reads is None:  # no declaration: its rules may read anything
+            saved = args + (node.value,)
+        else:  # only what its rules read (as PyTorch's saved tensors: sum(p) then a write is no error)
+            saved = tuple(a for i, a in enumerate(args) if i in reads)
+            if "out" in reads:
+                saved += (node.value,)
+        for a in saved:
             if type(a) is not np.ndarray:
                 continue
             buffer = _buffer(a)
