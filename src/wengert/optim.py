@@ -26,7 +26,7 @@ import numpy as np
 
 from wengert.api.tree import tree_ravel
 from wengert.core.trace import unbox_all
-from wengert.engines.mutation import note_inplace_write
+from wengert.engines.mutation import note_inplace_writes
 from wengert.nn.module import SparseRows
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "StepLR", "CosineAnnealingLR", "sgd", "momentum",
@@ -74,6 +74,7 @@ class Optimizer:
 
     def step(self) -> None:
         """Update every parameter that has a gradient, in place."""
+        written = []
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
@@ -84,9 +85,10 @@ class Optimizer:
                     self._update_sparse(p, g, state, group)
                 else:
                     self._update(p, np.asarray(unbox_all(g)), state, group)
-                # as PyTorch's version counter: a backward pass through a graph that saved the old
-                # value (another loss's, retained: a GAN's two optimisers) refuses it, naming the step
-                note_inplace_write(p.value, f"{type(self).__name__}.step() on a parameter of shape {p.shape}")
+                written.append(p.value)
+        # as PyTorch's version counters: a backward pass through a graph that saved an old value
+        # (another loss's, retained: a GAN's two optimisers) refuses it, naming the step
+        note_inplace_writes(written, f"{type(self).__name__}.step()")
 
     def _update_sparse(self, p, g, state, group):
         self._update(p, g.to_dense(), state, group)
