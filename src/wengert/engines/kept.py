@@ -15,9 +15,14 @@ read-only view of a writeable array is copied: a write into its base changes it)
 follow PyTorch instead: an in-place write is stamped and the backward pass refuses what it overwrote
 (``mutation.note_inplace_write``).
 
-Cost: one pass over the recorded array nodes (compact float nodes are skipped: their inputs are
-floats, or the int index of ``v[i]``, whose rule reads only ``v``'s shape), and one copy per array
-kept. ``wg.grad`` and the other transforms that pull back at once pay nothing.
+When: ``wg.vjp`` calls :func:`keep_copies` once its function returns (one pass over the recorded array
+nodes; compact float nodes are skipped: their inputs are floats, or the int index of ``v[i]``, whose
+rule reads only ``v``'s shape). A ``wg.Tape`` has no end of its forward pass: ``tape.var`` copies its
+array (:func:`own_copy`) and each operation's constants are copied as it is recorded
+(:func:`copy_constants`). ``wg.grad``, the Jacobians and ``elementwise_grad`` pull back at once and pay
+nothing. Cost: the copies (bandwidth: the MLP benchmark's weights and batch, 2.9 MB, are about 5% of
+its vjp and pullback) and the pass (under 2% of the 40,000-step scalar chain's; a few microseconds for
+the tiny network's ten array nodes). A read-only array is the way to skip the copy of a large one.
 """
 
 import itertools
