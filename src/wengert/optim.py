@@ -2,6 +2,8 @@
 
 The update formulas are PyTorch's (``torch.optim``), applied in place to the ``.value`` of each
 parameter from its ``.grad`` after ``loss.backward()``. Parameters without a gradient are skipped.
+Each write is stamped as PyTorch's version counters do: a later backward pass through a graph that
+saved a parameter's old value raises instead of using the new one (``mutation.note_inplace_write``).
 A :class:`~wengert.nn.SparseRows` gradient (from ``nn.Embedding``) updates only its rows:
 plain SGD adds ``-lr * rows``; Adam/AdamW update the moments of those rows only and leave the rest
 of the table, and its moments, untouched (``torch.optim.SparseAdam``'s "lazy" semantics). With
@@ -24,6 +26,7 @@ import numpy as np
 
 from wengert.api.tree import describe, tree_flatten, tree_ravel
 from wengert.core.trace import unbox_all
+from wengert.engines.mutation import note_inplace_writes
 from wengert.nn.module import SparseRows
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "StepLR", "CosineAnnealingLR", "sgd", "momentum",
@@ -71,6 +74,7 @@ class Optimizer:
 
     def step(self) -> None:
         """Update every parameter that has a gradient, in place."""
+        written = []
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
@@ -81,6 +85,10 @@ class Optimizer:
                     self._update_sparse(p, g, state, group)
                 else:
                     self._update(p, np.asarray(unbox_all(g)), state, group)
+                written.append(p.value)
+        # as PyTorch's version counters: a backward pass through a graph that saved an old value
+        # (another loss's, retained: a GAN's two optimisers) refuses it, naming the step
+        note_inplace_writes(written, f"{type(self).__name__}.step()")
 
     def _update_sparse(self, p, g, state, group):
         self._update(p, g.to_dense(), state, group)

@@ -21,6 +21,7 @@ import numpy as np
 
 from wengert.core import exits as _exits
 from wengert.core.trace import BOX_TYPES, register_box
+from wengert.engines.kept import copy_constants, may_hold_arrays, own_copy
 from wengert.engines.mutation import resolve_tape, versions_by_box
 from wengert.engines.reverse import Node, ReverseTrace, backward_pass, is_inexact
 
@@ -85,7 +86,8 @@ class Tape(ReverseTrace):
         self.entries = []  # ReverseTrace.apply appends every recorded node here
 
     def var(self, value, name=None):
-        """A new independent variable on this tape."""
+        """A new independent variable on this tape, holding a copy of an array ``value`` (as
+        ``torch.tensor`` copies; a read-only array that views no writeable memory is kept as it is)."""
         if type(value) in BOX_TYPES:
             eager_constant = value._trace.level == 0 and getattr(value, "requires_grad", True) is False
             if not eager_constant or type(value.value) in BOX_TYPES:
@@ -93,16 +95,37 @@ class Tape(ReverseTrace):
             value = value.value  # an eager tensor that records nothing: its data
         if not is_inexact(value):
             value = float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float)
-        v = self.leaf(value)
+        v = self.leaf(own_copy(value))
         v.name = name
         return v
 
     def apply(self, prim, args, kwargs):
-        # the general path (apply1/apply2 come here with anything but this tape's own variables)
+        # the general path (apply1/apply2 come here with anything but this tape's own variables, and
+        # with arrays among the arguments): the constant arrays its rules read are copied now, since
+        # the tape may be read back at any later time, after the caller wrote into them
+        parents = []
         for a in args:
-            if type(a) in BOX_TYPES and a._trace is not self:
-                _refuse_mixing(prim.__name__, a)
-        return ReverseTrace.apply(self, prim, args, kwargs)
+            if type(a) in BOX_TYPES:
+                if a._trace is not self:
+                    _refuse_mixing(prim.__name__, a)
+                parents.append(a if a.requires_grad else None)
+            else:
+                parents.append(None)
+        args, kwargs = copy_constants(prim, tuple(args), parents, kwargs)
+        return ReverseTrace.apply(self, prim, args, kwargs or {})
+
+    def apply1(self, prim, x, kwargs=None):
+        if kwargs and any(map(may_hold_arrays, kwargs.values())):
+            return self.apply(prim, (x,), kwargs)
+        return ReverseTrace.apply1(self, prim, x, kwargs)
+
+    def apply2(self, prim, x, y):
+        tx = type(x)
+        ty = type(y)
+        if ((tx is not float and tx not in BOX_TYPES and may_hold_arrays(x))
+                or (ty is not float and ty not in BOX_TYPES and may_hold_arrays(y))):
+            return self.apply(prim, (x, y), {})
+        return ReverseTrace.apply2(self, prim, x, y)
 
     def __len__(self):
         return len(self.entries)

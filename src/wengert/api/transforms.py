@@ -26,11 +26,12 @@ from wengert.core.exits import ExitError
 from wengert.core.exits import name_of as _name
 from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.engines.forward import Dual, ForwardTrace
+from wengert.engines.kept import keep_copies
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.engines.saving import read_only_view
 from wengert.rules.nondiff import zeros_like
 
-__all__ = ["grad", "value_and_grad", "vjp", "elementwise_grad", "jvp", "stop_gradient"]
+__all__ = ["grad", "value_and_grad", "vjp", "vjp_at_once", "elementwise_grad", "jvp", "stop_gradient"]
 
 
 def _where(transform, fun, argnums):
@@ -337,16 +338,21 @@ def _split_aux(out, fun, transform):
     return out
 
 
-def _record(fun, primals, transform, has_aux, frozen=False):
+def _record(fun, primals, transform, has_aux, frozen=False, kept=False):
     """Run ``fun`` on boxed ``primals`` on a new tape: ``(trace, boxes, out_leaves, out_def, aux)``
-    (``frozen``: the aux's arrays from the tape as read-only views: ``saving.read_only_view``)."""
+    (``frozen``: the aux's arrays from the tape as read-only views: ``saving.read_only_view``;
+    ``kept``: for a pullback called later, the caller's arrays the tape reads copied: ``engines.kept``)."""
     trace = _tape_trace()
     call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), transform)
+    if kept:
+        leaves = [b.value for mine, _ in boxes for b in mine]
     with gc_paused():
         try:
             out = fun(*call_args)
         except ValueError as e:
             _restate_exit(e)
+        if kept:
+            keep_copies(trace, leaves)
     aux = None
     if has_aux:
         out, aux = _split_aux(out, fun, transform)
@@ -363,9 +369,21 @@ def _own(v, trace):
 
 def vjp(fun, *primals, has_aux=False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(cotangent)`` is a tuple, one entry per primal
-    (``jax.vjp``). ``vjp_fun`` may be called many times. The output's and the aux's arrays are
-    read-only views: ``vjp_fun`` reads the graph's values, which a write would change."""
-    trace, boxes, out_leaves, out_def, aux = _record(fun, primals, "vjp", has_aux, frozen=True)
+    (``jax.vjp``). ``vjp_fun`` may be called many times, and gives the derivative at the values of
+    the forward pass whatever is written afterwards: the caller's arrays it reads (the arguments,
+    arrays ``fun`` closes over, views of them) are copied when ``fun`` returns (``engines.kept``;
+    a read-only array is not), and the output's and the aux's arrays are read-only views."""
+    return _vjp(fun, primals, has_aux, True)
+
+
+def vjp_at_once(fun, *primals, has_aux=False):
+    """:func:`vjp` for a caller that calls ``vjp_fun`` before any other code can write into the
+    arrays (inside a rule, ``elementwise_grad``): nothing is copied."""
+    return _vjp(fun, primals, has_aux, False)
+
+
+def _vjp(fun, primals, has_aux, kept):
+    trace, boxes, out_leaves, out_def, aux = _record(fun, primals, "vjp", has_aux, frozen=True, kept=kept)
     value = tree_unflatten(out_def, [read_only_view(v.value) if _own(v, trace) else v for v in out_leaves])
 
     def vjp_fun(cotangent):
@@ -399,7 +417,7 @@ def elementwise_grad(fun, argnums=0):
     def egrad_fun(*args, **kwargs):
         single, nums = _argnums_tuple(fun, argnums, len(args), "elementwise_grad")
         f = _restricted(fun, args, nums, kwargs)
-        out, back = vjp(f, *[args[a] for a in nums])
+        out, back = vjp_at_once(f, *[args[a] for a in nums])
         g = back(tree_map(_ones, out))
         return g[0] if single else g
 

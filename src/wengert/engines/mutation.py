@@ -35,7 +35,8 @@ from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
 __all__ = ["assign", "add_at", "augmented_assign", "note_view", "array_of", "rebind", "resolve_tape",
-           "resolve_parents", "note_inplace_write", "check_inplace_writes", "leaf_aliases", "versions_by_box"]
+           "resolve_parents", "note_inplace_write", "note_inplace_writes", "check_inplace_writes",
+           "leaf_aliases", "versions_by_box"]
 
 node_ids = itertools.count()
 """The clock of eager recording: eager nodes (``Tensor``) are numbered by it, and assignments are
@@ -386,16 +387,35 @@ def _byte_range(array):
 
 def note_inplace_write(array, what):
     """Record that ``array`` was just overwritten in place by ``what`` (an eager, unrecorded update)."""
-    if type(array) is not np.ndarray:
-        return
-    buffer = _buffer(array)
-    key = id(buffer)
+    note_inplace_writes((array,), what)
+
+
+def note_inplace_writes(arrays, what):
+    """:func:`note_inplace_write` for several arrays that one update wrote (an optimizer's step): one
+    stamp, one lock."""
     stamp = next(node_ids)
     with _LOG_LOCK:
-        entry = INPLACE_WRITES.get(key)
-        if entry is None or entry[0]() is not buffer:
-            entry = INPLACE_WRITES[key] = (weakref.ref(buffer, lambda ref: _forget_write(key, ref)), {})
-        entry[1][_byte_range(array)] = (stamp, what)  # one entry per range: a loop's writes replace it
+        for array in arrays:
+            if type(array) is not np.ndarray:
+                continue
+            buffer = _buffer(array)
+            key = id(buffer)
+            entry = INPLACE_WRITES.get(key)
+            if entry is None or entry[0]() is not buffer:
+                forget = lambda ref, key=key: _forget_write(key, ref)  # noqa: E731
+                entry = INPLACE_WRITES[key] = (weakref.ref(buffer, forget), {})
+            # one entry per range: a loop's writes replace it. An array owning its memory: all of it (a
+            # range that overlaps any view), without __array_interface__ (a few us: optimizer steps)
+            span = _ALL_OF_IT if array.base is None and array.size else _byte_range(array)
+            entry[1][span] = (stamp, what)
+        NEWEST_WRITE[0] = stamp
+
+
+_ALL_OF_IT = (-1, float("inf"))
+
+NEWEST_WRITE = [-1]
+"""The stamp of the newest write noted: a backward pass whose nodes were all made after it has nothing
+to check (a training loop's: its optimizer stepped before the forward pass)."""
 
 
 def _forget_write(key, ref):
@@ -410,7 +430,14 @@ def check_inplace_writes(order):
     made, directly or through any array sharing its memory."""
     if not order:
         return
-    oldest = order[-1]._id
+    k = len(order) - 1
+    while k >= 0 and order[k]._prim is None:  # leaves save nothing (parameters made long ago)
+        k -= 1
+    if k < 0:
+        return
+    oldest = order[k]._id
+    if NEWEST_WRITE[0] < oldest:
+        return
     relevant = {}
     for key, (ref, writes) in list(INPLACE_WRITES.items()):
         buffer = ref()
@@ -428,9 +455,13 @@ def check_inplace_writes(order):
         if prim is None or type(args) is not tuple:
             continue
         reads = needs(prim, node._parents)
-        if reads is None or "out" in reads:  # its rules read its output (or may: no declaration)
-            args = args + (node.value,)
-        for a in args:
+        if reads is None:  # no declaration: its rules may read anything
+            saved = args + (node.value,)
+        else:  # only what its rules read (as PyTorch's saved tensors: sum(p) then a write is no error)
+            saved = tuple(a for i, a in enumerate(args) if i in reads)
+            if "out" in reads:
+                saved += (node.value,)
+        for a in saved:
             if type(a) is not np.ndarray:
                 continue
             buffer = _buffer(a)

@@ -210,7 +210,8 @@ class ScalarNode(NodeMethods):
     because a float is immutable and an array node's value changes only by ``rebind``, whose old
     version the pass points its children at (``mutation.resolve_tape``) before reading them; an array
     parent's output is never released while a scalar node refers to it (``saving``: the references
-    counted are the tuples' only).
+    counted are the tuples' only). The only parent holding an array is ``v``'s in ``v[i]``, whose rule
+    reads just its shape: ``engines.kept`` skips scalar nodes when it copies the caller's arrays.
     """
 
     __slots__ = ("value", "_trace", "_prim", "_x", "_y", "__weakref__")
@@ -478,7 +479,10 @@ class ReverseTrace(Trace):
             if py is not None and 1 in missing:
                 prim.vjp_rule(1)
         if t is float:
-            if (px is not None or type(vx) is float) and (py is not None or type(vy) is float):
+            # a ScalarNode: each input a float constant or a node whose value is not an array (its
+            # rules would read the array through the node: engines.kept copies only tuples' arrays)
+            if ((type(vx) is float or (px is not None and type(vx) is not _ndarray))
+                    and (type(vy) is float or (py is not None and type(vy) is not _ndarray))):
                 return record_scalar(self, prim, out, vx if px is None else px, vy if py is None else py)
             return record(self, prim, out, (vx, vy), (px, py))
         return self._record_saving(prim, out, (vx, vy), (px, py))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import wengert.numpy as wnp
-from wengert.api.transforms import vjp
+from wengert.api.transforms import vjp_at_once as vjp  # the pullbacks are called at once, in the rule
 from wengert.extend import defvjp, primitive
 
 __all__ = ["fixed_point"]

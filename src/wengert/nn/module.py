@@ -18,6 +18,7 @@ import numpy as np
 
 from wengert.api.tensor import EAGER, Tensor
 from wengert.core.trace import register_box, unbox_all
+from wengert.engines.mutation import note_inplace_write
 
 __all__ = ["Module", "Parameter", "SparseRows", "functional_call"]
 
@@ -202,6 +203,7 @@ class Module:
                 raise ValueError(f"load_state_dict: '{name}' has shape {p.shape} in the model but "
                                  f"{value.shape} in the state")
             np.copyto(p.value, value, casting="same_kind")
+            note_inplace_write(p.value, f"load_state_dict into '{name}'")  # as PyTorch's param.copy_
         return self
 
     def save(self, path):

@@ -26,7 +26,8 @@ import scipy.integrate
 
 import wengert.numpy as wnp
 from wengert import rules
-from wengert.api.transforms import jvp, vjp
+from wengert.api.transforms import jvp
+from wengert.api.transforms import vjp_at_once as vjp  # its pullback is called at once
 from wengert.core.extend import defjvp_argnum, defvjp_argnum
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
