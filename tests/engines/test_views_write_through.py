@@ -66,7 +66,7 @@ def _write(form):
         elif form == "*=":
             w *= r
         elif form == "/=":
-            w /= r + 3.0
+            w /= r * r + 3.0
         return w
     return write
 
@@ -305,7 +305,7 @@ def test_pytorch_differentiates_the_same_writes():
             elif form == "*=":
                 w *= r
             else:
-                w /= r + 3.0
+                w /= r * r + 3.0
             out = (y * y * torch.arange(1.0, 7.0, dtype=torch.float64)).sum() + torch.cos(w).sum()
             out.backward()
             _close(wg.grad(f)(V.copy()), x.grad.numpy(), rtol=1e-12, atol=1e-13)
