@@ -93,8 +93,13 @@ def _write(box, compute, what):
     primitive's ``updates_view`` fact, and so on up a view of a view. The two stay views of each other
     (``box`` keeps its mark), so every later write goes through too."""
     view = getattr(box, "_view", None)
-    if view is not None:
-        base, prim, i, reason = view
+    link = box
+    while link is not None:  # the whole chain is checked before anything is rebound
+        mark = getattr(link, "_view", None)
+        if mark is None:
+            break
+        base, prim, i, reason = mark
+        link = base
         if base is None:
             value = array_of(box)
             readonly = type(value) is np.ndarray and not value.flags.writeable
