@@ -52,22 +52,26 @@ def _rhs(v, w):
     return wnp.sin(v[0] * v[5]) + 0.5 * v[2] * np.ones(np.shape(w))
 
 
+def _apply(form, w, r):
+    """``w`` written by ``r`` in the given form (for wengert's values and PyTorch's tensors alike)."""
+    if form == "=":
+        w[...] = r
+    elif form == "[0]=":
+        w[0] = r[0]
+    elif form == "+=":
+        w += r
+    elif form == "-=":
+        w -= r
+    elif form == "*=":
+        w *= r
+    elif form == "/=":
+        w /= r * r + 3.0
+    return w
+
+
 def _write(form):
     def write(w, v):
-        r = _rhs(v, w)
-        if form == "=":
-            w[...] = r
-        elif form == "[0]=":
-            w[0] = r[0]
-        elif form == "+=":
-            w += r
-        elif form == "-=":
-            w -= r
-        elif form == "*=":
-            w *= r
-        elif form == "/=":
-            w /= r * r + 3.0
-        return w
+        return _apply(form, w, _rhs(v, w))
     return write
 
 
@@ -303,18 +307,7 @@ def test_pytorch_differentiates_the_same_writes():
             if w is None:
                 continue
             r = torch.sin(x[0] * x[5]) + 0.5 * x[2] * torch.ones(w.shape, dtype=torch.float64)
-            if form == "=":
-                w[...] = r
-            elif form == "[0]=":
-                w[0] = r[0]
-            elif form == "+=":
-                w += r
-            elif form == "-=":
-                w -= r
-            elif form == "*=":
-                w *= r
-            else:
-                w /= r * r + 3.0
+            w = _apply(form, w, r)
             out = (y * y * torch.arange(1.0, 7.0, dtype=torch.float64)).sum() + torch.cos(w).sum()
             out.backward()
             _close(wg.grad(f)(V.copy()), x.grad.numpy(), rtol=1e-12, atol=1e-13)
