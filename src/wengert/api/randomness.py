@@ -26,7 +26,7 @@ import numpy as np
 
 from wengert.core.trace import BOX_TYPES
 
-__all__ = ["Sources", "sources_of", "check_same", "GLOBAL_LABEL"]
+__all__ = ["Sources", "sources_of", "check_same", "label_of", "GLOBAL_LABEL"]
 
 GLOBAL_LABEL = "NumPy's global random state (np.random)"
 _RS = np.random.mtrand._rand  # the RandomState behind np.random.* (np.random.seed/set_state keep it)
@@ -208,12 +208,13 @@ def _names_of(code):
 
 
 _GENERATORS = (np.random.Generator, np.random.RandomState)
-_ATOM_TYPES = frozenset({str, bytes, int, float, complex, bool, type(None), np.ndarray, type,
+_ATOM_TYPES = frozenset({str, bytes, int, float, complex, bool, type(None), type,
                          types.ModuleType, types.BuiltinFunctionType, range, slice, np.float64})
 _SEQUENCES = frozenset({list, tuple, set, frozenset})
+_ndarray = np.ndarray
 
 
-def _label(path):
+def label_of(path):
     """A path of (parent, step) pairs as text, ``model.layers[2].rng``: a step is an attribute name,
     a sequence index, or a dict key in a list."""
     parts = []
@@ -225,13 +226,15 @@ def _label(path):
     return "".join(reversed(parts))
 
 
-def sources_of(fun, roots=(), generators=None, where="wg.checkpoint"):
+def sources_of(fun, roots=(), generators=None, where="wg.checkpoint", arrays=None):
     """The random sources of ``fun`` called on ``roots``: see the module docstring. ``generators``:
     more, given by the caller (Generators, RandomStates, or objects holding them). A stack of
-    ``(object, path, depth)``; paths are built only for what is found (:func:`_label`)."""
+    ``(object, path, depth)``; paths are built only for what is found (:func:`label_of`). ``arrays``:
+    a list, to which the NumPy arrays met are appended as ``(array, path)`` (what a recomputation
+    reads besides its arguments: ``engines.kept``)."""
     found, labels, seen = [], [], {id(_RS)}
     stack = [(fun, getattr(fun, "__name__", type(fun).__name__), 0)]
-    stack += [(r, f"argument {i}", 0) for i, r in enumerate(roots)]
+    stack += [(r, f"argument {i}", 0) for i, r in enumerate(roots) if r is not None]
     if generators is not None:
         if isinstance(generators, _GENERATORS) or not isinstance(generators, (list, tuple)):
             generators = [generators]
@@ -250,10 +253,15 @@ def sources_of(fun, roots=(), generators=None, where="wg.checkpoint"):
         t = type(obj)
         if t in _ATOM_TYPES or id(obj) in seen:
             continue
+        if t is _ndarray:
+            if arrays is not None:
+                seen.add(id(obj))
+                arrays.append((obj, path))
+            continue
         if t is np.random.Generator or isinstance(obj, _GENERATORS):
             seen.add(id(obj))
             found.append(obj)
-            labels.append(f"the {t.__name__} {_label(path)}")
+            labels.append(f"the {t.__name__} {label_of(path)}")
             continue
         if t in BOX_TYPES or isinstance(obj, _ATOMS):
             continue

@@ -23,6 +23,12 @@ array (:func:`own_copy`) and each operation's constants are copied as it is reco
 nothing. Cost: the copies (bandwidth: the MLP benchmark's weights and batch, 2.9 MB, are about 5% of
 its vjp and pullback) and the pass (under 2% of the 40,000-step scalar chain's; a few microseconds for
 the tiny network's ten array nodes). A read-only array is the way to skip the copy of a large one.
+
+A node whose rule runs the caller's function again (``wg.checkpoint``, ``wg.iterate``) reads, at
+pullback time, the arrays that function captures (closure, globals, attributes: found as its random
+sources are). Its first argument, the chain, has ``keep_for_pullback(copier)``: it keeps copies of
+them (one per array, shared between the chains of one forward pass) and the recomputation refuses,
+naming the array, if one was written since.
 """
 
 import itertools
@@ -152,7 +158,12 @@ def keep_copies(trace, leaves):
                     if parents[i] is not None:
                         continue  # the recording's own array
                     callers[id(owner)] = owner  # a constant: the caller's (or one the function made)
-            elif t in _PLAIN or not may_hold_arrays(a):
+            elif t in _PLAIN:
+                continue
+            elif not may_hold_arrays(a):
+                keep = getattr(a, "keep_for_pullback", None)  # a recomputing node's chain (checkpoint)
+                if keep is not None:
+                    keep(copier)
                 continue
             else:  # an index tuple, a sequence of arrays, an ndarray subclass
                 if parents[i] is None:
@@ -210,7 +221,13 @@ def copy_constants(prim, args, parents, kwargs):
     i = -1
     for a in args:
         i += 1
-        if parents[i] is not None or not may_hold_arrays(a):
+        if parents[i] is not None:
+            continue
+        if not may_hold_arrays(a):
+            hook = getattr(a, "keep_for_pullback", None)  # a recomputing node's chain (checkpoint)
+            if hook is not None:
+                copier = copier or _Copier()
+                hook(copier)
             continue
         if keep is False:
             keep = needs(prim, parents)

@@ -47,9 +47,11 @@ def checkpoint(fun: Callable[..., Any] | None = None, *, generators: Any = None)
     @functools.wraps(fun)
     def checkpointed(*args, **kwargs):
         leaves, treedef = tree_flatten(tuple(args))
-        roots = [v for v in leaves if type(v) not in BOX_TYPES and not is_inexact(v)]
-        sources = sources_of(fun, roots + list(kwargs.values()), generators, f"wg.checkpoint({name})")
-        chain = Chain(fun, name, "checkpoint", leaves, treedef, kwargs or _NO_KWARGS, sources)
+        roots = [v if type(v) not in BOX_TYPES and not is_inexact(v) else None for v in leaves]
+        captured = []
+        sources = sources_of(fun, roots + list(kwargs.values()), generators, f"wg.checkpoint({name})",
+                             captured)
+        chain = Chain(fun, name, "checkpoint", leaves, treedef, kwargs or _NO_KWARGS, sources, captured)
         chain.schedule = _ONE_STEP
         values, out_def = chain.evaluate(0, chain.in_plain, chain.slot_plain.__getitem__)
         chain.forward_done()
@@ -101,8 +103,9 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
     if checkpoint == "all":
         return _iterate_all(step, x0, n, name)
     leaves, treedef = tree_flatten(x0)
+    captured = []
     chain = Chain(step, name, "iterate", leaves, treedef,
-                  sources=sources_of(step, (), generators, where))
+                  sources=sources_of(step, (), generators, where, captured), captured=captured)
     plain_source = chain.slot_plain.__getitem__
     if until is None:
         if n == 0:
