@@ -21,7 +21,9 @@ from collections import namedtuple
 import numpy as np
 
 from wengert.api import transforms
+from wengert.api.randomness import sources_of
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
+from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, gc_paused
 from wengert.engines.collector import trace_started
 from wengert.program.captures import scan, with_captured_inputs
@@ -260,6 +262,19 @@ class CompiledFunction:
 
     def _build(self, args):
         name = getattr(self.fun, "__name__", self.fun)
+        random = sources_of(self.fun, args, where=f"wg.compile({name})")
+        before = random.capture()
+        built = self._build_traced(args, name)
+        drew = random.changed(before)
+        if drew:
+            random.restore(before)
+            raise TracingError(
+                f"wg.compile({name}): {name} draws random numbers (from {drew[0]}) while it is "
+                f"traced; the compiled program would repeat those numbers on every call. Draw them "
+                f"outside and pass them as an argument, or call {name} without wg.compile.")
+        return built
+
+    def _build_traced(self, args, name):
         captures = scan(self.fun, f"wg.compile({name})")
         if captures.nodes:  # the captured arrays are inputs after the arguments, the rest guarded
             traced = with_captured_inputs(self.fun, len(args), captures, _param_names(self.fun, len(args)))
