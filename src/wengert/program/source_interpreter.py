@@ -12,7 +12,7 @@ from wengert.program.control import If, TransformError
 from wengert.program.ir import Variable, placeholder
 from wengert.program.source_loops import LoopInterpreter
 from wengert.program.source_parse import TAPE, base_name, closure_values, parsed_source
-from wengert.program.source_scope import Scope
+from wengert.program.source_scope import Scope, refuse_shared_write
 from wengert.program.source_values import (
     BRK,
     CONTAINER_TYPES,
@@ -57,6 +57,8 @@ class Interpreter(LoopInterpreter):
         self.closure = closure_values(fun, self.parsed)
         self.builder = builder
         self.depth = depth
+        self.caller = None  # the interpreter of the function that called this one (inline calls)
+        self.current = None
         self.env = {}
         self._code = {}
         self.random = sources_of(fun, where=f"source transformation of {getattr(fun, '__name__', fun)}")
@@ -171,6 +173,7 @@ class Interpreter(LoopInterpreter):
     def statement(self, s):
         """Interpret statement ``s``; one that draws random numbers is refused (see _refuse_draws)."""
         before = self.random.capture()
+        self.current = s  # the innermost statement running (source_scope.refuse_shared_write)
         self._statement(s)
         drew = self.random.changed(before)
         if drew:
@@ -282,6 +285,7 @@ class Interpreter(LoopInterpreter):
         old = self.env.get(name)
         if type(old) is not Symbol and not isinstance(old, np.ndarray):
             raise self.error(node, f"item assignment into {name} ({type(old).__name__})")
+        refuse_shared_write(self, name, old, node)
         idx = self.eval(target.slice)
         mark = self.mark()
         new = update(old, idx)
@@ -306,6 +310,7 @@ class Interpreter(LoopInterpreter):
                 self.env[target.id] = operator.iadd(cur, value) if isinstance(s.op, ast.Add) else \
                     operator.imul(cur, value)
                 return
+            refuse_shared_write(self, target.id, cur, s)
             with np.errstate(all="ignore"):
                 self.env[target.id] = self.name_result(op(cur, value), target.id, mark)
         elif isinstance(target, ast.Subscript) and isinstance(self.container(target, s), CONTAINER_TYPES):

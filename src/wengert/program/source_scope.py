@@ -2,6 +2,7 @@
 globals, with ``math`` sent to ``wengert.numpy``, NumPy functions taking lists of traced values,
 and the user's other functions interpreted inline (by an interpreter of the caller's kind)."""
 
+import ast
 import inspect
 import math
 import types
@@ -12,6 +13,7 @@ import wengert.numpy as wnp
 from wengert.program.control import TransformError
 from wengert.program.source_parse import TAPE, is_user_function
 from wengert.program.source_values import each_symbol
+from wengert.program.tracing import Symbol
 
 __all__ = ["Scope"]
 
@@ -125,6 +127,7 @@ class _UserCall:
             raise TransformError(f"recursion through {self.fun.__name__} (calls nested more than 20 deep) is "
                                  f"outside the subset the source transformation supports. {TAPE}")
         sub = type(self.caller)(self.fun, self.caller.builder, depth)  # an interpreter like the caller
+        sub.caller = self.caller
         try:
             bound = inspect.signature(self.fun).bind(*args, **kwargs)
         except TypeError as e:
@@ -132,3 +135,100 @@ class _UserCall:
         bound.apply_defaults()
         sub.env.update(bound.arguments)
         return sub.run_function()
+
+
+def _chain(value):
+    """``value`` and the traced arrays it is a view of (``mutation.note_view``'s marks), nearest first."""
+    out = [value]
+    view = getattr(value, "_view", None)
+    while view is not None and view[0] is not None:
+        out.append(view[0])
+        view = getattr(view[0], "_view", None)
+    return out
+
+
+_LOADS = {}  # id of a parsed function's node -> (its node, name -> [Name nodes loading it], parents)
+
+
+def _loads(parsed):
+    got = _LOADS.get(id(parsed.node))
+    if got is None or got[0] is not parsed.node:
+        loads, parents = {}, {}
+        for parent in ast.walk(parsed.node):
+            for child in ast.iter_child_nodes(parent):
+                parents[id(child)] = parent
+                if type(child) is ast.Name and type(child.ctx) is ast.Load:
+                    loads.setdefault(child.id, []).append(child)
+        got = _LOADS[id(parsed.node)] = (parsed.node, loads, parents)
+    return got
+
+
+def _stores(stmt, name):
+    t = type(stmt)
+    targets = stmt.targets if t is ast.Assign else [stmt.target] if t is ast.AnnAssign else []
+    return any(type(t) is ast.Name and t.id == name for target in targets for t in ast.walk(target))
+
+
+def _read_later(frame, name):
+    """Whether ``frame``'s function may read ``name`` after the statement now running: a load of it
+    in a later statement, or anywhere in a loop around this one, unless this statement assigns it
+    anew; in the statement itself, any load but a lone argument of a call (``y = step(y)``)."""
+    stmt = frame.current
+    if stmt is None:
+        return True
+    _, loads, parents = _loads(frame.parsed)
+    found = loads.get(name, ())
+    end = getattr(stmt, "end_lineno", None) or stmt.lineno
+    inside = [n for n in found if stmt.lineno <= n.lineno <= end]
+    if len(inside) > 1 or (inside and type(parents.get(id(inside[0]))) is not ast.Call):
+        return True
+    if _stores(stmt, name):
+        return False
+    if any(n.lineno > end for n in found):
+        return True
+    p = parents.get(id(stmt))
+    while p is not None:
+        if type(p) in (ast.For, ast.While) and any(p.lineno <= n.lineno <= p.end_lineno for n in found):
+            return True
+        p = parents.get(id(p))
+    return False
+
+
+def _live_names(interp, skip):
+    """``(name, value)`` of every name bound in ``interp`` and the interpreters that called it inline
+    (those their functions may still read), with the entries of lists, tuples and dicts bound there,
+    but ``skip`` in ``interp`` itself."""
+    frame = interp
+    while frame is not None:
+        for n, v in frame.env.items():
+            if type(n) is not str or n.startswith("__") or (frame is interp and n == skip):
+                continue
+            if not _read_later(frame, n):
+                continue
+            where = "" if frame is interp else f" (in {frame.parsed.name})"
+            yield n + where, v
+            if isinstance(v, (list, tuple)):
+                yield from ((f"{n}[{i}]{where}", e) for i, e in enumerate(v))
+            elif isinstance(v, dict):
+                yield from ((f"{n}[{k!r}]{where}", e) for k, e in v.items())
+        frame = frame.caller
+
+
+def refuse_shared_write(interp, name, value, node):
+    """Refuse an in-place write into ``name`` (value ``value``) when another live name shares its memory
+    (the same array, a view of it, an array it views, or a view of the same array): NumPy would change
+    both, but the source front end gives each name its own value, so the other would be stale."""
+    if type(value) is not Symbol or not value.variable.shape:
+        return  # a plain array is a constant of the program; a 0-d value is a number
+    mine = _chain(value)
+    for other, v in _live_names(interp, name):
+        if type(v) is not Symbol or not any(b is c for b in _chain(v) for c in mine):
+            continue
+        how = "names the same array" if v is value else "shares its memory (one is a view of the other, " \
+            "or both view one array)"
+        raise TransformError(
+            f"at {interp.where(node)} (in {interp.parsed.name}): an in-place write into '{name}', while "
+            f"'{other}' {how}: NumPy changes both, but the source transformation gives each name its own "
+            f"value, so '{other}' would keep the old one. Write through one name (y[1:4] += v rather than "
+            f"w = y[1:4]; w += v), make a copy first (w = y[1:4].copy()), or differentiate with wg.grad "
+            f"or wg.compile, which follow NumPy's views.")
