@@ -12,7 +12,7 @@ import builtins
 
 import numpy as np
 
-from wengert.core.extend import nondiff_primitive
+from wengert.core.extend import defbatch, nondiff_primitive
 from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
 from wengert.rules import broadcasting, elementwise, indexing, products, reductions
@@ -410,7 +410,7 @@ def _batch_searchsorted(prim, values, batched, kwargs):
     return prim(*values, **kwargs)
 
 
-searchsorted.batch = _batch_searchsorted
+defbatch(searchsorted, _batch_searchsorted)
 digitize = nondiff_primitive(np.digitize)
 tri = np.tri
 tril_indices = np.tril_indices

@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from wengert.core.extend import facts, nondiff_primitive
+from wengert.core.extend import defbatch, facts, nondiff_primitive
 from wengert.core.trace import unbox_all
 from wengert.rules.broadcasting import NotBatched, batch_unary, dtype_of, shape_of
 from wengert.rules.elementwise import _binary
@@ -69,8 +69,8 @@ def _stand_in(v, batched):
 
 
 for _query in (shape, ndim, size):
-    _query.batch = one_example
+    defbatch(_query, one_example)
 for _like in (zeros_like, ones_like, empty_like, full_like):
-    _like.batch = batch_unary
+    defbatch(_like, batch_unary)
 for _predicate in (isnan, isinf, isfinite, signbit, logical_not):  # elementwise, one argument
-    _predicate.batch = batch_unary
+    defbatch(_predicate, batch_unary)

@@ -8,7 +8,7 @@ import string
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
+from wengert.core.extend import defbatch, defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
 from wengert.core.primitive import Primitive, binary_function
 from wengert.rules import broadcasting, shape
 
@@ -263,6 +263,6 @@ def _batch_einsum(prim, values, batched, kwargs):
     return prim(",".join(ins) + "->" + letter + out, *operands, **kwargs)
 
 
-matmul.primitive.batch = _batch_matmul
-einsum.batch = _batch_einsum
-tensordot.batch = _batch_tensordot
+defbatch(matmul, _batch_matmul)
+defbatch(einsum, _batch_einsum)
+defbatch(tensordot, _batch_tensordot)

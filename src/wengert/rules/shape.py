@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
+from wengert.core.extend import defbatch, defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, indexing
 from wengert.rules.broadcasting import astype, reshape
@@ -239,9 +239,9 @@ def _batch_stack(prim, values, batched, kwargs):
     return prim(*parts, axis=broadcasting.example_axes(axis, n)[0])
 
 
-transpose.batch = _batch_transpose
-concatenate.batch = _batch_concatenate
-stack.batch = _batch_stack
+defbatch(transpose, _batch_transpose)
+defbatch(concatenate, _batch_concatenate)
+defbatch(stack, _batch_stack)
 
 
 def _batch_repeat(prim, values, batched, kwargs):
@@ -252,5 +252,5 @@ def _batch_repeat(prim, values, batched, kwargs):
     return prim(values[0], values[1], axis=axis)
 
 
-repeat.batch = _batch_repeat
-sum_repeats.batch = broadcasting.batch_axes_argument(2)
+defbatch(repeat, _batch_repeat)
+defbatch(sum_repeats, broadcasting.batch_axes_argument(2))
