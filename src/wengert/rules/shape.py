@@ -245,11 +245,16 @@ defbatch(stack, _batch_stack)
 
 
 def _batch_repeat(prim, values, batched, kwargs):
+    """Along the example's axis shifted past the batch axis; ``axis=None`` (NumPy's flattened array)
+    along each example flattened alone."""
     axis = values[2] if len(values) > 2 else kwargs.get("axis")
-    if axis is None or any(batched[1:]):  # repeat(axis=None) flattens first: the loop
+    if any(batched[1:]):
         return NotImplemented
-    (axis,) = broadcasting.example_axes(axis, len(broadcasting.shape_of(values[0])) - 1)
-    return prim(values[0], values[1], axis=axis)
+    x = values[0]
+    if axis is None:
+        return prim(reshape(x, (broadcasting.shape_of(x)[0], -1)), values[1], axis=1)
+    (axis,) = broadcasting.example_axes(axis, len(broadcasting.shape_of(x)) - 1)
+    return prim(x, values[1], axis=axis)
 
 
 defbatch(repeat, _batch_repeat)
