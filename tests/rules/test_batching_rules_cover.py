@@ -78,7 +78,8 @@ def _run(name, i, use):
     fun, args = TABLE[name][i]
     fun, mapped = _use(fun, args, use)
     examples = [args, tuple(a * 1.001 if j in mapped else a for j, a in enumerate(args))]
-    batch = [np.stack([np.asarray(ex[j]) for ex in examples]) if j in mapped else a for j, a in enumerate(args)]
+    batch = [np.stack([np.asarray(ex[j]) for ex in examples]) if j in mapped else a
+             for j, a in enumerate(args)]
     in_axes = tuple(0 if j in mapped else None for j in range(len(args)))
     looped = []
     with warnings.catch_warnings(record=True) as caught:
