@@ -21,20 +21,23 @@ from wengert.api.tree import tree_flatten
 from wengert.core.errors import TracingError
 from wengert.engines import batching
 from wengert.engines.batching import NoBatchingRuleWarning
+from wengert.rules.scipy_linalg import SCIPY_BATCHES
 
 TABLE = {**CASES, **{f"composed:{k}": v for k, v in COMPOSED.items()}}
 USES = ("first", "every", "grad")
 
-_SCIPY = "SciPy's function works on one matrix (or signal) at a time: each example is its own call"
+_SCIPY = ("SciPy's function takes one matrix (or signal) at a time in the SciPy versions wengert supports "
+          "(solve_sylvester and sqrtm take stacks from SciPy 1.15 or later; convolve has no axes)")
 _DATA_SHAPED = ("a batched integer index into a batched array (take_along_axis of argsort's order, in sort, "
                 "median, quantile, svd) and its adjoint: issue 27's vmap indexing work")
 LOOPS = {
-    "cholesky_lower": _SCIPY, "scipy_solve_triangular": _SCIPY, "expm": _SCIPY, "sqrtm": _SCIPY,
-    "solve_sylvester": _SCIPY, "scipy_convolve": _SCIPY,
+    "sqrtm": _SCIPY, "solve_sylvester": _SCIPY, "scipy_convolve": _SCIPY,
     "odeint": "an ODE solve with adaptive steps: each example takes steps of its own",
     "getitem": _DATA_SHAPED, "untake": _DATA_SHAPED,
 }
 """Primitive -> why it still runs once per example in some case of the table."""
+if not SCIPY_BATCHES:
+    LOOPS.update(dict.fromkeys(("cholesky_lower", "scipy_solve_triangular"), "SciPy < 1.15 takes one matrix"))
 
 REFUSED = {"composed:linalg.lstsq"}
 """Whose result's shape depends on the data: refused under ``vmap`` (tests/rules/test_batching.py)."""
