@@ -2,7 +2,9 @@
 
 Rules are written with these primitives, ``products.matmul`` and ``shape``/``indexing`` ones, so
 they differentiate again. Matrices are 2-D (``solve_triangular``'s right-hand side may be 1-D or
-2-D). Derivations, with ``X`` the result:
+2-D); under ``vmap`` (SciPy 1.15 or later) ``expm``, ``cholesky_lower`` and ``solve_triangular``
+also take stacks of matrices, right-hand sides as columns, and their rules work on stacks too.
+Derivations, with ``X`` the result:
 
 - ``solve_triangular``: X = op(A)^-1 B, so B_bar = op(A)^-T G and A_bar = -B_bar X^T (or its
   transpose when op is the transpose), restricted to the triangle that is read (the diagonal left
@@ -32,7 +34,9 @@ __all__ = ["solve_triangular", "cholesky_lower", "solve_sylvester", "expm", "sqr
 
 
 def _mT(x):
-    return shape.transpose(x, (1, 0))
+    """The transpose of a matrix, or of each matrix of a stack (a batch of ``vmap``)."""
+    n = len(broadcasting.shape_of(x))
+    return shape.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 def _sym(x):
@@ -164,9 +168,9 @@ def _expm_impl(a):
 def frechet_expm(a, e):
     """The Frechet derivative of expm at ``a`` in direction ``e``: expm([[a, e], [0, a]])[:n, n:]."""
     n = _n(a)
-    zero = np.zeros((n, n), dtype=broadcasting.dtype_of(a))
-    big = shape.concatenate(shape.concatenate(a, e, axis=1), shape.concatenate(zero, a, axis=1), axis=0)
-    return indexing.getitem(expm(big), (slice(0, n), slice(n, 2 * n)))
+    zero = np.zeros(tuple(broadcasting.shape_of(a)), dtype=broadcasting.dtype_of(a))  # (a stack's too)
+    big = shape.concatenate(shape.concatenate(a, e, axis=-1), shape.concatenate(zero, a, axis=-1), axis=-2)
+    return indexing.getitem(expm(big), (Ellipsis, slice(0, n), slice(n, 2 * n)))
 
 
 expm = Primitive(_expm_impl, name="expm")
