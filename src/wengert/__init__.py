@@ -23,6 +23,7 @@ from wengert.api.tensor import Tensor, enable_grad, is_grad_enabled, no_grad, te
 from wengert.api.transforms import elementwise_grad, grad, jvp, stop_gradient, value_and_grad, vjp
 from wengert.api.tree import tree_flatten, tree_map, tree_ravel, tree_unflatten
 from wengert.core.extend import (
+    defbatch,
     defjvp,
     defjvp_argnum,
     defvjp,
@@ -48,7 +49,7 @@ __all__ = [
     "hessian", "hvp", "hessian_vector_product", "hessian_tensor_product", "stop_gradient", "vmap",
     "Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled",
     "Tape", "Var", "Grad",
-    "primitive", "defvjp", "defjvp", "elementwise", "facts", "defvjp_argnum", "defjvp_argnum",
+    "primitive", "defvjp", "defjvp", "defbatch", "elementwise", "facts", "defvjp_argnum", "defjvp_argnum",
     "defvjp_accumulate", "defvjp_float", "defvjp_inplace", "Primitive", "NoRuleError",
     "tree_flatten", "tree_unflatten", "tree_map", "tree_ravel",
     "Program", "compile", "checkpoint", "iterate",

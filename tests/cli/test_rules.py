@@ -30,7 +30,8 @@ def test_modes_facts_and_spelling_of_known_primitives(capsys):
     assert _row(text, "sin")[1:3] == ["elementwise", "rev fwd float vmap"]
     assert _row(text, "sin")[-1] == "np.sin, math.sin on floats"
     assert _row(text, "linalg.det")[1:3] == ["determinant", "rev fwd vmap"]
-    assert _row(text, "expm")[2] == "rev fwd"  # scipy.linalg.expm takes no stacks: no batching rule
+    assert _row(text, "expm")[2] == "rev fwd vmap"  # scipy.linalg.expm takes stacks of matrices
+    assert _row(text, "solve_sylvester")[2] == "rev fwd"  # one at a time in SciPy < 1.15: no batching rule
     assert _row(text, "yn")[2] == "rev(1) fwd(1) vmap"  # yn(n, x): a derivative in x only
     assert _row(text, "matmul")[3] == "linear in 0,1, fresh"
 

@@ -18,12 +18,14 @@ import math
 import os
 import re
 import runpy
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import wengert as wg
+from wengert.engines.batching import NoBatchingRuleWarning
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```[ \t]*$", re.S | re.M)
@@ -438,7 +440,15 @@ def test_adding_a_primitive(tmp_path):
     assert ns["softsign"].primitive.float_vjp is not None  # the fused rule for floats, from the derivative
     text = " ".join((ROOT / "docs/adding-a-primitive.md").read_text(encoding="utf-8").split())
     concepts = re.findall(r"^## \d\. `(wg\.\w+)`", (ROOT / "docs/adding-a-primitive.md").read_text(), re.M)
-    assert concepts == ["wg.primitive", "wg.defvjp", "wg.defjvp", "wg.elementwise", "wg.facts"], concepts
+    want = ["wg.primitive", "wg.defvjp", "wg.defjvp", "wg.elementwise", "wg.facts", "wg.defbatch"]
+    assert concepts == want, concepts
+    batch = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoBatchingRuleWarning)  # the documented rule: one call, no loop
+        got = wg.vmap(ns["logsumexp"])(batch)
+        grads = wg.vmap(wg.grad(ns["logsumexp"]))(batch)
+    np.testing.assert_allclose(got, [np.log(np.exp(r).sum()) for r in batch], rtol=1e-14)
+    np.testing.assert_allclose(grads, [np.exp(r) / np.exp(r).sum() for r in batch], rtol=1e-14)
     assert "0.4444444444444444" in text
 
 

@@ -16,12 +16,14 @@ import numpy as np
 import pytest
 
 from tests.rules.test_rule_table import CASES, COMPOSED
+from tests.support.rule_helpers import R
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 Callback = pytest.importorskip("dask.callbacks").Callback
 
 import wengert as wg  # noqa: E402
+import wengert.numpy as wnp  # noqa: E402
 
 LAZY, COMPUTES, REFUSED = "lazy", "computes", "refused"
 
@@ -154,7 +156,22 @@ _REASONS = {
 EAGER_ON_DASK = {name: (reason, allowed) for reason, (names, allowed) in _REASONS.items() for name in names}
 """Primitives and composed functions that do not stay lazy on Dask: name -> (why, outcomes allowed)."""
 
-TABLE = {**CASES, **{f"composed:{k}": v for k, v in COMPOSED.items()}}
+def _user_primitives():
+    """Users' primitives (``wg.primitive`` with ``wg.defvjp``/``wg.defjvp``, one rule variadic): their
+    rules return arrays of the inputs' library (Dask's here, CuPy's in test_cupy_arrays), which the
+    checks on users' rules accept; one broadcasts, so its rule's output-shaped result is summed back."""
+    softplus = wg.primitive(lambda x: np.logaddexp(0.0, x), name="softplus")
+    wg.defvjp(softplus, lambda g, out, x: g / (1.0 + wnp.exp(-x)))
+    wg.defjvp(softplus, lambda t, out, x: t / (1.0 + wnp.exp(-x)))
+    scaled_tanh = wg.primitive(lambda x, y: x * np.tanh(y), name="scaled_tanh")
+    d_dx, d_dy = (lambda x, y: wnp.tanh(y)), (lambda x, y: x / wnp.cosh(y) ** 2)
+    wg.defvjp(scaled_tanh, lambda g, out, x, y: g * d_dx(x, y), lambda g, out, x, y: g * d_dy(x, y))
+    wg.defjvp(scaled_tanh, variadic=lambda i, t, out, x, y: t * (d_dy if i else d_dx)(x, y))
+    return {"user:softplus": [(softplus, (R(3),)), (lambda x: softplus(x) * 2.0, (R(2, 3),))],
+            "user:scaled_tanh": [(scaled_tanh, (R(2, 3), R(3))), (scaled_tanh, (R(3), R()))]}
+
+
+TABLE = {**CASES, **{f"composed:{k}": v for k, v in COMPOSED.items()}, **_user_primitives()}
 LAZY_CASES = [pytest.param(name, i, id=f"{name}-{i}") for name in sorted(TABLE) if name not in EAGER_ON_DASK
               for i in range(len(TABLE[name]))]
 
@@ -215,3 +232,31 @@ def test_repeated_reads_of_a_dask_array_differentiate_lazily():
     want = np.zeros(5)
     np.add.at(want, idx, 2 * v[idx])
     np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-14)
+
+
+def test_a_user_primitive_differentiates_a_dask_array_lazily():
+    """``wg.grad`` through a user's primitive on a Dask array: a Dask result, nothing computed until asked."""
+    (softplus, _), _ = TABLE["user:softplus"]
+    f = lambda x: wnp.sum(softplus(x) * x)
+    v = np.linspace(-2.0, 2.0, 6)
+    counter = ComputeCounter()
+    with counter, dask.config.set(scheduler="sync"):
+        g = wg.grad(f)(da.from_array(v, chunks=3))
+    assert isinstance(g, da.Array) and counter.computes == 0
+    np.testing.assert_allclose(g.compute(scheduler="sync"), wg.grad(f)(v), rtol=1e-14)
+
+
+def test_a_user_rule_of_the_wrong_shape_on_dask_is_refused_by_name():
+    summed = wg.primitive(lambda x: np.sin(x), name="sine_summed")
+    wg.defvjp(summed, lambda g, out, x: wnp.sum(g * wnp.cos(x)))  # the sum: not x's shape
+    with pytest.raises(ValueError, match=r"the VJP rule of primitive 'sine_summed' for argument 0 returned "
+                                         r"shape \(\), but the argument has shape \(4,\)"):
+        wg.grad(lambda x: wnp.sum(summed(x)))(da.from_array(np.arange(4.0), chunks=2))
+
+
+def test_a_user_rule_returning_a_list_on_dask_is_refused_by_name():
+    listed = wg.primitive(lambda x: np.sin(x), name="sine_listed")
+    wg.defvjp(listed, lambda g, out, x: [1.0, 1.0, 1.0, 1.0])
+    with pytest.raises(TypeError, match=r"the VJP rule of primitive 'sine_listed' for argument 0 returned "
+                                        r"list .*; return an array or a number"):
+        wg.grad(lambda x: wnp.sum(listed(x)))(da.from_array(np.arange(4.0), chunks=2))

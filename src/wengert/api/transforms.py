@@ -206,6 +206,8 @@ def _ones(value):
         return 1.0
     if isinstance(v, np.generic):
         return v.dtype.type(1)
+    if type(v) is not np.ndarray and hasattr(type(v), "__array_function__"):
+        return np.ones_like(v)  # in the output's own library (a CuPy seed for a CuPy output)
     return np.ones(np.shape(v), dtype=np.result_type(v))
 
 

@@ -1,10 +1,10 @@
-"""The extension API: how a primitive and its derivatives are defined, in one place. Five things
-are all a new primitive needs (``docs/adding-a-primitive.md`` walks through them): :func:`primitive`
+"""The extension API: how a primitive and its derivatives are defined, in one place. Six things are
+all a new primitive needs (``docs/adding-a-primitive.md`` walks through them): :func:`primitive`
 (differentiate a function by its rules, not its body), :func:`defvjp` and :func:`defjvp` (reverse-
-and forward-mode rules, one per positional argument), :func:`elementwise` (an elementwise function
-by its partial derivatives alone: VJP, JVP and the fused rule for floats from one expression each),
-and :func:`facts` (what the program transformer may rely on). Rules are written with wengert's own
-functions, so that they can be differentiated again and traced."""
+and forward-mode rules, one per positional argument), :func:`defbatch` (``vmap``'s rule),
+:func:`elementwise` (an elementwise function by its partial derivatives alone: VJP, JVP and the
+fused rule for floats from one expression each), and :func:`facts` (what the program transformer
+may rely on). Rules are written with wengert's own functions, so they can be differentiated again."""
 
 import linecache
 import types
@@ -23,7 +23,7 @@ from wengert.core.primitive import (
 )
 from wengert.core.trace import BOX_TYPES, contains_box, unbox_all
 
-__all__ = ["primitive", "defvjp", "defjvp", "elementwise", "facts", "Primitive", "NoRuleError",
+__all__ = ["primitive", "defvjp", "defjvp", "defbatch", "elementwise", "facts", "Primitive", "NoRuleError",
            "defvjp_argnum", "defjvp_argnum", "defvjp_accumulate", "defvjp_inplace", "defvjp_float",
            "nondiff_primitive"]
 
@@ -65,24 +65,15 @@ class UserPrimitive(Primitive):
 
 
 def _checked(prim, mode, argnum, rule):
-    """``rule`` of user primitive ``prim``, with its result checked (kind and shape) on every call."""
-    def checked(g_or_t, out, *args, **kwargs):
-        result = rule(g_or_t, out, *args, **kwargs)
-        _check_result(prim, mode, argnum, result, args, out)
-        return result
-    checked.__name__ = checked.__qualname__ = getattr(rule, "__name__", "rule")
-    checked.__wrapped__ = rule
-    return checked
-
-
-def _checked_argnum(prim, mode, rule):
-    """A variadic rule, checked as :func:`_checked` for a user's primitive."""
+    """``rule`` of user primitive ``prim`` with its result checked (kind and shape) on every call; for
+    ``argnum`` None, a variadic rule ``rule(argnum, g, out, *args)``."""
     if not isinstance(prim, UserPrimitive):
         return rule
 
-    def checked(argnum, g, out, *args, **kwargs):
-        result = rule(argnum, g, out, *args, **kwargs)
-        _check_result(prim, mode, argnum, result, args, out)
+    def checked(*rule_args, **kwargs):
+        result = rule(*rule_args, **kwargs)
+        i, (out, *args) = (argnum, rule_args[1:]) if argnum is not None else (rule_args[0], rule_args[2:])
+        _check_result(prim, mode, i, result, args, out)
         return result
     checked.__name__ = checked.__qualname__ = getattr(rule, "__name__", "rule")
     checked.__wrapped__ = rule
@@ -92,6 +83,11 @@ def _checked_argnum(prim, mode, rule):
 _NUMBERS = (float, int, complex, np.ndarray, np.number)
 
 
+def _an_array(x):  # a number, or an array of NumPy or of another library (Dask, CuPy: NEP-18, array API)
+    return isinstance(x, _NUMBERS) or (hasattr(x, "shape") and hasattr(x, "dtype") and (
+        hasattr(type(x), "__array_function__") or hasattr(type(x), "__array_namespace__")))
+
+
 def _shape(x):
     x = unbox_all(x)
     return tuple(x.shape) if hasattr(x, "shape") else ()
@@ -99,15 +95,15 @@ def _shape(x):
 
 def _check_result(prim, mode, argnum, result, args, out):
     """A VJP result must have the argument's shape (or the output's, for an argument broadcast to it);
-    a JVP result the output's shape (or one that broadcasts to it). Both must be arrays or numbers."""
+    a JVP result the output's shape (or one that broadcasts to it); both arrays (any library's) or numbers."""
     definer = "defvjp" if mode == "VJP" else "defjvp"
     head = f"wg.{definer}: the {mode} rule of primitive '{prim.__name__}' for argument {argnum}"
-    if type(result) not in BOX_TYPES and not isinstance(result, _NUMBERS):
+    if type(result) not in BOX_TYPES and not _an_array(result):
         if result is None:
             fix = ("return zeros (wnp.zeros_like(x)) for an argument without effect, or give None in place "
                    f"of the rule in wg.{definer} to mark the argument as not differentiable")
         else:
-            fix = "return a NumPy array or a number (computed with wengert.numpy functions)"
+            fix = "return an array or a number (computed with wengert.numpy functions)"
         got = "None" if result is None else f"{type(result).__name__} {result!r:.60}"
         raise TypeError(f"{head} returned {got}; {fix}.")
     got, out_shape = _shape(result), _shape(out)
@@ -147,7 +143,7 @@ def _rules(prim, rules, definer, mode=None):
         if rule is not None and not callable(rule):
             raise TypeError(f"wg.{definer}({prim.__name__}, ...): rule for argument {i} must be a function "
                             f"or None, got {rule!r}")
-    if mode is not None and isinstance(prim, UserPrimitive):
+    if mode is not None:
         rules = [None if r is None else _checked(prim, mode, i, r) for i, r in enumerate(rules)]
     return tuple(rules)
 
@@ -166,23 +162,17 @@ def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=No
     """Give ``prim`` one VJP rule per positional argument: ``rule(g, out, *args, **kwargs)`` returns
     the argument's share of the output's cotangent ``g``; None marks an argument not differentiable.
 
-    Options (each must compute what the ordinary rules compute):
-    - ``variadic=rule``: one rule for every argument, ``rule(argnum, g, out, *args)``;
-    - ``accumulate=(rule, ...)``: ``rule(buffer, g, out, *args)`` adds the contribution into
-      ``buffer`` (the argument's adjoint, owned by the backward pass) in place, ``buffer[idx] += g``:
-      O(len(g)) for ``x[idx]`` instead of a zero-filled array of x's size. First-order passes use it;
-      higher-order ones the ordinary rule, whose result stays differentiable;
-    - ``inplace=(rule, ...)``: like the ordinary rule, but may compute the contribution in ``g``'s
-      memory (or return None to decline); called only when nothing else refers to ``g`` and one
-      argument takes a contribution (ReLU's backward, ``g *= x > 0``);
-    - ``floats=rule``: ``rule(g, out, x)`` or ``rule(g, out, x, y) -> (cx, cy)``, every contribution
-      at once on Python floats (``math`` allowed). Where it raises ``ArithmeticError`` or
-      ``ValueError`` the ordinary rules are used, so it must raise rather than return what NumPy
-      would not (``math.pow``, not ``**``, for a negative base's fractional power).
+    Options, each computing what the ordinary rules compute (``docs/adding-a-primitive.md``):
+    ``variadic=rule(argnum, g, out, *args)``, one rule for every argument; ``accumulate=(rule, ...)``,
+    ``rule(buffer, g, out, *args)`` adds the contribution into ``buffer``, the argument's adjoint, in
+    place (``buffer[idx] += g``: O(len(g)) for ``x[idx]``; first-order passes only); ``inplace=(rule,
+    ...)``, the contribution computed in ``g``'s memory (or None to decline) when nothing else refers to
+    ``g``; ``floats=rule(g, out, x[, y])``, every contribution at once on Python floats, raising
+    ``ArithmeticError`` or ``ValueError`` where its answer would not be NumPy's (``math.pow``, not ``**``).
     """
     prim = _as_primitive(prim, "defvjp")
     if variadic is not None:
-        prim.vjp_argnum = _checked_argnum(prim, "VJP", variadic)
+        prim.vjp_argnum = _checked(prim, "VJP", None, variadic)
         prim.vjp_missing = frozenset()
     elif rules or (accumulate, inplace, floats) == (None, None, None):
         prim.vjps = _rules(prim, rules, "defvjp", "VJP")
@@ -205,10 +195,20 @@ def defjvp(prim, *rules, variadic=None):
     differentiable. ``variadic=rule``: one rule for every argument, ``rule(argnum, t, out, *args)``."""
     prim = _as_primitive(prim, "defjvp" if variadic is None else "defjvp_argnum")
     if variadic is not None:
-        prim.jvp_argnum = _checked_argnum(prim, "JVP", variadic)
+        prim.jvp_argnum = _checked(prim, "JVP", None, variadic)
     else:
         prim.jvps = _rules(prim, rules, "defjvp", "JVP")
         prim.jvp_argnum = None
+    return prim
+
+
+def defbatch(prim, rule):
+    """Give ``prim`` a batching rule for ``wg.vmap`` (JAX's ``primitive_batchers[prim] = rule``):
+    ``rule(prim, values, batched, kwargs)`` gets the positional arguments, a batched one (``batched[i]``)
+    with every example on axis 0, and returns every example's result, batch on axis 0; or
+    ``NotImplemented`` to decline (each example then runs alone; ``docs/adding-a-primitive.md``)."""
+    prim = _as_primitive(prim, "defbatch")
+    prim.batch = _rules(prim, (rule,), "defbatch")[0]  # None: no rule (the loop, or the elementwise rule)
     return prim
 
 

@@ -5,9 +5,9 @@ batch; to the function it looks like one example (its ``shape`` leaves the batch
 primitive called with batched values computes all examples in one call where it has a batching
 rule: elementwise primitives (those declared by their derivatives, or with the ``broadcasts`` fact)
 batch by broadcasting, once each argument's batch axis is lined up in front of its example's axes
-(``rules.broadcasting.batch_elementwise``); a primitive's ``batch`` rule,
+(``rules.broadcasting.batch_elementwise``); a primitive's batching rule,
 ``rule(prim, values, batched, kwargs)`` (values with the batch on axis 0, and which of them are
-batched) returns the batched result, declared beside the primitive in the rule table. A primitive
+batched) returns the batched result, declared beside the primitive with ``defbatch``. A primitive
 without a rule runs once per example and the results are stacked: slower, never wrong, with a
 one-time warning naming it.
 
@@ -229,7 +229,7 @@ class BatchTrace(Trace):
                 if type(out) is NotBatched:  # the same for every example (a shape)
                     return out.value
                 if out is not NotImplemented:  # a rule may decline (an argument it cannot batch)
-                    boxed = _boxed(self, out)
+                    boxed = _boxed(self, out, prim)
                     if type(out) is np.ndarray and out.base is not None:  # a view: of an argument's batch?
                         note_view(boxed, out, prim, args, kwargs, self, values)
                     return boxed
@@ -395,8 +395,13 @@ def _stacked(trace, outs, prim=None):
     return first
 
 
-def _boxed(trace, out):
+def _boxed(trace, out, prim):
+    """A batching rule's result as batched values, each checked to hold the batch on axis 0."""
     t = type(out)
     if t is tuple or t is list:
-        return t(_boxed(trace, o) for o in out)
+        return t(_boxed(trace, o, prim) for o in out)
+    shape = tuple(_shape(out))
+    if shape[:1] != (trace.size,):
+        raise ValueError(f"wg.vmap: the batching rule of '{prim.__name__}' returned shape {shape}, but a "
+                         f"batch of {trace.size} examples must be on axis 0 of its result (wg.defbatch)")
     return trace.box(out)

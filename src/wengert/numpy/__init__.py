@@ -34,6 +34,7 @@ from numpy import (  # noqa: F401 - constants and dtypes, as in NumPy
 )
 
 from wengert.core import frontend as _frontend
+from wengert.core.extend import defbatch as _defbatch
 from wengert.core.extend import nondiff_primitive as _nondiff_primitive
 from wengert.core.trace import contains_box as _contains_box
 from wengert.core.trace import unbox_all as _unbox_all
@@ -300,7 +301,7 @@ def _derive_names():
               and hasattr(_np, name)):
             namespace[name] = _nondiff_primitive(_reading_values(getattr(_np, name)), name)
             if name in _SHAPE_AND_DTYPE_ONLY:  # under wg.vmap, one example answers for all
-                namespace[name].batch = _one_example
+                _defbatch(namespace[name], _one_example)
     for name in _table.PLAIN_VALUES_ONLY:
         namespace[name] = _plain_values_only(name)
     present = [n for n in _table.TABLE["numpy"] if hasattr(_np, n)]

@@ -12,12 +12,13 @@ import builtins
 
 import numpy as np
 
-from wengert.core.extend import nondiff_primitive
+from wengert.core.extend import defbatch, nondiff_primitive
 from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
 from wengert.rules import broadcasting, elementwise, indexing, products, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
+from wengert.rules.nondiff import batch_along_axis
 
 _shape = broadcasting.shape_of
 _E = elementwise
@@ -404,13 +405,28 @@ searchsorted = nondiff_primitive(np.searchsorted)
 
 
 def _batch_searchsorted(prim, values, batched, kwargs):
-    """Sorted ``a`` the same for every example: one call on the batch of ``v``."""
-    if batched[0] or any(batched[2:]):
+    """Sorted ``a`` the same for every example: one call on the batch of ``v``. A batch of sorted
+    ``a``: the insertion point is the count of ``a``'s elements before ``v`` (``a < v`` for the left
+    side, ``a <= v`` for the right, NaN sorting last as in NumPy), every example at once."""
+    if any(batched[2:]) or set(kwargs) - {"side"} or len(values) > 2:
         return NotImplemented
-    return prim(*values, **kwargs)
+    if not batched[0]:
+        return prim(*values, **kwargs)
+    a, v = (unbox_all(x) for x in values)
+    if len(np.shape(a)) != 2 or not all(isinstance(x, (np.ndarray, np.generic, float, int)) for x in (a, v)):
+        return NotImplemented
+    v_rows = v if batched[1] else np.broadcast_to(v, np.shape(a)[:1] + np.shape(v))
+    flat = np.reshape(v_rows, (np.shape(a)[0], -1, 1))
+    rows = np.reshape(a, (np.shape(a)[0], 1, -1))
+    if kwargs.get("side", "left") == "right":
+        before = (rows <= flat) | np.isnan(flat)
+    else:
+        before = (rows < flat) | (np.isnan(flat) & ~np.isnan(rows))
+    return np.reshape(np.count_nonzero(before, axis=-1).astype(np.intp), np.shape(v_rows))
 
 
-searchsorted.batch = _batch_searchsorted
+defbatch(searchsorted, _batch_searchsorted)
+defbatch(argpartition, batch_along_axis(2, -1))
 digitize = nondiff_primitive(np.digitize)
 tri = np.tri
 tril_indices = np.tril_indices

@@ -9,11 +9,11 @@ import math
 
 import numpy as np
 
-from wengert.core.extend import nondiff_primitive
+from wengert.core.extend import defbatch, nondiff_primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.numpy import _functions as F
+from wengert.rules import broadcasting, elementwise
 from wengert.rules import complex as complex_parts
-from wengert.rules import elementwise
 from wengert.rules import shape as shape_ops
 
 _E = elementwise
@@ -139,3 +139,5 @@ iscomplexobj = nondiff_primitive(np.iscomplexobj)
 isrealobj = nondiff_primitive(np.isrealobj)
 isposinf = nondiff_primitive(np.isposinf)
 isneginf = nondiff_primitive(np.isneginf)
+defbatch(isposinf, broadcasting.batch_unary)
+defbatch(isneginf, broadcasting.batch_unary)

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from wengert.core import primitive as _primitive
-from wengert.core.extend import defjvp, defvjp, facts
+from wengert.core.extend import defbatch, defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.core.trace import BOX_TYPES, unbox_all
 
@@ -256,9 +256,10 @@ facts(real, saves=())
 _primitive.BROADCASTING[:] = [unbroadcast, broadcast_tangent]  # for users' primitives (wg.primitive)
 
 
-# -- batching rules (``wengert.engines.batching``): rule(prim, values, batched, kwargs) -> the result for
-# every example, batch on axis 0, with the batched values' batch on axis 0; NotImplemented to decline
-# (the primitive then runs once per example); NotBatched(v) for a result the same for every example.
+# -- batching rules (``wengert.engines.batching``), given with ``defbatch``: rule(prim, values, batched,
+# kwargs) -> the result for every example, batch on axis 0, with the batched values' batch on axis 0;
+# NotImplemented to decline (the primitive then runs once per example); NotBatched(v) for a result the
+# same for every example.
 
 class NotBatched:
     """A batching rule's result that is the same for every example (a shape, a dtype)."""
@@ -355,8 +356,8 @@ def batch_unary(prim, values, batched, kwargs):
     return prim(*values, **kwargs)
 
 
-sum.batch = batch_reduction
-reshape.batch = _batch_reshape
-broadcast_to.batch = _batch_broadcast_to
-astype.batch = batch_unary
-real.batch = batch_unary
+defbatch(sum, batch_reduction)
+defbatch(reshape, _batch_reshape)
+defbatch(broadcast_to, _batch_broadcast_to)
+defbatch(astype, batch_unary)
+defbatch(real, batch_unary)

@@ -14,7 +14,7 @@ A real input's cotangent is the real part of the complex one (:func:`real_like`)
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, facts
+from wengert.core.extend import defbatch, defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting
 from wengert.rules.broadcasting import astype as shape_ops_astype
@@ -114,4 +114,5 @@ def transposed(adjoint_rule):
     rule.__doc__ = adjoint_rule.__doc__
     return rule
 
-imag.batch = conj.batch = broadcasting.batch_unary
+defbatch(imag, broadcasting.batch_unary)
+defbatch(conj, broadcasting.batch_unary)

@@ -7,7 +7,7 @@ JVP is the cumulative sum of the tangent. ``cumprod`` is composed from products 
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, facts
+from wengert.core.extend import defbatch, defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, indexing
 
@@ -32,4 +32,4 @@ defvjp(cumsum, _cumsum_vjp)
 defjvp(cumsum, lambda t, out, x, axis: cumsum(t, axis))
 facts(cumsum, linear=(0,), fresh=True)
 facts(cumsum, saves=())  # what its VJP reads: nothing but g (wengert.engines.saving)
-cumsum.batch = broadcasting.batch_axes_argument(1)
+defbatch(cumsum, broadcasting.batch_axes_argument(1))

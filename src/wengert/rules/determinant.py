@@ -23,7 +23,7 @@ refused, with :class:`~wengert.rules.linalg.SingularDerivativeError`, at a singu
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, facts
+from wengert.core.extend import defbatch, defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import matrix_helpers as mh
@@ -200,4 +200,4 @@ facts(slogdet_logabs, saves=("out", 0))
 facts(slogdet_sign, saves=("out", 0))  # a real matrix's rule reads neither, a complex one's both
 
 for _stacked in (adjugate, adjugate_jvp, det, slogdet_logabs, slogdet_sign):
-    _stacked.batch = mh.batch_stacked
+    defbatch(_stacked, mh.batch_stacked)

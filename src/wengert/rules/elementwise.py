@@ -20,7 +20,7 @@ import operator
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, elementwise, facts, with_float_path
+from wengert.core.extend import defbatch, defjvp, defvjp, elementwise, facts, with_float_path
 from wengert.core.primitive import Primitive, binary_function
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting
@@ -208,7 +208,7 @@ def _round_impl(a, decimals=0):
 
 round_ = _both(Primitive(_round_impl, name="round"), _zero_rule)
 facts(round_, fresh=True)
-round_.batch = broadcasting.batch_elementwise
+defbatch(round_, broadcasting.batch_elementwise)
 
 
 def _unit_conj(out, x):

@@ -12,7 +12,7 @@ its conjugate twin); its VJP is the conjugate of ``rfft`` with the dual norm (``
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, facts
+from wengert.core.extend import defbatch, defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, shape
 from wengert.rules import complex as cplx
@@ -107,5 +107,5 @@ facts(fftshift, saves=())  # what their VJPs read: nothing but g and the axes (w
 facts(ifftshift, saves=())
 
 for _along in (c2c, r2c, fftshift, ifftshift):
-    _along.batch = broadcasting.batch_axes_argument(1, "axes")
-c2r.batch = broadcasting.batch_axes_argument(2, "axes")
+    defbatch(_along, broadcasting.batch_axes_argument(1, "axes"))
+defbatch(c2r, broadcasting.batch_axes_argument(2, "axes"))

@@ -10,7 +10,7 @@ loop costs O(n) in the backward pass rather than one zero-filled array of v's si
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, defvjp_accumulate, facts
+from wengert.core.extend import defbatch, defjvp, defvjp, defvjp_accumulate, facts
 from wengert.core.primitive import Primitive, binary_function
 from wengert.core.trace import unbox_all
 from wengert.rules import broadcasting
@@ -309,6 +309,7 @@ def _batch_index_update(prim, values, batched, kwargs):
     return prim(x, new, v)
 
 
-getitem.primitive.batch = _batch_getitem
-index_update.batch = index_add.batch = _batch_index_update
-untake.batch = _batch_untake
+defbatch(getitem, _batch_getitem)
+defbatch(index_update, _batch_index_update)
+defbatch(index_add, _batch_index_update)
+defbatch(untake, _batch_untake)

@@ -31,7 +31,7 @@ float32.
 import numpy as np
 
 from wengert.core.errors import TracingError
-from wengert.core.extend import defjvp, defvjp, facts
+from wengert.core.extend import defbatch, defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing, products, shape
@@ -512,4 +512,4 @@ facts(pinv, saves=("out", 0))
 
 for _stacked in (inv, solve, cholesky, eigh_values, eigh_vectors, eigvals, eig_vectors, svd_values, svd_u,
                  svd_vh, qr_q, qr_r, pinv):
-    _stacked.batch = mh.batch_stacked
+    defbatch(_stacked, mh.batch_stacked)

@@ -243,17 +243,24 @@ def qr_factors(a, mode):
 
 def batch_stacked(prim, values, batched, kwargs):
     """Batching rule of a linear-algebra primitive on stacks of matrices (``(..., m, n)``, as NumPy's
-    ``linalg`` takes them): the batch is one more stack axis, in front. Every array argument must be
-    a matrix or a stack (a vector, with its own broadcasting, takes the loop), and an unbatched
-    argument a single matrix; batched ones must have the same number of stack axes (the batch axis
-    of one would meet a stack axis of the other)."""
-    ranks = set()
+    ``linalg`` takes them, stack axes broadcasting between arguments): the batch is one more stack
+    axis, in front. A batched argument with fewer stack axes than another argument gets size-1 axes
+    after its batch axis, so that the batch meets the batch (or an unbatched argument's broadcasting)
+    and never a stack axis. Every array argument must be a matrix or a stack of them (a vector, with
+    its own broadcasting, takes the loop)."""
+    stacks = []
     for v, b in zip(values, batched):
         if isinstance(v, (str, type(None), bool)) or (not b and _shape(v) == ()):
-            continue  # an option (UPLO, mode, rcond)
+            stacks.append(None)  # an option (UPLO, mode, rcond)
+            continue
         n = len(_shape(v)) - b
-        if n < 2 or (not b and n != 2):
+        if n < 2:
             return NotImplemented
-        if b:
-            ranks.add(n)
-    return prim(*values, **kwargs) if len(ranks) == 1 else NotImplemented
+        stacks.append(n - 2)
+    most = max((s for s in stacks if s is not None), default=0)
+    values = list(values)
+    for i, (v, b, s) in enumerate(zip(values, batched, stacks)):
+        if b and s is not None and s < most:
+            dims = tuple(_shape(v))
+            values[i] = shape.reshape(v, dims[:1] + (1,) * (most - s) + dims[1:])
+    return prim(*values, **kwargs)

@@ -17,9 +17,9 @@ import operator
 import numpy as np
 from numpy import float64 as _float64
 
-from wengert.core.extend import defjvp, defvjp, facts, nondiff_primitive
+from wengert.core.extend import defbatch, defjvp, defvjp, facts, nondiff_primitive
 from wengert.core.primitive import Primitive, binary_function
-from wengert.rules.broadcasting import broadcast_tangent, unbroadcast
+from wengert.rules.broadcasting import batch_elementwise, broadcast_tangent, unbroadcast
 from wengert.rules.elementwise import rint
 
 __all__ = ["remainder", "mod", "fmod", "floor_divide", "divmod_"]
@@ -54,6 +54,7 @@ def _broadcasting_binary(impl, name):
 
 
 floor_divide = nondiff_primitive(_with_numpy_fallback(np.floor_divide, operator.floordiv), "floor_divide")
+defbatch(floor_divide, batch_elementwise)
 _floor_quotient = floor_divide.fun.float_op
 
 

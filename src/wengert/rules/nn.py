@@ -16,7 +16,7 @@ Rules call wengert's own functions, so second derivatives work.
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, facts, nondiff_primitive
+from wengert.core.extend import defbatch, defjvp, defvjp, facts, nondiff_primitive
 from wengert.core.primitive import Primitive, unary_function
 from wengert.rules import broadcasting, elementwise, reductions
 
@@ -163,7 +163,8 @@ def _batch_one_hot(prim, values, batched, kwargs):
     return prim(labels, broadcasting.shape_of(labels)[:1] + tuple(shape), dtype)
 
 
-relu.primitive.batch = positive_mask.batch = broadcasting.batch_unary
-log_softmax.batch = _batch_log_softmax
-softmax_cross_entropy.batch = _batch_softmax_cross_entropy
-one_hot.batch = _batch_one_hot
+defbatch(relu, broadcasting.batch_unary)
+defbatch(positive_mask, broadcasting.batch_unary)
+defbatch(log_softmax, _batch_log_softmax)
+defbatch(softmax_cross_entropy, _batch_softmax_cross_entropy)
+defbatch(one_hot, _batch_one_hot)

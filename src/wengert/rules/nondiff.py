@@ -6,9 +6,9 @@ import operator
 
 import numpy as np
 
-from wengert.core.extend import facts, nondiff_primitive
+from wengert.core.extend import defbatch, facts, nondiff_primitive
 from wengert.core.trace import unbox_all
-from wengert.rules.broadcasting import NotBatched, batch_unary, dtype_of, shape_of
+from wengert.rules.broadcasting import NotBatched, batch_unary, dtype_of, reshape, shape_of
 from wengert.rules.elementwise import _binary
 
 __all__ = [
@@ -69,8 +69,37 @@ def _stand_in(v, batched):
 
 
 for _query in (shape, ndim, size):
-    _query.batch = one_example
+    defbatch(_query, one_example)
 for _like in (zeros_like, ones_like, empty_like, full_like):
-    _like.batch = batch_unary
+    defbatch(_like, batch_unary)
 for _predicate in (isnan, isinf, isfinite, signbit, logical_not):  # elementwise, one argument
-    _predicate.batch = batch_unary
+    defbatch(_predicate, batch_unary)
+
+
+def batch_along_axis(position, default):
+    """Batching rule of an arg-function along one ``axis`` of its first argument (``argsort``,
+    ``argmax``), given at ``position`` or by keyword (``default`` where absent): the same along the
+    example's axis, shifted past the batch axis; ``axis=None`` (NumPy's flattened array) along each
+    example flattened alone. Options after the axis given by position take the loop."""
+    def rule(prim, values, batched, kwargs):
+        if any(batched[1:]) or len(values) > position + 1:
+            return NotImplemented
+        values, kwargs = list(values), dict(kwargs)
+        axis = values.pop(position) if position < len(values) else kwargs.pop("axis", default)
+        x = values[0]
+        dims = tuple(shape_of(x))
+        if axis is None:
+            if kwargs.get("keepdims"):
+                return NotImplemented
+            values[0], axis = reshape(x, dims[:1] + (-1,)), 1
+        elif len(dims) == 1:
+            return NotImplemented  # an example of 0 dimensions
+        else:
+            axis = int(axis) % (len(dims) - 1) + 1
+        return prim(*values, axis=axis, **kwargs)
+    return rule
+
+
+defbatch(argsort, batch_along_axis(1, -1))
+defbatch(argmax, batch_along_axis(1, None))
+defbatch(argmin, batch_along_axis(1, None))

@@ -8,7 +8,7 @@ import string
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
+from wengert.core.extend import defbatch, defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
 from wengert.core.primitive import Primitive, binary_function
 from wengert.rules import broadcasting, shape
 
@@ -235,19 +235,56 @@ def _batch_matmul(prim, values, batched, kwargs):
         fits = nb >= 2 and (ra <= 2 or nb >= ra)
     else:
         fits = na >= 2 and na == nb
-    return prim(a, b) if fits else NotImplemented
+    return prim(a, b) if fits else _batched_matmul_general(prim, a, b, batched, na, nb)
+
+
+def _batched_matmul_general(prim, a, b, batched, na, nb):
+    """``a @ b`` for a batch in any other case: vectors made matrices (a row, a column), each batched
+    operand given size-1 stacked axes after its batch axis up to the other's, so that matmul's
+    broadcasting of stacked axes keeps the batch in front; the vectors' axes are then dropped."""
+    a = _expand(a, _ndim(a) - 1) if na == 1 else a  # (..., k) -> (..., 1, k)
+    b = _expand(b, _ndim(b)) if nb == 1 else b  # (..., k) -> (..., k, 1)
+    stacked = max(max(na, 2), max(nb, 2)) - 2
+    a = _expand(a, 1, stacked - (max(na, 2) - 2)) if batched[0] else a
+    b = _expand(b, 1, stacked - (max(nb, 2) - 2)) if batched[1] else b
+    out = prim(a, b)
+    s = tuple(broadcasting.shape_of(out))
+    drop = {len(s) - 2} if na == 1 else set()
+    drop |= {len(s) - 1} if nb == 1 else set()
+    return shape.reshape(out, tuple(n for i, n in enumerate(s) if i not in drop)) if drop else out
+
+
+def _expand(x, axis, count=1):
+    """``x`` with ``count`` size-1 axes inserted at ``axis``."""
+    s = tuple(broadcasting.shape_of(x))
+    return shape.reshape(x, s[:axis] + (1,) * count + s[axis:]) if count else x
 
 
 def _batch_tensordot(prim, values, batched, kwargs):
-    """One batched argument contracted with an unbatched one: the batch axis is a free axis of the
-    batched argument, kept in front (a's free axes come first in tensordot's result)."""
+    """A batched argument contracted with an unbatched one: the batch axis is a free axis of the
+    batched argument, moved to the front (a's free axes come first in tensordot's result). Both
+    batched: the same contraction as an einsum with the batch's subscript shared."""
     a, b = values[:2]
     axes = values[2] if len(values) > 2 else kwargs.get("axes", 2)
-    if batched[1] or len(batched) > 2 and batched[2] or not batched[0]:
+    if len(batched) > 2 and batched[2]:
         return NotImplemented
-    na, nb = _ndim(a) - 1, _ndim(b)
+    na, nb = _ndim(a) - batched[0], _ndim(b) - batched[1]
     ax_a, ax_b = _tensordot_axes(axes, na, nb)
-    return prim(a, b, ([x + 1 for x in ax_a], ax_b))
+    if batched[0] and not batched[1]:
+        return prim(a, b, ([x + 1 for x in ax_a], ax_b))
+    if batched[1] and not batched[0]:
+        out = prim(a, b, (ax_a, [x + 1 for x in ax_b]))  # (a's free, B, b's free)
+        free_a = na - len(ax_a)
+        n = _ndim(out)
+        return shape.transpose(out, (free_a,) + tuple(i for i in range(n) if i != free_a))
+    letters = iter(string.ascii_letters)
+    batch, sub_a = next(letters), [next(letters) for _ in range(na)]
+    sub_b = [next(letters) for _ in range(nb)]
+    for i, j in zip(ax_a, ax_b):
+        sub_b[j] = sub_a[i]
+    out = batch + "".join(c for i, c in enumerate(sub_a) if i not in ax_a) \
+        + "".join(c for j, c in enumerate(sub_b) if j not in ax_b)
+    return einsum(f"{batch}{''.join(sub_a)},{batch}{''.join(sub_b)}->{out}", a, b)
 
 
 def _batch_einsum(prim, values, batched, kwargs):
@@ -263,6 +300,6 @@ def _batch_einsum(prim, values, batched, kwargs):
     return prim(",".join(ins) + "->" + letter + out, *operands, **kwargs)
 
 
-matmul.primitive.batch = _batch_matmul
-einsum.batch = _batch_einsum
-tensordot.batch = _batch_tensordot
+defbatch(matmul, _batch_matmul)
+defbatch(einsum, _batch_einsum)
+defbatch(tensordot, _batch_tensordot)

@@ -7,7 +7,7 @@ Each rule puts the reduced axes back (``expand_reduced``) and broadcasts to the 
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, facts, nondiff_primitive
+from wengert.core.extend import defbatch, defjvp, defvjp, facts, nondiff_primitive
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise
 from wengert.rules.broadcasting import expand_reduced, normalize_axis, sum  # noqa: A004 - NumPy's name
@@ -136,5 +136,5 @@ def _batch_chooser_weights(prim, values, batched, kwargs):
 
 
 for _reduction in (prod, amax, amin):
-    _reduction.batch = broadcasting.batch_reduction
-chooser_weights.batch = _batch_chooser_weights
+    defbatch(_reduction, broadcasting.batch_reduction)
+defbatch(chooser_weights, _batch_chooser_weights)

@@ -2,7 +2,9 @@
 
 Rules are written with these primitives, ``products.matmul`` and ``shape``/``indexing`` ones, so
 they differentiate again. Matrices are 2-D (``solve_triangular``'s right-hand side may be 1-D or
-2-D). Derivations, with ``X`` the result:
+2-D); under ``vmap`` (SciPy 1.15 or later) ``expm``, ``cholesky_lower`` and ``solve_triangular``
+also take stacks of matrices, right-hand sides as columns, and their rules work on stacks too.
+Derivations, with ``X`` the result:
 
 - ``solve_triangular``: X = op(A)^-1 B, so B_bar = op(A)^-T G and A_bar = -B_bar X^T (or its
   transpose when op is the transpose), restricted to the triangle that is read (the diagonal left
@@ -17,12 +19,14 @@ they differentiate again. Matrices are 2-D (``solve_triangular``'s right-hand si
 """
 
 import numpy as np
+import scipy
 import scipy.linalg as sla
 
-from wengert.core.extend import defjvp, defvjp, facts
+from wengert.core.extend import defbatch, defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.core.trace import is_symbolic, unbox_all
 from wengert.rules import broadcasting, indexing, products, shape
+from wengert.rules import matrix_helpers as mh
 from wengert.rules.elementwise import add, multiply
 from wengert.rules.linalg import SingularDerivativeError, name_singular_errors
 
@@ -30,7 +34,9 @@ __all__ = ["solve_triangular", "cholesky_lower", "solve_sylvester", "expm", "sqr
 
 
 def _mT(x):
-    return shape.transpose(x, (1, 0))
+    """The transpose of a matrix, or of each matrix of a stack (a batch of ``vmap``)."""
+    n = len(broadcasting.shape_of(x))
+    return shape.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 def _sym(x):
@@ -102,7 +108,7 @@ defjvp(solve_triangular, _st_jvp_a, _st_jvp_b)
 def _cholesky_lower_impl(a):
     """The lower Cholesky factor of (a + a^T) / 2 (scipy.linalg.cholesky(..., lower=True))."""
     a = np.asarray(a)
-    return sla.cholesky(0.5 * (a + a.T), lower=True)
+    return sla.cholesky(0.5 * (a + np.swapaxes(a, -1, -2)), lower=True)  # a stack, under vmap
 
 
 def _phi(x):
@@ -162,9 +168,9 @@ def _expm_impl(a):
 def frechet_expm(a, e):
     """The Frechet derivative of expm at ``a`` in direction ``e``: expm([[a, e], [0, a]])[:n, n:]."""
     n = _n(a)
-    zero = np.zeros((n, n), dtype=broadcasting.dtype_of(a))
-    big = shape.concatenate(shape.concatenate(a, e, axis=1), shape.concatenate(zero, a, axis=1), axis=0)
-    return indexing.getitem(expm(big), (slice(0, n), slice(n, 2 * n)))
+    zero = np.zeros(tuple(broadcasting.shape_of(a)), dtype=broadcasting.dtype_of(a))  # (a stack's too)
+    big = shape.concatenate(shape.concatenate(a, e, axis=-1), shape.concatenate(zero, a, axis=-1), axis=-2)
+    return indexing.getitem(expm(big), (Ellipsis, slice(0, n), slice(n, 2 * n)))
 
 
 expm = Primitive(_expm_impl, name="expm")
@@ -222,3 +228,39 @@ facts(cholesky_lower, saves=("out",))
 facts(solve_sylvester, saves={0: ("out", 0, 1), 1: ("out", 0, 1), 2: (0, 1)})
 facts(expm, saves=(0,))
 facts(sqrtm, saves=("out",))
+
+
+# -- batching rules (wengert.engines.batching) -------------------------------------------------------
+
+SCIPY_BATCHES = tuple(int(p) for p in scipy.__version__.split(".")[:2]) >= (1, 15)
+"""SciPy 1.15 made ``solve_triangular`` and ``cholesky`` take stacks of matrices (``expm`` took them
+from 1.9); before it, those primitives run once per example under ``vmap``."""
+
+
+def _batch_stacks(prim, values, batched, kwargs):
+    """The batch as one more stack axis of the matrices (examples are single matrices here)."""
+    if any(len(broadcasting.shape_of(v)) - b > 2 for v, b in zip(values, batched) if not isinstance(v, bool)):
+        return NotImplemented
+    return mh.batch_stacked(prim, values, batched, kwargs)
+
+
+def _batch_solve_triangular(prim, values, batched, kwargs):
+    """A stack of triangular solves; a right-hand side vector is made a column first (SciPy reads a
+    stacked ``b`` as matrices) and the column's axis dropped from the result."""
+    if not SCIPY_BATCHES:
+        return NotImplemented
+    b = values[1]
+    dims = tuple(broadcasting.shape_of(b))
+    if len(dims) - batched[1] != 1:
+        return _batch_stacks(prim, values, batched, kwargs)
+    out = _batch_stacks(prim, [values[0], shape.reshape(b, dims + (1,)), *values[2:]], batched, kwargs)
+    return out if out is NotImplemented else shape.reshape(out, tuple(broadcasting.shape_of(out))[:-1])
+
+
+def _batch_cholesky(prim, values, batched, kwargs):
+    return _batch_stacks(prim, values, batched, kwargs) if SCIPY_BATCHES else NotImplemented
+
+
+defbatch(expm, _batch_stacks)
+defbatch(solve_triangular, _batch_solve_triangular)
+defbatch(cholesky_lower, _batch_cholesky)

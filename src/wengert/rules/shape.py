@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
+from wengert.core.extend import defbatch, defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, indexing
 from wengert.rules.broadcasting import astype, reshape
@@ -239,18 +239,23 @@ def _batch_stack(prim, values, batched, kwargs):
     return prim(*parts, axis=broadcasting.example_axes(axis, n)[0])
 
 
-transpose.batch = _batch_transpose
-concatenate.batch = _batch_concatenate
-stack.batch = _batch_stack
+defbatch(transpose, _batch_transpose)
+defbatch(concatenate, _batch_concatenate)
+defbatch(stack, _batch_stack)
 
 
 def _batch_repeat(prim, values, batched, kwargs):
+    """Along the example's axis shifted past the batch axis; ``axis=None`` (NumPy's flattened array)
+    along each example flattened alone."""
     axis = values[2] if len(values) > 2 else kwargs.get("axis")
-    if axis is None or any(batched[1:]):  # repeat(axis=None) flattens first: the loop
+    if any(batched[1:]):
         return NotImplemented
-    (axis,) = broadcasting.example_axes(axis, len(broadcasting.shape_of(values[0])) - 1)
-    return prim(values[0], values[1], axis=axis)
+    x = values[0]
+    if axis is None:
+        return prim(reshape(x, (broadcasting.shape_of(x)[0], -1)), values[1], axis=1)
+    (axis,) = broadcasting.example_axes(axis, len(broadcasting.shape_of(x)) - 1)
+    return prim(x, values[1], axis=axis)
 
 
-repeat.batch = _batch_repeat
-sum_repeats.batch = broadcasting.batch_axes_argument(2)
+defbatch(repeat, _batch_repeat)
+defbatch(sum_repeats, broadcasting.batch_axes_argument(2))
