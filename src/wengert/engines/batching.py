@@ -47,7 +47,7 @@ class NoBatchingRuleWarning(UserWarning):
 class Batched(ArrayBox):
     """One example's view of a batch: ``value`` holds every example, on axis 0."""
 
-    __slots__ = ("value", "_trace", "_diag", "_view")
+    __slots__ = ("value", "_trace", "_diag", "_view", "__weakref__")
 
     def __init__(self, value, trace):
         self.value = value

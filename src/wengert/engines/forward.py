@@ -19,7 +19,7 @@ __all__ = ["Dual", "ForwardTrace"]
 class Dual(ArrayBox):
     """A value with a tangent, on one forward-mode trace."""
 
-    __slots__ = ("value", "tangent", "_trace", "_view")  # _view: on a view of another Dual's array
+    __slots__ = ("value", "tangent", "_trace", "_view", "__weakref__")  # _view: a view of a Dual's array
     forward_mode = True
 
     def __init__(self, value, tangent, trace):

@@ -49,7 +49,22 @@ def assign(box, idx, v):
     """``box[idx] = v``: rebind ``box`` to ``index_update(box, idx, v)``."""
     _check_writable(box, "x[...] = ...")
     idx = unbox_all(idx)
-    _write(box, lambda: index_update(box, idx, v), "x[...] = ...")
+    mark = getattr(v, "_view", None)  # Python's y[k] op= r: t = y[k]; t op= r; y[k] = t (t holds y[k])
+    same = v if mark is not None and mark[0] is box and _same_key(mark[2], (idx,)) else None
+    _write(box, lambda: index_update(box, idx, v), "x[...] = ...", same)
+
+
+_KEY_ATOMS = (int, slice, type(None), type(Ellipsis), bool)
+
+
+def _same_key(a, b):
+    """Whether index tuples ``a`` and ``b`` are the same basic index (ints, slices, None, Ellipsis)."""
+    if a is b:
+        return True
+    if type(a) is tuple and type(b) is tuple and len(a) == len(b):
+        return all(x is y or (type(x) in _KEY_ATOMS and type(x) is type(y) and x == y) or
+                   (type(x) is tuple and _same_key(x, y)) for x, y in zip(a, b))
+    return False
 
 
 def add_at(box, idx, v):
@@ -84,15 +99,57 @@ def note_view(box, out, prim, args, kwargs, trace, values=None):
                 box._view = (None, prim, i, _NOT_TRACED)
             else:
                 box._view = (a, prim, tuple(args[1:]), kwargs or None)
+                _note_viewer(a, box)
             return
 
 
-def _write(box, compute, what):
+_VIEWERS = {}
+"""id(base) -> (weakref to base, [weakrefs to the boxes marked views of it]): what a write into base, or
+through another view of it, must refresh (:func:`_refresh_views`). Keyed by id, holding both weakly
+(a box's == is elementwise, so no WeakKeyDictionary)."""
+
+
+def _note_viewer(base, view):
+    key = id(base)
+    entry = _VIEWERS.get(key)
+    if entry is None or entry[0]() is not base:
+        entry = _VIEWERS[key] = (weakref.ref(base, lambda _, key=key: _VIEWERS.pop(key, None)), [])
+    views = entry[1]
+    if len(views) >= 16 and not len(views) & (len(views) - 1):  # at powers of two: forget the dead
+        views[:] = [r for r in views if r() is not None]
+    views.append(weakref.ref(view))
+
+
+def _views_of(base):
+    entry = _VIEWERS.get(id(base))
+    if entry is None or entry[0]() is not base:
+        return ()
+    return [v for v in (r() for r in entry[1]) if v is not None and getattr(v, "_view", None) is not None
+            and v._view[0] is base]
+
+
+def _view_again(base, prim, rest, kwargs):
+    return prim(base, *rest, **(kwargs or _NO_KWARGS))
+
+
+def _refresh_views(x, written, what):
+    """After a write that rebound the boxes in ``written`` (ids: a box and the arrays it views, up to
+    ``x``), take every other live view of them again from its base, as NumPy's views see the write;
+    and so on down views of views."""
+    for v in _views_of(x):
+        if id(v) not in written:
+            mark = v._view
+            rebind(v, _recorded(v, lambda mark=mark: _view_again(*mark)), what)
+            v._view = mark
+        _refresh_views(v, written, what)
+
+
+def _write(box, compute, what, unchanged=None):
     """Rebind ``box`` to ``compute()`` (its new value, recorded); if ``box`` is a view of another
     traced array (:func:`note_view`), write the new value through to that array as well, by its
     primitive's ``updates_view`` fact, and so on up a view of a view. The two stay views of each other
-    (``box`` keeps its mark), so every later write goes through too."""
-    view = getattr(box, "_view", None)
+    (``box`` keeps its mark), so every later write goes through too. Other views of the arrays written
+    are taken again (:func:`_refresh_views`), but ``unchanged``, a view that holds what was written."""
     link = box
     while link is not None:  # the whole chain is checked before anything is rebound
         mark = getattr(link, "_view", None)
@@ -109,11 +166,23 @@ def _write(box, compute, what):
                 f": NumPy would write through to that argument as well, and "
                 + reason.format(name=prim.__name__) + ", so the write cannot be followed. Copy the view "
                 "first (w = w.copy()), or write into the original array.")
+    _write_chain(box, compute, what)
+    written = {id(box), id(unchanged)}
+    root = box
+    while getattr(root, "_view", None) is not None:
+        root = root._view[0]
+        written.add(id(root))
+    if _VIEWERS:
+        _refresh_views(root, written, what)
+
+
+def _write_chain(box, compute, what):
+    view = getattr(box, "_view", None)
     rebind(box, _recorded(box, compute), what)
     if view is not None:
         box._view = view  # a box without a graph took every slot of its new value: the mark is box's
         base, prim, rest, kwargs = view
-        _write(base, lambda: prim.updates_view(base, box, *rest, **(kwargs or _NO_KWARGS)), what)
+        _write_chain(base, lambda: prim.updates_view(base, box, *rest, **(kwargs or _NO_KWARGS)), what)
 
 
 _NO_KWARGS = {}

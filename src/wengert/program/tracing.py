@@ -79,7 +79,8 @@ class Symbol(ArrayBox):
     """A traced value without data: a Variable of the program being recorded, and a placeholder
     of its shape and dtype for abstract evaluation."""
 
-    __slots__ = ("variable", "example", "_trace", "_view")  # not "var": ndarray.var is a method
+    # not "var": ndarray.var is a method
+    __slots__ = ("variable", "example", "_trace", "_view", "__weakref__")
     # _view, set only on a view of another symbol's example (mutation.note_view)
 
     def __init__(self, var, example, trace):

@@ -54,7 +54,8 @@ __all__ = ["Chain", "node_primitive"]
 class _Held(ArrayBox):
     """A value inside a checkpointed function: an input, or computed from the inputs."""
 
-    __slots__ = ("value", "_trace", "_view")  # _view: set on a view of another value (mutation.note_view)
+    # _view: set on a view of another value (mutation.note_view)
+    __slots__ = ("value", "_trace", "_view", "__weakref__")
 
     def __init__(self, value, trace):
         self.value = value
