@@ -481,14 +481,14 @@ def jvp(fun, primals, tangents, has_aux=False):
     out_leaves, out_def = tree_flatten(out)
     values, tans = [], []
     for o in out_leaves:
-        if type(o) is Dual and o._trace is trace:
+        if type(o) is Dual and o._trace is trace and o.tangent is not None:  # None: a constant buffer
             v, t = o.value, o.tangent
             if type(v) is not type(t) and type(v) in _PY_SCALAR and type(t) in _PY_SCALAR:
                 v, t = _PY_SCALAR[type(v)](v), _PY_SCALAR[type(t)](t)  # both Python numbers
             values.append(v)
             tans.append(t)
         else:
-            values.append(o)
+            values.append(o.value if type(o) is Dual and o._trace is trace else o)
             tans.append(_zero_tangent(o))
     result = tree_unflatten(out_def, values), tree_unflatten(out_def, tans)
     if has_aux:

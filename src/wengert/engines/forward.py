@@ -5,6 +5,8 @@ arguments' tangents into the result's tangent, in program order. Arguments that 
 contribute nothing (symbolic zeros: no rule is called for them).
 """
 
+import operator
+
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, Trace, register_box
@@ -34,6 +36,27 @@ class Dual(ArrayBox):
         return f"Dual({self.value!r}, tangent={self.tangent!r}, level={self._trace.level})"
 
 
+def _plain_when_constant(name, convert):
+    """Dual's conversion ``name``: ArrayBox's refusal, or, for a Dual that carries no derivative (a
+    buffer made by ``ForwardTrace.lift`` that nothing traced was stored into), ``convert(value)``."""
+    refuse = getattr(ArrayBox, name)
+
+    def method(self, *args, **kwargs):
+        if self.tangent is None:
+            return convert(self.value, *args, **kwargs)
+        return refuse(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name, _convert in (("__float__", float), ("__int__", int), ("__complex__", complex),
+                        ("__index__", operator.index), ("item", lambda v, *a: np.asarray(v).item(*a)),
+                        ("tolist", lambda v: np.asarray(v).tolist()),
+                        ("__array__", lambda v, dtype=None, copy=None: np.array(v, dtype=dtype, copy=copy))):
+    setattr(Dual, _name, _plain_when_constant(_name, _convert))
+
+
 class ForwardTrace(Trace):
     """One forward-mode sweep (``wg.jvp``). A Dual an operation made whose array is a view of an
     argument's is marked so (``mutation.note_view``): a write into it writes through."""
@@ -43,15 +66,21 @@ class ForwardTrace(Trace):
     def constant(self, value):
         return value
 
+    def lift(self, value):
+        """``value`` as a Dual that carries no derivative (tangent None, a symbolic zero: operations
+        on it alone give constants): a buffer that traced values can be stored into."""
+        return Dual(value, None, self)
+
     def apply(self, prim, args, kwargs):
         unboxed = list(args)
         tangents = []
         for i, a in enumerate(args):
             if type(a) in BOX_TYPES and a._trace is self:
                 unboxed[i] = a.value
-                tangents.append((i, a.tangent))
+                if a.tangent is not None:
+                    tangents.append((i, a.tangent))
         out = prim(*unboxed, **kwargs)
-        if not is_inexact(out):
+        if not tangents or not is_inexact(out):
             return out
         if prim.jvp_joint is not None and len(tangents) > 1:  # one call for all (concatenate's)
             given = [None] * len(args)
