@@ -35,26 +35,30 @@ class Dual(ArrayBox):
     def __repr__(self):
         return f"Dual({self.value!r}, tangent={self.tangent!r}, level={self._trace.level})"
 
+    # Conversions: refused (ArrayBox's), but for a Dual that carries no derivative (tangent None: a
+    # buffer made by ForwardTrace.lift that nothing traced was stored into), its value's own.
+    def __float__(self):
+        return ArrayBox.__float__(self) if self.tangent is not None else float(self.value)
 
-def _plain_when_constant(name, convert):
-    """Dual's conversion ``name``: ArrayBox's refusal, or, for a Dual that carries no derivative (a
-    buffer made by ``ForwardTrace.lift`` that nothing traced was stored into), ``convert(value)``."""
-    refuse = getattr(ArrayBox, name)
+    def __int__(self):
+        return ArrayBox.__int__(self) if self.tangent is not None else int(self.value)
 
-    def method(self, *args, **kwargs):
-        if self.tangent is None:
-            return convert(self.value, *args, **kwargs)
-        return refuse(self, *args, **kwargs)
+    def __complex__(self):
+        return ArrayBox.__complex__(self) if self.tangent is not None else complex(self.value)
 
-    method.__name__ = name
-    return method
+    def __index__(self):
+        return ArrayBox.__index__(self) if self.tangent is not None else operator.index(self.value)
 
+    def item(self, *args):
+        return ArrayBox.item(self) if self.tangent is not None else np.asarray(self.value).item(*args)
 
-for _name, _convert in (("__float__", float), ("__int__", int), ("__complex__", complex),
-                        ("__index__", operator.index), ("item", lambda v, *a: np.asarray(v).item(*a)),
-                        ("tolist", lambda v: np.asarray(v).tolist()),
-                        ("__array__", lambda v, dtype=None, copy=None: np.array(v, dtype=dtype, copy=copy))):
-    setattr(Dual, _name, _plain_when_constant(_name, _convert))
+    def tolist(self):
+        return ArrayBox.tolist(self) if self.tangent is not None else np.asarray(self.value).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        if self.tangent is not None:
+            ArrayBox.__array__(self, dtype, copy)
+        return np.array(self.value, dtype=dtype, copy=copy)
 
 
 class ForwardTrace(Trace):

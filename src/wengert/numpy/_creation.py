@@ -57,7 +57,7 @@ def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    """numpy.empty_like; of a traced argument, a buffer traced values can be stored into (torch.empty_like)."""
+    """numpy.empty_like; of a traced argument, a buffer for traced stores (torch.empty_like)."""
     return _like(nondiff.empty_like, prototype, dtype, order, subok, shape, device)
 
 _shape = broadcasting.shape_of
