@@ -85,7 +85,7 @@ def refusal(box, what, instead, error=ExitError):
         last = max((i for i, f in enumerate(inside) if f.f_code.co_name in _CONVERSIONS and _in_wengert(f)),
                    default=None)
         callers = inside[last + 1:] if last is not None else None
-        if callers == [] and storing(frame) and inside[last].f_code.co_name != "__index__":
+        if callers == [] and storing(frame):
             what = "Storing into a plain NumPy array (buf[i] = x)"
             instead = _STORE_INSTEAD
         elif callers and not any(_in_wengert(f) for f in callers):
