@@ -28,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from wengert.api.randomness import sources_of
+from wengert.api.transforms import restate_exit
 from wengert.api.tree import sorted_keys, tree_flatten, tree_unflatten
 from wengert.core.exits import name_of
 from wengert.core.trace import BOX_TYPES, unbox_all
@@ -79,7 +80,10 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *, random
             boxed[k] = Batched(_to_front(leaves[k], axis), trace)
         _, treedef = tree_flatten(list(args))
         call_args = tree_unflatten(treedef, boxed)
-        out = fun(*call_args)
+        try:
+            out = fun(*call_args)
+        except ValueError as e:
+            restate_exit(e)
         if randomness == "error":
             _refuse_draws(fun, sources, before, size)
         return _outputs(out, out_axes, trace, fun, leaves)

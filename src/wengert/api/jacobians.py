@@ -29,6 +29,7 @@ from wengert.api.transforms import (
     _split_aux,
     grad,
     jvp,
+    restate_exit,
 )
 from wengert.api.tree import accepts_argnum, tree_flatten, tree_map, tree_unflatten
 from wengert.core.exits import name_of as _name
@@ -225,7 +226,10 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform, chunk_size=None):
                         moved[j] = Dual(leaf, basis, trace)
                         call = list(chosen)
                         call[k] = tree_unflatten(treedef, moved)
-                        out = f(*call)
+                        try:
+                            out = f(*call)
+                        except ValueError as e:
+                            restate_exit(e)
                         if has_aux:
                             out, aux_k = _split_aux(out, fun, transform)
                         if out_def is None:

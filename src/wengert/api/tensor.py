@@ -269,6 +269,8 @@ class TensorMethods(NodeMethods):
         """The value of a one-element eager tensor as a Python number, without its derivative
         (``torch.Tensor.item``: the way to log a loss). Inside a transform (``wg.grad``, ...) it is
         refused, as ``float()`` is: the number would silently drop the derivative there."""
+        if not self.requires_grad and self._trace is not EAGER:  # a transform's constant (a buffer)
+            return np.asarray(self.value).item(*args)  # (a lower level's box converts itself, or refuses)
         if self._trace is not EAGER or _traced_by_transform(self):
             ArrayBox.item(self)
         v = unbox_all(self.value)
@@ -277,6 +279,8 @@ class TensorMethods(NodeMethods):
     def tolist(self):
         """The eager tensor's value as nested Python lists, without its derivative
         (``torch.Tensor.tolist``); refused inside a transform, as :meth:`item` is."""
+        if not self.requires_grad and self._trace is not EAGER:  # a transform's constant (a buffer)
+            return np.asarray(self.value).tolist()
         if self._trace is not EAGER or _traced_by_transform(self):
             ArrayBox.tolist(self)
         return np.asarray(unbox_all(self.value)).tolist()

@@ -75,9 +75,12 @@ def _refuse_leaked(out, trace, fun, transform):
                 f"instead of keeping it.")
 
 
-def _restate_exit(error):
+def restate_exit(error):
     """Raise the exit guard's error (``buf[i] = x`` into a plain float array) that NumPy restated as
-    its own "setting an array element with a sequence"; any other ValueError goes on as it is."""
+    its own "setting an array element with a sequence"; any other ValueError goes on as it is. Every
+    transform calls the user's function through ``except ValueError as e: restate_exit(e)`` (grad,
+    vjp, jvp, vmap, jacfwd, the program tracer of wg.compile); an eager Tensor has no such boundary, so
+    there NumPy's error stands, with the exit guard's as its ``__cause__`` (printed above it)."""
     if isinstance(error.__cause__, ExitError):
         raise error.__cause__ from None
     raise error
@@ -262,7 +265,7 @@ def _value_and_grad_call(fun, args, kwargs, single, nums, has_aux):
     try:
         out = fun(*call_args, **kwargs)
     except ValueError as e:
-        _restate_exit(e)
+        restate_exit(e)
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise TypeError(f"wg.grad({_name(fun)}, has_aux=True): the function must return a "
@@ -352,7 +355,7 @@ def _record(fun, primals, transform, has_aux, frozen=False, kept=False):
         try:
             out = fun(*call_args)
         except ValueError as e:
-            _restate_exit(e)
+            restate_exit(e)
         if kept:
             keep_copies(trace, leaves)
     aux = None
@@ -475,7 +478,7 @@ def jvp(fun, primals, tangents, has_aux=False):
         try:
             out = fun(*call_args)
         except ValueError as e:
-            _restate_exit(e)
+            restate_exit(e)
     if has_aux:
         out, aux = _split_aux(out, fun, "jvp")
     _refuse_output(out, fun, "jvp", "an array, a float or a pytree of them")
@@ -483,14 +486,14 @@ def jvp(fun, primals, tangents, has_aux=False):
     out_leaves, out_def = tree_flatten(out)
     values, tans = [], []
     for o in out_leaves:
-        if type(o) is Dual and o._trace is trace:
+        if type(o) is Dual and o._trace is trace and o.tangent is not None:  # None: a constant buffer
             v, t = o.value, o.tangent
             if type(v) is not type(t) and type(v) in _PY_SCALAR and type(t) in _PY_SCALAR:
                 v, t = _PY_SCALAR[type(v)](v), _PY_SCALAR[type(t)](t)  # both Python numbers
             values.append(v)
             tans.append(t)
         else:
-            values.append(o)
+            values.append(o.value if type(o) is Dual and o._trace is trace else o)
             tans.append(_zero_tangent(o))
     result = tree_unflatten(out_def, values), tree_unflatten(out_def, tans)
     if has_aux:

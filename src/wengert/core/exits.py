@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["ExitError", "refusal", "user_site", "where", "name_of"]
+__all__ = ["ExitError", "refusal", "user_site", "where", "name_of", "storing"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # src/wengert/
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
@@ -22,9 +22,9 @@ _STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
 _CONVERSIONS = frozenset(("__float__", "__int__", "__index__", "__complex__", "__array__"))
 
 _STORE_INSTEAD = (
-    "A plain NumPy array cannot hold a derivative. Collect the values in a list and write "
-    "wnp.stack(values) (or wnp.array(values)); or update functionally, buf = wnp.index_update(buf, i, "
-    "value) (JAX's buf.at[i].set(value)), after which buf is traced and buf[j] = ... works too.")
+    "A plain NumPy array cannot hold a derivative. Make the buffer with np.zeros_like(x) of a traced x (or "
+    "ones_like, empty_like, full_like), which takes traced stores; or collect the values in a list and write "
+    "wnp.stack(values); or update functionally: buf = wnp.index_update(buf, i, value) (JAX's .at[i].set).")
 
 
 class ExitError(TypeError):
@@ -85,7 +85,7 @@ def refusal(box, what, instead, error=ExitError):
         last = max((i for i, f in enumerate(inside) if f.f_code.co_name in _CONVERSIONS and _in_wengert(f)),
                    default=None)
         callers = inside[last + 1:] if last is not None else None
-        if callers == [] and _storing(frame):
+        if callers == [] and storing(frame):
             what = "Storing into a plain NumPy array (buf[i] = x)"
             instead = _STORE_INSTEAD
         elif callers and not any(_in_wengert(f) for f in callers):
@@ -113,7 +113,7 @@ def _wengert_has(name):
     return module is not None
 
 
-def _storing(frame):
+def storing(frame):
     """Whether ``frame`` is executing ``target[index] = value`` right now."""
     try:
         return frame.f_code.co_code[frame.f_lasti] == _STORE_SUBSCR

@@ -5,6 +5,8 @@ arguments' tangents into the result's tangent, in program order. Arguments that 
 contribute nothing (symbolic zeros: no rule is called for them).
 """
 
+import operator
+
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, Trace, register_box
@@ -33,6 +35,31 @@ class Dual(ArrayBox):
     def __repr__(self):
         return f"Dual({self.value!r}, tangent={self.tangent!r}, level={self._trace.level})"
 
+    # Conversions: refused (ArrayBox's), but for a Dual that carries no derivative (tangent None: a
+    # buffer made by ForwardTrace.lift that nothing traced was stored into), its value's own.
+    def __float__(self):
+        return ArrayBox.__float__(self) if self.tangent is not None else float(self.value)
+
+    def __int__(self):
+        return ArrayBox.__int__(self) if self.tangent is not None else int(self.value)
+
+    def __complex__(self):
+        return ArrayBox.__complex__(self) if self.tangent is not None else complex(self.value)
+
+    def __index__(self):
+        return ArrayBox.__index__(self) if self.tangent is not None else operator.index(self.value)
+
+    def item(self, *args):
+        return ArrayBox.item(self) if self.tangent is not None else np.asarray(self.value).item(*args)
+
+    def tolist(self):
+        return ArrayBox.tolist(self) if self.tangent is not None else np.asarray(self.value).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        if self.tangent is not None:
+            ArrayBox.__array__(self, dtype, copy)
+        return np.array(self.value, dtype=dtype, copy=copy)
+
 
 class ForwardTrace(Trace):
     """One forward-mode sweep (``wg.jvp``). A Dual an operation made whose array is a view of an
@@ -43,15 +70,21 @@ class ForwardTrace(Trace):
     def constant(self, value):
         return value
 
+    def lift(self, value):
+        """``value`` as a Dual that carries no derivative (tangent None, a symbolic zero: operations
+        on it alone give constants): a buffer that traced values can be stored into."""
+        return Dual(value, None, self)
+
     def apply(self, prim, args, kwargs):
         unboxed = list(args)
         tangents = []
         for i, a in enumerate(args):
             if type(a) in BOX_TYPES and a._trace is self:
                 unboxed[i] = a.value
-                tangents.append((i, a.tangent))
+                if a.tangent is not None:
+                    tangents.append((i, a.tangent))
         out = prim(*unboxed, **kwargs)
-        if not is_inexact(out):
+        if not tangents or not is_inexact(out):
             return out
         if prim.jvp_joint is not None and len(tangents) > 1:  # one call for all (concatenate's)
             given = [None] * len(args)

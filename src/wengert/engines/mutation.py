@@ -271,7 +271,7 @@ def rebind(box, result, what):
     if getattr(type(box), "forward_mode", False):  # a Dual number given a value of another trace
         _refuse_nesting(box, new, what)
         box.value = new
-        box.tangent = np.zeros_like(unbox_all(new)) if type(unbox_all(new)) is not float else 0.0
+        box.tangent = None  # a constant now: a symbolic zero (wengert.engines.forward)
         return
     if not hasattr(type(box), "_parents"):
         raise TypeError(

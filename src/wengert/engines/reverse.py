@@ -379,6 +379,11 @@ class ReverseTrace(Trace):
         """What a primitive returns when nothing of this trace is differentiated through it."""
         return value
 
+    def lift(self, value):
+        """``value`` as a box of this trace that carries no derivative (``requires_grad`` false, as
+        an eager constant): a buffer that traced values can be stored into (``np.zeros_like(x)``)."""
+        return self.box_type.make(value, self, None, None, None, (), False)
+
     def apply(self, prim, args, kwargs):
         unboxed = list(args)
         parents = [None] * len(unboxed)

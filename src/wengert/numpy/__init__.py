@@ -83,7 +83,7 @@ from wengert.numpy._arrays import (
     vecmat,
     vsplit,
 )
-from wengert.numpy._creation import astype, copy, full, linspace, logspace
+from wengert.numpy._creation import astype, copy, empty_like, full, linspace, logspace, ones_like, zeros_like
 from wengert.numpy._elementwise import (
     angle,
     around,
@@ -242,7 +242,6 @@ from wengert.rules.nondiff import (
     argsort,
     array_equal,
     count_nonzero,
-    empty_like,
     equal,
     flatnonzero,
     greater,
@@ -260,11 +259,9 @@ from wengert.rules.nondiff import (
     ndim,
     nonzero,
     not_equal,
-    ones_like,
     shape,
     signbit,
     size,
-    zeros_like,
 )
 from wengert.rules.nondiff import one_example as _one_example
 

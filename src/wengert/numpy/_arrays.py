@@ -15,7 +15,8 @@ import numpy as np
 from wengert.core.extend import defbatch, nondiff_primitive
 from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
-from wengert.rules import broadcasting, elementwise, indexing, products, reductions
+from wengert.numpy._creation import buffer_like
+from wengert.rules import broadcasting, elementwise, indexing, nondiff, products, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
 from wengert.rules.nondiff import batch_along_axis
@@ -308,13 +309,15 @@ def atleast_3d(*arys):
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
-    """numpy.full_like; differentiable in ``fill_value`` (as jax.numpy.full_like)."""
+    """numpy.full_like; differentiable in ``fill_value`` (as jax.numpy.full_like); a new array that
+    traced values can be stored into (``wengert.numpy._creation.buffer_like``), as NumPy's is."""
     if not contains_box(fill_value):
-        return np.full_like(unbox_all(a), unbox_all(fill_value), dtype=dtype, order=order,
-                            subok=subok, shape=shape)
+        return buffer_like(a, nondiff.full_like(a, unbox_all(fill_value), dtype=dtype, order=order,
+                                                subok=subok, shape=shape))  # a program records it
     dt = dtype if dtype is not None else broadcasting.dtype_of(a)
     s = _shape(a) if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-    return F.broadcast_to(shape_ops.astype(fill_value, dt), s)
+    # a new array, not broadcast_to's read-only view: written into, it writes nothing else
+    return buffer_like(a, elementwise.positive(F.broadcast_to(shape_ops.astype(fill_value, dt), s)))
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):

@@ -1,14 +1,64 @@
 """NumPy's constructors with traced arguments (``full``, ``linspace``, ``logspace``: differentiable in
-the fill value and the end points, as in JAX), copies and casts. Nothing here defines a derivative."""
+the fill value and the end points, as in JAX), copies and casts. Nothing here defines a derivative.
+
+Buffers (``zeros_like``, ``ones_like``, ``empty_like``, ``full_like`` of a traced array): NumPy hands
+these to wengert when their argument is traced, and the result is a *buffer* that traced values can
+be stored into (``y = np.zeros_like(x); y[i] = x[i] ** 2``), as ``torch.zeros_like`` is in PyTorch.
+It is a box at every level its argument is traced at, made by each trace's ``lift``, that carries no
+derivative: operations on it alone give plain constants (``y[0]``, ``y.sum()``, ``y[0] > 0``), and it
+converts to plain numbers and arrays (``float(y[0])``, ``y.tolist()``, ``np.asarray(y)``) until a
+traced value is stored into it. A store makes it traced, as ``x[i] = v`` makes any traced array
+(``wengert.engines.mutation``). Under ``wg.vmap`` and ``wg.compile`` the buffer is already a batch or a
+program's symbol. Integer and boolean buffers stay plain arrays: they cannot hold a derivative.
+"""
 
 import numpy as np
 
-from wengert.core.trace import contains_box
+from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, contains_box
 from wengert.numpy import _functions as F
-from wengert.rules import broadcasting, elementwise
+from wengert.rules import broadcasting, elementwise, nondiff
 from wengert.rules import shape as shape_ops
 
-__all__ = ["full", "linspace", "logspace", "copy", "astype"]
+__all__ = ["full", "linspace", "logspace", "copy", "astype", "zeros_like", "ones_like", "empty_like",
+           "buffer_like"]
+
+
+def buffer_like(a, out):
+    """``out``, an array made for ``a`` (of its shape), as a buffer that values traced like ``a`` can be
+    stored into: lifted by every trace ``a`` is boxed by (outermost first) that ``out`` is not already
+    a box of or above. Not inexact, or ``a`` not traced: ``out`` as it is."""
+    dtype = getattr(out, "dtype", None)
+    if type(a) not in BOX_TYPES or dtype is None or dtype.kind not in "fc":
+        return out
+    traces = []
+    while type(a) in BOX_TYPES and type(a) not in SYMBOLIC_TYPES:  # a batch or a symbol: out is one
+        traces.append(a._trace)
+        a = a.value
+    for trace in reversed(traces):
+        lift = getattr(trace, "lift", None)
+        if lift is not None and not (type(out) in BOX_TYPES and out._trace.level >= trace.level):
+            out = lift(out)
+    return out
+
+
+def _like(make, a, dtype, order, subok, shape, device):
+    kwargs = {"device": device} if device is not None else {}
+    return buffer_like(a, make(a, dtype=dtype, order=order, subok=subok, shape=shape, **kwargs))
+
+
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """numpy.zeros_like; of a traced ``a``, a buffer traced values can be stored into (torch.zeros_like)."""
+    return _like(nondiff.zeros_like, a, dtype, order, subok, shape, device)
+
+
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """numpy.ones_like; of a traced ``a``, a buffer traced values can be stored into (torch.ones_like)."""
+    return _like(nondiff.ones_like, a, dtype, order, subok, shape, device)
+
+
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """numpy.empty_like; of a traced argument, a buffer for traced stores (torch.empty_like)."""
+    return _like(nondiff.empty_like, prototype, dtype, order, subok, shape, device)
 
 _shape = broadcasting.shape_of
 

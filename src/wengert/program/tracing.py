@@ -20,7 +20,9 @@ import sys
 import numpy as np
 
 import wengert.numpy as wnp
+from wengert.api.transforms import restate_exit
 from wengert.api.tree import tree_flatten, tree_unflatten
+from wengert.core import exits as _exits
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
@@ -104,7 +106,13 @@ class Symbol(ArrayBox):
     def __repr__(self):
         return f"<symbol {self.variable.name}: {self.variable.describe()}>"
 
+    def _kind(self):
+        return f"the traced value {self.variable.name} of a program being traced (wg.compile)"
+
     def _refuse(self, what, instead=_REMEDY):
+        frame, _ = _exits.user_site()
+        if frame is not None and _exits.storing(frame):  # buf[i] = x into a plain array: as every box
+            raise _exits.refusal(self, what, instead)
         raise TracingError(
             f"{what} of the traced value {self.variable.name} ({self.variable.describe()}){_where()}: its "
             f"value is "
@@ -472,6 +480,8 @@ def trace_program(fun, args):
     try:
         with np.errstate(all="ignore"):  # abstract evaluation on placeholders may divide by zero
             out = fun(*tree_unflatten(in_tree, boxed))
+    except ValueError as e:
+        restate_exit(e)
     except UnsupportedNumpyFunction as e:
         fname = getattr(fun, "__name__", "the function")
         raise UnsupportedNumpyFunction(f"{e} (while tracing {fname}{_traceback_location(e)})") from e

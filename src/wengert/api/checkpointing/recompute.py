@@ -74,6 +74,10 @@ class _Substitution(Trace):
     def constant(self, value):
         return value
 
+    def lift(self, value):
+        """``value`` held by this trace: a buffer that traced values can be stored into."""
+        return _Held(value, self)
+
     def apply(self, prim, args, kwargs):
         vals = list(args)
         for i, a in enumerate(args):
