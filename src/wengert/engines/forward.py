@@ -11,7 +11,7 @@ import numpy as np
 
 from wengert.core.trace import BOX_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
-from wengert.engines.mutation import array_of, note_view
+from wengert.engines.mutation import array_of, note_view, view_of_buffer
 from wengert.engines.reverse import is_inexact
 
 __all__ = ["Dual", "ForwardTrace"]
@@ -85,6 +85,10 @@ class ForwardTrace(Trace):
                     tangents.append((i, a.tangent))
         out = prim(*unboxed, **kwargs)
         if not tangents or not is_inexact(out):
+            if not tangents and (type(out) is np.ndarray or type(out) in BOX_TYPES):
+                held = view_of_buffer(self, prim, args, kwargs, out)
+                if held is not None:
+                    return held
             return out
         if prim.jvp_joint is not None and len(tangents) > 1:  # one call for all (concatenate's)
             given = [None] * len(args)

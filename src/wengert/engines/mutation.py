@@ -103,6 +103,23 @@ def note_view(box, out, prim, args, kwargs, trace, values=None):
             return
 
 
+def view_of_buffer(trace, prim, args, kwargs, out):
+    """A view ``out`` (an inexact array) of a buffer of ``trace`` that carries no derivative (its
+    ``lift``: ``np.zeros_like(x)``), as such a buffer marked a view of it, so that a write into it
+    writes through (``t = y[0:2]; t += v``); None for anything else, which stays a plain value."""
+    a = args[0] if args else None
+    if type(a) not in BOX_TYPES or a._trace is not trace or prim.updates_view is None:
+        return None
+    array = array_of(out)  # beneath a lower level's box, where nested
+    if (type(array) is not np.ndarray or array.base is None or array.dtype.kind not in "fc"
+            or trace.constant(out) is not out):
+        return None
+    box = trace.lift(out)
+    note_view(box, array, prim, args, kwargs, trace)
+    mark = getattr(box, "_view", None)
+    return box if mark is not None and mark[0] is a else None
+
+
 _VIEWERS = {}
 """id(base) -> (weakref to base, [weakrefs to the boxes marked views of it]): what a write into base, or
 through another view of it, must refresh (:func:`_refresh_views`). Keyed by id, holding both weakly

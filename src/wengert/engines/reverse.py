@@ -28,7 +28,7 @@ from wengert.engines.accumulation import FREED  # noqa: F401 - imported from her
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
 from wengert.engines.collector import trace_started
-from wengert.engines.mutation import array_of, node_ids, note_view
+from wengert.engines.mutation import array_of, node_ids, note_view, view_of_buffer
 from wengert.engines.saving import saved_args, sweep
 from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY, split_input
 from wengert.rules import elementwise as ew
@@ -413,6 +413,10 @@ class ReverseTrace(Trace):
             except ValueError as e:
                 raise explained(prim, unboxed, e) from e
         if not found or (type(out) is not float and not is_inexact(out)):
+            if not found and (type(out) is _ndarray or type(out) in BOX_TYPES):
+                held = view_of_buffer(self, prim, args, kwargs, out)
+                if held is not None:
+                    return held
             return self.constant(out)
         return self._record_saving(prim, out, tuple(unboxed), tuple(parents), kwargs or None)
 
