@@ -40,7 +40,7 @@ from wengert.program.source_checkpoint import checkpoint_loop
 from wengert.program.source_inplace import update_in_place
 from wengert.program.tracing import Symbol, TracingError
 from wengert.rules import elementwise as ew
-from wengert.rules.indexing import index_add
+from wengert.rules.indexing import index_add, index_update
 
 __all__ = ["grad_source", "jvp_source", "GradProgram"]
 
@@ -140,7 +140,7 @@ class _Reverser(_SymbolicPass):
         kwargs = map_vars(stmt.kwargs, self.sym)
         out = self.sym(stmt.out)
         order = list(enumerate(stmt.args))
-        if prim.__name__ in ("index_update", "index_add"):
+        if prim is index_update or prim is index_add:
             order.reverse()  # read g[idx] (the value's adjoint) before g is zeroed at idx, maybe in place
         for i, a in order:
             if not _is_float(a):
