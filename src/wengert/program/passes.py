@@ -156,7 +156,7 @@ def _fold(s):
     joint = prim.linear_jointly
     if joint and all(i < len(args) and _is_const(args[i], 0) for i in joint):  # where(c, 0, 0)
         return zero_of(out)
-    x = _other_if(prim.units, args, out)  # x * 1, x + 0, x ** 1
+    x = None if prim.units is None else _other_if(prim.units, args, out)  # x * 1, x + 0, x ** 1
     if x is not None:
         return x
     if prim.identity_if_unchanged and args and _same_type(args[0], out):  # reshape to x's own shape
@@ -183,7 +183,8 @@ def _other_if(constants, args, out):
 
 def _negated(s):
     """``x`` when statement ``s`` computes ``-x`` by its ``negates`` fact (``0 - x``, ``-1 * x``)."""
-    return _other_if(s.prim.negates, s.args, s.outs[0])
+    negates = s.prim.negates
+    return None if negates is None else _other_if(negates, s.args, s.outs[0])
 
 
 def fold_constants(program):

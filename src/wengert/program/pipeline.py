@@ -25,7 +25,8 @@ from wengert.rules.elementwise import multiply, negative
 
 __all__ = ["fold_and_merge", "simplify", "lower", "optimize"]
 
-_FOLDING = (0.0, 1.0, -1.0)  # the factors a multiplication folds by (compared by ==: -0.0 too)
+# the factors a multiplication folds by, from its facts: 0, 1 and -1 (compared by ==: -0.0 too)
+_FOLDING = (0.0, *multiply.primitive.units.values(), *multiply.primitive.negates.values())
 
 
 def _statement_key(s):
