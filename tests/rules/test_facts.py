@@ -21,7 +21,7 @@ from tests.support.rule_helpers import R
 from wengert.api.tree import tree_flatten
 from wengert.core.extend import defvjp, facts, primitive
 from wengert.core.primitive import Primitive
-from wengert.program import Program, codegen, passes, rendering
+from wengert.program import Program, codegen, passes, pipeline, rendering
 from wengert.program.ir import Variable, map_vars
 from wengert.rules import families, nondiff, reductions, rule_table
 
@@ -35,6 +35,8 @@ NONDIFF_SAMPLES = {
                         ((np.float64(0.5), 0.5, None, False), {})],
     "positive_mask": [((R(2, 3),), {}), ((R(),), {})],
     "one_hot": [((np.array([0, 2]), (2, 3), np.float64), {})],
+    **{p.__name__: [((R(3),), {}), ((R(2, 3),), {}), ((R(),), {}), ((np.arange(4),), {}),
+                    ((R(2),), {"dtype": np.float32})] for p in (nondiff.zeros_like, nondiff.ones_like)},
 }
 
 
@@ -50,8 +52,12 @@ def _with_facts():
 
 
 def _declares(prim):
-    return any(getattr(prim, fact) for fact in ("linear", "fresh", "broadcasts", "operator", "math_name",
-                                                  "helper"))
+    return any(getattr(prim, fact) for fact in ALGEBRA + ("linear", "fresh", "broadcasts", "operator",
+                                                            "math_name", "helper"))
+
+
+ALGEBRA = ("units", "negates", "linear_jointly", "identity_if_unchanged", "shape_only")
+"""The facts constant folding reads (``passes._fold``, ``passes._negated``)."""
 
 
 PRIMS = _with_facts()
@@ -140,6 +146,137 @@ def test_linear_arguments_scale_and_add(name):
             _close(prim.fun(*_replaced(args, i, 0.0 * x), **kwargs), np.zeros_like(np.asarray(base)))
             checked += 1
     assert checked, f"{name}: no sample with a numeric argument {prim.linear}"
+
+
+# -- the algebra constant folding reads: units, negations, joint linearity, identities, shapes ------
+
+def _filled(like, value):
+    """``value`` as a scalar, and as an array of ``like``'s shape and dtype (``passes._is_const``
+    takes both)."""
+    if not _numeric(like) or np.ndim(like) == 0:
+        return [value]
+    return [value, np.full(np.shape(like), value, dtype=np.asarray(like).dtype)]
+
+
+def check_units(prim, samples, fact="units"):
+    """``f(x, u) == x`` for each ``{i: u}`` of ``units`` (``-x`` for ``negates``), at each sample's
+    other argument, exactly (the fold replaces the statement by ``x``); returns how many were checked."""
+    checked = 0
+    for args, kwargs in samples:
+        if len(args) != 2:
+            continue
+        for i, u in getattr(prim, fact).items():
+            x = args[1 - i]
+            if not _numeric(x):
+                continue
+            for unit in _filled(args[i], u):
+                with np.errstate(all="ignore"):
+                    out = np.asarray(prim.fun(*_replaced(args, i, unit), **kwargs))
+                want = np.asarray(x) if fact == "units" else -np.asarray(x)
+                assert out.shape == np.broadcast_shapes(np.shape(x), np.shape(unit)), prim.__name__
+                np.testing.assert_array_equal(out, np.broadcast_to(want, out.shape),
+                                              err_msg=f"{prim.__name__}: {fact}[{i}] = {u!r}")
+                checked += 1
+    return checked
+
+
+def check_negates(prim, samples):
+    return check_units(prim, samples, "negates")
+
+
+def check_linear_jointly(prim, samples):
+    """The result scales and adds with the ``linear_jointly`` arguments taken together."""
+    rng = np.random.default_rng(1)
+    checked = 0
+    for args, kwargs in samples:
+        joint = prim.linear_jointly
+        if not all(i < len(args) and _numeric(args[i]) for i in joint):
+            continue
+        base = np.asarray(prim.fun(*args, **kwargs))
+        scaled, other, summed, zeros = list(args), list(args), list(args), list(args)
+        for i in joint:
+            x = np.asarray(args[i])
+            y = rng.uniform(-1.0, 1.0, x.shape).astype(x.dtype)
+            scaled[i], other[i], summed[i], zeros[i] = -0.75 * x, y, x + y, 0.0 * x
+        _close(prim.fun(*scaled, **kwargs), -0.75 * base)
+        _close(prim.fun(*summed, **kwargs), base + np.asarray(prim.fun(*other, **kwargs)))
+        _close(prim.fun(*zeros, **kwargs), np.zeros_like(base))
+        checked += 1
+    return checked
+
+
+def check_identity_if_unchanged(prim, samples):
+    """Where the result has the first argument's shape and dtype it is that argument: applied again
+    to its own result (which has the result's shape and dtype), the result comes back unchanged."""
+    checked = 0
+    for args, kwargs in samples:
+        if not args or not _numeric(args[0]):
+            continue
+        out = prim.fun(*args, **kwargs)
+        pairs = [(args[0], out), (out, prim.fun(out, *args[1:], **kwargs))]
+        for x, y in pairs:
+            x, y = np.asarray(x), np.asarray(y)
+            if x.shape == y.shape and x.dtype == y.dtype:
+                np.testing.assert_array_equal(y, x, err_msg=f"{prim.__name__} changed its argument")
+                checked += 1
+    return checked
+
+
+def check_shape_only(prim, samples):
+    """Other values of the same shapes and dtypes give the same result."""
+    rng = np.random.default_rng(2)
+    checked = 0
+    for args, kwargs in samples:
+        out = prim.fun(*args, **kwargs)
+        other = tuple(rng.uniform(-3.0, 3.0, np.shape(a)).astype(np.asarray(a).dtype) if _numeric(a)
+                      or isinstance(a, np.ndarray) else a for a in args)
+        np.testing.assert_array_equal(prim.fun(*other, **kwargs), out, err_msg=f"{prim.__name__} read values")
+        checked += 1
+    return checked
+
+
+CHECKS = {"units": check_units, "negates": check_negates, "linear_jointly": check_linear_jointly,
+          "identity_if_unchanged": check_identity_if_unchanged, "shape_only": check_shape_only}
+
+
+@pytest.mark.parametrize("fact, name", [(fact, name) for fact in ALGEBRA for name in _names(fact)])
+def test_algebraic_facts_hold(fact, name):
+    assert CHECKS[fact](PRIMS[name], calls(name)), f"{name}: no sample the {fact} fact applies to"
+
+
+def test_the_algebra_folding_relies_on_is_declared():
+    """What the passes once matched by name, now declared (a primitive losing a fact would silently
+    stop folding; one gaining a wrong one would miscompile, which the checks above catch)."""
+    assert PRIMS["multiply"].units == {0: 1, 1: 1} and PRIMS["multiply"].negates == {0: -1, 1: -1}
+    assert PRIMS["add"].units == {0: 0, 1: 0} and PRIMS["subtract"].negates == {0: 0}
+    assert PRIMS["true_divide"].units == PRIMS["power"].units == {1: 1}
+    assert PRIMS["where"].linear_jointly == (1, 2)
+    assert _names("identity_if_unchanged") == ["astype", "broadcast_to", "reshape"]
+    assert _names("shape_only") == ["ones_like", "zeros_like"]
+
+
+def _user(fun, **known):
+    prim = primitive(fun, name="wrong")
+    return facts(prim, **known)
+
+
+_X, _Y = np.array([[0.5, -1.0, 2.0], [0.25, 1.5, -3.0]]), np.array([2.0, -0.5, 3.0])
+WRONG_FACTS = {
+    "units": (_user(lambda x, y: x + 2.0 * y, units={0: 0}), [((_X, _Y), {})]),  # 0 + 2y is not y
+    "negates": (_user(lambda x, y: x - y, negates={1: 0}), [((_X, _Y), {})]),  # x - 0 is not -x
+    "linear_jointly": (_user(lambda x, y: x * y, linear_jointly=(0, 1)), [((_X, _Y), {})]),
+    "identity_if_unchanged": (_user(lambda x: np.transpose(x), identity_if_unchanged=True),
+                              [((_X[:, :2], ), {})]),  # a square matrix keeps its shape, not its values
+    "shape_only": (_user(lambda x: np.zeros_like(x) + x[..., :1], shape_only=True), [((_X,), {})]),
+}
+
+
+@pytest.mark.parametrize("fact", ALGEBRA)
+def test_a_wrong_algebraic_fact_is_caught(fact):
+    prim, samples = WRONG_FACTS[fact]
+    assert getattr(prim, fact)
+    with pytest.raises(AssertionError):
+        CHECKS[fact](prim, samples)
 
 
 # -- fresh -----------------------------------------------------------------------------------------
@@ -268,7 +405,8 @@ def test_registered_helpers_run_on_numpy_alone():
 def test_no_name_keyed_tables_remain():
     for module, tables in ((rendering, ("HELPERS", "OPERATORS", "UNARY_OPERATORS", "MATH_UNARY",
                                         "MATH_BINARY", "KNOWN_FAMILIES")),
-                           (passes, ("_LINEAR", "_FRESH", "_BROADCASTING"))):
+                           (passes, ("_LINEAR", "_FRESH", "_BROADCASTING")),
+                           (pipeline, ("_SHAPE_ONLY",))):
         for table in tables:
             assert not hasattr(module, table), f"{module.__name__}.{table}"
 

@@ -411,25 +411,30 @@ def _on_floats(d, memo=None):
 # -- facts the program transformer relies on ----------------------------------------------------
 
 def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math_name=None, helper=None,
-          saves=None, updates_view=None):
+          saves=None, updates_view=None, units=None, negates=None, linear_jointly=None, shape_only=None,
+          identity_if_unchanged=None):
     """Record facts about ``prim`` that passes, renderers and code generators read from it:
     - ``linear``: the positional arguments the result is linear in, others fixed (``true_divide``: ``(0,)``);
+      ``linear_jointly``: arguments it is linear in taken together (``where``: ``(1, 2)``);
+    - ``units``: ``{argument: u}``, where ``u`` there makes the result the other argument (``x * 1``:
+      ``multiply``'s ``{0: 1, 1: 1}``); ``negates``: likewise its negation (``subtract``: ``{0: 0}``);
+    - ``identity_if_unchanged``: the result is the first argument where it has its shape and dtype
+      (``reshape``); ``shape_only``: it reads its arguments' shapes and dtypes, not values (``zeros_like``);
     - ``fresh``: its array result is always a new buffer, never a view of an argument; ``updates_view``:
       ``(x, new, *args) -> x`` with that view replaced by ``new`` (a write into a view writes through);
     - ``broadcasts``: elementwise with NumPy's broadcasting, ``f(broadcast_to(x, s), y) == f(x, y)``
       where the result has shape ``s`` (``matmul`` broadcasts batch axes but is not elementwise);
-    - ``operator``: the Python operator generated code writes for it (``"+"``; ``"-"`` for negation);
-    - ``math_name``: the ``math`` function generated code calls on Python floats (``"asin"``);
+    - ``operator``, ``math_name``: the Python operator (``"+"``; ``"-"`` negates) and ``math`` function on
+      Python floats (``"asin"``) generated code writes for it;
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
       (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation;
     - ``saves``: what its VJP rules read (``"out"``, argument indices or names), the tape keeps only
       that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}`` (``wengert.engines.saving``).
     Returns ``prim``. ``tests/rules/test_facts.py`` checks every declared fact numerically."""
     prim = _as_primitive(prim, "facts")
-    given = dict(linear=None if linear is None else tuple(linear), fresh=fresh, broadcasts=broadcasts,
-                 operator=operator, math_name=math_name, saves=saves, updates_view=updates_view,
+    given = dict(locals(), linear=None if linear is None else tuple(linear),  # every keyword above
                  helper=prim.fun if helper is True else helper)
     for key, value in given.items():
-        if value is not None:
+        if value is not None and key != "prim":
             setattr(prim, key, value)
     return prim

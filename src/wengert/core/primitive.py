@@ -56,9 +56,8 @@ class Primitive:
     into a buffer the backward pass owns), ``vjp_inplace`` (overwrite the cotangent), ``float_vjp``
     (all contributions at once on Python floats), ``float_fun`` (the implementation on floats,
     which the recording hot path calls directly); ``vjp_extra`` is None unless a VJP needs more than
-    ``vjps``, the backward pass's one test. The facts (``linear``, ``fresh``, ``broadcasts``,
-    ``operator``, ``math_name``, ``helper``, ``derivatives``, ``saves``, ``updates_view``) are documented at
-    ``wengert.core.extend.facts``.
+    ``vjps``, the backward pass's one test. The facts (``linear``, ``fresh``, ``broadcasts``, ...,
+    ``derivatives``) are documented at ``wengert.core.extend.facts``.
     """
 
     def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False, broadcasts=False):
@@ -71,21 +70,16 @@ class Primitive:
         self.__wrapped__ = fun
         self.vjps = self.jvps = ()
         self.vjp_argnum = self.jvp_argnum = None
-        self.grad_post = grad_post
-        self.tangent_post = tangent_post
+        self.grad_post, self.tangent_post = grad_post, tangent_post
         self.nondiff = nondiff
         self.vjp_missing = _ALL_MISSING  # argnums without a VJP rule, checked when recording
         self.vjp_accumulate = self.vjp_inplace = self.vjp_extra = None
-        self.float_vjp = None
-        self.float_fun = None
+        self.float_vjp = self.float_fun = None
         # facts the program transformer reads (see wengert.core.extend.facts)
-        self.linear = ()
-        self.fresh = False
+        self.linear = self.linear_jointly = ()
+        self.fresh = self.shape_only = self.identity_if_unchanged = False
         self.broadcasts = broadcasts  # elementwise broadcasting (grad_post alone may sum batch axes)
-        self.operator = None
-        self.math_name = None
-        self.helper = None
-        self.derivatives = None
+        self.operator = self.math_name = self.helper = self.derivatives = self.units = self.negates = None
         self.saves = self.updates_view = None  # saves None: the VJP rules may read everything
         self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
         self.jvp_joint = None  # optional: every argument's tangents at once, rule(tangents, out, *args)

@@ -6,8 +6,8 @@
 ``compile_function`` (``wg.compile``) caches the generated Python per input signature.
 
 The modules build on each other in this order, each importing only those before it: ``ir``
-(``Program``, ``Statement``, ``Variable``), ``rendering``, ``liveness``, ``passes``, ``pipeline``,
-``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its
+(``Program``, ``Statement``, ``Variable``), ``rendering``, ``liveness``, ``passes``, ``algebra``,
+``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its
 arguments), ``adjoint``, ``compiled``; then the source front end:
 ``control`` (``If``/``Loop`` nodes), ``control_codegen``, ``source_inplace``,
 ``source_checkpoint``, ``source_values``, ``source_builder``, ``source_parse``, ``source_scope``,

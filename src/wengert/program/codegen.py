@@ -38,14 +38,19 @@ from wengert.program.rendering import (
     uniform,
 )
 from wengert.rules import families
-from wengert.rules.elementwise import masked
-from wengert.rules.indexing import getitem
-from wengert.rules.reductions import add_chosen
+from wengert.rules.broadcasting import astype, reshape
+from wengert.rules.broadcasting import sum as sum_
+from wengert.rules.elementwise import add, masked, where
+from wengert.rules.indexing import getitem, index_add
+from wengert.rules.reductions import add_chosen, amax, amin, prod
+from wengert.rules.shape import concatenate, stack, transpose
 
 __all__ = ["pretty", "pretty_statement", "to_source", "compile_program", "Module", "module_head",
            "statement_source", "expression_source", "param_names"]
 
-_GETITEM = getitem.primitive
+_GETITEM, _ADD = getitem.primitive, add.primitive
+_REDUCE = {sum_: "add", prod: "multiply", amax: "maximum", amin: "minimum"}  # their ufuncs' reduce
+_METHODS = (sum_, prod, amax, amin, reshape, transpose)  # of arrays, by the primitive's (NumPy's) name
 
 
 # -- SSA notation -------------------------------------------------------------------------
@@ -57,11 +62,11 @@ def pretty_statement(stmt):
     outs = ", ".join(o.name for o in stmt.outs)
     if len(stmt.outs) > 1:
         outs = f"({outs})"
-    if stmt.inplace and name == "add":
+    if stmt.inplace and stmt.prim is _ADD:
         return f"{stmt.args[0].name} += {args[1]}"
-    if stmt.inplace and name == "index_add":
+    if stmt.inplace and stmt.prim is index_add:
         return f"{stmt.args[0].name}[{index_expr(stmt.args[1], pretty_value)}] += {args[2]}"
-    if name == "dup":
+    if stmt.prim is dup:
         return f"{outs} = dup({args[0]})"
     op = stmt.prim.operator
     if op is not None and len(args) == 2 and not stmt.kwargs:
@@ -275,7 +280,7 @@ def expression_source(stmt, mod, safe):
     a = [mod.value(x) for x in stmt.args]
     kw = "".join(f", {k}={mod.value(v)}" for k, v in stmt.kwargs.items())
     out = stmt.outs[0]
-    if name == "dup":
+    if prim is dup:
         return ", ".join([a[0]] * len(stmt.outs)), 0
     op = prim.operator
     if op is None and not _spelled(prim):
@@ -332,27 +337,28 @@ def _call(stmt, name, a, kw, mod, as_float):
         return f"{mod.operand(x, _ATOM, strict=False)}[{index_expr(stmt.args[1], mod.value)}]"
     if stmt.prim.helper is not None:
         return f"{mod.use_helper(stmt.prim.helper, name)}({', '.join(a)}{kw})"
-    if name == "where" and isinstance(stmt.args[2], (int, float)) and stmt.args[2] == 0 \
+    prim = stmt.prim
+    if prim is where and isinstance(stmt.args[2], (int, float)) and stmt.args[2] == 0 \
             and type(stmt.args[1]) is Variable and stmt.args[1].kind == "array":
         return f"{mod.use_helper(masked)}({a[1]}, {a[0]})"
-    if name == "concatenate" or name == "stack":  # NumPy's take the arrays as one sequence
+    if prim is concatenate or prim is stack:  # NumPy's take the arrays as one sequence
         return f"np.{name}(({', '.join(a)},){kw})"
-    if name == "astype":
+    if prim is astype:
         return f"np.asarray({a[0]}).astype({a[1]})"
     x = stmt.args[0] if stmt.args else None
-    if name == "sum" and x in mod.negated:
+    if prim is sum_ and x in mod.negated:
         inner = Statement(stmt.outs, stmt.prim, (mod.negated[x],) + stmt.args[1:], stmt.kwargs)
         return f"-{_call(inner, name, [mod.value(v) for v in inner.args], kw, mod, as_float)}"
     axes = stmt.args[1] if len(stmt.args) > 1 else stmt.kwargs.get("axes")
-    if name == "transpose" and type(x) is Variable and x.kind == "array" \
+    if prim is transpose and type(x) is Variable and x.kind == "array" \
             and (axes is None or tuple(axes) == tuple(range(len(x.shape) - 1, -1, -1))):
         return f"{mod.operand(x, _ATOM, strict=False)}.T"
-    if name in ("sum", "prod", "max", "min") and type(x) is Variable and x.kind == "array" \
+    if prim in _REDUCE and type(x) is Variable and x.kind == "array" \
             and not stmt.kwargs.get("keepdims") and _all_axes(stmt.kwargs.get("axis"), len(x.shape)):
-        ufunc = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}[name]
-        return f"{mod.np_attr(ufunc + '.reduce')}({mod.value(x)}, None)"  # half x.sum()'s cost, small arrays
+        # half x.sum()'s cost, on small arrays
+        return f"{mod.np_attr(_REDUCE[prim] + '.reduce')}({mod.value(x)}, None)"
     # methods of arrays only: a float64 scalar may be a Python float at run time (computed by math)
-    if name in ("sum", "prod", "max", "min", "reshape", "transpose") and type(x) is Variable \
+    if prim in _METHODS and type(x) is Variable \
             and x.kind == "array":
         kwargs = [f"{k}={mod.value(v)}" for k, v in stmt.kwargs.items()
                   if not (k == "keepdims" and v is False)]
@@ -441,12 +447,12 @@ def _sparse_adds(buf, c):
 
 def statement_source(stmt, mod, safe):
     """``stmt`` as one or more lines of source (``safe``: NumPy only)."""
-    if stmt.inplace and stmt.prim.__name__ == "add":
+    if stmt.inplace and stmt.prim is _ADD:
         lines = _sparse_adds(stmt.args[0], stmt.args[1])
         if lines is not None:
             return "\n".join(lines) if lines else "pass"
         return f"{stmt.args[0].name} += {mod.value(stmt.args[1])}"
-    if stmt.inplace and stmt.prim.__name__ == "index_add":
+    if stmt.inplace and stmt.prim is index_add:
         buf, idx, e = stmt.args
         if vars_in(idx) or _has_array(idx):
             return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"

@@ -11,6 +11,7 @@ from wengert.program.codegen import Module, expression_source, module_head, stat
 from wengert.program.control import Assign, If, Loop, Pop, Push, Zeros, all_names, scalar_index
 from wengert.program.ir import Statement, Variable
 from wengert.program.rendering import index_expr
+from wengert.rules.indexing import index_add, index_update
 
 __all__ = ["STACK", "render_block", "render_loop", "block_source", "compile_block"]
 
@@ -27,23 +28,23 @@ def values_source(vs, mod):
 
 
 def _statement(stmt, mod, safe):
-    name = stmt.prim.__name__
-    if name == "index_update" and not stmt.inplace:
+    prim = stmt.prim
+    if prim is index_update and not stmt.inplace:
         x, idx, v = stmt.args
         out = stmt.out.name
         if type(x) is Variable and x.kind == "array":
             return [f"{out} = {mod.value(x)}.copy()", f"{out}[{index_expr(idx, mod.value)}] = {mod.value(v)}"]
         return [f"{out} = np.array({mod.value(x)}, copy=True)",
                 f"{out}[{index_expr(idx, mod.value)}] = {mod.value(v)}"]
-    if name == "index_add" and stmt.inplace and scalar_index(stmt.args[1]):
+    if prim is index_add and stmt.inplace and scalar_index(stmt.args[1]):
         buf, idx, e = stmt.args
         lines = [f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"]
         return lines + ([f"{stmt.out.name} = {buf.name}"] if stmt.out is not buf else [])
-    if name == "index_update" and stmt.inplace:
+    if prim is index_update and stmt.inplace:
         buf, idx, e = stmt.args
         lines = [f"{buf.name}[{index_expr(idx, mod.value)}] = {mod.value(e)}"]
         return lines + ([f"{stmt.out.name} = {buf.name}"] if stmt.out is not buf else [])
-    if name == "index_add" and stmt.inplace and stmt.out is not stmt.args[0]:
+    if prim is index_add and stmt.inplace and stmt.out is not stmt.args[0]:
         buf, idx, e = stmt.args
         return [f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})", f"{stmt.out.name} = {buf.name}"]
     return [statement_source(stmt, mod, safe)]

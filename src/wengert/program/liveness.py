@@ -15,9 +15,14 @@
 import numpy as np
 
 from wengert.program.ir import Statement, Variable
+from wengert.rules.broadcasting import sum as sum_
+from wengert.rules.elementwise import add, multiply, negative
+from wengert.rules.reductions import chooser_weights
 
 __all__ = ["rematerialize", "deletions", "read_through", "with_deletions", "fused_chooser_adds",
            "negated_sums", "has_arrays", "REMAT_MIN_SIZE", "REMAT_MIN_GAP"]
+
+_ADD, _MUL, _NEG = add.primitive, multiply.primitive, negative.primitive
 
 REMAT_MIN_SIZE = 4096
 """Only arrays of at least this many elements are computed again: below it the buffer costs less
@@ -165,14 +170,14 @@ def fused_chooser_adds(program, counts):
     producer = {st.outs[0]: st for st in program.statements}
     fused = {}
     for st in program.statements:
-        if not (st.inplace and st.prim.__name__ == "add") or type(st.args[1]) is not Variable:
+        if not (st.inplace and st.prim is _ADD) or type(st.args[1]) is not Variable:
             continue
         m = producer.get(st.args[1])
-        if m is None or m.prim.__name__ != "multiply" or counts.get(m.out) != 1:
+        if m is None or m.prim is not _MUL or counts.get(m.out) != 1:
             continue
         g, w = m.args if type(m.args[1]) is Variable and m.args[1] in producer else m.args[::-1]
         c = producer.get(w) if type(w) is Variable else None
-        if (c is None or c.prim.__name__ != "chooser_weights" or counts.get(w) != 1 or c.kwargs
+        if (c is None or c.prim is not chooser_weights or counts.get(w) != 1 or c.kwargs
                 or c.args[2:] != (None, False) or np.shape(g) != () or type(g) is not Variable
                 or c.args[1].shape != st.args[0].shape):
             continue
@@ -190,8 +195,8 @@ def negated_sums(program, counts):
             readers[v] = st
     found = {}
     for st in program.statements:
-        if st.prim.__name__ == "negative" and counts.get(st.out) == 1 and st.out.kind == "array":
+        if st.prim is _NEG and counts.get(st.out) == 1 and st.out.kind == "array":
             r = readers.get(st.out)
-            if r is not None and r.prim.__name__ == "sum" and r.args[0] is st.out and not r.inplace:
+            if r is not None and r.prim is sum_ and r.args[0] is st.out and not r.inplace:
                 found[st] = st.args[0]
     return found

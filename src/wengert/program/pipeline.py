@@ -10,6 +10,7 @@ Every pass is linear in the program's size: one sweep forward (or backward, for 
 dictionaries, so a long program costs the same per statement as a short one.
 """
 
+from wengert.program.algebra import factor_products, factor_sums, rewrite_algebra
 from wengert.program.ir import Statement, Variable, dup
 from wengert.program.liveness import rematerialize
 from wengert.program.passes import (
@@ -19,16 +20,13 @@ from wengert.program.passes import (
     accumulate_in_place,
     elide_broadcasts,
     eliminate_dead_code,
-    factor_products,
-    factor_sums,
-    rewrite_algebra,
 )
 from wengert.rules.elementwise import multiply, negative
 
 __all__ = ["fold_and_merge", "simplify", "lower", "optimize"]
 
-_SHAPE_ONLY = frozenset(("zeros_like", "ones_like"))
-_FOLDING = (0.0, 1.0, -1.0)  # the factors a multiplication folds by (compared by ==: -0.0 too)
+# the factors a multiplication folds by, from its facts: 0, 1 and -1 (compared by ==: -0.0 too)
+_FOLDING = (0.0, *multiply.primitive.units.values(), *multiply.primitive.negates.values())
 
 
 def _statement_key(s):
@@ -77,7 +75,7 @@ def fold_and_merge(program):
         # but for zeros_like and ones_like, which read only the shape; their key is the primitive
         # and the Variables (as _statement_key makes it)
         plain = bool(args) and len(s.outs) == 1 and not s.kwargs and s.prim is not dup \
-            and s.prim.__name__ not in _SHAPE_ONLY
+            and not s.prim.shape_only
         if plain:
             for a in args:
                 if type(a) is not Variable:

@@ -40,7 +40,7 @@ from wengert.program.source_checkpoint import checkpoint_loop
 from wengert.program.source_inplace import update_in_place
 from wengert.program.tracing import Symbol, TracingError
 from wengert.rules import elementwise as ew
-from wengert.rules.indexing import index_add
+from wengert.rules.indexing import index_add, index_update, untake
 
 __all__ = ["grad_source", "jvp_source", "GradProgram"]
 
@@ -93,7 +93,7 @@ class _Reverser(_SymbolicPass):
             last = self.b.statements[-1] if self.b.statements else None
             cvar = c.variable if type(c) is Symbol else None
             if (A.kind == "array" and type(last) is Statement and cvar is not None and last.out is cvar
-                    and last.prim.__name__ == "untake" and cvar.shape == A.shape):  # idx indexes A's shape
+                    and last.prim is untake and cvar.shape == A.shape):  # idx indexes A's shape
                 g, idx, _shape = last.args
                 self.b.statements[-1] = Statement((A,), index_add, (A, idx, g), inplace=True)
                 self.b.forget(cvar)  # its statement is gone: never reuse it
@@ -140,7 +140,7 @@ class _Reverser(_SymbolicPass):
         kwargs = map_vars(stmt.kwargs, self.sym)
         out = self.sym(stmt.out)
         order = list(enumerate(stmt.args))
-        if prim.__name__ in ("index_update", "index_add"):
+        if prim is index_update or prim is index_add:
             order.reverse()  # read g[idx] (the value's adjoint) before g is zeroed at idx, maybe in place
         for i, a in order:
             if not _is_float(a):

@@ -10,11 +10,12 @@ loop's ``x_bar = index_update(c, i, 0.0)`` (the adjoint of the update) is rewrit
 
 from wengert.program.control import Assign, If, Loop, reads, scalar_index
 from wengert.program.ir import Statement, Variable, vars_in
-from wengert.rules.indexing import index_add
+from wengert.rules.elementwise import add
+from wengert.rules.indexing import getitem, index_add, index_update, untake
 
 __all__ = ["update_in_place"]
 
-_UPDATES = ("index_update", "index_add")
+_UPDATES = (index_update, index_add)
 
 
 def update_in_place(nodes):
@@ -70,16 +71,16 @@ def _plan(body, h, o, final):
             continue
         if type(n) is not Statement:
             return None
-        if n.prim.__name__ in _UPDATES and not n.inplace and n.args[0] is h and h not in _vars(n.args[1:]) \
+        if n.prim in _UPDATES and not n.inplace and n.args[0] is h and h not in _vars(n.args[1:]) \
                 and at is None and n.out.shape == h.shape:
             at = k
-        elif not (at is None and n.prim.__name__ == "getitem" and n.args[0] is h
+        elif not (at is None and n.prim is getitem.primitive and n.args[0] is h
                   and n.out.kind in ("float", "scalar") and h not in _vars(n.args[1:])):
             return None
     if at is None:
         return None
     s = body[at]
-    if s.prim.__name__ == "index_add" and not scalar_index(s.args[1]):
+    if s.prim is index_add and not scalar_index(s.args[1]):
         return None
     plan = [(at, Statement(s.outs, s.prim, s.args, s.kwargs, inplace=True))]
     owned = s.out
@@ -102,11 +103,11 @@ def _scatter_add(body, owned, final):
         return None
     k = readers[0]
     s = body[k]
-    if s.prim.__name__ != "add" or s.inplace or len(s.args) != 2 or s.args[0] is not owned:
+    if s.prim is not add.primitive or s.inplace or len(s.args) != 2 or s.args[0] is not owned:
         return None
     c = s.args[1]
     src = next((j for j, n in enumerate(body[:k]) if type(n) is Statement and n.outs == (c,)), None)
-    if type(c) is not Variable or src is None or body[src].prim.__name__ != "untake" \
+    if type(c) is not Variable or src is None or body[src].prim is not untake \
             or s.out.shape != owned.shape or c.shape != owned.shape:  # idx indexes an array of c's shape
         return None
     if sum(1 for n in body if n is not final and c in reads([n])) != 1:

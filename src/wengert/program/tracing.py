@@ -31,10 +31,12 @@ from wengert.numpy._dispatch import UnsupportedNumpyFunction
 from wengert.program.ir import NO_KWARGS, Program, Statement, Variable, map_vars, placeholder, var_name
 from wengert.rules import elementwise, nondiff
 from wengert.rules import shape as shape_ops
-from wengert.rules.indexing import untake
+from wengert.rules.indexing import getitem, untake
 
 __all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location", "is_input_leaf",
            "python_identifier"]
+
+_GETITEM = getitem.primitive
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # wengert/
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
@@ -285,7 +287,7 @@ class ProgramBuilder(Trace):
                 self._shaped[key] = example  # a new array of its own (never an argument), never written
         if prim in _SHAPE_QUERIES:
             return example
-        if prim.__name__ == "getitem" and _has_bool_symbol(args[1:]):
+        if prim is _GETITEM and _has_bool_symbol(args[1:]):
             raise TracingError(f"Indexing with a traced boolean mask{_where()}: the result's shape "
                                f"depends on the data. Use wnp.where(mask, x, 0) instead.")
         try:

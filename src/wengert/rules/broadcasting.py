@@ -141,7 +141,7 @@ def _broadcast_to_impl(array, shape):
 broadcast_to = Primitive(_broadcast_to_impl, name="broadcast_to")
 defvjp(broadcast_to, lambda g, out, x, s: sum_to_shape(g, shape_of(x)))
 defjvp(broadcast_to, lambda t, out, x, s: broadcast_to(t, s))
-facts(broadcast_to, linear=(0,))
+facts(broadcast_to, linear=(0,), identity_if_unchanged=True)
 facts(broadcast_to, saves=())  # what its VJP reads: shapes only (wengert.engines.saving)
 
 
@@ -206,7 +206,7 @@ def _reshape_impl(a, newshape):
 reshape = Primitive(_reshape_impl, name="reshape")
 defvjp(reshape, lambda g, out, x, newshape: reshape(g, shape_of(x)))
 defjvp(reshape, lambda t, out, x, newshape: reshape(t, newshape))
-facts(reshape, linear=(0,))
+facts(reshape, linear=(0,), identity_if_unchanged=True)
 facts(reshape, saves=())
 
 
@@ -227,7 +227,7 @@ def _astype_vjp(g, out, x, dtype):
 astype = Primitive(_astype_impl, name="astype")
 defvjp(astype, _astype_vjp)
 defjvp(astype, lambda t, out, x, dtype: astype(t, dtype))
-facts(astype, linear=(0,), fresh=True)
+facts(astype, linear=(0,), fresh=True, identity_if_unchanged=True)
 facts(astype, saves=())
 
 

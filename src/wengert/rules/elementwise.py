@@ -66,12 +66,15 @@ def _zero_rule(g, out, *args, **kwargs):
 
 # -- arithmetic ------------------------------------------------------------------------------------
 
-add = elementwise(np.add, 1.0, 1.0, float_fun=operator.add, operator="+")
-subtract = elementwise(np.subtract, 1.0, -1.0, float_fun=operator.sub, operator="-")
+# units and negations (``x + 0``, ``x * 1``, ``0 - x``, ``-1 * x``): what constant folding drops
+add = elementwise(np.add, 1.0, 1.0, float_fun=operator.add, operator="+", units={0: 0, 1: 0})
+subtract = elementwise(np.subtract, 1.0, -1.0, float_fun=operator.sub, operator="-", units={1: 0},
+                       negates={0: 0})
 multiply = elementwise(np.multiply, lambda out, x, y: y, lambda out, x, y: x, float_fun=operator.mul,
-                       operator="*", linear=(0, 1))
+                       operator="*", linear=(0, 1), units={0: 1, 1: 1}, negates={0: -1, 1: -1})
 true_divide = elementwise(np.true_divide, lambda out, x, y: 1.0 / y, lambda out, x, y: -out / y,
-                          float_fun=operator.truediv, name="true_divide", operator="/", linear=(0,))
+                          float_fun=operator.truediv, name="true_divide", operator="/", linear=(0,),
+                          units={1: 1})
 divide = true_divide
 negative = elementwise(np.negative, -1.0, float_fun=operator.neg, operator="-", linear=(0,))
 positive = elementwise(np.positive, 1.0, float_fun=operator.pos, operator="+", linear=(0,))
@@ -100,7 +103,7 @@ def _pow_dy(out, x):
 # pow, as NumPy's loop over arrays; NumPy's float64 scalars take x ** 0.5 as sqrt(x), which differs
 # at x = -inf (nan, not inf) and -0.0 (-0.0, not 0.0): there the float path gives the arrays' answer.
 power = elementwise(np.power, lambda out, x, y: _pow_dx(x, y), lambda out, x, y: _pow_dy(out, x),
-                    float_fun=math.pow, operator="**")
+                    float_fun=math.pow, operator="**", units={1: 1})
 
 arctan2 = elementwise(np.arctan2, lambda out, y, x: x / (x * x + y * y),
                       lambda out, y, x: -y / (x * x + y * y), float_fun=math.atan2)
@@ -321,7 +324,7 @@ def _where_impl(condition, x, y):
 
 where = _both(Primitive(_where_impl, name="where", broadcasts=True),
               None, lambda g, out, c, x, y: where(c, g, 0.0), lambda g, out, c, x, y: where(c, 0.0, g))
-facts(where, fresh=True)
+facts(where, fresh=True, linear_jointly=(1, 2))  # where(c, 0, 0) is 0
 
 
 def _clip_impl(a, a_min, a_max):
