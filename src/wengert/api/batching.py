@@ -22,6 +22,7 @@ batch, so each example draws its own numbers (those of ``[f(x) for x in xs]``, i
 from __future__ import annotations
 
 import functools
+import warnings
 from collections import OrderedDict, defaultdict
 from typing import Any, Callable
 
@@ -31,7 +32,7 @@ from wengert.api.randomness import sources_of
 from wengert.api.tree import sorted_keys, tree_flatten, tree_unflatten
 from wengert.core.exits import name_of
 from wengert.core.trace import BOX_TYPES, unbox_all
-from wengert.engines.batching import Batched, BatchTrace
+from wengert.engines.batching import Batched, BatchTrace, NoBatchingRuleWarning, PlainArrayIndexed
 from wengert.rules import broadcasting
 from wengert.rules import shape as shape_ops
 
@@ -79,7 +80,20 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *, random
             boxed[k] = Batched(_to_front(leaves[k], axis), trace)
         _, treedef = tree_flatten(list(args))
         call_args = tree_unflatten(treedef, boxed)
-        out = fun(*call_args)
+        try:
+            out = fun(*call_args)
+        except PlainArrayIndexed as e:
+            if e.trace is not trace:
+                raise
+            if randomness == "error":
+                _refuse_draws(fun, sources, before, size)
+            _warn_once_per_site(fun, e.site, size)
+            out = _example_by_example(fun, args, leaves, where, size, out_axes,
+                                      same=sources_of(fun, (), generators, "wg.vmap")
+                                      if randomness == "same" else None)
+            if randomness == "error":
+                _refuse_draws(fun, sources, before, size)
+            return out
         if randomness == "error":
             _refuse_draws(fun, sources, before, size)
         return _outputs(out, out_axes, trace, fun, leaves)
@@ -100,11 +114,31 @@ def _refuse_draws(fun, sources, before, size):
             f"runs once per example) or randomness='same' for one draw shared by the batch.")
 
 
-def _example_by_example(fun, args, leaves, where, size, out_axes):
-    """randomness='different': ``fun`` called on each example in turn, the results stacked."""
+_WARNED_SITES = set()
+
+
+def _warn_once_per_site(fun, site, size):
+    if site not in _WARNED_SITES:
+        _WARNED_SITES.add(site)
+        warnings.warn(
+            f"wg.vmap({name_of(fun)}): a plain NumPy array is indexed by an index batched by wg.vmap"
+            f"{site}; NumPy's indexing cannot see the batch, so {name_of(fun)} runs once per example "
+            f"({size} calls here) and the results are stacked: the answer is the same, only slower. "
+            f"For one batched call index a traced array: wnp.take(W, i, axis=0) (import "
+            f"wengert.numpy as wnp), or W[i] with W an argument that wg.grad or wg.vmap traces.",
+            NoBatchingRuleWarning, stacklevel=3)
+
+
+def _example_by_example(fun, args, leaves, where, size, out_axes, same=None):
+    """randomness='different' (and NumPy's indexing given a batched index): ``fun`` called on each
+    example in turn, the results stacked. ``same``: random sources reset before each example, so
+    that every example sees the same draws (randomness='same')."""
     _, treedef = tree_flatten(list(args))
     outs = []
+    start = same.capture() if same is not None else None
     for k in range(size):
+        if same is not None:
+            same.restore(start)
         example = list(leaves)
         for i, axis in where:
             example[i] = leaves[i][(slice(None),) * axis + (k,)]

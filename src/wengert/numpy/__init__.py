@@ -239,6 +239,7 @@ from wengert.rules.nondiff import (
     argmax,
     argmin,
     argsort,
+    argwhere,
     array_equal,
     count_nonzero,
     empty_like,
