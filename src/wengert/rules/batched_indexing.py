@@ -114,7 +114,8 @@ def batched_gather_index(x_batched, ndim, idx, flags, size):
         return None
     dims = [1 if (p is None or type(p) is slice) else (ndim - consumed if p is Ellipsis else 0)
             for p in expanded]
-    rest = sum(dims)
+    implicit = 0 if any(p is Ellipsis for p in expanded) else ndim - consumed  # trailing axes not named
+    rest = sum(dims) + implicit
     together = adv == list(range(adv[0], adv[-1] + 1))
     lead = sum(dims[:adv[0]]) if together else 0  # the example's axes before its advanced ones
     new = []

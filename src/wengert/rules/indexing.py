@@ -252,11 +252,11 @@ class _IndexRef:
 
 def batch_index(idx):
     """``idx`` for the batch: a full slice in front, for the batch axis; None where NumPy would move
-    the batch axis (advanced indices apart from each other put their axes first)."""
+    the batch axis (array indices apart from each other put their axes first). Anything but an int,
+    a slice, None and Ellipsis counts as an array (a traced index too)."""
     parts = idx if type(idx) is tuple else (idx,)
-    arrays = [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray))]
-    if arrays:
-        advanced = [k for k, p in enumerate(parts) if k in arrays or isinstance(p, (int, np.integer))]
-        if advanced != list(range(advanced[0], advanced[-1] + 1)):
-            return None
+    advanced = [k for k, p in enumerate(parts) if not (p is None or p is Ellipsis or type(p) is slice)]
+    if advanced and advanced != list(range(advanced[0], advanced[-1] + 1)) \
+            and any(not isinstance(parts[k], (int, np.integer)) for k in advanced):
+        return None
     return (slice(None),) + parts
