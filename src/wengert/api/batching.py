@@ -12,6 +12,12 @@ The results are the caller's own, as a Python loop's stacked results would be: n
 with an argument or is a view of a closed-over array (those few are copied; a result computed
 afresh is handed back as it is).
 
+A plain NumPy array indexed by a batched integer index (``W[i]`` with ``W`` closed over or passed
+with ``in_axes=None``, ``np.take(W, i)``) is beyond reach: NumPy's indexing converts the index
+itself. The function then runs once per example (warned once per line), the answer a Python loop
+gives; side effects before that line run again. ``wnp.take(W, i, axis=0)``, or ``W`` traced by
+``wg.grad``, is one batched gather (``wengert.rules.batched_indexing``).
+
 Randomness follows ``torch.func.vmap``'s ``randomness=``: ``'error'`` (the default) refuses a
 random draw inside the function (from NumPy's global state or a Generator the function reaches, as
 ``randomness.py`` finds them), since one draw would be shared by every example; ``'same'`` allows
