@@ -28,12 +28,9 @@ USES = ("first", "every", "grad")
 
 _SCIPY = ("SciPy's function takes one matrix (or signal) at a time in the SciPy versions wengert supports "
           "(solve_sylvester and sqrtm take stacks from SciPy 1.15 or later; convolve has no axes)")
-_DATA_SHAPED = ("a batched integer index into a batched array (take_along_axis of argsort's order, in sort, "
-                "median, quantile, svd) and its adjoint: issue 27's vmap indexing work")
 LOOPS = {
     "sqrtm": _SCIPY, "solve_sylvester": _SCIPY, "scipy_convolve": _SCIPY,
     "odeint": "an ODE solve with adaptive steps: each example takes steps of its own",
-    "getitem": _DATA_SHAPED, "untake": _DATA_SHAPED,
 }
 """Primitive -> why it still runs once per example in some case of the table."""
 if not SCIPY_BATCHES:

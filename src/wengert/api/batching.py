@@ -12,6 +12,12 @@ The results are the caller's own, as a Python loop's stacked results would be: n
 with an argument or is a view of a closed-over array (those few are copied; a result computed
 afresh is handed back as it is).
 
+A plain NumPy array indexed by a batched integer index (``W[i]`` with ``W`` closed over or passed
+with ``in_axes=None``, ``np.take(W, i)``) is beyond reach: NumPy's indexing converts the index
+itself. The function then runs once per example (warned once per line), the answer a Python loop
+gives; side effects before that line run again. ``wnp.take(W, i, axis=0)``, or ``W`` traced by
+``wg.grad``, is one batched gather (``wengert.rules.batched_indexing``).
+
 Randomness follows ``torch.func.vmap``'s ``randomness=``: ``'error'`` (the default) refuses a
 random draw inside the function (from NumPy's global state or a Generator the function reaches, as
 ``randomness.py`` finds them), since one draw would be shared by every example; ``'same'`` allows
@@ -22,6 +28,7 @@ batch, so each example draws its own numbers (those of ``[f(x) for x in xs]``, i
 from __future__ import annotations
 
 import functools
+import warnings
 from collections import OrderedDict, defaultdict
 from typing import Any, Callable
 
@@ -32,7 +39,7 @@ from wengert.api.transforms import restate_exit
 from wengert.api.tree import sorted_keys, tree_flatten, tree_unflatten
 from wengert.core.exits import name_of
 from wengert.core.trace import BOX_TYPES, unbox_all
-from wengert.engines.batching import Batched, BatchTrace
+from wengert.engines.batching import Batched, BatchTrace, NoBatchingRuleWarning, PlainArrayIndexed
 from wengert.rules import broadcasting
 from wengert.rules import shape as shape_ops
 
@@ -82,6 +89,18 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *, random
         call_args = tree_unflatten(treedef, boxed)
         try:
             out = fun(*call_args)
+        except PlainArrayIndexed as e:
+            if e.trace is not trace:
+                raise
+            if randomness == "error":
+                _refuse_draws(fun, sources, before, size)
+            _warn_once_per_site(fun, e.site, size)
+            out = _example_by_example(fun, args, leaves, where, size, out_axes,
+                                      same=sources_of(fun, (), generators, "wg.vmap")
+                                      if randomness == "same" else None)
+            if randomness == "error":
+                _refuse_draws(fun, sources, before, size)
+            return out
         except ValueError as e:
             restate_exit(e)
         if randomness == "error":
@@ -104,11 +123,31 @@ def _refuse_draws(fun, sources, before, size):
             f"runs once per example) or randomness='same' for one draw shared by the batch.")
 
 
-def _example_by_example(fun, args, leaves, where, size, out_axes):
-    """randomness='different': ``fun`` called on each example in turn, the results stacked."""
+_WARNED_SITES = set()
+
+
+def _warn_once_per_site(fun, site, size):
+    if site not in _WARNED_SITES:
+        _WARNED_SITES.add(site)
+        warnings.warn(
+            f"wg.vmap({name_of(fun)}): a plain NumPy array is indexed by an index batched by wg.vmap"
+            f"{site}; NumPy's indexing cannot see the batch, so {name_of(fun)} runs once per example "
+            f"({size} calls here) and the results are stacked: the answer is the same, only slower. "
+            f"For one batched call index a traced array: wnp.take(W, i, axis=0) (import "
+            f"wengert.numpy as wnp), or W[i] with W an argument that wg.grad or wg.vmap traces.",
+            NoBatchingRuleWarning, stacklevel=3)
+
+
+def _example_by_example(fun, args, leaves, where, size, out_axes, same=None):
+    """randomness='different' (and NumPy's indexing given a batched index): ``fun`` called on each
+    example in turn, the results stacked. ``same``: random sources reset before each example, so
+    that every example sees the same draws (randomness='same')."""
     _, treedef = tree_flatten(list(args))
     outs = []
+    start = same.capture() if same is not None else None
     for k in range(size):
+        if same is not None:
+            same.restore(start)
         example = list(leaves)
         for i, axis in where:
             example[i] = leaves[i][(slice(None),) * axis + (k,)]

@@ -20,27 +20,57 @@ batched values.
 """
 
 import cmath
+import dis
+import os
+import sys
 import warnings
 
 import numpy as np
 
+from wengert.core import exits as _exits
 from wengert.core.extend import facts, nondiff_primitive
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
 from wengert.engines.mutation import note_view
-from wengert.rules import broadcasting, indexing
+from wengert.rules import batched_indexing, broadcasting, indexing
 from wengert.rules import elementwise as ew
 from wengert.rules import shape as shape_ops
 from wengert.rules.broadcasting import NotBatched
 from wengert.rules.products import matmul as _matmul
 
-__all__ = ["Batched", "BatchTrace", "NoBatchingRuleWarning", "batching_rule"]
+__all__ = ["Batched", "BatchTrace", "NoBatchingRuleWarning", "PlainArrayIndexed", "batching_rule"]
 
 _shape = broadcasting.shape_of
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 
 
 class NoBatchingRuleWarning(UserWarning):
     """A primitive without a batching rule ran once per example under ``wg.vmap``."""
+
+
+class PlainArrayIndexed(_exits.ExitError):
+    """NumPy's own indexing (``W[i]`` with a plain array ``W``, ``np.take(W, i)``) was given an integer
+    index batched by ``wg.vmap``: NumPy cannot see the batch, so that ``vmap`` (``trace``) runs its
+    function once per example instead (``wengert.api.batching``). ``site`` names the user's line."""
+
+    def __init__(self, message, trace, site):
+        super().__init__(message)
+        self.trace = trace
+        self.site = site
+
+
+_SUBSCRIPT = dis.opmap.get("BINARY_SUBSCR")
+
+
+def _numpy_indexes(frame):
+    """Whether the conversion called from ``frame`` is NumPy indexing with the value: the frame runs
+    ``container[index]`` right now, or is NumPy's own Python code (``np.take``)."""
+    if frame.f_code.co_filename.startswith(_NUMPY_DIR):
+        return True
+    try:
+        return frame.f_code.co_code[frame.f_lasti] == _SUBSCRIPT
+    except (IndexError, AttributeError):
+        return False
 
 
 @register_box
@@ -103,6 +133,23 @@ class Batched(ArrayBox):
 
     def _kind(self):
         return "a value batched by wg.vmap"
+
+    def __array__(self, dtype=None, copy=None):
+        """Refused, as for every traced value; an integer index into a plain NumPy array (``W[i]``,
+        ``np.take(W, i)``) tells ``wg.vmap`` to run once per example, a boolean mask is refused as a
+        data-dependent shape."""
+        kind = self.dtype.kind
+        if kind in "iub" and _numpy_indexes(sys._getframe(1)):
+            if kind == "b":
+                raise batched_indexing.DataDependentShapeError(batched_indexing.refusal(
+                    "Indexing a plain NumPy array with a boolean mask batched by wg.vmap",
+                    "the number of True elements"))
+            site = _exits.where()
+            raise PlainArrayIndexed(
+                f"A plain NumPy array indexed by an integer index batched by wg.vmap{site}: NumPy's "
+                f"indexing cannot see the batch. Index a traced array (wnp.take(W, i, axis=0)), or call "
+                f"wg.vmap, which then runs the function once per example.", self._trace, site)
+        return ArrayBox.__array__(self, dtype, copy)
 
     # a batch of eager tensors (wg.tensor inside wg.vmap): each example's backward() and .grad
     def backward(self, gradient=None, retain_graph=False):
@@ -224,6 +271,8 @@ class BatchTrace(Trace):
                     batched.append(False)
                     values.append(a)
                     nested = nested or ((t is tuple or t is list or t is dict) and _holds(self, a))
+            if nested and getattr(rule, "unpacks_tuples", False):  # x[i, j] with i batched: one per part
+                values, batched, nested = _unpacked(self, values, batched)
             if not nested and not (kwargs and any(_holds(self, v) for v in kwargs.values())):
                 out = rule(prim, values, batched, kwargs)
                 if type(out) is NotBatched:  # the same for every example (a shape)
@@ -346,6 +395,22 @@ def _holds(trace, x):
     if t is dict:
         return any(_holds(trace, v) for v in x.values())
     return False
+
+
+def _unpacked(trace, values, batched):
+    """For a rule that takes them (``unpacks_tuples``): each tuple argument holding batched values as
+    the tuple of their values, its flag a tuple of one flag per element; ``nested`` still true where
+    a batched value sits deeper (a list, a tuple in a tuple)."""
+    values, batched, nested = list(values), list(batched), False
+    for k, v in enumerate(values):
+        if type(v) is tuple and _holds(trace, v):
+            flags = tuple(type(p) is Batched and p._trace is trace for p in v)
+            values[k] = tuple(p.value if f else p for p, f in zip(v, flags))
+            batched[k] = flags
+            nested = nested or any(_holds(trace, p) for p, f in zip(v, flags) if not f)
+        elif not batched[k] and _holds(trace, v):
+            nested = True
+    return values, batched, nested
 
 
 def _example(trace, x, i):

@@ -10,7 +10,7 @@ import numpy as np
 
 from wengert.core import exits as _exits
 from wengert.core import frontend
-from wengert.core.trace import unbox_all
+from wengert.core.trace import SYMBOLIC_TYPES, unbox_all
 from wengert.engines import mutation
 from wengert.rules import elementwise as ew
 from wengert.rules import indexing, modular, nondiff, products
@@ -139,7 +139,12 @@ class ArrayBox:
     def __getitem__(self, idx):
         if type(idx) is int:  # v[i] in a loop: the common case, straight to this box's trace
             return self._trace.apply2(_GETITEM, self, idx)
-        return _getitem(self, _unbox_index(idx))
+        idx = _unbox_index(idx)
+        if type(idx) is tuple and SYMBOLIC_TYPES:  # x[i, j] with i batched by a vmap inside this trace
+            for p in idx:
+                if type(p) in SYMBOLIC_TYPES and p._trace.level > self._trace.level:
+                    return p._trace.apply(_GETITEM, (self, idx), {})
+        return _getitem(self, idx)
 
     def __setitem__(self, idx, value):
         """``x[idx] = value``: x is rebound to a recorded functional update (see wengert.engines.mutation)."""

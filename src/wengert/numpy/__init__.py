@@ -240,6 +240,7 @@ from wengert.rules.nondiff import (
     argmax,
     argmin,
     argsort,
+    argwhere,
     array_equal,
     count_nonzero,
     equal,

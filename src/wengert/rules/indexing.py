@@ -10,18 +10,20 @@ loop costs O(n) in the backward pass rather than one zero-filled array of v's si
 
 import numpy as np
 
-from wengert.core.extend import defbatch, defjvp, defvjp, defvjp_accumulate, facts
+from wengert.core.extend import defjvp, defvjp, defvjp_accumulate, facts
 from wengert.core.primitive import Primitive, binary_function
-from wengert.core.trace import unbox_all
+from wengert.core.trace import SYMBOLIC_TYPES, unbox_all
 from wengert.rules import broadcasting
 
-__all__ = ["getitem", "untake", "index_update", "index_add", "IndexUpdates", "may_repeat"]
+__all__ = ["getitem", "untake", "index_update", "index_add", "IndexUpdates", "may_repeat", "batch_index"]
 
 
 def _getitem_impl(x, idx):
     """``x[idx]``; a float64 scalar comes back as a Python float (wengert's scalars, as
     everywhere: the arithmetic that follows takes the float fast paths). A Python float or complex
     (wengert's form of NumPy's scalars) indexes as NumPy's scalar would: ``x[None]``, ``x[...]``."""
+    if type(idx) is tuple and SYMBOLIC_TYPES and any(type(p) in SYMBOLIC_TYPES for p in idx):
+        return getitem(x, idx)  # x[i, j] with i batched by a wg.vmap around this trace: that vmap's rule
     try:
         r = x[idx]
     except TypeError:
@@ -248,68 +250,13 @@ class _IndexRef:
         return v
 
 
-def _batch_index(idx):
+def batch_index(idx):
     """``idx`` for the batch: a full slice in front, for the batch axis; None where NumPy would move
-    the batch axis (advanced indices apart from each other put their axes first)."""
+    the batch axis (array indices apart from each other put their axes first). Anything but an int,
+    a slice, None and Ellipsis counts as an array (a traced index too)."""
     parts = idx if type(idx) is tuple else (idx,)
-    arrays = [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray))]
-    if arrays:
-        advanced = [k for k, p in enumerate(parts) if k in arrays or isinstance(p, (int, np.integer))]
-        if advanced != list(range(advanced[0], advanced[-1] + 1)):
-            return None
-    return (slice(None),) + parts
-
-
-def _batched_integer_index(x_batched, idx):
-    """A batch of integer arrays (or ints) indexing each example's first axis: with ``x`` batched,
-    each example's own row of the batch is picked alongside; None for anything else (masks)."""
-    if broadcasting.dtype_of(idx).kind not in "iu":
+    advanced = [k for k, p in enumerate(parts) if not (p is None or p is Ellipsis or type(p) is slice)]
+    if advanced and advanced != list(range(advanced[0], advanced[-1] + 1)) \
+            and any(not isinstance(parts[k], (int, np.integer)) for k in advanced):
         return None
-    if not x_batched:
-        return idx
-    s = tuple(broadcasting.shape_of(idx))
-    return (np.arange(s[0]).reshape(s[:1] + (1,) * (len(s) - 1)), idx)
-
-
-def _batch_getitem(prim, values, batched, kwargs):
-    x, idx = values
-    new = _batched_integer_index(batched[0], idx) if batched[1] else _batch_index(idx)
-    return NotImplemented if new is None else prim(x, new)
-
-
-def _batch_untake(prim, values, batched, kwargs):
-    g, idx, shape = values
-    if batched[2]:
-        return NotImplemented
-    size = broadcasting.shape_of(idx if batched[1] else g)[0]
-    new = _batched_integer_index(True, idx) if batched[1] else _batch_index(idx)
-    if new is None:
-        return NotImplemented
-    if not batched[0]:  # one cotangent for every example's index
-        g = broadcasting.broadcast_to(g, (size,) + tuple(broadcasting.shape_of(g)))
-    return prim(g, new, (size,) + tuple(shape))
-
-
-def _batch_index_update(prim, values, batched, kwargs):
-    """``x.at[idx].set(v)`` (or ``.add``) for a batch: the index with the batch axis in front, ``x``
-    repeated for every example if only ``v`` is batched (an unbatched ``v`` broadcasts as it is)."""
-    x, idx, v = values
-    new = None if batched[1] else _batch_index(idx)
-    if new is None:
-        return NotImplemented
-    shape_x = tuple(broadcasting.shape_of(x))
-    if not batched[0]:
-        shape_x = tuple(broadcasting.shape_of(v))[:1] + shape_x
-        x = broadcasting.broadcast_to(x, shape_x)
-    if batched[2]:  # v's example axes lined up with the slot's trailing axes, the batch axis in front
-        slot = np.broadcast_to(np.empty((), np.int8), shape_x)[new].shape
-        sv = tuple(broadcasting.shape_of(v))
-        if len(sv) < len(slot):
-            v = broadcasting.reshape(v, sv[:1] + (1,) * (len(slot) - len(sv)) + sv[1:])
-    return prim(x, new, v)
-
-
-defbatch(getitem, _batch_getitem)
-defbatch(index_update, _batch_index_update)
-defbatch(index_add, _batch_index_update)
-defbatch(untake, _batch_untake)
+    return (slice(None),) + parts

@@ -14,7 +14,7 @@ from wengert.rules.elementwise import _binary
 __all__ = [
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
-    "signbit", "argmax", "argmin", "argsort", "nonzero", "flatnonzero", "count_nonzero",
+    "signbit", "argmax", "argmin", "argsort", "nonzero", "flatnonzero", "argwhere", "count_nonzero",
     "zeros_like", "ones_like", "empty_like", "full_like", "shape", "ndim", "size",
     "isclose", "allclose", "array_equal",
 ]
@@ -41,6 +41,7 @@ argmin = nondiff_primitive(np.argmin)
 argsort = nondiff_primitive(np.argsort)
 nonzero = nondiff_primitive(np.nonzero)
 flatnonzero = nondiff_primitive(np.flatnonzero)
+argwhere = nondiff_primitive(np.argwhere)
 count_nonzero = nondiff_primitive(np.count_nonzero)
 zeros_like = facts(nondiff_primitive(np.zeros_like), shape_only=True)  # constant folding makes them constants
 ones_like = facts(nondiff_primitive(np.ones_like), shape_only=True)
