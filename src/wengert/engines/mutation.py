@@ -30,7 +30,7 @@ import numpy as np
 
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
-from wengert.engines.saving import needs
+from wengert.engines.saving import MIN_BYTES, Unsaved, needs
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
@@ -246,6 +246,7 @@ def rebind(box, result, what):
         box._parents = ()
         box.requires_grad = False
         stamp = _now(entries)
+    _release_overwritten(old)
     if old.requires_grad and not fresh:  # old may have children, or be a leaf: log the version
         log = trace.mutations
         if log is None:
@@ -259,6 +260,21 @@ def rebind(box, result, what):
             # keyed by id, holding box weakly (a box's == is elementwise, so no WeakKeyDictionary)
             entry = log[key] = (weakref.ref(box, lambda _, log=log, key=key: log.pop(key, None)), [])
         entry[1].append((stamp, old))
+
+
+def _release_overwritten(old):
+    """Drop the array of ``old``, the version a write just replaced, where only its own rules could
+    read it and they do not (its primitive's ``saves`` fact leaves out ``"out"``): a node recorded
+    earlier that reads the array keeps it in its own arguments, and a later write makes a new array,
+    so nothing can see it change. Without this each write would keep a whole buffer alive: n element
+    writes, n^2 memory. A leaf keeps its value (the caller's array, which a mutated leaf answers for)."""
+    prim = old._prim
+    value = old.value
+    if prim is None or type(value) is not np.ndarray or value.nbytes < MIN_BYTES:
+        return
+    keep = needs(prim, old._parents)
+    if keep is not None and "out" not in keep:
+        old.value = Unsaved(value, prim, "output")
 
 
 def _take_slots(box, new):
