@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 import wengert as wg
 import wengert.numpy as wnp
 
-
 # -- memory: n writes against 4n writes --------------------------------------------------------------
 
 def _set_loop(x):
