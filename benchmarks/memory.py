@@ -222,7 +222,8 @@ def run(quick=False, peers_wanted=True, rss=True, markdown=None, progress=print)
                 rows.append((f"{cfg['cycles']:,} one-KB cycles, resident peak", label,
                              f"{got['peak'] / 2**20:,.0f} MiB"))
     if rss:
-        write_rows, write_failed = write_memory.rows(quick=quick, progress=progress)
+        write_rows, write_failed = write_memory.rows(quick=quick, peers_wanted=peers_wanted,
+                                                       progress=progress)
         rows += write_rows
         failed += write_failed
     lines = ["| workload | implementation | memory |", "|---|---|---|"]

@@ -88,10 +88,10 @@ def traced_peak(n):
         tracemalloc.stop()
 
 
-def rows(quick=False, progress=print):
+def rows(quick=False, peers_wanted=True, progress=print):
     """``([(workload, implementation, memory)], failed)`` for the memory table."""
     out, failed = [], 0
-    torch_there = importlib.util.find_spec("torch") is not None
+    torch_there = peers_wanted and importlib.util.find_spec("torch") is not None
     for n in QUICK if quick else FULL:
         workload = f"{n:,} element writes y[i] = x[i] * 2, then grad"
         for kind in KINDS:
