@@ -273,14 +273,18 @@ def _release_overwritten(old, box):
     of). A node recorded earlier that reads the array keeps it in its own arguments, and a later write
     makes a new array, so nothing can see it change. Without this each write would keep a whole
     buffer alive: n element writes into n elements, n^2 memory. A leaf keeps its value (the caller's
-    array, which a mutated leaf answers for). A value of a lower level's box (grad of grad) is released
-    too, so that the lower level can release its node's array (``saving.sweep``)."""
+    array, which a mutated leaf answers for); so does an array under :data:`RELEASE_BYTES`. A value of
+    a lower level's box (grad of grad) is released too, so that the lower level can release its node's
+    array (``saving.sweep``)."""
     prim = old._prim
     if prim is None:
         return
     value = old.value
     t = type(value)
-    if t is not np.ndarray:
+    if t is np.ndarray:
+        if value.nbytes < RELEASE_BYTES:
+            return
+    else:
         if t not in BOX_TYPES or t in SYMBOLIC_TYPES or type(unbox_all(value)) is not np.ndarray:
             return  # (a box of a lower level: grad of grad, and its outer node's array)
     keep = needs(prim, old._parents)
@@ -294,6 +298,11 @@ def _release_overwritten(old, box):
                 if keep is not None and i not in keep:
                     box._args = args[:i] + (Unsaved(value, box._prim, f"argument {i}"),) + args[i + 1:]
                 return
+
+
+RELEASE_BYTES = 1024
+"""A write into an array smaller than this keeps the overwritten array (at most this much per write,
+about what the write's nodes take): releasing it costs a small write a fifth of its time."""
 
 
 def _take_slots(box, new):
