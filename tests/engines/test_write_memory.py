@@ -215,6 +215,17 @@ def test_a_pullback_called_later_reads_the_values_of_its_forward_pass():
     np.testing.assert_allclose(pullback(1.0)[0], jax_pullback(1.0)[0], rtol=1e-12)  # twice: nothing freed
 
 
+def test_an_explicit_tape_still_lists_the_values_a_write_overwrote():
+    tape = wg.Tape()
+    x = tape.var(np.linspace(0.0, 1.0, 300))
+    y = x * 2.0
+    y[0] = 5.0
+    y[1] = x[2] * 3.0
+    wnp.sum(y * y)
+    doubled = next(e for e in tape if e.operation == "multiply")
+    np.testing.assert_array_equal(doubled.output.value, np.linspace(0.0, 1.0, 300) * 2.0)
+
+
 # -- random sequences of writes and reads, against JAX's .at[] ----------------------------------------
 
 _KINDS = ("set", "add", "mul", "read", "square", "slice")

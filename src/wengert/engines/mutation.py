@@ -273,7 +273,8 @@ def _release_overwritten(old, box):
     of). A node recorded earlier that reads the array keeps it in its own arguments, and a later write
     makes a new array, so nothing can see it change. Without this each write would keep a whole
     buffer alive: n element writes into n elements, n^2 memory. A leaf keeps its value (the caller's
-    array, which a mutated leaf answers for); so does an array under :data:`RELEASE_BYTES`. A value of
+    array, which a mutated leaf answers for); so does an array under :data:`RELEASE_BYTES`, and every
+    version on a trace that ``lists_values`` (``wg.Tape``, whose entries show them). A value of
     a lower level's box (grad of grad) is released too, so that the lower level can release its node's
     array (``saving.sweep``)."""
     prim = old._prim
@@ -287,6 +288,8 @@ def _release_overwritten(old, box):
     else:
         if t not in BOX_TYPES or t in SYMBOLIC_TYPES or type(unbox_all(value)) is not np.ndarray:
             return  # (a box of a lower level: grad of grad, and its outer node's array)
+    if getattr(old._trace, "lists_values", False):
+        return
     keep = needs(prim, old._parents)
     if keep is not None and "out" not in keep:
         old.value = Unsaved(value, prim, "output")
