@@ -72,6 +72,10 @@ def _second_order(x):
     return wg.grad(lambda z: wnp.sum(wg.grad(_recurrence)(z) * z))(x)
 
 
+def _batched(x):  # wg.vmap of wg.grad: the versions' values are batches
+    return wg.vmap(wg.grad(_set_loop))(np.stack([x, 2.0 * x]))
+
+
 def _peak(fun, n):
     x = np.linspace(0.0, 1.0, n)
     fun(x[:4])  # caches and first-call work, not counted
@@ -86,8 +90,8 @@ def _peak(fun, n):
 
 @pytest.mark.parametrize("fun, n", [
     (wg.grad(_set_loop), 400), (wg.grad(_augmented_loop), 300), (wg.grad(_through_a_view), 400),
-    (wg.grad(_recurrence), 400), (_eager, 400), (_second_order, 150),
-], ids=["set", "augmented", "view", "recurrence", "eager-tensor", "grad-of-grad"])
+    (wg.grad(_recurrence), 400), (_eager, 400), (_second_order, 150), (_batched, 250),
+], ids=["set", "augmented", "view", "recurrence", "eager-tensor", "grad-of-grad", "vmap-of-grad"])
 def test_peak_memory_grows_linearly_with_the_number_of_element_writes(fun, n):
     # Quadratic growth (a buffer kept per write, as before) gives a ratio near 16; linear near 4.
     small, large = _peak(fun, n), _peak(fun, 4 * n)

@@ -275,8 +275,8 @@ def _release_overwritten(old, box):
     buffer alive: n element writes into n elements, n^2 memory. A leaf keeps its value (the caller's
     array, which a mutated leaf answers for); so does an array under :data:`RELEASE_BYTES`, and every
     version on a trace that ``lists_values`` (``wg.Tape``, whose entries show them). A value of
-    a lower level's box (grad of grad) is released too, so that the lower level can release its node's
-    array (``saving.sweep``)."""
+    a lower level's box (grad of grad, a batch of ``wg.vmap``) is released too, so that the lower
+    level can release its node's array (``saving.sweep``)."""
     prim = old._prim
     if prim is None:
         return
@@ -286,15 +286,16 @@ def _release_overwritten(old, box):
         if value.nbytes < RELEASE_BYTES:
             return
     else:
-        if t not in BOX_TYPES or t in SYMBOLIC_TYPES or type(unbox_all(value)) is not np.ndarray:
-            return  # (a box of a lower level: grad of grad, and its outer node's array)
+        if t not in BOX_TYPES or hasattr(t, "variable") or type(array_of(value)) is not np.ndarray:
+            return  # (a box of a lower level -- grad of grad, a batch -- not a program's symbol)
     if getattr(old._trace, "lists_values", False):
         return
     keep = needs(prim, old._parents)
     if keep is not None and "out" not in keep:
         old.value = Unsaved(value, prim, "output")
     args = box._args
-    if type(args) is tuple and box._prim is not None:
+    if type(args) is tuple and box._prim is not None and box._prim.vjp_accumulate is None:
+        # (an accumulate rule is given up for an opaque argument, a batch: the argument stays)
         for i, a in enumerate(args):
             if a is value:
                 keep = needs(box._prim, box._parents)
