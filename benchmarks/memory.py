@@ -8,7 +8,9 @@ Rows (quick sizes with ``--quick``):
 - bytes per recorded scalar operation: tracemalloc's peak over a chain of ``x * 1.0001 + 0.5`` and
   ``sin`` steps, divided by the operations; and a 10^7-operation chain's resident peak (full size only);
 - cyclic garbage: one-KB cycles made inside ``wg.grad`` next to the same loop in plain Python
-  (resident peak in a fresh process each).
+  (resident peak in a fresh process each);
+- element writes ``y[i] = x[i] * 2`` into an n-element buffer (``benchmarks.write_memory``): 4,000 and
+  16,000 writes, resident peak for ``wg.grad``, an eager ``wg.Tensor`` and PyTorch.
 """
 
 import argparse
@@ -23,7 +25,7 @@ import numpy as np
 
 import wengert as wg
 import wengert.numpy as wnp
-from benchmarks import peers
+from benchmarks import peers, write_memory
 from benchmarks.fresh import in_fresh_process, rss_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -219,6 +221,11 @@ def run(quick=False, peers_wanted=True, rss=True, markdown=None, progress=print)
             if got is not None and got["peak"] is not None:
                 rows.append((f"{cfg['cycles']:,} one-KB cycles, resident peak", label,
                              f"{got['peak'] / 2**20:,.0f} MiB"))
+    if rss:
+        write_rows, write_failed = write_memory.rows(quick=quick, peers_wanted=peers_wanted,
+                                                       progress=progress)
+        rows += write_rows
+        failed += write_failed
     lines = ["| workload | implementation | memory |", "|---|---|---|"]
     lines += [f"| {w} | {i} | {m} |" for w, i, m in rows]
     table = "\n".join(lines) + "\n"

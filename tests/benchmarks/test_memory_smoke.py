@@ -1,7 +1,10 @@
 """Smoke test of the memory benchmark at its quick size, NumPy implementations only, no subprocesses:
 every gradient passes the cross-check and the table is written. No memory or timing assertions."""
 
+import numpy as np
+
 from benchmarks import memory as bench
+from benchmarks import write_memory
 
 
 def test_quick_run_writes_the_table(tmp_path):
@@ -17,3 +20,10 @@ def test_quick_run_writes_the_table(tmp_path):
 
 def test_only_memory_is_matched():
     assert bench.matches("memory") and bench.matches("mem") and not bench.matches("mlp")
+
+
+def test_the_element_write_workloads_give_the_gradient():
+    want = 8.0 * np.linspace(0.0, 1.0, 50)
+    np.testing.assert_allclose(write_memory.wengert_grad(50), want, rtol=1e-12)
+    np.testing.assert_allclose(write_memory.wengert_tensor(50), want, rtol=1e-12)
+    assert write_memory.traced_peak(50) > 0

@@ -80,6 +80,7 @@ class Tape(ReverseTrace):
     """A Wengert list: the operations performed on its variables, in order."""
 
     __slots__ = ("entries",)
+    lists_values = True  # its entries show every value: a write keeps the array it overwrote (mutation.py)
 
     def __init__(self):
         super().__init__(Var)

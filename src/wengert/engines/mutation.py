@@ -7,6 +7,10 @@ recorded like any other operation, and the box the user holds is *rebound* to it
 the new node, and its former contents move to a fresh object, the old version. So every alias of
 ``x`` sees the new value, the caller's arrays are never modified, and the old version's saved
 values stay intact -- a backward pass can never read an overwritten value through a traced box.
+Memory is O(1) per write, not a buffer: the old version's array is dropped from the graph where no
+rule reads it (``index_update``'s rules read only the index and shapes; a rule that reads the buffer,
+``y * y`` recorded before the write, holds the array in its own arguments, and no later write changes
+that array), so n element writes keep one buffer and n small nodes (:func:`_release_overwritten`).
 
 Operations recorded *before* the assignment still point at the box object; they meant its old
 version. Each trace keeps a log ``box -> [(stamp, old version), ...]`` (stamp: where the new node
@@ -30,7 +34,7 @@ import numpy as np
 
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
-from wengert.engines.saving import needs
+from wengert.engines.saving import Unsaved, needs
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
@@ -332,6 +336,7 @@ def rebind(box, result, what):
         box._parents = ()
         box.requires_grad = False
         stamp = _now(entries)
+    _release_overwritten(old, box)
     if old.requires_grad and not fresh:  # old may have children, or be a leaf: log the version
         log = trace.mutations
         if log is None:
@@ -345,6 +350,49 @@ def rebind(box, result, what):
             # keyed by id, holding box weakly (a box's == is elementwise, so no WeakKeyDictionary)
             entry = log[key] = (weakref.ref(box, lambda _, log=log, key=key: log.pop(key, None)), [])
         entry[1].append((stamp, old))
+
+
+def _release_overwritten(old, box):
+    """Drop the references to the array of ``old``, the version a write just replaced, that no rule
+    reads: ``old``'s own (its rules do not read ``"out"``, by its primitive's ``saves`` fact) and that
+    of ``box``'s new node (the update's argument, which ``index_update``'s rules read only the shape
+    of). A node recorded earlier that reads the array keeps it in its own arguments, and a later write
+    makes a new array, so nothing can see it change. Without this each write would keep a whole
+    buffer alive: n element writes into n elements, n^2 memory. A leaf keeps its value (the caller's
+    array, which a mutated leaf answers for); so does an array under :data:`RELEASE_BYTES`, and every
+    version on a trace that ``lists_values`` (``wg.Tape``, whose entries show them). A value of
+    a lower level's box (grad of grad, a batch of ``wg.vmap``) is released too, so that the lower
+    level can release its node's array (``saving.sweep``)."""
+    prim = old._prim
+    if prim is None:
+        return
+    value = old.value
+    t = type(value)
+    if t is np.ndarray:
+        if value.nbytes < RELEASE_BYTES:
+            return
+    else:
+        if t not in BOX_TYPES or hasattr(t, "variable") or type(array_of(value)) is not np.ndarray:
+            return  # (a box of a lower level -- grad of grad, a batch -- not a program's symbol)
+    if getattr(old._trace, "lists_values", False):
+        return
+    keep = needs(prim, old._parents)
+    if keep is not None and "out" not in keep:
+        old.value = Unsaved(value, prim, "output")
+    args = box._args
+    if type(args) is tuple and box._prim is not None and box._prim.vjp_accumulate is None:
+        # (an accumulate rule is given up for an opaque argument, a batch: the argument stays)
+        for i, a in enumerate(args):
+            if a is value:
+                keep = needs(box._prim, box._parents)
+                if keep is not None and i not in keep:
+                    box._args = args[:i] + (Unsaved(value, box._prim, f"argument {i}"),) + args[i + 1:]
+                return
+
+
+RELEASE_BYTES = 1024
+"""A write into an array smaller than this keeps the overwritten array (at most this much per write,
+about what the write's nodes take): releasing it costs a small write a fifth of its time."""
 
 
 def _take_slots(box, new):
