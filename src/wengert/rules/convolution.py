@@ -83,16 +83,20 @@ def _conv_impl(x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
                          f"groups={groups} expects {cg * groups} (and out channels divisible by groups)")
     _check_fits("conv", x.shape, padding, kernel, dilation)
     dtype = np.result_type(x, w)
-    win = _windows(_padded(x, padding), kernel, stride, dilation)
-    out_sp = win.shape[2:2 + d]
+    xp = _padded(x, padding)
+    out_sp = tuple(conv_output_size(s, k, st, (0, 0), dl)
+                   for s, k, st, dl in zip(xp.shape[2:], kernel, stride, dilation))
     p, kk = math.prod(out_sp), math.prod(kernel)
-    win = win.reshape((n, groups, cg) + out_sp + tuple(kernel))
-    perm = (1, 0) + tuple(range(3, 3 + d)) + (2,) + tuple(range(3 + d, 3 + 2 * d))
-    cols = win.transpose(perm).reshape(groups, n * p, cg * kk)        # im2col: one copy
-    wm = w.reshape(groups, o // groups, cg * kk).transpose(0, 2, 1)
-    out = np.matmul(cols.astype(dtype, copy=False), wm.astype(dtype, copy=False))  # (g, N*P, O/g)
-    out = out.reshape((groups, n, p, o // groups)).transpose(1, 0, 3, 2)
-    return np.ascontiguousarray(out).reshape((n, o) + out_sp)
+    cols = np.empty((n, c) + tuple(kernel) + out_sp, dtype=dtype)     # im2col
+    if kk <= p:  # one block copy per kernel offset
+        for offset, view in zip(np.ndindex(*kernel), _offset_views(xp, kernel, stride, dilation, out_sp)):
+            cols[(slice(None), slice(None)) + offset] = view
+    else:  # a kernel larger than the output (the weight gradient's): one copy of every window
+        win = _windows(xp, kernel, stride, dilation)
+        cols[...] = win.transpose((0, 1) + tuple(range(2 + d, 2 + 2 * d)) + tuple(range(2, 2 + d)))
+    cols = cols.reshape(n, groups, cg * kk, p)
+    wm = w.reshape(groups, o // groups, cg * kk).astype(dtype, copy=False)
+    return np.matmul(wm, cols).reshape((n, o) + out_sp)          # (N, g, O/g, P): already (N, O, *out)
 
 
 def _conv_transpose_impl(y, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
@@ -108,11 +112,9 @@ def _conv_transpose_impl(y, w, stride=(1,), padding=((0, 0),), dilation=(1,), gr
     dtype = np.result_type(y, w)
     sp = y.shape[2:]
     p, kk, cig = math.prod(sp), math.prod(kernel), c // groups
-    ym = y.reshape(n, groups, cig, p).transpose(1, 0, 3, 2).reshape(groups, n * p, cig)
-    wm = w.reshape(groups, cig, cog * kk)
-    cols = np.matmul(ym.astype(dtype, copy=False), wm.astype(dtype, copy=False))   # (g, N*P, cog*K)
-    cols = cols.reshape((groups, n, p, cog, kk)).transpose(1, 0, 3, 4, 2)
-    cols = np.ascontiguousarray(cols).reshape((n, groups * cog, kk) + sp)
+    wm = w.reshape(groups, cig, cog * kk).transpose(0, 2, 1).astype(dtype, copy=False)
+    cols = np.matmul(wm, y.reshape(n, groups, cig, p).astype(dtype, copy=False))  # (N, g, cog*K, P)
+    cols = cols.reshape((n, groups * cog, kk) + sp)
     full = [(s - 1) * st + (k - 1) * dl + 1 for s, st, k, dl in zip(sp, stride, kernel, dilation)]
     size = [f + max(-hi, 0) for f, (lo, hi) in zip(full, padding)]
     out = np.zeros((n, groups * cog) + tuple(size), dtype=dtype)
@@ -194,21 +196,37 @@ facts(conv_transpose, linear=(0, 1), fresh=True, saves={0: (1,), 1: (0,)})
 
 # -- max pooling ------------------------------------------------------------------------------------
 
+def _offset_views(xp, kernel, stride, dilation, out_sp):
+    """For each kernel offset (row-major), the strided view of ``xp`` that the windows read there."""
+    for offset in np.ndindex(*kernel):
+        yield xp[(slice(None), slice(None)) + tuple(slice(k * dl, k * dl + (o - 1) * st + 1, st) for k, dl, o, st
+                                                    in zip(offset, dilation, out_sp, stride))]
+
+
+def _pool_out_shape(x, kernel, stride, padding, dilation):
+    return tuple(conv_output_size(s, k, st, pad, dl)
+                 for s, k, st, pad, dl in zip(x.shape[2:], kernel, stride, padding, dilation))
+
+
 def _pool_index_impl(x, kernel, stride, padding, dilation):
     """For each window, the flat index (into the padded spatial grid) of its first maximum."""
     d = len(kernel)
     _check_fits("max_pool", x.shape, padding, kernel, dilation)
     xp = _padded(x, padding, fill=-np.inf)
-    win = _windows(xp, kernel, stride, dilation)
-    out_sp = win.shape[2:2 + d]
-    first = win.reshape(win.shape[:2 + d] + (-1,)).argmax(axis=-1)   # within the window, row-major
-    local = np.unravel_index(first, kernel)
-    flat = np.zeros(first.shape, dtype=np.intp)
+    out_sp = _pool_out_shape(x, kernel, stride, padding, dilation)
+    place = [math.prod(xp.shape[3 + a:]) for a in range(d)]       # row-major place values
+    base = np.zeros((), dtype=np.intp)
     for a in range(d):
-        starts = np.arange(out_sp[a]) * stride[a]
-        pos = starts.reshape((-1,) + (1,) * (d - 1 - a)) + local[a] * dilation[a]
-        flat = flat * xp.shape[2 + a] + pos
-    return flat
+        base = base + (np.arange(out_sp[a]) * (stride[a] * place[a])).reshape((-1,) + (1,) * (d - 1 - a))
+    offsets = [sum(k * dl * pv for k, dl, pv in zip(offset, dilation, place)) for offset in np.ndindex(*kernel)]
+    views = _offset_views(xp, kernel, stride, dilation, out_sp)
+    best = next(views).copy()
+    first = np.full(best.shape, offsets[0], dtype=np.int32)
+    for off, view in zip(offsets[1:], views):  # a strictly greater value moves the index: the first maximum
+        bigger = view > best
+        first += bigger * (np.int32(off) - first)  # arithmetic, not a masked write: no branches per element
+        np.maximum(best, view, out=best)
+    return first + base
 
 
 pool_index = nondiff_primitive(_pool_index_impl, "pool_index")
@@ -252,8 +270,12 @@ def _max_pool_impl(x, kernel, stride, padding, dilation):
         raise ValueError(f"max_pool: a {d}-d pooling needs an input of shape (N, C, {d} spatial axes), "
                          f"got {np.shape(x)}")
     _check_fits("max_pool", x.shape, padding, kernel, dilation)
-    win = _windows(_padded(x, padding, fill=-np.inf), kernel, stride, dilation)
-    return win.max(axis=tuple(range(2 + d, 2 + 2 * d)))
+    xp = _padded(x, padding, fill=-np.inf)
+    views = _offset_views(xp, kernel, stride, dilation, _pool_out_shape(x, kernel, stride, padding, dilation))
+    out = next(views).copy()
+    for view in views:  # one vectorised maximum per kernel offset
+        np.maximum(out, view, out=out)
+    return out
 
 
 def _max_pool_vjp(g, out, x, kernel, stride, padding, dilation):
