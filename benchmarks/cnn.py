@@ -32,7 +32,7 @@ def lenet_params(dtype=np.float32, seed=0):
     rng = np.random.default_rng(seed)
     shapes = [(6, 1, 5, 5), (6,), (16, 6, 5, 5), (16,), (256, 120), (120,), (120, 84), (84,), (84, 10), (10,)]
     fans = [25, 25, 150, 150, 256, 256, 120, 120, 84, 84]
-    return {n: rng.uniform(-1, 1, s).astype(dtype) / np.sqrt(f) for n, s, f in zip(NAMES, shapes, fans)}
+    return {n: (rng.uniform(-1, 1, s) / np.sqrt(f)).astype(dtype) for n, s, f in zip(NAMES, shapes, fans)}
 
 
 def lenet(p, x):
