@@ -53,8 +53,9 @@ def per_example_gradients(model, params, X, y):
 
 def per_example_gradients_by_loop(model, params, X, y):
     """The same, one ``wg.grad`` per example (the reference)."""
-    each = [wg.grad(lambda p: nn.cross_entropy(model.apply(p, X[i:i + 1]), y[i:i + 1]))(params)
-            for i in range(len(X))]
+    def loss(p, x, label):
+        return nn.cross_entropy(model.apply(p, x), label)
+    each = [wg.grad(loss)(params, X[i:i + 1], y[i:i + 1]) for i in range(len(X))]
     return wg.tree_map(lambda *gs: np.stack(gs), *each)
 
 

@@ -48,16 +48,17 @@ def test_per_example_gradients_match_torch_func():
         h = torch.nn.functional.max_pool2d(torch.relu(h), 2).reshape(1, -1)
         return torch.nn.functional.cross_entropy(h @ p["fw"] + p["fb"], label[None])
 
-    want = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(tp, torch.tensor(X.astype(np.float64)),
-                                                                        torch.tensor(y))
-    for ours, theirs in ((got["conv"]["weight"], "cw"), (got["conv"]["bias"], "cb"), (got["fc"]["weight"], "fw"),
-                         (got["fc"]["bias"], "fb")):
+    per_example = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))
+    want = per_example(tp, torch.tensor(X.astype(np.float64)), torch.tensor(y))
+    for ours, theirs in ((got["conv"]["weight"], "cw"), (got["conv"]["bias"], "cb"),
+                         (got["fc"]["weight"], "fw"), (got["fc"]["bias"], "fb")):
         np.testing.assert_allclose(ours, want[theirs].numpy(), rtol=1e-10, atol=1e-13)
 
 
 def test_clipping_bounds_each_example_and_the_noise_has_the_stated_scale():
     rng = np.random.default_rng(0)
-    grads = {"a": rng.normal(size=(4, 3)) * np.array([[0.1], [1.0], [5.0], [20.0]]), "b": rng.normal(size=(4,))}
+    grads = {"a": rng.normal(size=(4, 3)) * np.array([[0.1], [1.0], [5.0], [20.0]]),
+             "b": rng.normal(size=(4,))}
     norms_by_hand = np.sqrt((grads["a"] ** 2).sum(1) + grads["b"] ** 2)
     clip = 2.0
     direction, norms = dp.clipped_noisy_mean(grads, clip, 0.0, rng)

@@ -71,7 +71,8 @@ def test_conv2d_matches_torch(xs, ws, kw, bias, dtype):
     _compare(lambda *a: F.conv2d(*a, **kw), lambda *t: torch.nn.functional.conv2d(*t, **kw), arrays, dtype)
 
 
-CONV1D = [((2, 3, 9), (4, 3, 3), {}), ((2, 4, 11), (6, 2, 4), dict(stride=2, padding=3, dilation=2, groups=2)),
+CONV1D = [((2, 3, 9), (4, 3, 3), {}),
+          ((2, 4, 11), (6, 2, 4), dict(stride=2, padding=3, dilation=2, groups=2)),
           ((1, 2, 6), (3, 2, 4), dict(padding="same")), ((2, 5), (3, 2, 2), dict(stride=2))]
 
 
@@ -139,7 +140,8 @@ def test_max_pool_gradient_goes_to_the_first_maximum_of_a_tie_as_torch():
     torch = pytest.importorskip("torch")
     x = np.array([[[[1.0, 1.0, 0.0], [1.0, 0.5, 1.0], [0.0, 1.0, 1.0]]]])
     kw = dict(kernel_size=2, stride=1)
-    _compare(lambda a: F.max_pool2d(a, **kw), lambda t: torch.nn.functional.max_pool2d(t, **kw), [x], np.float64)
+    _compare(lambda a: F.max_pool2d(a, **kw), lambda t: torch.nn.functional.max_pool2d(t, **kw), [x],
+             np.float64)
 
 
 # -- layers ---------------------------------------------------------------------------------------
@@ -240,12 +242,13 @@ ERRORS = [
                                                          "expected an input of shape (N, 3, L)"),
     (lambda: nn.Conv2d(3, 8, 3, groups=2), "Conv2d: groups=2 must divide in_channels=3 and out_channels=8"),
     (lambda: nn.Conv2d(3, 8, 3, padding_mode="reflect"), "Conv2d: padding_mode='reflect' is not supported"),
-    (lambda: nn.ConvTranspose2d(4, 2, 3)(np.zeros((1, 2, 3, 3))), "ConvTranspose2d(4, 2, kernel_size=(3, 3), "
-                                                                  "stride=(1, 1)): expected an input of shape "
-                                                                  "(N, 4, H, W) (4 channels)"),
+    (lambda: nn.ConvTranspose2d(4, 2, 3)(np.zeros((1, 2, 3, 3))),
+     "ConvTranspose2d(4, 2, kernel_size=(3, 3), stride=(1, 1)): expected an input of shape (N, 4, H, W) "
+     "(4 channels)"),
     (lambda: nn.MaxPool2d(2)(np.zeros((2, 3, 4))), None),  # (C, H, W) is one example: accepted
-    (lambda: nn.MaxPool2d(2)(np.zeros((4, 4))), "MaxPool2d(kernel_size=2, stride=None, padding=0, dilation=1, "
-                                                "ceil_mode=False): expected an input of shape (N, C, H, W)"),
+    (lambda: nn.MaxPool2d(2)(np.zeros((4, 4))),
+     "MaxPool2d(kernel_size=2, stride=None, padding=0, dilation=1, ceil_mode=False): expected an input of "
+     "shape (N, C, H, W)"),
     (lambda: F.conv2d(np.zeros((1, 4, 5, 5)), np.zeros((6, 2, 3, 3))),
      "conv2d: input of shape (1, 4, 5, 5) has 4 channels, but weight of shape (6, 2, 3, 3) with groups=1 "
      "expects 2"),

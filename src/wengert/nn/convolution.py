@@ -59,10 +59,12 @@ def _conv_padding(padding, kernel, stride, dilation, fname):
             return ((0, 0),) * d
         if padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError(f"{fname}: padding='same' needs stride 1 (as in PyTorch), got stride {stride}")
+                raise ValueError(f"{fname}: padding='same' needs stride 1 (as in PyTorch), got stride "
+                                 f"{stride}")
             total = [dl * (k - 1) for k, dl in zip(kernel, dilation)]
             return tuple((t // 2, t - t // 2) for t in total)  # the odd one extra at the end, as PyTorch
-        raise ValueError(f"{fname}: padding must be 'valid', 'same', an int or a tuple of ints, got {padding!r}")
+        raise ValueError(f"{fname}: padding must be 'valid', 'same', an int or a tuple of ints, got "
+                         f"{padding!r}")
     pads = _tuple(padding, d, fname, "padding")
     if any(p < 0 for p in pads):
         raise ValueError(f"{fname}: padding must be non-negative, got {pads}")
@@ -101,18 +103,19 @@ def _conv_nd(d, fname, x, weight, bias, stride, padding, dilation, groups):
     return _unbatched(_add_bias(out, bias, ws[0], fname), added)
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """1-D cross-correlation, (N, C, L) by weight (out, C / groups, kL) (torch.nn.functional.conv1d)."""
     return _conv_nd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """2-D cross-correlation, (N, C, H, W) by weight (out, C / groups, kH, kW)
     (torch.nn.functional.conv2d); ``padding`` an int, a pair, 'valid' or 'same'."""
     return _conv_nd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A002
+                     output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution, (N, C_in, H, W) by weight (C_in, out / groups, kH, kW)
     (torch.nn.functional.conv_transpose2d): the gradient of conv2d with respect to its input."""
     fname, d = "conv_transpose2d", 2
@@ -175,15 +178,19 @@ def _max_pool(d, fname, x, kernel_size, stride, padding, dilation, ceil_mode, re
     return _unbatched(cv.max_pool(x, kernel, stride, pairs, dilation), added)
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode=False, return_indices=False):
     """Maximum over windows of (N, C, L) (torch.nn.functional.max_pool1d); stride defaults to the kernel."""
-    return _max_pool(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _max_pool(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode=False, return_indices=False):
     """Maximum over windows of (N, C, H, W) (torch.nn.functional.max_pool2d); stride defaults to the
     kernel; the gradient goes to each window's first maximum."""
-    return _max_pool(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _max_pool(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
 
 
 def _window_sums(x, kernel, stride, pairs):
@@ -214,12 +221,15 @@ def _avg_pool(d, fname, x, kernel_size, stride, padding, ceil_mode, count_includ
     return _unbatched(out, added)
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """Mean over windows of (N, C, L) (torch.nn.functional.avg_pool1d); padding counts, as PyTorch's default."""
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True):
+    """Mean over windows of (N, C, L) (torch.nn.functional.avg_pool1d); padding counts, as by default
+    in PyTorch."""
     return _avg_pool(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True,
                divisor_override=None):
     """Mean over windows of (N, C, H, W) (torch.nn.functional.avg_pool2d); padding counts in the mean
     unless ``count_include_pad=False``, as in PyTorch."""
@@ -236,7 +246,7 @@ def _averaging_matrix(size, out, dtype):
     return m
 
 
-def adaptive_avg_pool2d(input, output_size):
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     """Mean over the windows that split (N, C, H, W) into ``output_size`` (torch.nn.functional.
     adaptive_avg_pool2d; None in ``output_size`` keeps that axis): A_h @ x @ A_w^T."""
     fname = "adaptive_avg_pool2d"

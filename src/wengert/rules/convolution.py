@@ -199,8 +199,9 @@ facts(conv_transpose, linear=(0, 1), fresh=True, saves={0: (1,), 1: (0,)})
 def _offset_views(xp, kernel, stride, dilation, out_sp):
     """For each kernel offset (row-major), the strided view of ``xp`` that the windows read there."""
     for offset in np.ndindex(*kernel):
-        yield xp[(slice(None), slice(None)) + tuple(slice(k * dl, k * dl + (o - 1) * st + 1, st) for k, dl, o, st
-                                                    in zip(offset, dilation, out_sp, stride))]
+        where = tuple(slice(k * dl, k * dl + (o - 1) * st + 1, st)
+                      for k, dl, o, st in zip(offset, dilation, out_sp, stride))
+        yield xp[(slice(None), slice(None)) + where]
 
 
 def _pool_out_shape(x, kernel, stride, padding, dilation):
@@ -218,7 +219,8 @@ def _pool_index_impl(x, kernel, stride, padding, dilation):
     base = np.zeros((), dtype=np.intp)
     for a in range(d):
         base = base + (np.arange(out_sp[a]) * (stride[a] * place[a])).reshape((-1,) + (1,) * (d - 1 - a))
-    offsets = [sum(k * dl * pv for k, dl, pv in zip(offset, dilation, place)) for offset in np.ndindex(*kernel)]
+    offsets = [sum(k * dl * pv for k, dl, pv in zip(offset, dilation, place))
+               for offset in np.ndindex(*kernel)]
     views = _offset_views(xp, kernel, stride, dilation, out_sp)
     best = next(views).copy()
     first = np.full(best.shape, offsets[0], dtype=np.int32)
@@ -255,7 +257,8 @@ def _window_scatter_impl(g, index, padding, size):
 
 window_gather = Primitive(_window_gather_impl, name="window_gather")
 window_scatter = Primitive(_window_scatter_impl, name="window_scatter")
-defvjp(window_gather, lambda g, out, h, index, padding: window_scatter(g, index, padding, _shape(h)[2:]), None)
+defvjp(window_gather,
+       lambda g, out, h, index, padding: window_scatter(g, index, padding, _shape(h)[2:]), None)
 defjvp(window_gather, lambda t, out, h, index, padding: window_gather(t, index, padding), None)
 defvjp(window_scatter, lambda g, out, gg, index, padding, size: window_gather(g, index, padding), None)
 defjvp(window_scatter, lambda t, out, gg, index, padding, size: window_scatter(t, index, padding, size), None)
