@@ -63,6 +63,17 @@ class DigitsCNN(nn.Module):
         return self.fc2(nn.relu(self.fc1(h)))
 
 
+def shifted(X, rng):
+    """Each (1, 8, 8) image moved by up to one pixel in each direction, zeros shifted in (training-time
+    augmentation for the CNN)."""
+    n = len(X)
+    padded = np.pad(X, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    dy, dx = rng.integers(0, 3, size=n), rng.integers(0, 3, size=n)
+    rows = dy[:, None] + np.arange(8)                       # (n, 8)
+    cols = dx[:, None] + np.arange(8)
+    return padded[np.arange(n)[:, None, None], 0, rows[:, :, None], cols[:, None, :]][:, None]
+
+
 def _model(args):
     """A fresh model of the kind ``args.model`` names."""
     if getattr(args, "model", "mlp") == "cnn":
@@ -113,7 +124,7 @@ def run(args):
                    leave=True, mininterval=0.2, file=sys.stderr, bar_format=BAR)
         for i in starts:
             idx = order[i:i + BATCH]
-            logits = model(Xtr[idx])
+            logits = model(shifted(Xtr[idx], rng) if cnn else Xtr[idx])
             loss = nn.cross_entropy(logits, ytr[idx])
             opt.zero_grad()
             loss.backward()
