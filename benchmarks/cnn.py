@@ -84,9 +84,9 @@ def _torch_reference(params, X, y, per_example):
     if per_example:
         g = torch.func.vmap(torch.func.grad(lambda p, x, y: loss(p, x[None], y[None])),
                             in_dims=(None, 0, 0))(p, Xt, yt)
-        return None, [g[k].numpy() for k in NAMES]
+        return None, [g[k].numpy().astype(np.float32) for k in NAMES]
     value, g = torch.func.grad_and_value(loss)(p, Xt, yt)[::-1]
-    return float(value), [g[k].numpy() for k in NAMES]
+    return float(value), [g[k].numpy().astype(np.float32) for k in NAMES]
 
 
 def _wengert_reference(params, X, y, per_example):
