@@ -61,6 +61,7 @@ CONV2D = [  # x shape, weight shape, keyword arguments
 ]
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same'")  # PyTorch's note on even kernels
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("xs,ws,kw", CONV2D)
 @pytest.mark.parametrize("bias", [False, True])
@@ -548,3 +549,15 @@ def test_conv_conv_transpose_and_pooling_equal_direct_loops(geometry):
     got_avg = pool(x, kernel, stride, [p for p, _ in pool_pads])
     want_avg = _loop_pool(x, kernel, stride, pool_pads, (1,) * d, np.mean, 0.0)
     np.testing.assert_allclose(got_avg, want_avg, rtol=1e-10, atol=1e-12)
+    # count_include_pad=False: the mean over the window's input elements (padding filled with nan)
+    got_valid = pool(x, kernel, stride, [p for p, _ in pool_pads], count_include_pad=False)
+    want_valid = _loop_pool(x, kernel, stride, pool_pads, (1,) * d, np.nanmean, np.nan)
+    np.testing.assert_allclose(got_valid, want_valid, rtol=1e-10, atol=1e-12)
+    if d == 2:  # adaptive pooling: PyTorch's windows [floor(i H / h), ceil((i + 1) H / h))
+        out_size = (seed % size[0] + 1, seed % size[1] + 1)
+        want = np.zeros(x.shape[:2] + out_size)
+        for i, j in itertools.product(range(out_size[0]), range(out_size[1])):
+            r0, r1 = i * size[0] // out_size[0], -(-(i + 1) * size[0] // out_size[0])
+            c0, c1 = j * size[1] // out_size[1], -(-(j + 1) * size[1] // out_size[1])
+            want[:, :, i, j] = x[:, :, r0:r1, c0:c1].mean(axis=(2, 3))
+        np.testing.assert_allclose(F.adaptive_avg_pool2d(x, out_size), want, rtol=1e-10, atol=1e-12)
