@@ -561,3 +561,46 @@ def test_conv_conv_transpose_and_pooling_equal_direct_loops(geometry):
             c0, c1 = j * size[1] // out_size[1], -(-(j + 1) * size[1] // out_size[1])
             want[:, :, i, j] = x[:, :, r0:r1, c0:c1].mean(axis=(2, 3))
         np.testing.assert_allclose(F.adaptive_avg_pool2d(x, out_size), want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0)])
+@pytest.mark.parametrize("prim,groups", [(cv.conv, 1), (cv.conv, 2), (cv.conv_transpose, 2)])
+def test_vmap_over_either_argument_equals_a_loop(prim, groups, in_axes):
+    """The batch folds into N (input batched) or into the groups (weights batched); values, VJPs and
+    JVPs equal one call per example."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 2, 4, 6, 5))                  # 3 examples of (2, 4, 6, 5)
+    w = rng.standard_normal((3, 4, 4 // groups, 3, 2))         # (out, in / g, ...) or (in, out / g, ...)
+    kw = dict(stride=(2, 1), padding=((1, 0), (1, 1)), dilation=(1, 2), groups=groups)
+    args = [x if in_axes[0] == 0 else x[0], w if in_axes[1] == 0 else w[0]]
+
+    def example(i):
+        return [a[i] if ax == 0 else a for a, ax in zip(args, in_axes)]
+
+    def f(a, b):
+        return prim(a, b, **kw)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoBatchingRuleWarning)
+        got = wg.vmap(f, in_axes=in_axes)(*args)
+        cot = np.cos(np.arange(got.size)).reshape(got.shape)
+        vjps = wg.vmap(lambda a, b, g: wg.vjp(f, a, b)[1](g), in_axes=in_axes + (0,))(*args, cot)
+        jvps = wg.vmap(lambda a, b: wg.jvp(f, (a, b), (a, b))[1], in_axes=in_axes)(*args)
+    for i in range(3):
+        a, b = example(i)
+        np.testing.assert_allclose(got[i], f(a, b), rtol=1e-12, atol=1e-12)
+        for g, want in zip(vjps, wg.vjp(f, a, b)[1](cot[i])):
+            np.testing.assert_allclose(g[i], want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jvps[i], wg.jvp(f, (a, b), (a, b))[1], rtol=1e-12, atol=1e-12)
+
+
+def test_max_pool_under_vmap_with_an_unbatched_tangent_equals_a_loop():
+    xs = np.stack([np.random.default_rng(k).permutation(48).reshape(1, 3, 4, 4) * 0.1 for k in range(3)])
+    t = np.linspace(-1, 1, 48).reshape(1, 3, 4, 4)
+
+    def f(x):
+        return wg.jvp(lambda a: F.max_pool2d(a, 2, stride=1), (x,), (t,))[1]
+
+    got = wg.vmap(f)(xs)
+    for i in range(3):
+        np.testing.assert_allclose(got[i], f(xs[i]), rtol=1e-12)
