@@ -112,18 +112,21 @@ def _conv_transpose_impl(y, w, stride=(1,), padding=((0, 0),), dilation=(1,), gr
     dtype = np.result_type(y, w)
     sp = y.shape[2:]
     p, kk, cig = math.prod(sp), math.prod(kernel), c // groups
-    wm = w.reshape(groups, cig, cog * kk).transpose(0, 2, 1).astype(dtype, copy=False)
-    cols = np.matmul(wm, y.reshape(n, groups, cig, p).astype(dtype, copy=False))  # (N, g, cog*K, P)
-    cols = cols.reshape((n, groups * cog, kk) + sp)
+    # col2im with the batch axis last: each kernel offset adds rows of (width * N) contiguous values
+    wm = w.reshape(groups, cig, cog, kk).transpose(0, 3, 2, 1).reshape(groups, kk * cog, cig)
+    ym = np.moveaxis(y, 0, -1).reshape(groups, cig, p * n)               # (g, C_in / g, P * N)
+    cols = np.matmul(wm.astype(dtype, copy=False), ym.astype(dtype, copy=False))
+    cols = cols.reshape((groups, kk, cog) + sp + (n,))
     full = [(s - 1) * st + (k - 1) * dl + 1 for s, st, k, dl in zip(sp, stride, kernel, dilation)]
-    size = [f + max(-hi, 0) for f, (lo, hi) in zip(full, padding)]
-    out = np.zeros((n, groups * cog) + tuple(size), dtype=dtype)
+    size = tuple(f + max(-hi, 0) for f, (lo, hi) in zip(full, padding))
+    out = np.zeros((groups, cog) + size + (n,), dtype=dtype)
     for j, offset in enumerate(np.ndindex(*kernel)):   # one strided add per kernel offset
         where = tuple(slice(k * dl, k * dl + (s - 1) * st + 1, st)
                       for k, dl, s, st in zip(offset, dilation, sp, stride))
-        out[(slice(None), slice(None)) + where] += cols[:, :, j]
+        out[(slice(None), slice(None)) + where] += cols[:, j]
     crop = tuple(slice(lo, f - hi) for f, (lo, hi) in zip(full, padding))
-    return out[(slice(None), slice(None)) + crop]
+    out = out.reshape((groups * cog,) + size + (n,))[(slice(None),) + crop]
+    return np.ascontiguousarray(np.moveaxis(out, -1, 0))
 
 
 def _conv_input_padding(x_shape, out_shape, kernel, stride, padding, dilation):
