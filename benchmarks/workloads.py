@@ -18,7 +18,8 @@ WORKLOAD_NAMES = ("scalar-chain", "tiny-network", "mlp-float32", "mlp-float64",
                   "nn-epoch-demo", "nn-epoch-784",  # these two: benchmarks/nn_workloads.py
                   indexing.NAME,
                   "source-loop",  # benchmarks/source.py
-                  *batching.NAMES)
+                  *batching.NAMES,
+                  "cnn-lenet", "cnn-per-example")  # these two: benchmarks/cnn.py
 
 
 def _as_float(v):
@@ -316,6 +317,7 @@ def mlp(dtype=np.float64, sizes=(784, 512, 512, 10), batch=128, rounds=31, seed=
 def all_workloads(quick=False):
     """The four core workloads (``quick``: small sizes and few rounds, for smoke-testing)."""
     from benchmarks import source as source_loops
+    from benchmarks.cnn import cnn_workloads
     from benchmarks.nn_workloads import nn_workloads  # it imports this module
 
     if quick:
@@ -323,6 +325,6 @@ def all_workloads(quick=False):
         return [scalar_chain(steps=500, jax_steps=50, rounds=3), tiny_network(rounds=3),
                 mlp(np.float32, **small), mlp(np.float64, **small)] + nn_workloads(quick=True) \
             + indexing.workloads(quick=True) + source_loops.workloads(quick=True) \
-            + batching.workloads(quick=True)
+            + batching.workloads(quick=True) + cnn_workloads(quick=True)
     return ([scalar_chain(), tiny_network(), mlp(np.float32), mlp(np.float64)] + nn_workloads()
-            + indexing.workloads() + source_loops.workloads() + batching.workloads())
+            + indexing.workloads() + source_loops.workloads() + batching.workloads() + cnn_workloads())

@@ -98,6 +98,8 @@ def build_parser():
     d.add_argument("--lr", type=_positive(float), default=2e-3, help="Adam's learning rate (0.002)")
     d.add_argument("--seed", type=_seed_value, default=0, help="seed of the split, init and batches (0)")
     d.add_argument("--out", default="wengert-demo", help="folder for the outputs (./wengert-demo/)")
+    d.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
+                   help="mlp (default), or cnn: a small convolutional network on the 8x8 images")
     d.set_defaults(run=demo)
     s = sub.add_parser("example", help="z = x*y + sin(x) on a tape, reverse and forward mode",
                        description=example.__doc__)

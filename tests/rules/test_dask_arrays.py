@@ -150,6 +150,12 @@ _REASONS = {
                 "composed:nanstd", "composed:nansum", "composed:nansum complex", "composed:nanvar",
                 "composed:partition", "composed:percentile", "composed:select", "composed:interp"),
          {LAZY, COMPUTES, REFUSED}),
+    "convolution and pooling gather windows with NumPy's sliding_window_view and an im2col reshape, which "
+    "Dask's reshape cannot do lazily (it only merges or splits axes evenly)":
+        (_names("conv", "conv_transpose", "max_pool", "window_gather", "window_scatter",
+                "composed:nn.avg_pool1d", "composed:nn.avg_pool2d",
+                "composed:nn.conv1d", "composed:nn.conv2d", "composed:nn.conv_transpose2d",
+                "composed:nn.max_pool2d"), {LAZY, COMPUTES, REFUSED}),
     "tie_select's case closes over NumPy x and y: the cotangent is multiplied by NumPy masks":
         (_names("tie_select"), {COMPUTES}),
 }

@@ -1,4 +1,5 @@
-"""The demo behind ``python -m wengert demo``: an MLP learns scikit-learn's handwritten digits.
+"""The demo behind ``python -m wengert demo``: an MLP (or, with ``--model cnn``, a small convolutional
+network on the 8x8 images, channels first) learns scikit-learn's handwritten digits.
 
 Fixed seed, 80/20 stratified split, Adam with a cosine schedule, a progress bar per epoch. Writes
 into ``--out``: ``curves.png`` (loss and accuracy per epoch), ``step.dot`` (+ ``step.svg`` when
@@ -15,7 +16,7 @@ import numpy as np
 import wengert as wg
 from wengert import nn, optim, viz
 
-__all__ = ["run"]
+__all__ = ["run", "DigitsCNN"]
 
 BATCH = 32
 BAR = "{desc} {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
@@ -43,6 +44,43 @@ def load_data(seed):
     return train_test_split(X, y, test_size=0.2, random_state=seed, stratify=y)
 
 
+class DigitsCNN(nn.Module):
+    """conv 3x3 (1->16), ReLU, conv 3x3 (16->32), ReLU, max-pool 2, then 512-``hidden``-10: for the
+    digits' (N, 1, 8, 8) images."""
+
+    def __init__(self, hidden=128, rng=None):
+        super().__init__()
+        rng = np.random.default_rng(rng)
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1, rng=rng)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1, rng=rng)
+        self.fc1 = nn.Linear(32 * 4 * 4, hidden, rng=rng)
+        self.fc2 = nn.Linear(hidden, 10, rng=rng)
+
+    def forward(self, x):
+        h = nn.relu(self.conv2(nn.relu(self.conv1(x))))
+        h = nn.functional.max_pool2d(h, 2)
+        h = h.reshape((h.shape[0], -1))
+        return self.fc2(nn.relu(self.fc1(h)))
+
+
+def shifted(X, rng):
+    """Each (1, 8, 8) image moved by up to one pixel in each direction, zeros shifted in (training-time
+    augmentation for the CNN)."""
+    n = len(X)
+    padded = np.pad(X, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    dy, dx = rng.integers(0, 3, size=n), rng.integers(0, 3, size=n)
+    rows = dy[:, None] + np.arange(8)                       # (n, 8)
+    cols = dx[:, None] + np.arange(8)
+    return padded[np.arange(n)[:, None, None], 0, rows[:, :, None], cols[:, None, :]][:, None]
+
+
+def _model(args):
+    """A fresh model of the kind ``args.model`` names."""
+    if getattr(args, "model", "mlp") == "cnn":
+        return DigitsCNN(args.hidden, rng=args.seed)
+    return nn.MLP([64, args.hidden, 10], rng=args.seed)
+
+
 def accuracy(model, X, y):
     """Fraction of ``X`` classified as ``y`` (evaluation mode, nothing recorded)."""
     with wg.no_grad():
@@ -55,19 +93,25 @@ def run(args):
         return 1
     from tqdm import tqdm
     os.makedirs(args.out, exist_ok=True)
-    print(f"wengert demo: an MLP 64-{args.hidden}-10 learns scikit-learn's handwritten digits "
+    cnn = getattr(args, "model", "mlp") == "cnn"
+    what = f"a CNN (two 3x3 convolutions, max-pool, 512-{args.hidden}-10)" if cnn else \
+        f"an MLP 64-{args.hidden}-10"
+    print(f"wengert demo: {what} learns scikit-learn's handwritten digits "
           f"(seed {args.seed}, {args.epochs} epochs, Adam lr {args.lr})")
     print("(a tape example, in reverse and forward mode: python -m wengert example)")
     Xtr, Xte, ytr, yte = load_data(args.seed)
     print(f"data: {len(Xtr)} training and {len(Xte)} test images of 8x8 pixels, 10 classes")
+    if cnn:  # images, channels first: (N, 1, 8, 8)
+        Xtr, Xte = Xtr.reshape(-1, 1, 8, 8), Xte.reshape(-1, 1, 8, 8)
 
-    model = nn.MLP([64, args.hidden, 10], rng=args.seed)
+    model = _model(args)
     opt = optim.Adam(model.parameters(), lr=args.lr)
     schedule = optim.CosineAnnealingLR(opt, T_max=args.epochs)
     rng = np.random.default_rng(args.seed)
     names = dict(model.named_parameters())
 
-    graph_files = _draw_step(model, Xtr[:BATCH], ytr[:BATCH], names, args.out, viz, nn)
+    graph_files = _draw_step(model, Xtr[:BATCH], ytr[:BATCH], names, args.out, viz, nn,
+                             "CNN" if cnn else "MLP")
 
     history = {"loss": [], "train_acc": [], "test_acc": []}
     start = time.perf_counter()
@@ -80,7 +124,7 @@ def run(args):
                    leave=True, mininterval=0.2, file=sys.stderr, bar_format=BAR)
         for i in starts:
             idx = order[i:i + BATCH]
-            logits = model(Xtr[idx])
+            logits = model(shifted(Xtr[idx], rng) if cnn else Xtr[idx])
             loss = nn.cross_entropy(logits, ytr[idx])
             opt.zero_grad()
             loss.backward()
@@ -108,7 +152,7 @@ def run(args):
     _plot(history, curves)
     weights = os.path.join(args.out, "model.npz")
     model.save(weights)
-    reloaded = nn.MLP([64, args.hidden, 10]).load(weights).eval()
+    reloaded = _model(args).load(weights).eval()
     again = accuracy(reloaded, Xte, yte)
     same = "the same" if again == final else "DIFFERENT"
     print(f"reloaded {weights}: test accuracy {again:.2%} ({same})")
@@ -116,10 +160,10 @@ def run(args):
     return 0 if again == final else 1
 
 
-def _draw_step(model, x, y, names, out, viz, nn):
+def _draw_step(model, x, y, names, out, viz, nn, kind="MLP"):
     """The graph of one training step (forward pass up to the loss), as DOT and, with Graphviz, SVG."""
     loss = nn.cross_entropy(model(x), y)
-    title = "one training step: loss = cross_entropy(MLP(x), labels)"
+    title = f"one training step: loss = cross_entropy({kind}(x), labels)"
     names = dict(names, x=x, labels=y, loss=loss)
     dot_path = viz.render(loss, os.path.join(out, "step.dot"), names=names, title=title)
     files = [dot_path]

@@ -9,6 +9,16 @@ or functionally: ``wg.grad(lambda p: nn.cross_entropy(model.apply(p, x), labels)
 """
 
 from wengert.nn import init
+from wengert.nn.conv import (
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    ConvTranspose2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from wengert.nn.functional import (
     binary_cross_entropy_with_logits,
     cross_entropy,
@@ -30,3 +40,5 @@ __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
     "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits", "init",
 ]
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+            "AdaptiveAvgPool2d"]

@@ -11,10 +11,22 @@ import numpy as np
 
 import wengert.numpy as wnp
 from wengert.core.trace import unbox_all
+from wengert.nn.convolution import (  # convolution and pooling (torch.nn.functional's names)
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    max_pool1d,
+    max_pool2d,
+)
 from wengert.rules import nn as nn_ops
 
 __all__ = ["relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
            "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]
+__all__ += ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+            "adaptive_avg_pool2d"]
 
 relu = nn_ops.relu
 tanh = wnp.tanh

@@ -41,6 +41,9 @@ def _drop_axis(x, pos):
 
 def _matmul_impl(a, b):
     """numpy.matmul (the ``@`` operator)."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim > 2 and b.ndim > 2 \
+            and a.shape[-1] == 1 and b.shape[-2] == 1:
+        return a * b  # stacked outer products (per-example weight gradients): matmul is ~2.5x slower
     return a @ b
 
 

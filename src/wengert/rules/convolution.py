@@ -1,0 +1,367 @@
+"""Convolution and max-pooling primitives in PyTorch's channels-first layout (N, C, *spatial).
+
+- ``conv(x, w, stride, padding, dilation, groups)``: cross-correlation (what deep learning calls a
+  convolution), ``x`` of shape (N, C, *S), ``w`` of shape (O, C / groups, *K), 1-D or 2-D (the rank
+  of ``w`` decides). ``padding`` is one (low, high) pair per spatial axis; a negative entry crops.
+- ``conv_transpose(y, w, stride, padding, dilation, groups)``: the adjoint of ``conv`` in its first
+  argument, ``w`` of shape (C_in, C_out / groups, *K) as ``torch.nn.ConvTranspose2d``; each spatial
+  axis of the result has length (S - 1) * stride + (K - 1) * dilation + 1 - low - high (a negative
+  ``high`` appends zeros: PyTorch's ``output_padding``).
+- ``max_pool(x, kernel, stride, padding, dilation)``, padded with -inf; its derivatives route values
+  through the index of each window's first maximum (``pool_index``, no derivative) with the linear
+  pair ``window_gather`` / ``window_scatter``, each the other's adjoint.
+
+Both convolutions are bilinear and every rule is a convolution again, so derivatives of any order
+work: conv's input VJP is a ``conv_transpose``, its weight VJP a ``conv`` of the input by the
+cotangent (batch and channel axes exchanged, stride and dilation exchanged), conv_transpose's input
+VJP a ``conv``. Implementations gather windows with ``sliding_window_view`` (a view) and contract
+with one BLAS matmul per call (im2col); ``conv_transpose`` scatters with one strided add per kernel
+offset, never a loop over pixels. Under ``wg.vmap`` the batch axis folds into N, or into the groups
+when the weights are batched (per-example gradients), so a batch is one call. Average pooling and
+adaptive average pooling are composed from these (``wengert.nn.functional``).
+"""
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from wengert.core.extend import defjvp, defvjp, facts, nondiff_primitive
+from wengert.core.primitive import Primitive
+from wengert.rules import broadcasting, indexing, shape
+
+__all__ = ["conv", "conv_transpose", "max_pool", "pool_index", "window_gather", "window_scatter",
+           "conv_output_size"]
+
+_shape = broadcasting.shape_of
+
+
+def conv_output_size(size, kernel, stride, pad, dilation):
+    """Length of a convolution's (or pooling's) output along one axis: PyTorch's formula."""
+    return (size + pad[0] + pad[1] - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _padded(x, padding, fill=0.0):
+    """``x`` with each spatial axis padded by (low, high) ``fill`` values; negative amounts crop."""
+    if all(lo == 0 and hi == 0 for lo, hi in padding):
+        return x
+    crop = (slice(None), slice(None)) + tuple(slice(max(-lo, 0), s - max(-hi, 0))
+                                              for (lo, hi), s in zip(padding, x.shape[2:]))
+    x = x[crop]
+    grow = [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+    return np.pad(x, grow, constant_values=fill) if any(a or b for a, b in grow) else x
+
+
+def _windows(xp, kernel, stride, dilation):
+    """The view (N, C, *out, *kernel) of every window of the padded ``xp``."""
+    d = len(kernel)
+    extent = [(k - 1) * dl + 1 for k, dl in zip(kernel, dilation)]
+    view = sliding_window_view(xp, extent, axis=tuple(range(2, 2 + d)))
+    return view[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)
+                + tuple(slice(None, None, dl) for dl in dilation)]
+
+
+def _check_fits(fname, x_shape, padding, kernel, dilation):
+    for s, pad, k, dl in zip(x_shape[2:], padding, kernel, dilation):
+        if s + pad[0] + pad[1] < (k - 1) * dl + 1:
+            raise ValueError(f"{fname}: input of shape {tuple(x_shape)} with padding {tuple(padding)} is "
+                             f"smaller than the kernel {tuple(kernel)} (dilation {tuple(dilation)}); "
+                             f"pad it or use a smaller kernel")
+
+
+# -- conv -----------------------------------------------------------------------------------------
+
+def _conv_impl(x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
+    """N-d cross-correlation, channels first (torch.nn.functional.conv1d / conv2d)."""
+    d = np.ndim(w) - 2
+    if np.ndim(x) != d + 2:
+        raise ValueError(f"conv: a {d}-d convolution needs an input of shape (N, C, {d} spatial axes), got "
+                         f"{np.shape(x)} for weight of shape {np.shape(w)}")
+    (n, c), (o, cg), kernel = x.shape[:2], w.shape[:2], w.shape[2:]
+    if c != cg * groups or o % groups:
+        raise ValueError(f"conv: input of shape {x.shape} has {c} channels; weight of shape {w.shape} with "
+                         f"groups={groups} expects {cg * groups} (and out channels divisible by groups)")
+    _check_fits("conv", x.shape, padding, kernel, dilation)
+    dtype = np.result_type(x, w)
+    xp = _padded(x, padding)
+    out_sp = tuple(conv_output_size(s, k, st, (0, 0), dl)
+                   for s, k, st, dl in zip(xp.shape[2:], kernel, stride, dilation))
+    p, kk = math.prod(out_sp), math.prod(kernel)
+    cols = np.empty((n, c) + tuple(kernel) + out_sp, dtype=dtype)     # im2col
+    if kk <= p:  # one block copy per kernel offset
+        for offset, view in zip(np.ndindex(*kernel), _offset_views(xp, kernel, stride, dilation, out_sp)):
+            cols[(slice(None), slice(None)) + offset] = view
+    else:  # a kernel larger than the output (the weight gradient's): one copy of every window
+        win = _windows(xp, kernel, stride, dilation)
+        cols[...] = win.transpose((0, 1) + tuple(range(2 + d, 2 + 2 * d)) + tuple(range(2, 2 + d)))
+    cols = cols.reshape(n, groups, cg * kk, p)
+    wm = w.reshape(groups, o // groups, cg * kk).astype(dtype, copy=False)
+    return np.matmul(wm, cols).reshape((n, o) + out_sp)          # (N, g, O/g, P): already (N, O, *out)
+
+
+def _conv_transpose_impl(y, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
+    """N-d transposed convolution, channels first (torch.nn.functional.conv_transpose2d)."""
+    d = np.ndim(w) - 2
+    if np.ndim(y) != d + 2:
+        raise ValueError(f"conv_transpose: a {d}-d transposed convolution needs an input of shape (N, C, "
+                         f"{d} spatial axes), got {np.shape(y)} for weight of shape {np.shape(w)}")
+    (n, c), (ci, cog), kernel = y.shape[:2], w.shape[:2], w.shape[2:]
+    if c != ci or c % groups:
+        raise ValueError(f"conv_transpose: input of shape {y.shape} has {c} channels; weight of shape "
+                         f"{w.shape} expects {ci} (divisible by groups={groups})")
+    dtype = np.result_type(y, w)
+    sp = y.shape[2:]
+    p, kk, cig = math.prod(sp), math.prod(kernel), c // groups
+    # col2im with the batch axis last: each kernel offset adds rows of (width * N) contiguous values
+    wm = w.reshape(groups, cig, cog, kk).transpose(0, 3, 2, 1).reshape(groups, kk * cog, cig)
+    ym = np.moveaxis(y, 0, -1).reshape(groups, cig, p * n)               # (g, C_in / g, P * N)
+    cols = np.matmul(wm.astype(dtype, copy=False), ym.astype(dtype, copy=False))
+    cols = cols.reshape((groups, kk, cog) + sp + (n,))
+    full = [(s - 1) * st + (k - 1) * dl + 1 for s, st, k, dl in zip(sp, stride, kernel, dilation)]
+    size = tuple(f + max(-hi, 0) for f, (lo, hi) in zip(full, padding))
+    out = np.zeros((groups, cog) + size + (n,), dtype=dtype)
+    for j, offset in enumerate(np.ndindex(*kernel)):   # one strided add per kernel offset
+        where = tuple(slice(k * dl, k * dl + (s - 1) * st + 1, st)
+                      for k, dl, s, st in zip(offset, dilation, sp, stride))
+        out[(slice(None), slice(None)) + where] += cols[:, j]
+    crop = tuple(slice(lo, f - hi) for f, (lo, hi) in zip(full, padding))
+    out = out.reshape((groups * cog,) + size + (n,))[(slice(None),) + crop]
+    return np.ascontiguousarray(np.moveaxis(out, -1, 0))
+
+
+def _conv_input_padding(x_shape, out_shape, kernel, stride, padding, dilation):
+    """The padding pairs under which conv_transpose maps conv's output shape back to ``x_shape``."""
+    pairs = []
+    for s, o, k, st, (lo, _), dl in zip(x_shape[2:], out_shape[2:], kernel, stride, padding, dilation):
+        full = (o - 1) * st + (k - 1) * dl + 1
+        pairs.append((lo, full - lo - s))
+    return tuple(pairs)
+
+
+def _swap_batch_and_channels(a, groups):
+    """(N, g * C, *S) -> (C, g * N, *S): each group's channels become a batch, N its channels."""
+    s = tuple(_shape(a))
+    d = len(s) - 2
+    a = broadcasting.reshape(a, (s[0], groups, s[1] // groups) + s[2:])
+    a = shape.transpose(a, (2, 1, 0) + tuple(range(3, 3 + d)))
+    return broadcasting.reshape(a, (s[1] // groups, groups * s[0]) + s[2:])
+
+
+def _weight_cotangent(x, g, w_shape, stride, padding, dilation, groups):
+    """d<g, conv(x, w)>/dw: a conv of the input by the cotangent, batch and channel axes exchanged
+    and stride and dilation exchanged, cropped to the kernel."""
+    d = len(w_shape) - 2
+    o = w_shape[0]
+    xs = _swap_batch_and_channels(x, groups)                    # (C/g, g*N, *S)
+    gs = tuple(_shape(g))
+    gt = broadcasting.reshape(g, (gs[0], groups, o // groups) + gs[2:])
+    gt = shape.transpose(gt, (1, 2, 0) + tuple(range(3, 3 + d)))
+    gt = broadcasting.reshape(gt, (o, gs[0]) + gs[2:])          # (O, N, *o): O kernels over N channels
+    r = conv(xs, gt, stride=tuple(dilation), padding=tuple(padding), dilation=tuple(stride), groups=groups)
+    if tuple(_shape(r)[2:]) != tuple(w_shape[2:]):
+        r = indexing.getitem(r, (slice(None), slice(None)) + tuple(slice(0, k) for k in w_shape[2:]))
+    return shape.transpose(r, (1, 0) + tuple(range(2, 2 + d)))  # (O, C/g, *K)
+
+
+def _conv_vjp_x(g, out, x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
+    w_shape = tuple(_shape(w))
+    pads = _conv_input_padding(_shape(x), _shape(g), w_shape[2:], stride, padding, dilation)
+    return conv_transpose(g, w, stride=stride, padding=pads, dilation=dilation, groups=groups)
+
+
+def _conv_vjp_w(g, out, x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
+    return _weight_cotangent(x, g, tuple(_shape(w)), stride, padding, dilation, groups)
+
+
+def _conv_transpose_vjp_y(g, out, y, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
+    return conv(g, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def _conv_transpose_vjp_w(g, out, y, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
+    # conv_transpose(y, w) is conv's input adjoint: <conv_transpose(y, w), g> = <y, conv(g, w)>
+    return _weight_cotangent(g, y, tuple(_shape(w)), stride, padding, dilation, groups)
+
+
+conv = Primitive(_conv_impl, name="conv")
+defvjp(conv, _conv_vjp_x, _conv_vjp_w)
+defjvp(conv,
+       lambda t, out, x, w, **p: conv(t, w, **p),
+       lambda t, out, x, w, **p: conv(x, t, **p))
+facts(conv, linear=(0, 1), fresh=True, saves={0: (1,), 1: (0,)})
+
+conv_transpose = Primitive(_conv_transpose_impl, name="conv_transpose")
+defvjp(conv_transpose, _conv_transpose_vjp_y, _conv_transpose_vjp_w)
+defjvp(conv_transpose,
+       lambda t, out, y, w, **p: conv_transpose(t, w, **p),
+       lambda t, out, y, w, **p: conv_transpose(y, t, **p))
+facts(conv_transpose, linear=(0, 1), fresh=True, saves={0: (1,), 1: (0,)})
+
+
+# -- max pooling ------------------------------------------------------------------------------------
+
+def _offset_views(xp, kernel, stride, dilation, out_sp):
+    """For each kernel offset (row-major), the strided view of ``xp`` that the windows read there."""
+    for offset in np.ndindex(*kernel):
+        where = tuple(slice(k * dl, k * dl + (o - 1) * st + 1, st)
+                      for k, dl, o, st in zip(offset, dilation, out_sp, stride))
+        yield xp[(slice(None), slice(None)) + where]
+
+
+def _pool_out_shape(x, kernel, stride, padding, dilation):
+    return tuple(conv_output_size(s, k, st, pad, dl)
+                 for s, k, st, pad, dl in zip(x.shape[2:], kernel, stride, padding, dilation))
+
+
+def _pool_index_impl(x, kernel, stride, padding, dilation):
+    """For each window, the flat index (into the padded spatial grid) of its first maximum."""
+    d = len(kernel)
+    _check_fits("max_pool", x.shape, padding, kernel, dilation)
+    xp = _padded(x, padding, fill=-np.inf)
+    out_sp = _pool_out_shape(x, kernel, stride, padding, dilation)
+    place = [math.prod(xp.shape[3 + a:]) for a in range(d)]       # row-major place values
+    base = np.zeros((), dtype=np.intp)
+    for a in range(d):
+        base = base + (np.arange(out_sp[a]) * (stride[a] * place[a])).reshape((-1,) + (1,) * (d - 1 - a))
+    offsets = [sum(k * dl * pv for k, dl, pv in zip(offset, dilation, place))
+               for offset in np.ndindex(*kernel)]
+    views = _offset_views(xp, kernel, stride, dilation, out_sp)
+    best = next(views).copy()
+    first = np.full(best.shape, offsets[0], dtype=np.int32)
+    for off, view in zip(offsets[1:], views):  # a strictly greater value moves the index: the first maximum
+        bigger = view > best
+        first += bigger * (np.int32(off) - first)  # arithmetic, not a masked write: no branches per element
+        np.maximum(best, view, out=best)
+    return first + base
+
+
+pool_index = nondiff_primitive(_pool_index_impl, "pool_index")
+
+
+def _window_gather_impl(h, index, padding):
+    """``h`` (padded with zeros) at the flat spatial positions ``index`` (shape (N, C, *out))."""
+    hp = _padded(h, padding)
+    n, c = hp.shape[:2]
+    flat = hp.reshape(n, c, -1)
+    return np.take_along_axis(flat, index.reshape(n, c, -1), axis=-1).reshape(index.shape)
+
+
+def _window_scatter_impl(g, index, padding, size):
+    """An array of spatial shape ``size`` holding ``g``'s values added at ``index`` (the adjoint of
+    ``window_gather``)."""
+    n, c = g.shape[:2]
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, padding))
+    cells = math.prod(padded)
+    where = (index.reshape(n * c, -1) + (np.arange(n * c) * cells)[:, None]).ravel()
+    total = np.bincount(where, weights=g.reshape(-1), minlength=n * c * cells)
+    out = total.astype(g.dtype, copy=False).reshape((n, c) + padded)
+    crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, padding))
+    return out[(slice(None), slice(None)) + crop]
+
+
+window_gather = Primitive(_window_gather_impl, name="window_gather")
+window_scatter = Primitive(_window_scatter_impl, name="window_scatter")
+defvjp(window_gather,
+       lambda g, out, h, index, padding: window_scatter(g, index, padding, _shape(h)[2:]), None)
+defjvp(window_gather, lambda t, out, h, index, padding: window_gather(t, index, padding), None)
+defvjp(window_scatter, lambda g, out, gg, index, padding, size: window_gather(g, index, padding), None)
+defjvp(window_scatter, lambda t, out, gg, index, padding, size: window_scatter(t, index, padding, size), None)
+facts(window_gather, linear=(0,), fresh=True, saves={0: (1,)})
+facts(window_scatter, linear=(0,), fresh=True, saves={0: (1,)})
+
+
+def _max_pool_impl(x, kernel, stride, padding, dilation):
+    """Maximum over each window, padded with -inf (torch.nn.functional.max_pool1d / max_pool2d)."""
+    d = len(kernel)
+    if np.ndim(x) != d + 2:
+        raise ValueError(f"max_pool: a {d}-d pooling needs an input of shape (N, C, {d} spatial axes), "
+                         f"got {np.shape(x)}")
+    _check_fits("max_pool", x.shape, padding, kernel, dilation)
+    xp = _padded(x, padding, fill=-np.inf)
+    views = _offset_views(xp, kernel, stride, dilation, _pool_out_shape(x, kernel, stride, padding, dilation))
+    out = next(views).copy()
+    for view in views:  # one vectorised maximum per kernel offset
+        np.maximum(out, view, out=out)
+    return out
+
+
+def _max_pool_vjp(g, out, x, kernel, stride, padding, dilation):
+    index = pool_index(x, kernel, stride, padding, dilation)
+    return window_scatter(g, index, padding, tuple(_shape(x)[2:]))
+
+
+def _max_pool_jvp(t, out, x, kernel, stride, padding, dilation):
+    return window_gather(t, pool_index(x, kernel, stride, padding, dilation), padding)
+
+
+max_pool = Primitive(_max_pool_impl, name="max_pool")
+defvjp(max_pool, _max_pool_vjp)
+defjvp(max_pool, _max_pool_jvp)
+facts(max_pool, fresh=True, saves=(0,))
+
+
+# -- batching rules (wengert.engines.batching) ------------------------------------------------------
+
+def _fold(a):
+    """(B, N, ...) -> (B * N, ...)."""
+    s = tuple(_shape(a))
+    return broadcasting.reshape(a, (s[0] * s[1],) + s[2:])
+
+
+def _unfold(a, b):
+    s = tuple(_shape(a))
+    return broadcasting.reshape(a, (b, s[0] // b) + s[1:])
+
+
+def _batch_size(values, batched):
+    return next(_shape(v)[0] for v, bt in zip(values, batched) if bt)
+
+
+def _batch_pointwise_in_n(prim, values, batched, kwargs):
+    """A primitive acting on each (n, c) independently along its array arguments (pooling, gather,
+    scatter, index): the batch axis folds into N, the unbatched arrays broadcast over it."""
+    b = _batch_size(values, batched)
+    folded = []
+    for i, (v, bt) in enumerate(zip(values, batched)):
+        if i >= _ARRAY_ARGS[prim]:
+            if bt:
+                return NotImplemented
+        elif _is_index(v):  # pool_index's result: integers, never traced
+            v = v if bt else np.broadcast_to(v, (b,) + v.shape)
+            v = v.reshape((-1,) + v.shape[2:])
+        else:
+            v = _fold(v if bt else broadcasting.broadcast_to(v, (b,) + tuple(_shape(v))))
+        folded.append(v)
+    return _unfold(prim(*folded, **kwargs), b)
+
+
+def _is_index(v):
+    return isinstance(v, np.ndarray) and v.dtype.kind in "iu"
+
+
+def _batch_conv(prim, values, batched, kwargs):
+    """conv / conv_transpose: the batch folds into N when only the input is batched; otherwise into
+    the groups (batch b, group k becomes group b * groups + k), the input's batch into its channels."""
+    x, w = values[:2]
+    if len(values) > 2:
+        return NotImplemented
+    b = _batch_size(values, batched)
+    if batched[0] and not batched[1]:
+        return _unfold(prim(_fold(x), w, **kwargs), b)
+    groups = kwargs.get("groups", 1)
+    if not batched[0]:
+        x = broadcasting.broadcast_to(x, (b,) + tuple(_shape(x)))
+    xs = tuple(_shape(x))                                        # (B, N, C, *S)
+    d = len(xs) - 3
+    x = shape.transpose(x, (1, 0) + tuple(range(2, 3 + d)))
+    x = broadcasting.reshape(x, (xs[1], b * xs[2]) + xs[3:])
+    if not batched[1]:
+        w = broadcasting.broadcast_to(w, (b,) + tuple(_shape(w)))
+    out = prim(x, _fold(w), **{**kwargs, "groups": b * groups})   # (N, B * C_out, *o)
+    os_ = tuple(_shape(out))
+    out = broadcasting.reshape(out, (os_[0], b, os_[1] // b) + os_[2:])
+    return shape.transpose(out, (1, 0) + tuple(range(2, 3 + d)))
+
+
+_ARRAY_ARGS = {max_pool: 1, pool_index: 1, window_gather: 2, window_scatter: 2}
+max_pool.batch = pool_index.batch = window_gather.batch = window_scatter.batch = _batch_pointwise_in_n
+conv.batch = conv_transpose.batch = _batch_conv
