@@ -120,8 +120,8 @@ def _per_channel(v, ndim):
     return wnp.reshape(v, (-1,) + (1,) * (ndim - 2)) if ndim > 2 else v
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
-               eps=1e-5):
+def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa: A002 - PyTorch's name
+               training=False, momentum=0.1, eps=1e-5):
     """Batch normalisation over axis 1 of (N, C, *) (torch.nn.functional.batch_norm).
 
     Training: each channel is normalised by its batch mean and (biased) variance, and, where
@@ -175,7 +175,8 @@ def _update_running(running_mean, running_var, mean, var, momentum, count):
         buffer += momentum * np.reshape(value, buffer.shape)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input,  # noqa: A002 - PyTorch's name
+               normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalisation over the last ``len(normalized_shape)`` axes (torch.nn.functional.layer_norm),
     biased variance, then ``* weight + bias`` (both of ``normalized_shape``)."""
     normalized_shape = (int(normalized_shape),) if np.ndim(normalized_shape) == 0 else tuple(normalized_shape)
@@ -196,7 +197,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def group_norm(input,  # noqa: A002 - PyTorch's name
+               num_groups, weight=None, bias=None, eps=1e-5):
     """Normalisation of (N, C, *) over groups of C / num_groups channels and the spatial axes
     (torch.nn.functional.group_norm), then ``* weight + bias`` per channel."""
     shape = _shape_of(input)
@@ -219,7 +221,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, rng=None):
-    """softmax(q k^T * scale + mask) v over the last two axes (torch.nn.functional.scaled_dot_product_attention).
+    """softmax(q k^T * scale + mask) v over the last two axes
+    (torch.nn.functional.scaled_dot_product_attention).
 
     ``query`` (..., L, E), ``key`` (..., S, E), ``value`` (..., S, Ev); ``scale`` defaults to
     1/sqrt(E). ``attn_mask``: boolean (True: may attend, as PyTorch) or float (added to the scores),

@@ -237,7 +237,7 @@ class Module:
         if layout not in ("wengert", "torch"):
             raise ValueError(f"state_dict: layout must be 'wengert' or 'torch', got {layout!r}")
         state = {}
-        for key, (module, attr, kind) in self._state_slots().items():
+        for key, (module, attr, _) in self._state_slots().items():
             value = np.array(unbox_all(getattr(module, attr)))
             if layout == "torch" and attr in module._TORCH_TRANSPOSED:
                 value = np.ascontiguousarray(value.T)
