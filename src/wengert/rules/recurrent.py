@@ -119,9 +119,13 @@ def _batch_lstm_cell(prim, values, batched, kwargs):
         gates = broadcasting.broadcast_to(gates, (size,) + tuple(broadcasting.shape_of(gates)))
     if not batched[1]:
         c = broadcasting.broadcast_to(c, (size,) + tuple(broadcasting.shape_of(c)))
+    gs, cs = tuple(broadcasting.shape_of(gates)), tuple(broadcasting.shape_of(c))
+    rank = max(len(gs), len(cs))  # each example's axes line up from the right, after the batch axis
+    gates = broadcasting.reshape(gates, gs[:1] + (1,) * (rank - len(gs)) + gs[1:])
+    c = broadcasting.reshape(c, cs[:1] + (1,) * (rank - len(cs)) + cs[1:])
     lead = np.broadcast_shapes(tuple(broadcasting.shape_of(gates))[:-1], tuple(broadcasting.shape_of(c))[:-1])
-    gates = broadcasting.broadcast_to(gates, lead + tuple(broadcasting.shape_of(gates))[-1:])
-    c = broadcasting.broadcast_to(c, lead + tuple(broadcasting.shape_of(c))[-1:])
+    gates = broadcasting.broadcast_to(gates, lead + gs[-1:])
+    c = broadcasting.broadcast_to(c, lead + cs[-1:])
     return prim(gates, c)
 
 
