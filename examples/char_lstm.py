@@ -21,7 +21,6 @@ import time
 import numpy as np
 
 import wengert as wg
-import wengert.numpy as wnp
 from wengert import nn, optim
 
 
