@@ -23,7 +23,7 @@ import numpy as np
 
 import wengert as wg
 import wengert.numpy as wnp
-from benchmarks import peers
+from benchmarks import peers, recurrent
 from benchmarks.fresh import in_fresh_process, rss_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -219,6 +219,10 @@ def run(quick=False, peers_wanted=True, rss=True, markdown=None, progress=print)
             if got is not None and got["peak"] is not None:
                 rows.append((f"{cfg['cycles']:,} one-KB cycles, resident peak", label,
                              f"{got['peak'] / 2**20:,.0f} MiB"))
+    progress("  LSTM, with and without checkpointing over time steps")
+    lstm_rows = recurrent.lstm_memory(quick)
+    failed += sum("FAILED" in memory for _, _, memory in lstm_rows)
+    rows += lstm_rows
     lines = ["| workload | implementation | memory |", "|---|---|---|"]
     lines += [f"| {w} | {i} | {m} |" for w, i, m in rows]
     table = "\n".join(lines) + "\n"

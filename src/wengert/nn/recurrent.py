@@ -6,9 +6,10 @@ unchanged. Initialisation U(-1/sqrt(hidden), 1/sqrt(hidden)), as PyTorch.
 
 A time step is ordinary Python: a loop over a sequence records as many steps as it has, so the
 graph follows each sequence's length (the dynamic networks of DyNet and Chainer). The LSTM cell's
-pointwise part is one primitive (``wengert.rules.recurrent.lstm_cell``); the multi-step layers
-compute every step's input projection with one product before the loop, leaving five operations
-per step.
+pointwise part is one primitive (``wengert.rules.recurrent.lstm_cell``); ``LSTM`` computes every
+step's input projection with one product and then runs all the steps of a layer as one primitive
+(``lstm_sequence``, backpropagation through time in its rule, the recurrent weight's gradient one
+product over all steps); ``GRU`` loops in Python over composed steps.
 """
 
 import numpy as np
@@ -19,7 +20,7 @@ from wengert.nn import functional as F
 from wengert.nn import init
 from wengert.nn.layers import Dropout
 from wengert.nn.module import Module, Parameter
-from wengert.rules.recurrent import lstm_cell
+from wengert.rules.recurrent import lstm_cell, lstm_sequence
 
 __all__ = ["RNNCell", "LSTMCell", "GRUCell", "LSTM", "GRU"]
 
@@ -240,13 +241,11 @@ class LSTM(_Recurrent):
         projected = _project(x, w_ih)
         if b_ih is not None:
             projected = projected + (b_ih + b_hh)
-        w_hh_t = _t(w_hh)
         h, c = state
-        hs = []
-        for t in range(L):
-            h, c = lstm_step(projected[t] + h @ w_hh_t, c)
-            hs.append(h)
-        return wnp.stack(hs), (h, c)
+        H = self.hidden_size
+        steps = lstm_sequence(projected, h, c, w_hh)  # (L, N, 2H): every step's [h, c], one node
+        last = steps[-1]
+        return steps[..., :H], (last[..., :H], last[..., H:])
 
 
 class GRU(_Recurrent):

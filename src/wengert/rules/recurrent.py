@@ -14,13 +14,15 @@ backward pass asks both arguments' shares of one joint rule (``vjp_joint``), com
 is ``(1 + tanh(x / 2)) / 2``, which never overflows. float32 stays float32.
 """
 
+import weakref
+
 import numpy as np
 
-from wengert.core.extend import defjvp, defvjp, facts
+from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, shape
 
-__all__ = ["lstm_cell"]
+__all__ = ["lstm_cell", "lstm_sequence"]
 
 
 def _sigmoid_impl(x):
@@ -130,3 +132,167 @@ def _batch_lstm_cell(prim, values, batched, kwargs):
 
 
 lstm_cell.batch = _batch_lstm_cell
+
+
+# -- lstm_sequence: every time step of one layer as one node --------------------------------------
+
+def _sequence_impl(proj, h0, c0, w_hh):
+    """Every step of an LSTM layer: ``proj`` (L, ..., 4H) the inputs' projections with both biases,
+    ``h0``, ``c0`` (..., H), ``w_hh`` (4H, H) in PyTorch's layout; returns (L, ..., 2H), each step's
+    ``[h_t, c_t]``. The activations are kept beside the result for its backward pass."""
+    L = np.shape(proj)[0]
+    H = np.shape(w_hh)[1]
+    lead = np.broadcast_shapes(np.shape(proj)[1:-1], np.shape(h0)[:-1], np.shape(c0)[:-1])
+    dtype = np.result_type(proj, h0, c0, w_hh)
+    out = np.empty((L,) + lead + (2 * H,), dtype=dtype)
+    acts = np.empty((L,) + lead + (5 * H,), dtype=dtype)  # i, f, g, o, tanh(c_t)
+    w_t = w_hh.T
+    h, c = np.broadcast_to(h0, lead + (H,)), np.broadcast_to(c0, lead + (H,))
+    for t in range(L):
+        a = acts[t]
+        gates = proj[t] + h @ w_t
+        a[..., :2 * H] = _sigmoid_impl(gates[..., :2 * H])
+        a[..., 2 * H:3 * H] = np.tanh(gates[..., 2 * H:3 * H])
+        a[..., 3 * H:4 * H] = _sigmoid_impl(gates[..., 3 * H:])
+        c_prev = out[t - 1, ..., H:] if t else c
+        c = out[t, ..., H:]
+        np.multiply(a[..., H:2 * H], c_prev, out=c)
+        c += a[..., :H] * a[..., 2 * H:3 * H]
+        np.tanh(c, out=a[..., 4 * H:])
+        h = out[t, ..., :H]
+        np.multiply(a[..., 3 * H:4 * H], a[..., 4 * H:], out=h)
+    _KEPT[id(out)] = (weakref.ref(out, _forget(id(out))), acts)
+    return out
+
+
+_KEPT = {}  # id(result) -> (weak reference to it, its activations): read by the first-order VJP
+
+
+def _forget(key):
+    def forget(_):
+        _KEPT.pop(key, None)
+    return forget
+
+
+def _kept_activations(out):
+    entry = _KEPT.get(id(out))
+    if type(out) is np.ndarray and entry is not None and entry[0]() is out:
+        return entry[1]
+    return None
+
+
+def _sequence_backward(needed, cot, out, proj, h0, c0, w_hh):
+    """Every argument's cotangent, by backpropagation through time written with wengert's functions
+    (so that it is differentiable again); on plain arrays the forward pass's kept activations are
+    used, and the weight's cotangent is one product over all steps."""
+    L = broadcasting.shape_of(proj)[0]
+    H = broadcasting.shape_of(w_hh)[1]
+    lead = tuple(broadcasting.shape_of(out))[1:-1]
+    acts = _kept_activations(out)
+    h0 = broadcasting.broadcast_to(h0, lead + (H,))
+    c0 = broadcasting.broadcast_to(c0, lead + (H,))
+    w_t = shape.transpose(w_hh, (1, 0))
+    dh = dc = 0.0
+    d_gates = [None] * L
+    for t in reversed(range(L)):
+        h_prev = out[t - 1, ..., :H] if t else h0
+        c_prev = out[t - 1, ..., H:] if t else c0
+        if acts is not None:
+            a = acts[t]
+            i, f, g, o, tanh_c = (a[..., :H], a[..., H:2 * H], a[..., 2 * H:3 * H], a[..., 3 * H:4 * H],
+                                  a[..., 4 * H:])
+        else:
+            i, f, g, o, _ = _activations(proj[t] + h_prev @ w_t, c_prev)
+            tanh_c = elementwise.tanh(out[t, ..., H:])
+        dh = cot[t, ..., :H] + dh
+        dc_total = cot[t, ..., H:] + dc + dh * o * (1.0 - tanh_c * tanh_c)
+        d = shape.concatenate(dc_total * g * i * (1.0 - i), dc_total * c_prev * f * (1.0 - f),
+                              dc_total * i * (1.0 - g * g), dh * tanh_c * o * (1.0 - o), axis=-1)
+        d_gates[t] = d
+        dc = dc_total * f
+        dh = d @ w_hh
+    result = [None, None, None, None]
+    stacked = shape.stack(*d_gates, axis=0) if needed[0] or needed[3] else None
+    if needed[0]:
+        result[0] = stacked
+    if needed[1]:
+        result[1] = dh
+    if needed[2]:
+        result[2] = dc
+    if needed[3]:
+        h_prevs = shape.concatenate(broadcasting.reshape(h0, (1,) + lead + (H,)), out[:-1, ..., :H], axis=0)
+        result[3] = (shape.transpose(broadcasting.reshape(stacked, (-1, 4 * H)), (1, 0))
+                     @ broadcasting.reshape(h_prevs, (-1, H)))
+    return result
+
+
+def _sequence_tangent(tangents, out, proj, h0, c0, w_hh):
+    """The result's tangent for the arguments' tangents (None where absent), step by step."""
+    t_proj, t_h0, t_c0, t_w = tangents
+    L = broadcasting.shape_of(proj)[0]
+    H = broadcasting.shape_of(w_hh)[1]
+    lead = tuple(broadcasting.shape_of(out))[1:-1]
+    w_t = shape.transpose(w_hh, (1, 0))
+    t_wt = None if t_w is None else shape.transpose(t_w, (1, 0))
+    t_h, t_c = t_h0, t_c0
+    h, c = broadcasting.broadcast_to(h0, lead + (H,)), broadcasting.broadcast_to(c0, lead + (H,))
+    steps = []
+    for t in range(L):
+        t_gates = None if t_proj is None else t_proj[t]
+        for extra in ((None if t_h is None else t_h @ w_t), (None if t_wt is None else h @ t_wt)):
+            if extra is not None:
+                t_gates = extra if t_gates is None else t_gates + extra
+        if t_gates is None and t_c is None:
+            step = elementwise.zeros_of(out[t])
+        else:
+            step = _tangent(t_gates, t_c, proj[t] + h @ w_t, c)
+        steps.append(step)
+        t_h, t_c = step[..., :H], step[..., H:]
+        h, c = out[t, ..., :H], out[t, ..., H:]
+    return shape.stack(*steps, axis=0)
+
+
+def _sequence_vjp(argnum, cot, out, *args):
+    return _sequence_backward([i == argnum for i in range(4)], cot, out, *args)[argnum]
+
+
+def _sequence_jvp(argnum, t, out, *args):
+    return _sequence_tangent([t if i == argnum else None for i in range(4)], out, *args)
+
+
+lstm_sequence = Primitive(_sequence_impl, name="lstm_sequence", grad_post=broadcasting.unbroadcast)
+defvjp_argnum(lstm_sequence, _sequence_vjp)
+defjvp_argnum(lstm_sequence, _sequence_jvp)
+lstm_sequence.vjp_joint = _sequence_backward
+lstm_sequence.jvp_joint = lambda tangents, out, *args: _sequence_tangent(list(tangents), out, *args)
+facts(lstm_sequence, fresh=True, saves=("out", 0, 1, 2, 3))
+
+
+def _batch_sequence(prim, values, batched, kwargs):
+    """Examples are one more axis after time (the weights shared), or, with batched weights, each
+    example's steps as ``lstm_cell`` calls, which batch."""
+    proj, h0, c0, w_hh = values
+    if batched[3]:
+        return NotImplemented
+    size = broadcasting.shape_of(proj if batched[0] else (h0 if batched[1] else c0))[0]
+    if batched[0]:
+        ps = tuple(broadcasting.shape_of(proj))
+        proj = shape.transpose(proj, (1, 0) + tuple(range(2, len(ps))))  # (L, examples, ..., 4H)
+    else:
+        ps = tuple(broadcasting.shape_of(proj))
+        proj = broadcasting.broadcast_to(broadcasting.reshape(proj, ps[:1] + (1,) + ps[1:]),
+                                         ps[:1] + (size,) + ps[1:])
+    rank = len(broadcasting.shape_of(proj)) - 1  # the examples' axis and the others, less time
+    fitted = []
+    for v, b in ((h0, batched[1]), (c0, batched[2])):
+        vs = tuple(broadcasting.shape_of(v))
+        if not b:
+            v = broadcasting.reshape(v, (1,) + vs)
+            vs = (1,) + vs
+        fitted.append(broadcasting.reshape(v, vs[:1] + (1,) * (rank - len(vs)) + vs[1:]))
+    out = prim(proj, fitted[0], fitted[1], w_hh)
+    n = len(broadcasting.shape_of(out))
+    return shape.transpose(out, (1, 0) + tuple(range(2, n)))
+
+
+lstm_sequence.batch = _batch_sequence
