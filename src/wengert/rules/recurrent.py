@@ -140,6 +140,8 @@ def _sequence_impl(proj, h0, c0, w_hh):
     """Every step of an LSTM layer: ``proj`` (L, ..., 4H) the inputs' projections with both biases,
     ``h0``, ``c0`` (..., H), ``w_hh`` (4H, H) in PyTorch's layout; returns (L, ..., 2H), each step's
     ``[h_t, c_t]``. The activations are kept beside the result for its backward pass."""
+    if any(broadcasting.foreign(a) for a in (proj, h0, c0, w_hh)):
+        return _sequence_generic(proj, h0, c0, w_hh)
     L = np.shape(proj)[0]
     H = np.shape(w_hh)[1]
     lead = np.broadcast_shapes(np.shape(proj)[1:-1], np.shape(h0)[:-1], np.shape(c0)[:-1])
@@ -163,6 +165,17 @@ def _sequence_impl(proj, h0, c0, w_hh):
         np.multiply(a[..., 3 * H:4 * H], a[..., 4 * H:], out=h)
     _KEPT[id(out)] = (weakref.ref(out, _forget(id(out))), acts)
     return out
+
+
+def _sequence_generic(proj, h0, c0, w_hh):
+    """The steps with the arrays' own library (Dask, CuPy: NumPy's functions dispatch), nothing kept."""
+    H = np.shape(w_hh)[1]
+    h, c, steps = h0, c0, []
+    for t in range(np.shape(proj)[0]):
+        hc = _lstm_cell_impl(proj[t] + h @ w_hh.T, c)
+        h, c = hc[..., :H], hc[..., H:]
+        steps.append(hc)
+    return np.stack(steps, axis=0)
 
 
 _KEPT = {}  # id(result) -> (weak reference to it, its activations): read by the first-order VJP
