@@ -153,7 +153,7 @@ class Flatten(Module):
         shape = tuple(np.shape(unbox_all(x))) if type(x) not in BOX_TYPES else tuple(x.shape)
         n = len(shape)
         start, end = self.start_dim % max(n, 1), self.end_dim % max(n, 1)
-        if n == 0 or start > end:
+        if n == 0 or start > end or not (-n <= self.start_dim < n and -n <= self.end_dim < n):
             raise ValueError(f"Flatten(start_dim={self.start_dim}, end_dim={self.end_dim}): input of "
                              f"shape {shape} has no such range of axes")
         return wnp.reshape(x, shape[:start] + (-1,) + shape[end + 1:])
