@@ -227,7 +227,8 @@ def test_load_state_dict_is_all_or_nothing_and_names_what_is_wrong():
     for k, v in model.state_dict().items():
         np.testing.assert_array_equal(v, before[k])
     partial = {k: v for k, v in state.items() if k != "1.num_batches_tracked"}
-    with pytest.raises(KeyError, match=r"missing keys \['1.num_batches_tracked'\], unexpected keys \['extra'\]"):
+    with pytest.raises(KeyError, match=r"missing keys \['1.num_batches_tracked'\], "
+                                       r"unexpected keys \['extra'\]"):
         model.load_state_dict({**partial, "extra": 1})
     model.load_state_dict({"1.running_mean": np.ones(4)}, strict=False)
     np.testing.assert_array_equal(model[1].running_mean, np.ones(4))
