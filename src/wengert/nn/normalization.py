@@ -21,7 +21,7 @@ def _shape(x):
 
 
 class _BatchNorm(Module):
-    _ranks = ()
+    _ranks: tuple[int, ...] = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  dtype=np.float32):

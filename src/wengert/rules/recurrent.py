@@ -109,7 +109,9 @@ lstm_cell = Primitive(_lstm_cell_impl, name="lstm_cell", grad_post=broadcasting.
 defvjp(lstm_cell, _vjp_gates, _vjp_c)
 defjvp(lstm_cell, lambda t, out, gates, c: _tangent(t, None, gates, c),
        lambda t, out, gates, c: _tangent(None, t, gates, c))
-lstm_cell.vjp_joint, lstm_cell.vjp_extra = _vjp_joint, True  # one backward step for both
+# the backward pass calls the joint rule (read with getattr: an optional attribute of primitives)
+setattr(lstm_cell, "vjp_joint", _vjp_joint)  # noqa: B010 - not a declared attribute of Primitive
+lstm_cell.vjp_extra = True
 facts(lstm_cell, fresh=True, saves=(0, 1))
 
 
@@ -276,7 +278,7 @@ def _sequence_jvp(argnum, t, out, *args):
 lstm_sequence = Primitive(_sequence_impl, name="lstm_sequence", grad_post=broadcasting.unbroadcast)
 defvjp_argnum(lstm_sequence, _sequence_vjp)
 defjvp_argnum(lstm_sequence, _sequence_jvp)
-lstm_sequence.vjp_joint = _sequence_backward
+setattr(lstm_sequence, "vjp_joint", _sequence_backward)  # noqa: B010
 lstm_sequence.jvp_joint = lambda tangents, out, *args: _sequence_tangent(list(tangents), out, *args)
 facts(lstm_sequence, fresh=True, saves=("out", 0, 1, 2, 3))
 
