@@ -15,12 +15,13 @@ product over all steps); ``GRU`` loops in Python over composed steps.
 import numpy as np
 
 import wengert.numpy as wnp
-from wengert.core.trace import BOX_TYPES
+from wengert.api.tensor import Tensor
+from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.nn import functional as F
 from wengert.nn import init
 from wengert.nn.layers import Dropout
 from wengert.nn.module import Module, Parameter
-from wengert.rules.recurrent import lstm_cell, lstm_sequence
+from wengert.rules.recurrent import discard_kept, lstm_cell, lstm_sequence
 
 __all__ = ["RNNCell", "LSTMCell", "GRUCell", "LSTM", "GRU"]
 
@@ -244,6 +245,8 @@ class LSTM(_Recurrent):
         h, c = state
         H = self.hidden_size
         steps = lstm_sequence(projected, h, c, w_hh)  # (L, N, 2H): every step's [h, c], one node
+        if type(steps) is np.ndarray or (type(steps) is Tensor and not steps.requires_grad):
+            discard_kept(unbox_all(steps))  # not recorded (no_grad, plain arrays): no backward pass
         last = steps[-1]
         return steps[..., :H], (last[..., :H], last[..., H:])
 

@@ -22,7 +22,7 @@ from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum, fa
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, shape
 
-__all__ = ["lstm_cell", "lstm_sequence"]
+__all__ = ["lstm_cell", "lstm_sequence", "discard_kept"]
 
 
 def _sigmoid_impl(x):
@@ -190,10 +190,18 @@ def _forget(key):
 
 
 def _kept_activations(out):
+    """The activations kept for ``out`` by its forward pass, handed over once (a second backward
+    pass through the same node recomputes them), or None."""
     entry = _KEPT.get(id(out))
     if type(out) is np.ndarray and entry is not None and entry[0]() is out:
+        del _KEPT[id(out)]
         return entry[1]
     return None
+
+
+def discard_kept(out):
+    """Forget the activations kept for ``out`` (a result nothing will differentiate)."""
+    _KEPT.pop(id(out), None)
 
 
 def _sequence_backward(needed, cot, out, proj, h0, c0, w_hh):
