@@ -212,6 +212,8 @@ def _sequence_backward(needed, cot, out, proj, h0, c0, w_hh):
     H = broadcasting.shape_of(w_hh)[1]
     lead = tuple(broadcasting.shape_of(out))[1:-1]
     acts = _kept_activations(out)
+    if acts is not None and all(type(a) is np.ndarray for a in (cot, h0, c0, w_hh)):
+        return _plain_backward(needed, cot, out, acts, h0, c0, w_hh)
     h0 = broadcasting.broadcast_to(h0, lead + (H,))
     c0 = broadcasting.broadcast_to(c0, lead + (H,))
     w_t = shape.transpose(w_hh, (1, 0))
@@ -246,6 +248,38 @@ def _sequence_backward(needed, cot, out, proj, h0, c0, w_hh):
         h_prevs = shape.concatenate(broadcasting.reshape(h0, (1,) + lead + (H,)), out[:-1, ..., :H], axis=0)
         result[3] = (shape.transpose(broadcasting.reshape(stacked, (-1, 4 * H)), (1, 0))
                      @ broadcasting.reshape(h_prevs, (-1, H)))
+    return result
+
+
+def _plain_backward(needed, cot, out, acts, h0, c0, w_hh):
+    """:func:`_sequence_backward` on plain NumPy arrays with the kept activations (a first-order
+    pass): the same formulas, written into one preallocated array of every step's gate cotangents."""
+    L, H = out.shape[0], w_hh.shape[1]
+    lead = out.shape[1:-1]
+    h0, c0 = np.broadcast_to(h0, lead + (H,)), np.broadcast_to(c0, lead + (H,))
+    dtype = np.result_type(cot, out)
+    d_all = np.empty(out.shape[:-1] + (4 * H,), dtype=dtype)
+    dh = np.zeros(lead + (H,), dtype=dtype)
+    dc = np.zeros(lead + (H,), dtype=dtype)
+    for t in reversed(range(L)):
+        a = acts[t]
+        i, f, g, o = a[..., :H], a[..., H:2 * H], a[..., 2 * H:3 * H], a[..., 3 * H:4 * H]
+        tanh_c = a[..., 4 * H:]
+        c_prev = out[t - 1, ..., H:] if t else c0
+        dh += cot[t, ..., :H]
+        dc += cot[t, ..., H:]
+        dc += dh * o * (1.0 - tanh_c * tanh_c)
+        d = d_all[t]
+        np.multiply(dc * g, i * (1.0 - i), out=d[..., :H])
+        np.multiply(dc * c_prev, f * (1.0 - f), out=d[..., H:2 * H])
+        np.multiply(dc * i, 1.0 - g * g, out=d[..., 2 * H:3 * H])
+        np.multiply(dh * tanh_c, o * (1.0 - o), out=d[..., 3 * H:])
+        dc *= f
+        dh = d @ w_hh
+    result = [d_all if needed[0] else None, dh if needed[1] else None, dc if needed[2] else None, None]
+    if needed[3]:
+        h_prevs = np.concatenate([h0[None], out[:-1, ..., :H]], axis=0)
+        result[3] = d_all.reshape(-1, 4 * H).T @ h_prevs.reshape(-1, H)
     return result
 
 
