@@ -9,7 +9,12 @@ changes from one minibatch to the next (the dynamic networks of DyNet and Chaine
 (h, c, summed loss, t): the backward pass keeps a few states and recomputes the rest (Griewank's
 schedule; O(log T) states instead of T).
 
-    python examples/char_lstm.py [--steps 600] [--hidden 128] [--checkpoint binomial]
+    python examples/char_lstm.py [--steps 300] [--hidden 128] [--checkpoint binomial]
+
+Measured here (a loaded 2-core machine, about 5 minutes of CPU time for 600 steps): the loss (mean
+over a tenth of the steps) falls from 2.27 to 0.20 by step 300 and 0.12 by step 600 (uniform
+guessing: 3.81), and the sample recites the Zen ("Beautiful is better than ugly. / Explicit is
+better than implicit. / Simple is better than complicated. ...").
 """
 
 import argparse
@@ -93,7 +98,7 @@ def windows(data, batch, length, rng):
     return block[:-1], block[1:]
 
 
-def train(steps=600, batch=16, min_len=20, max_len=60, hidden=128, lr=5e-3, checkpoint=None, seed=0,
+def train(steps=300, batch=16, min_len=20, max_len=60, hidden=128, lr=5e-3, checkpoint=None, seed=0,
           report_every=50, log=print):
     """Train on the Zen; returns (model, vocabulary, per-step losses, window lengths used)."""
     data, chars = encode(zen_text())
@@ -118,7 +123,7 @@ def train(steps=600, batch=16, min_len=20, max_len=60, hidden=128, lr=5e-3, chec
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--min-len", type=int, default=20)
     parser.add_argument("--max-len", type=int, default=60)
