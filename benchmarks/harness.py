@@ -35,6 +35,7 @@ IMPLEMENTATIONS = {
     "tape": "wengert tape",  # benchmarks/compiled.py: there "wengert" is the compiled function
     "vjp": "wengert, one VJP",  # benchmarks/batching.py: the unit of the Jacobian's target
     "torch-loop": "PyTorch loop",  # benchmarks/batching.py: one example at a time
+    "binomial": "wengert, iterate(binomial)",  # benchmarks/recurrent.py: checkpointed time steps
     "jit": "JAX jit",
 }
 

@@ -25,7 +25,7 @@ import numpy as np
 
 import wengert as wg
 import wengert.numpy as wnp
-from benchmarks import peers, write_memory
+from benchmarks import peers, recurrent, write_memory
 from benchmarks.fresh import in_fresh_process, rss_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -226,6 +226,10 @@ def run(quick=False, peers_wanted=True, rss=True, markdown=None, progress=print)
                                                        progress=progress)
         rows += write_rows
         failed += write_failed
+    progress("  LSTM, with and without checkpointing over time steps")
+    lstm_rows = recurrent.lstm_memory(quick)
+    failed += sum("FAILED" in memory for _, _, memory in lstm_rows)
+    rows += lstm_rows
     lines = ["| workload | implementation | memory |", "|---|---|---|"]
     lines += [f"| {w} | {i} | {m} |" for w, i, m in rows]
     table = "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@ import numpy as np
 
 import wengert as wg
 import wengert.numpy as wnp
-from benchmarks import batching, indexing, peers
+from benchmarks import batching, indexing, peers, recurrent
 from benchmarks.harness import Impl, Target, Workload
 
 __all__ = ["scalar_chain", "tiny_network", "mlp", "all_workloads", "WORKLOAD_NAMES",
@@ -16,6 +16,7 @@ __all__ = ["scalar_chain", "tiny_network", "mlp", "all_workloads", "WORKLOAD_NAM
 
 WORKLOAD_NAMES = ("scalar-chain", "tiny-network", "mlp-float32", "mlp-float64",
                   "nn-epoch-demo", "nn-epoch-784",  # these two: benchmarks/nn_workloads.py
+                  recurrent.NAME,
                   indexing.NAME,
                   "source-loop",  # benchmarks/source.py
                   *batching.NAMES,
@@ -324,7 +325,9 @@ def all_workloads(quick=False):
         small = dict(sizes=(64, 32, 32, 10), batch=16, rounds=3)
         return [scalar_chain(steps=500, jax_steps=50, rounds=3), tiny_network(rounds=3),
                 mlp(np.float32, **small), mlp(np.float64, **small)] + nn_workloads(quick=True) \
+            + [recurrent.lstm_workload(quick=True)] \
             + indexing.workloads(quick=True) + source_loops.workloads(quick=True) \
             + batching.workloads(quick=True) + cnn_workloads(quick=True)
     return ([scalar_chain(), tiny_network(), mlp(np.float32), mlp(np.float64)] + nn_workloads()
+            + [recurrent.lstm_workload()]
             + indexing.workloads() + source_loops.workloads() + batching.workloads() + cnn_workloads())

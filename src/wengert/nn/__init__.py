@@ -8,7 +8,8 @@
 or functionally: ``wg.grad(lambda p: nn.cross_entropy(model.apply(p, x), labels))(model.parameters_tree())``.
 """
 
-from wengert.nn import init
+from wengert.nn import functional, init, utils
+from wengert.nn.attention import MultiheadAttention
 from wengert.nn.conv import (
     AdaptiveAvgPool2d,
     AvgPool1d,
@@ -30,8 +31,24 @@ from wengert.nn.functional import (
     softmax,
     tanh,
 )
-from wengert.nn.layers import GELU, MLP, Dropout, Embedding, Identity, Linear, ReLU, Sequential, Sigmoid, Tanh
+from wengert.nn.layers import (
+    GELU,
+    MLP,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    Linear,
+    LogSoftmax,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
 from wengert.nn.module import Module, Parameter, SparseRows, functional_call
+from wengert.nn.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from wengert.nn.recurrent import GRU, LSTM, GRUCell, LSTMCell, RNNCell
 
 __all__ = [
     "Module", "Parameter", "SparseRows", "functional_call", "Linear", "Embedding", "Sequential", "MLP",
@@ -39,6 +56,8 @@ __all__ = [
     "ReLU", "Tanh", "Sigmoid", "GELU", "Identity",
     "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
     "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits", "init",
+    "Flatten", "Softmax", "LogSoftmax", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm",
+    "RNNCell", "LSTMCell", "GRUCell", "LSTM", "GRU", "MultiheadAttention", "functional", "utils",
 ]
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
             "AdaptiveAvgPool2d"]

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 import wengert.numpy as wnp
-from wengert.core.trace import unbox_all
+from wengert.core.trace import BOX_TYPES, unbox_all
 from wengert.nn.convolution import (  # convolution and pooling (torch.nn.functional's names)
     adaptive_avg_pool2d,
     avg_pool1d,
@@ -24,7 +24,8 @@ from wengert.nn.convolution import (  # convolution and pooling (torch.nn.functi
 from wengert.rules import nn as nn_ops
 
 __all__ = ["relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
-           "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]
+           "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits",
+           "batch_norm", "layer_norm", "group_norm", "scaled_dot_product_attention"]
 __all__ += ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
             "adaptive_avg_pool2d"]
 
@@ -51,14 +52,16 @@ def gelu(x):
     return 0.5 * x * (1.0 + wnp.tanh(_GELU_C * (x + 0.044715 * (x * x * x))))
 
 
-def log_softmax(x, axis=-1):
-    """log(softmax(x)) along ``axis``, computed stably (torch.log_softmax, jax.nn.log_softmax)."""
-    return nn_ops.log_softmax(x, axis=axis)
+def log_softmax(x, axis=-1, dim=None):
+    """log(softmax(x)) along ``axis`` (or PyTorch's ``dim=``), computed stably (torch.log_softmax,
+    jax.nn.log_softmax)."""
+    return nn_ops.log_softmax(x, axis=axis if dim is None else dim)
 
 
-def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along ``axis``, via the stable log_softmax (torch.softmax)."""
-    return wnp.exp(nn_ops.log_softmax(x, axis=axis))
+def softmax(x, axis=-1, dim=None):
+    """exp(x) / sum(exp(x)) along ``axis`` (or PyTorch's ``dim=``), via the stable log_softmax
+    (torch.softmax)."""
+    return wnp.exp(nn_ops.log_softmax(x, axis=axis if dim is None else dim))
 
 
 def _reduce(losses, reduction, fname):
@@ -116,3 +119,149 @@ def binary_cross_entropy_with_logits(logits, targets, reduction="mean"):
     """
     losses = wnp.maximum(logits, 0.0) - logits * targets + wnp.log1p(wnp.exp(-wnp.abs(logits)))
     return _reduce(losses, reduction, "binary_cross_entropy_with_logits")
+
+
+# -- normalisation ---------------------------------------------------------------------------------
+
+def _shape_of(x):
+    return tuple(x.shape) if type(x) in BOX_TYPES else tuple(np.shape(x))
+
+
+def _per_channel(v, ndim):
+    """A (C,) vector shaped to broadcast against (N, C, *spatial)."""
+    return wnp.reshape(v, (-1,) + (1,) * (ndim - 2)) if ndim > 2 else v
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa: A002 - PyTorch's name
+               training=False, momentum=0.1, eps=1e-5):
+    """Batch normalisation over axis 1 of (N, C, *) (torch.nn.functional.batch_norm).
+
+    Training: each channel is normalised by its batch mean and (biased) variance, and, where
+    running statistics are given (plain NumPy arrays), they are updated in place with ``momentum``,
+    the variance unbiased as in PyTorch; the update is bookkeeping, never differentiated. Not
+    training: the running statistics normalise. Under ``wg.vmap`` the running statistics cannot be
+    updated (each example would need its own): that is refused, as functorch does; use eval mode or
+    pass None for them (each example then normalised by its own batch's statistics).
+    """
+    shape = _shape_of(input)
+    if len(shape) < 2:
+        raise ValueError(f"batch_norm: input must have shape (N, C, *), got {shape}")
+    ndim = len(shape)
+    axes = (0,) + tuple(range(2, ndim))
+    if training:
+        count = int(np.prod([shape[a] for a in axes]))
+        if count <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got "
+                             f"input of shape {shape}")
+        mean = wnp.mean(input, axis=axes, keepdims=True)
+        centred = input - mean
+        var = wnp.mean(centred * centred, axis=axes, keepdims=True)
+        if running_mean is not None or running_var is not None:
+            _update_running(running_mean, running_var, mean, var, momentum, count)
+        normed = centred / wnp.sqrt(var + eps)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are needed when not training")
+        normed = (input - _per_channel(running_mean, ndim)) / wnp.sqrt(_per_channel(running_var, ndim) + eps)
+    if weight is not None:
+        normed = normed * _per_channel(weight, ndim)
+    if bias is not None:
+        normed = normed + _per_channel(bias, ndim)
+    return normed
+
+
+def _update_running(running_mean, running_var, mean, var, momentum, count):
+    mean_value, var_value = unbox_all(mean), unbox_all(var)
+    if type(mean_value) in BOX_TYPES or type(var_value) in BOX_TYPES:
+        raise ValueError("batch_norm: training mode updates the running statistics, which cannot be done "
+                         "under wg.vmap or in a traced program (each example would need its own); "
+                         "use eval() mode, or track_running_stats=False (running statistics None)")
+    for buffer, value, name in ((running_mean, mean_value, "running_mean"),
+                                (running_var, var_value * (count / (count - 1)), "running_var")):
+        if buffer is None:
+            continue
+        if type(buffer) is not np.ndarray:
+            raise TypeError(f"batch_norm: {name} must be a NumPy array (updated in place), got "
+                            f"{type(buffer).__name__}")
+        buffer *= 1.0 - momentum
+        buffer += momentum * np.reshape(value, buffer.shape)
+
+
+def layer_norm(input,  # noqa: A002 - PyTorch's name
+               normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalisation over the last ``len(normalized_shape)`` axes (torch.nn.functional.layer_norm),
+    biased variance, then ``* weight + bias`` (both of ``normalized_shape``)."""
+    normalized_shape = (int(normalized_shape),) if np.ndim(normalized_shape) == 0 else tuple(normalized_shape)
+    shape = _shape_of(input)
+    k = len(normalized_shape)
+    if k == 0 or shape[len(shape) - k:] != normalized_shape or len(shape) < k:
+        raise ValueError(f"layer_norm: input of shape {shape} does not end in normalized_shape "
+                         f"{normalized_shape}")
+    axes = tuple(range(len(shape) - k, len(shape)))
+    mean = wnp.mean(input, axis=axes, keepdims=True)
+    centred = input - mean
+    var = wnp.mean(centred * centred, axis=axes, keepdims=True)
+    out = centred / wnp.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def group_norm(input,  # noqa: A002 - PyTorch's name
+               num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalisation of (N, C, *) over groups of C / num_groups channels and the spatial axes
+    (torch.nn.functional.group_norm), then ``* weight + bias`` per channel."""
+    shape = _shape_of(input)
+    if len(shape) < 2 or shape[1] % num_groups:
+        raise ValueError(f"group_norm: input of shape {shape} needs (N, C, *) with C divisible by "
+                         f"num_groups={num_groups}")
+    grouped = wnp.reshape(input, (shape[0], num_groups, -1))
+    mean = wnp.mean(grouped, axis=-1, keepdims=True)
+    centred = grouped - mean
+    var = wnp.mean(centred * centred, axis=-1, keepdims=True)
+    out = wnp.reshape(centred / wnp.sqrt(var + eps), shape)
+    if weight is not None:
+        out = out * _per_channel(weight, len(shape))
+    if bias is not None:
+        out = out + _per_channel(bias, len(shape))
+    return out
+
+
+# -- attention -------------------------------------------------------------------------------------
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, rng=None):
+    """softmax(q k^T * scale + mask) v over the last two axes
+    (torch.nn.functional.scaled_dot_product_attention).
+
+    ``query`` (..., L, E), ``key`` (..., S, E), ``value`` (..., S, Ev); ``scale`` defaults to
+    1/sqrt(E). ``attn_mask``: boolean (True: may attend, as PyTorch) or float (added to the scores),
+    broadcasting to (..., L, S); ``is_causal``: position i attends to j <= i. A row that may attend
+    to nothing gives nan, as in PyTorch. ``dropout_p`` drops attention weights with ``rng`` (a
+    Generator or seed; NumPy's global state by default).
+    """
+    q_shape, k_shape = _shape_of(query), _shape_of(key)
+    if len(q_shape) < 2 or len(k_shape) < 2 or q_shape[-1] != k_shape[-1]:
+        raise ValueError(f"scaled_dot_product_attention: query (..., L, E) and key (..., S, E) must share "
+                         f"E; got shapes {q_shape} and {k_shape}")
+    scale = 1.0 / math.sqrt(q_shape[-1]) if scale is None else float(scale)
+    scores = (query @ wnp.swapaxes(key, -1, -2)) * scale
+    L, S = q_shape[-2], k_shape[-2]
+    if is_causal:
+        if attn_mask is not None:
+            raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal=True, not both")
+        attn_mask = np.tril(np.ones((L, S), dtype=bool))
+    if attn_mask is not None:
+        mask = unbox_all(attn_mask) if np.asarray(unbox_all(attn_mask)).dtype == bool else attn_mask
+        if type(mask) is np.ndarray and mask.dtype == bool:
+            scores = wnp.where(mask, scores, -np.inf)
+        else:
+            scores = scores + mask
+    weights = softmax(scores, axis=-1)
+    if dropout_p > 0.0:
+        draw = np.random.random if rng is None else np.random.default_rng(rng).random
+        keep = draw(_shape_of(weights)) >= dropout_p
+        weights = weights * (keep / (1.0 - dropout_p)).astype(unbox_all(weights).dtype)
+    return weights @ value

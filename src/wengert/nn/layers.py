@@ -15,7 +15,7 @@ from wengert.nn import init
 from wengert.nn.module import Module, Parameter
 
 __all__ = ["Linear", "Embedding", "Sequential", "MLP", "Dropout", "ReLU", "Tanh", "Sigmoid", "GELU",
-           "Identity"]
+           "Identity", "Flatten", "Softmax", "LogSoftmax"]
 
 
 class Linear(Module):
@@ -25,9 +25,11 @@ class Linear(Module):
     ``weight`` has shape ``(in_features, out_features)``, the transpose of PyTorch's ``(out, in)``,
     on purpose: ``x @ weight`` is how NumPy and HIPS autograd code writes a layer (so parameters
     move between them and ``model.apply`` unchanged), it needs no transpose in the forward or the
-    backward pass, and saved models keep one layout. To load PyTorch weights, transpose them:
-    ``layer.weight.value = torch_layer.weight.detach().numpy().T``.
+    backward pass, and saved models keep one layout. ``load_state_dict`` transposes PyTorch's
+    weights (see :meth:`Module.load_state_dict`), and ``state_dict(layout="torch")`` gives them back.
     """
+
+    _TORCH_TRANSPOSED = ("weight",)
 
     def __init__(self, in_features, out_features, bias=True, rng=None, dtype=np.float32):
         super().__init__()
@@ -137,6 +139,48 @@ class GELU(_Activation):
 class Identity(_Activation):
     """Returns its input."""
     fun = staticmethod(lambda x: x)
+
+
+class Flatten(Module):
+    """Flattens axes ``start_dim`` .. ``end_dim`` into one (torch.nn.Flatten; defaults keep axis 0,
+    the batch)."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = int(start_dim), int(end_dim)
+
+    def forward(self, x):
+        shape = tuple(np.shape(unbox_all(x))) if type(x) not in BOX_TYPES else tuple(x.shape)
+        n = len(shape)
+        start, end = self.start_dim % max(n, 1), self.end_dim % max(n, 1)
+        if n == 0 or start > end or not (-n <= self.start_dim < n and -n <= self.end_dim < n):
+            raise ValueError(f"Flatten(start_dim={self.start_dim}, end_dim={self.end_dim}): input of "
+                             f"shape {shape} has no such range of axes")
+        return wnp.reshape(x, shape[:start] + (-1,) + shape[end + 1:])
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Softmax(Module):
+    """softmax along ``dim`` as a module (torch.nn.Softmax; ``dim`` must be given, default -1)."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, axis=self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """log_softmax along ``dim`` as a module (torch.nn.LogSoftmax)."""
+
+    def forward(self, x):
+        return F.log_softmax(x, axis=self.dim)
 
 
 _ACTIVATIONS = {"relu": ReLU, "tanh": Tanh, "sigmoid": Sigmoid, "gelu": GELU, "identity": Identity}

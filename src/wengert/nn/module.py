@@ -8,8 +8,10 @@ attributes that are modules, or lists/tuples of modules. Both ways of training w
 - functional, JAX style: ``params = model.parameters_tree()`` (nested dicts of arrays) and
   ``model.apply(params, x)`` inside a function given to ``wg.grad``.
 
-``state_dict()`` is a flat dict of dotted names to arrays; ``save``/``load`` write and read it as a
-NumPy ``.npz`` file (never pickle: loading runs no code).
+Buffers (``register_buffer``: batch norm's running statistics) are plain NumPy arrays, never
+traced. ``state_dict()`` is a flat dict of dotted names to arrays, parameters and buffers in
+PyTorch's order; ``load_state_dict`` also takes PyTorch's (converted to NumPy), transposing
+``Linear`` weights; ``save``/``load`` write and read it as a NumPy ``.npz`` file (never pickle).
 """
 
 import contextlib
@@ -166,7 +168,8 @@ class Module:
 
     # -- modes ----------------------------------------------------------------------------------
     def train(self, mode=True):
-        """Training mode (Dropout active) for this module and all sub-modules; returns self."""
+        """Training mode (Dropout active, batch norm on batch statistics) for this module and all
+        sub-modules; returns self."""
         for m in self.modules():
             m.training = mode
         return self
@@ -180,31 +183,135 @@ class Module:
         for p in self.parameters():
             p.grad = None
 
+    # -- buffers --------------------------------------------------------------------------------
+    def register_buffer(self, name, value, persistent=True):
+        """Keep ``value`` (an array, or None) as state that is not a parameter (torch's
+        ``register_buffer``): batch norm's running statistics. Buffers are plain NumPy arrays, never
+        traced or differentiated; ``state_dict`` holds them (unless ``persistent=False``)."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"{type(self).__name__}.register_buffer: name must be a non-empty string "
+                           f"without '.', got {name!r}")
+        if isinstance(vars(self).get(name), (Parameter, Module)):
+            raise KeyError(f"{type(self).__name__}.register_buffer: '{name}' is already a parameter "
+                           f"or sub-module")
+        names = vars(self).setdefault("_buffer_names", {})
+        names[name] = bool(persistent)
+        object.__setattr__(self, name, None if value is None else np.asarray(unbox_all(value)))
+
+    def _own_buffers(self, persistent_only=False):
+        for name, persistent in vars(self).get("_buffer_names", {}).items():
+            value = getattr(self, name)
+            if value is not None and (persistent or not persistent_only):
+                yield name, value
+
+    def named_buffers(self):
+        """(dotted name, array) for every buffer (torch.nn.Module.named_buffers)."""
+        for prefix, module in self.named_modules():
+            for name, value in module._own_buffers():
+                yield (f"{prefix}.{name}" if prefix else name), value
+
+    def buffers(self):
+        """Every buffer's array, as a list."""
+        return [b for _, b in self.named_buffers()]
+
     # -- state ----------------------------------------------------------------------------------
-    def state_dict(self):
-        """A flat dict: dotted parameter name -> a copy of its array."""
-        return {name: np.array(p.value) for name, p in self.named_parameters()}
+    def _state_slots(self):
+        """name -> (module, attribute, kind) for every parameter and persistent buffer, in PyTorch's
+        order (each module's parameters, then its buffers, depth first); shared parameters once."""
+        slots, seen = {}, set()
+        for prefix, module in self.named_modules():
+            for name, p in module._own_parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    slots[f"{prefix}.{name}" if prefix else name] = (module, name, "parameter")
+            for name, _ in module._own_buffers(persistent_only=True):
+                slots[f"{prefix}.{name}" if prefix else name] = (module, name, "buffer")
+        return slots
 
-    def load_state_dict(self, state, strict=True):
-        """Copy arrays into the parameters, in place (optimizers keep their references).
+    def state_dict(self, layout="wengert"):
+        """A flat dict: dotted name -> a copy of each parameter's and buffer's array.
 
-        With ``strict`` the names must match exactly; shapes must always match.
+        ``layout="torch"`` gives PyTorch's layouts (``Linear.weight`` transposed to (out, in)), for
+        ``torch_model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})``.
         """
-        params = dict(self.named_parameters())
-        missing = sorted(set(params) - set(state))
-        unexpected = sorted(set(state) - set(params))
+        if layout not in ("wengert", "torch"):
+            raise ValueError(f"state_dict: layout must be 'wengert' or 'torch', got {layout!r}")
+        state = {}
+        for key, (module, attr, _) in self._state_slots().items():
+            value = np.array(unbox_all(getattr(module, attr)))
+            if layout == "torch" and attr in module._TORCH_TRANSPOSED:
+                value = np.ascontiguousarray(value.T)
+            state[key] = value
+        return state
+
+    _TORCH_TRANSPOSED = ()  # attribute names whose arrays PyTorch stores transposed (Linear's weight)
+
+    def load_state_dict(self, state, strict=True, layout="auto"):
+        """Copy arrays into the parameters and buffers, in place (optimizers keep their references).
+
+        Accepts wengert's own ``state_dict()`` and PyTorch's converted to NumPy
+        (``{k: v.numpy() for k, v in torch_model.state_dict().items()}``): ``layout="auto"`` takes
+        the state as PyTorch's when a ``Linear`` weight has only PyTorch's (out, in) shape, and
+        transposes every ``Linear`` weight then; a state whose ``Linear`` weights are all square
+        cannot tell, and is taken as wengert's -- give ``layout="torch"`` (or ``"wengert"``) to say.
+        With ``strict`` (the default) missing and unexpected names are refused; shapes must always
+        match. Everything is checked before anything is written: an error loads nothing.
+        """
+        if layout not in ("auto", "wengert", "torch"):
+            raise ValueError(f"load_state_dict: layout must be 'auto', 'wengert' or 'torch', got {layout!r}")
+        slots = self._state_slots()
+        missing = [k for k in slots if k not in state]
+        unexpected = [k for k in state if k not in slots]
         if strict and (missing or unexpected):
-            raise KeyError(f"load_state_dict: missing parameters {missing}, unexpected entries {unexpected}")
-        for name, p in params.items():
-            if name not in state:
-                continue
-            value = np.asarray(unbox_all(state[name]))
-            if value.shape != p.shape:
-                raise ValueError(f"load_state_dict: '{name}' has shape {p.shape} in the model but "
-                                 f"{value.shape} in the state")
-            np.copyto(p.value, value, casting="same_kind")
-            note_inplace_write(p.value, f"load_state_dict into '{name}'")  # as PyTorch's param.copy_
+            raise KeyError(f"{type(self).__name__}.load_state_dict: missing keys {missing}, unexpected "
+                           f"keys {unexpected} (strict=False loads the names that match)")
+        present = {k: slot for k, slot in slots.items() if k in state}
+        if layout == "auto":
+            layout = self._guess_layout(present, state)
+        writes = []
+        for key, (module, attr, kind) in present.items():
+            target = getattr(module, attr)
+            target_value = unbox_all(target)
+            value = np.asarray(unbox_all(state[key]))
+            if layout == "torch" and attr in module._TORCH_TRANSPOSED and value.ndim == 2:
+                value = value.T
+            if value.shape != np.shape(target_value):
+                where = f"{type(module).__name__} '{key.rpartition('.')[0]}'" if "." in key \
+                    else type(module).__name__
+                hint = (" (PyTorch's (out, in) layout? wengert's Linear keeps (in, out); pass layout='torch')"
+                        if attr in module._TORCH_TRANSPOSED and value.shape[::-1] == np.shape(target_value)
+                        else "")
+                raise ValueError(f"load_state_dict: {where}, key '{key}': expected shape "
+                                 f"{tuple(np.shape(target_value))}, given {value.shape}{hint}")
+            if not np.can_cast(value.dtype, np.asarray(target_value).dtype, casting="same_kind"):
+                raise TypeError(f"load_state_dict: key '{key}': cannot store dtype {value.dtype} in "
+                                f"{np.asarray(target_value).dtype}")
+            writes.append((key, module, attr, kind, target_value, value))
+        for key, module, attr, kind, target_value, value in writes:
+            if kind == "parameter":
+                np.copyto(target_value, value, casting="same_kind")
+                note_inplace_write(target_value, f"load_state_dict into '{key}'")  # as PyTorch's copy_
+            else:
+                object.__setattr__(module, attr, np.array(value, dtype=np.asarray(target_value).dtype))
         return self
+
+    @staticmethod
+    def _guess_layout(present, state):
+        """'torch' or 'wengert', from the transposed weights' shapes (square ones cannot tell)."""
+        votes = set()
+        for key, (module, attr, _) in present.items():
+            if attr in module._TORCH_TRANSPOSED:
+                want, given = np.shape(unbox_all(getattr(module, attr))), np.shape(unbox_all(state[key]))
+                if want != want[::-1]:
+                    if given == want:
+                        votes.add("wengert")
+                    elif given == want[::-1]:
+                        votes.add("torch")
+        if len(votes) > 1:
+            raise ValueError("load_state_dict: the state's Linear weights are in both layouts, some "
+                             "(in, out) as wengert's and some (out, in) as PyTorch's; convert them to "
+                             "one and pass layout='torch' or layout='wengert'")
+        return votes.pop() if votes else "wengert"
 
     def save(self, path):
         """Write the state dict to ``path`` as a NumPy .npz file."""
@@ -213,7 +320,7 @@ class Module:
     def load(self, path, strict=True):
         """Read parameters written by :meth:`save` (no pickle); returns self."""
         with np.load(path, allow_pickle=False) as data:
-            return self.load_state_dict({k: data[k] for k in data.files}, strict=strict)
+            return self.load_state_dict({k: data[k] for k in data.files}, strict=strict, layout="wengert")
 
     # -- functional use -------------------------------------------------------------------------
     def parameters_tree(self):
