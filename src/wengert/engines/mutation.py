@@ -200,8 +200,10 @@ def _write(box, compute, what, unchanged=None):
 def _write_chain(box, compute, what):
     view = getattr(box, "_view", None)
     rebind(box, _recorded(box, compute), what)
+    # A box without a graph took every slot of its new value, its mark too: the mark is box's own
+    # (the new value of a reshaped array's base is a reshape of the view: not a view of it).
+    box._view = view
     if view is not None:
-        box._view = view  # a box without a graph took every slot of its new value: the mark is box's
         base, prim, rest, kwargs = view
         _write_chain(base, lambda: prim.updates_view(base, box, *rest, **(kwargs or _NO_KWARGS)), what)
 
