@@ -13,7 +13,7 @@ functions, so that the pass is differentiable again: under an outer trace the co
 recorded), and ``grad_post`` fits a contribution to its argument (the adjoint of broadcasting).
 That is all: no rule is fused, nothing is done in place, nothing is freed, and no Python-float
 shortcut is taken. ``wengert.engines.reverse.backward_pass`` computes the same adjoints faster
-(tests/test_reference_pass.py holds them equal on every case of the rule table, to second order).
+(tests/engines/test_reference_pass.py holds them equal on every case of the rule table, to second order).
 
 Assignments (``x[i] = v``) rebind a traced value to a new node; a node made before an assignment
 refers to the version it saw, which ``wengert.engines.mutation`` resolves before the walk.

@@ -1,5 +1,5 @@
 """More of NumPy's elementwise functions: complex parts (``real``, ``imag``, ``conj``, ``angle``),
-``logaddexp``/``logaddexp2``/``sinc`` (rules in ``ops/elementwise.py``), ``round``/``fix``
+``logaddexp``/``logaddexp2``/``sinc`` (rules in ``wengert/rules/elementwise.py``), ``round``/``fix``
 (derivative zero), unit conversions, and the NaN-aware ``fmax``/``fmin``/``nan_to_num``.
 
 The complex convention (HIPS autograd's and JAX's) is explained in docs/complex.md.

@@ -2,7 +2,7 @@
 ``cumprod``, ``diff``, ``trapezoid``, ...), the nan-functions, ``average``, ``ptp``, and
 ``quantile``/``percentile``/``median``.
 
-Nothing here defines a derivative (``cumsum``'s rule is in ``ops/cumulative.py``). ``cumprod`` is a
+Nothing here defines a derivative (``cumsum``'s rule is in ``wengert/rules/cumulative.py``). ``cumprod`` is a
 scan of products, exact when the input holds zeros. NaN entries get derivative zero.
 """
 
