@@ -1,4 +1,4 @@
-"""Recomputation: the engine behind ``wg.checkpoint`` and ``wg.iterate`` (``wengert.api.checkpointing.transforms``).
+"""Recomputation: the engine behind ``wg.checkpoint`` and ``wg.iterate`` (``checkpointing/transforms.py``).
 
 A checkpointed computation runs the user's function on plain values and records ONE node for the
 whole of it. The node's VJP runs it again, this time recording it, and backpropagates through the
