@@ -52,9 +52,8 @@ def adjoint(args):
 
 
 def rules(args):
-    """Print the rule table: every differentiable primitive, its modes and its facts."""
-    print(cli_rules.render())
-    return 0
+    """Print the rule table: every differentiable primitive, its derivatives, modes and facts."""
+    return cli_rules.run(args)
 
 
 def _positive(kind):
@@ -104,7 +103,7 @@ def build_parser():
     s = sub.add_parser("example", help="z = x*y + sin(x) on a tape, reverse and forward mode",
                        description=example.__doc__)
     s.set_defaults(run=example)
-    r = sub.add_parser("rules", help="every differentiable primitive: modes and facts",
+    r = sub.add_parser("rules", help="every differentiable primitive: derivatives, modes and facts",
                        description=rules.__doc__)
     r.set_defaults(run=rules)
     a = sub.add_parser("adjoint", help="the derivative program of FILE.py:FUNCTION, as Python",
