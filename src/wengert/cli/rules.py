@@ -29,6 +29,7 @@ from collections import namedtuple
 
 import numpy as np
 
+import wengert
 from wengert import rules as ops
 from wengert.core.primitive import Primitive
 from wengert.engines.batching import batching_rule
@@ -310,8 +311,6 @@ def _reach(obj, found, seen):
 @functools.cache
 def public_primitives():
     """The ids of the primitives public functions reach (see the module's docstring)."""
-    import wengert
-
     found, seen = set(), set()
     for package in PUBLIC_PACKAGES:
         pkg = importlib.import_module(package)
