@@ -20,6 +20,7 @@ PAGES = {
     "wengert.viz": "Pictures of the tape.",
     "wengert.misc": "HIPS autograd's `autograd.misc` paths: `flatten`, `flatten_func`, the optimizers.",
     "wengert.extend": "HIPS autograd's `autograd.extend`: primitives with autograd's rule conventions.",
+    "wengert.errors": "Every exception and warning wengert raises at its users (see the errors guide).",
     "wengert.test_util": "HIPS autograd's `autograd.test_util` path: `check_grads` of `wengert.testing`.",
 }
 

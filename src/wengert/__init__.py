@@ -35,10 +35,18 @@ from wengert.core.extend import (
     facts,
     primitive,
 )
-from wengert.core.primitive import NoRuleError, Primitive
+from wengert.core.primitive import Primitive
+from wengert.errors import (
+    DataDependentShapeError,
+    ExitError,
+    NoBatchingRuleWarning,
+    NoRuleError,
+    TracingError,
+    TransformError,
+    UnsupportedNumpyFunction,
+)
 from wengert.program import Program
 from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
-from wengert.program.control import TransformError
 from wengert.program.source_api import source_grad, source_jvp
 from wengert.program.source_checkpoint import checkpointed
 
@@ -53,8 +61,9 @@ __all__ = [
     "defvjp_accumulate", "defvjp_float", "defvjp_inplace", "Primitive", "NoRuleError",
     "tree_flatten", "tree_unflatten", "tree_map", "tree_ravel",
     "Program", "compile", "checkpoint", "iterate",
-    "source_grad", "source_jvp", "TransformError",
-    "checkpointed",
+    "source_grad", "source_jvp", "checkpointed",
+    "TransformError", "ExitError", "UnsupportedNumpyFunction", "TracingError", "DataDependentShapeError",
+    "NoBatchingRuleWarning",
 ]
 
 _SUBMODULES = ("numpy", "scipy", "nn", "optim", "viz", "checkpointing", "testing", "misc", "extend",

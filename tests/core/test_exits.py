@@ -9,7 +9,8 @@ below lists each exit with its outcome in each engine:
 - ``KEPT``: the exit keeps the derivative (iteration, len, comparisons used for control flow,
   astype), checked against central finite differences;
 - ``RAISES``: an error whose message names this file and the exit's line;
-- ``DETACHES``: the eager tensor's ``item()``/``tolist()`` give plain numbers without derivative, as
+- ``DETACHES``: the eager tensor's ``item()``/``tolist()``/``float()``/``int()`` give plain numbers
+  without derivative, as
   ``torch.Tensor.item`` does (the way to log a loss), and ``wg.tensor(t)`` copies it without its
   graph, as ``torch.tensor`` does; only there.
 """
@@ -71,8 +72,8 @@ def bool_branch(x):
 
 # name -> (function, outcome in every engine, {engine: other outcome})
 EXITS = {
-    "float": (lambda x: float(x[0]) * x[1], RAISES, {}),
-    "int": (lambda x: int(x[0]) * x[1], RAISES, {}),
+    "float": (lambda x: float(x[0]) * x[1], RAISES, {"tensor": (DETACHES, lambda x: [0, x[0], 0])}),
+    "int": (lambda x: int(x[0]) * x[1], RAISES, {"tensor": (DETACHES, lambda x: [0, int(x[0]), 0])}),
     "complex": (lambda x: complex(x[0]).real * x[1], RAISES, {}),
     "index": (lambda x: [1.0, 2.0, 3.0][x[0]] * x[1], RAISES, {}),
     "range": (lambda x: sum(x[1] for _ in range(x[0])), RAISES, {}),

@@ -10,6 +10,7 @@ on that transform's own trace.
 
 import math
 import threading
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -291,14 +292,34 @@ class TensorMethods(NodeMethods):
         return np.asarray(self.value, dtype=dtype)
 
     def __float__(self):
-        if self.requires_grad:
+        """``float(t)`` of a one-element eager tensor, without its derivative, as in PyTorch (how a
+        training loop logs ``float(loss)``); refused inside a transform, where it would silently drop
+        the derivative (``float(wg.stop_gradient(x))`` there)."""
+        if self.requires_grad and self._leaves_a_transform():
             ArrayBox.__float__(self)
-        return float(self.value)
+        return float(_scalar(self.value))
 
     def __int__(self):
-        if self.requires_grad:
+        """``int(t)`` of a one-element eager tensor (truncating, as PyTorch); refused inside a transform."""
+        if self.requires_grad and self._leaves_a_transform():
             ArrayBox.__int__(self)
-        return int(self.value)
+        return int(_scalar(self.value))
+
+    def __format__(self, spec):
+        """``f"{loss:.3f}"``: a 0-d eager tensor formats as its number (``torch.Tensor.__format__``);
+        any other tensor, or a traced value with an empty ``spec``, as its ``str``. A format ``spec``
+        on a traced value is refused inside a transform, as ``float()`` is."""
+        if self.ndim == 0 and (spec or not self._leaves_a_transform()):
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def _leaves_a_transform(self):
+        """Whether a number taken from this requires-grad value would leave a transform's trace, or
+        silently leave the graph: ``buf[i] = t`` into a plain array is refused for eager tensors too."""
+        if self._trace is not EAGER or _traced_by_transform(self):
+            return True
+        frame, _ = _exits.user_site()
+        return frame is not None and _exits.storing(frame)
 
     def __index__(self):
         if self.requires_grad:
@@ -370,11 +391,13 @@ class TensorMethods(NodeMethods):
         return self._inplace(np.multiply, 0.0, "*=", ew.multiply)
 
     def __repr__(self):
+        if self._trace is not EAGER:  # a functional user made no tensor: say what traces the value
+            value = unbox_all(self.value)
+            body = repr(value) if type(value) is float else repr(np.asarray(value))
+            return f"Traced({body}, by {TRANSFORM_OF.get(self._trace, 'a reverse-mode transform')})"
         body = np.array2string(np.asarray(unbox_all(self.value)), separator=", ", prefix="tensor(")
         extra = ""
-        if self._trace is not EAGER:
-            extra = f", traced at level {self._trace.level}"
-        elif self._prim is not None:
+        if self._prim is not None:
             extra = f", grad_fn={self._prim.__name__}"
         elif self.requires_grad:
             extra = ", requires_grad=True"
@@ -477,6 +500,17 @@ def _requires_grad(x):
     if t is list or t is tuple:
         return any(_requires_grad(v) for v in x)
     return False
+
+
+TRANSFORM_OF = weakref.WeakKeyDictionary()
+"""``{trace: "wg.grad"}``: the transform that made a reverse trace, named in its values' ``repr``."""
+
+
+def _scalar(value):
+    """A one-element array as a 0-d one (NumPy deprecates ``float()`` of a 1-element 1-d array)."""
+    if type(value) is np.ndarray and value.ndim and value.size == 1:
+        return value.reshape(())
+    return value
 
 
 def _constant(value):

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from wengert.api.tensor import ScalarTensor, Tensor
+from wengert.api.tensor import TRANSFORM_OF, ScalarTensor, Tensor
 from wengert.api.tree import (
     _LEAF,
     accepts_argnum,
@@ -194,10 +194,13 @@ def _gradients(adj, boxes):
             for mine, treedef in boxes]
 
 
-def _tape_trace():
-    """A reverse trace that keeps its Wengert list (read backwards by the backward pass)."""
+def _tape_trace(transform=None):
+    """A reverse trace that keeps its Wengert list (read backwards by the backward pass); ``transform``
+    (``"grad"``) is named in its values' ``repr``."""
     trace = ReverseTrace(Tensor, ScalarTensor)
     trace.entries = []
+    if transform is not None:
+        TRANSFORM_OF[trace] = f"wg.{transform}"
     return trace
 
 
@@ -260,7 +263,7 @@ def _value_and_grad_call(fun, args, kwargs, single, nums, has_aux):
     still inside the pause. Left to the collector instead, every call's nodes would be rescanned by
     it at least once (about 0.8 us per recorded operation on the scalar chain).
     """
-    trace = _tape_trace()
+    trace = _tape_trace("grad")
     call_args, boxes = _boxed_call_args(trace, fun, args, nums, "grad")
     try:
         out = fun(*call_args, **kwargs)
@@ -347,7 +350,7 @@ def _record(fun, primals, transform, has_aux, frozen=False, kept=False):
     """Run ``fun`` on boxed ``primals`` on a new tape: ``(trace, boxes, out_leaves, out_def, aux)``
     (``frozen``: the aux's arrays from the tape as read-only views: ``saving.read_only_view``;
     ``kept``: for a pullback called later, the caller's arrays the tape reads copied: ``engines.kept``)."""
-    trace = _tape_trace()
+    trace = _tape_trace(transform)
     call_args, boxes = _boxed_call_args(trace, fun, primals, range(len(primals)), transform)
     if kept:
         leaves = [b.value for mine, _ in boxes for b in mine]

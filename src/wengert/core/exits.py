@@ -67,10 +67,11 @@ def _location(frame):
 
 
 def _numpy_function(frame):
-    """``linalg.norm`` for a frame of NumPy's Python code: the public name of its function."""
+    """``linalg.norm`` for a frame of NumPy's Python code: the public name of its function (of its
+    class, for a method: ``vectorize`` for ``vectorize.__call__``)."""
     module = frame.f_globals.get("__name__") or ""
     sub = next((m + "." for m in ("linalg", "fft") if f".{m}" in module), "")
-    return sub + frame.f_code.co_name
+    return sub + getattr(frame.f_code, "co_qualname", frame.f_code.co_name).split(".")[0]
 
 
 def refusal(box, what, instead, error=ExitError):
@@ -90,19 +91,17 @@ def refusal(box, what, instead, error=ExitError):
             instead = _STORE_INSTEAD
         elif callers and not any(_in_wengert(f) for f in callers):
             name = _numpy_function(callers[-1])
-            what = (f"numpy.{name}, which converts its argument to a plain array itself (NumPy passes "
-                    f"wengert a traced value, but not a list holding one)")
+            what = f"numpy.{name}, which converts its arguments to plain arrays itself"
             if _wengert_has(name):
                 instead = (f"Write wnp.{name}(wnp.stack(values)) (import wengert.numpy as wnp); "
                            f"wnp.{name}(values) where it is a reduction or a product (wnp.sum, wnp.mean, "
                            f"wnp.dot, ...), which stack a list themselves.")
             else:
-                instead = (f"wengert.numpy has no {name}: make the list one traced array with "
-                           f"wnp.stack(values) and compose wengert.numpy functions, or define it with "
-                           f"wg.primitive and wg.defvjp.")
-    kind = box._kind() if hasattr(box, "_kind") else "a traced value"
-    return error(f"{what}, applied to {kind} of shape {box.shape}{at}, would drop its derivative. "
-                 f"{instead}")
+                instead = (f"wengert.numpy has no {name}: compose wengert.numpy functions (wnp.stack(values) "
+                           f"makes a list one traced array), or define it with wg.primitive and wg.defvjp.")
+    kind, problem = getattr(box, "_kind", lambda: "a traced value")(), getattr(box, "_exit_problem", None)
+    return error(f"{what}, applied to {kind} of shape {box.shape}{at}, "
+                 f"{problem or 'would drop its derivative'}. {instead}")
 
 
 def _wengert_has(name):

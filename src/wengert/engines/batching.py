@@ -128,8 +128,10 @@ class Batched(ArrayBox):
         return (self[i] for i in range(len(self)))
 
     def __bool__(self):
-        self._refuse("bool()", "each example would take a branch of its own: write the choice with "
-                     "wnp.where(condition, a, b), or batch with a Python loop")
+        self._refuse("bool()", "Each example may take a branch of its own: write the choice with "
+                     "wnp.where(condition, a, b), or batch with a Python loop.")
+
+    _exit_problem = "has a value of its own in each example, which a plain Python or NumPy value cannot hold"
 
     def _kind(self):
         return "a value batched by wg.vmap"

@@ -119,12 +119,12 @@ _add("numpy", INTEGER, """
 """)
 
 # -- numpy: not supported on traced values ------------------------------------------------------------
-_DETACH = "call it on x.detach() if no derivative is wanted"
+_DETACH = "if no derivative is wanted, call it on wg.stop_gradient(x), a plain NumPy array"
 _add("numpy", UNSUPPORTED, "arange geomspace",
      "constructors from plain numbers; with traced endpoints write start + (stop - start) * "
      "wnp.linspace(0.0, 1.0, num)")
 _add("numpy", UNSUPPORTED, "ldexp", "write x * 2.0 ** n")
-_add("numpy", UNSUPPORTED, "frexp", "the mantissa is x / 2.0 ** e with e = np.frexp(x.detach())[1]")
+_add("numpy", UNSUPPORTED, "frexp", "the mantissa is x / 2.0 ** e with e = np.frexp(wg.stop_gradient(x))[1]")
 _add("numpy", UNSUPPORTED, "modf", "write x - wnp.trunc(x) and wnp.trunc(x)")
 _add("numpy", UNSUPPORTED, "nextafter", "the result equals x up to one ulp: use x itself")
 _add("numpy", UNSUPPORTED, "i0", "use wengert.scipy.special.i0")
@@ -137,7 +137,7 @@ _add("numpy", UNSUPPORTED, "choose", "use wnp.select or wnp.where")
 _add("numpy", UNSUPPORTED, "compress extract", "index with the boolean mask: x[mask]")
 _add("numpy", UNSUPPORTED, "delete insert", "use slices and wnp.concatenate")
 _add("numpy", UNSUPPORTED, "resize", "use wnp.tile and wnp.reshape")
-_add("numpy", UNSUPPORTED, "trim_zeros", "slice x with indices computed from x.detach()")
+_add("numpy", UNSUPPORTED, "trim_zeros", "slice x with indices computed from wg.stop_gradient(x)")
 _add("numpy", UNSUPPORTED, "sort_complex", "use wnp.sort on the real part, or wnp.take")
 _add("numpy", UNSUPPORTED, "poly polyadd polysub polymul polydiv polyder polyint roots",
      "compose polynomials from wnp.polyval, wnp.convolve, wnp.vander and wnp.matmul")
@@ -151,7 +151,8 @@ _add("numpy", UNSUPPORTED, "histogram histogram2d histogramdd histogram_bin_edge
      "setxor1d asarray_chkfinite require", _DETACH)
 _add("numpy", UNSUPPORTED, "copyto place put putmask put_along_axis fill_diagonal",
      "they write into an array in place: use x.at[idx].set(v), wnp.index_update or wnp.where")
-_add("numpy", UNSUPPORTED, "save savez savez_compressed savetxt", "save x.detach()")
+_add("numpy", UNSUPPORTED, "save savez savez_compressed savetxt",
+     "save wg.stop_gradient(x), a plain NumPy array")
 _add("numpy", UNSUPPORTED, """
     load loadtxt genfromtxt fromfile frombuffer fromstring fromregex fromiter fromfunction
     frompyfunc from_dlpack nested_iters asmatrix bmat""",
@@ -199,8 +200,12 @@ def unsupported(qualname, extra=""):
     namespace, _, name = qualname.rpartition(".")
     found = entry(namespace, name)
     advice = f" To go on: {found.note}." if found is not None and found.note else ""
+    plain = "" if "stop_gradient" in advice else f" {NO_DERIVATIVE}"
     return UnsupportedNumpyFunction(
         f"{qualname} was called on a traced wengert value, and wengert has no derivative "
         f"rule for it{extra}.{advice} Otherwise use a {ours} function that has one, compose it "
-        f"from them, or define it with wg.primitive + wg.defvjp (docs/adding-a-primitive.md). "
-        f"If no derivative is wanted, pass x.detach() or a plain array instead.")
+        f"from them, or define it with wg.primitive + wg.defvjp (docs/adding-a-primitive.md).{plain}")
+
+
+NO_DERIVATIVE = ("If no derivative is wanted, pass wg.stop_gradient(x), a plain NumPy array, in place of x "
+                 "(inside a transform and on a Tensor alike; x.detach() is still a Tensor).")

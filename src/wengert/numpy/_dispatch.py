@@ -164,5 +164,4 @@ def scipy_refusal(caller):
         f"{caller} was called on a traced wengert value (or called back a function that returned "
         f"one), and SciPy's functions do not dispatch to wengert. Use its wengert.scipy version "
         f"(import wengert.scipy) where there is one -- passing parameters of callbacks through "
-        f"args -- or define it with wg.primitive + wg.defvjp. If no derivative is wanted, pass "
-        f"x.detach() or a plain array instead.")
+        f"args -- or define it with wg.primitive + wg.defvjp. {_table.NO_DERIVATIVE}")

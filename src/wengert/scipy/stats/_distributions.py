@@ -194,7 +194,8 @@ def _discrete(fname, **values):
     for name, v in values.items():
         if contains_box(v):
             raise TypeError(f"wengert.scipy.stats.{fname}: '{name}' is discrete and has no derivative; "
-                            f"pass it as a plain array (x.detach()) and differentiate with respect to mu")
+                            f"pass it as a plain array (wg.stop_gradient(k)) and differentiate with respect "
+                            f"to mu")
     return [_value(v) for v in values.values()]
 
 
