@@ -31,6 +31,8 @@ _SCIPY = ("SciPy's function takes one matrix (or signal) at a time in the SciPy 
 LOOPS = {
     "sqrtm": _SCIPY, "solve_sylvester": _SCIPY, "scipy_convolve": _SCIPY,
     "odeint": "an ODE solve with adaptive steps: each example takes steps of its own",
+    "lstm_sequence": "an LSTM layer's fused recurrence with weights that differ per example (batched "
+                     "weights): one layer per example; batched inputs with shared weights are one call",
 }
 """Primitive -> why it still runs once per example in some case of the table."""
 if not SCIPY_BATCHES:

@@ -35,6 +35,7 @@ import numpy as np
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 from wengert.engines.saving import Unsaved, needs
+from wengert.engines.views import VIEWERS, note_viewer, same_key, views_of
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
@@ -54,21 +55,8 @@ def assign(box, idx, v):
     _check_writable(box, "x[...] = ...")
     idx = unbox_all(idx)
     mark = getattr(v, "_view", None)  # Python's y[k] op= r: t = y[k]; t op= r; y[k] = t (t holds y[k])
-    same = v if mark is not None and mark[0] is box and _same_key(mark[2], (idx,)) else None
+    same = v if mark is not None and mark[0] is box and same_key(mark[2], (idx,)) else None
     _write(box, lambda: index_update(box, idx, v), "x[...] = ...", same)
-
-
-_KEY_ATOMS = (int, slice, type(None), type(Ellipsis), bool)
-
-
-def _same_key(a, b):
-    """Whether index tuples ``a`` and ``b`` are the same basic index (ints, slices, None, Ellipsis)."""
-    if a is b:
-        return True
-    if type(a) is tuple and type(b) is tuple and len(a) == len(b):
-        return all(x is y or (type(x) in _KEY_ATOMS and type(x) is type(y) and x == y) or
-                   (type(x) is tuple and _same_key(x, y)) for x, y in zip(a, b))
-    return False
 
 
 def add_at(box, idx, v):
@@ -103,7 +91,7 @@ def note_view(box, out, prim, args, kwargs, trace, values=None):
                 box._view = (None, prim, i, _NOT_TRACED)
             else:
                 box._view = (a, prim, tuple(args[1:]), kwargs or None)
-                _note_viewer(a, box)
+                note_viewer(a, box)
             return
 
 
@@ -124,31 +112,6 @@ def view_of_buffer(trace, prim, args, kwargs, out):
     return box if mark is not None and mark[0] is a else None
 
 
-_VIEWERS = {}
-"""id(base) -> (weakref to base, [weakrefs to the boxes marked views of it]): what a write into base, or
-through another view of it, must refresh (:func:`_refresh_views`). Keyed by id, holding both weakly
-(a box's == is elementwise, so no WeakKeyDictionary)."""
-
-
-def _note_viewer(base, view):
-    key = id(base)
-    entry = _VIEWERS.get(key)
-    if entry is None or entry[0]() is not base:
-        entry = _VIEWERS[key] = (weakref.ref(base, lambda _, key=key: _VIEWERS.pop(key, None)), [])
-    views = entry[1]
-    if len(views) >= 16 and not len(views) & (len(views) - 1):  # at powers of two: forget the dead
-        views[:] = [r for r in views if r() is not None]
-    views.append(weakref.ref(view))
-
-
-def _views_of(base):
-    entry = _VIEWERS.get(id(base))
-    if entry is None or entry[0]() is not base:
-        return ()
-    return [v for v in (r() for r in entry[1]) if v is not None and getattr(v, "_view", None) is not None
-            and v._view[0] is base]
-
-
 def _view_again(base, prim, rest, kwargs):
     return prim(base, *rest, **(kwargs or _NO_KWARGS))
 
@@ -157,7 +120,7 @@ def _refresh_views(x, written, what):
     """After a write that rebound the boxes in ``written`` (ids: a box and the arrays it views, up to
     ``x``), take every other live view of them again from its base, as NumPy's views see the write;
     and so on down views of views."""
-    for v in _views_of(x):
+    for v in views_of(x):
         if id(v) not in written:
             mark = v._view
             rebind(v, _recorded(v, lambda mark=mark: _view_again(*mark)), what)
@@ -193,7 +156,7 @@ def _write(box, compute, what, unchanged=None):
     while getattr(root, "_view", None) is not None:
         root = root._view[0]
         written.add(id(root))
-    if _VIEWERS:
+    if VIEWERS:
         _refresh_views(root, written, what)
 
 

@@ -42,8 +42,14 @@ def buffer_like(a, out):
 
 
 def _like(make, a, dtype, order, subok, shape, device):
-    kwargs = {"device": device} if device is not None else {}
-    return buffer_like(a, make(a, dtype=dtype, order=order, subok=subok, shape=shape, **kwargs))
+    # only the arguments given: other array libraries' *_like (Dask's) take fewer keywords
+    given = {"dtype": dtype, "shape": shape, "device": device}
+    kwargs = {k: v for k, v in given.items() if v is not None}
+    if order != "K":
+        kwargs["order"] = order
+    if subok is not True:
+        kwargs["subok"] = subok
+    return buffer_like(a, make(a, **kwargs))
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):

@@ -33,9 +33,10 @@ Multiple float outputs are packed into one vector (the node has one output) and 
 
 import numpy as np
 
+from wengert.api.checkpointing import captured as captures
 from wengert.api.checkpointing import schedules as sched
 from wengert.api.checkpointing.packing import _fix, _like, _pack, _unpack, _unpack_cotangent
-from wengert.api.randomness import check_same, label_of
+from wengert.api.randomness import check_same
 from wengert.api.tensor import ScalarTensor, Tensor
 from wengert.api.transforms import jvp
 from wengert.api.tree import describe, tree_flatten, tree_unflatten
@@ -43,7 +44,6 @@ from wengert.core.extend import defjvp_argnum, defvjp_argnum
 from wengert.core.primitive import Primitive
 from wengert.core.trace import BOX_TYPES, Trace, register_box, unbox_all
 from wengert.engines.box import ArrayBox
-from wengert.engines.kept import immutable
 from wengert.engines.mutation import array_of, note_view
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 
@@ -524,27 +524,13 @@ class Chain:
         check_same([unbox_all(v) for v in recomputed], [unbox_all(v) for v in first], what)
 
     def keep_for_pullback(self, copier):
-        """At the end of a forward pass whose pullback runs later (``wg.vjp``, a ``wg.Tape``): keep
-        copies of the arrays ``fun`` captures (``copier``: ``engines.kept``, one copy per array)."""
-        if self.captured and len(self.captured[0]) == 2:
-            self.captured = [(a, copier.copy(a), path) for a, path in self.captured if not immutable(a)]
-
-    def _check_captured(self):
-        """Refuse to recompute when an array ``fun`` captures was written after the forward pass."""
-        for a, kept, path in self.captured:
-            if kept is not a and not np.array_equal(a, kept, equal_nan=a.dtype.kind in "fc"):
-                raise RuntimeError(
-                    f"wg.{self.kind}({self.name}): the array {label_of(path)} that {self.name} reads was "
-                    f"written after the forward pass (shape {a.shape}, {a.dtype}); the backward pass "
-                    f"recomputes {self.name} and would read its new values, giving the derivative of "
-                    f"another function. Write into a copy (W = W + ...) instead of in place, or call the "
-                    f"pullback before the write (wg.grad pulls back at once).")
+        """At the end of a forward pass whose pullback runs later: copies of what ``fun`` captures."""
+        self.captured = captures.keep(self.captured, copier)
 
     def _reverse(self, g, out, vals):
         """All the node's argument cotangents: the schedule's reverse sweep. The random state is
         replayed (each snapshot keeps the state it was reached with) and left as it was found."""
-        if self.captured and len(self.captured[0]) == 3:
-            self._check_captured()
+        captures.check(self.captured, f"wg.{self.kind}({self.name})", self.name)
         outer = self._capture_random()
         try:
             return self._reverse_sweep(g, out, vals)

@@ -1,0 +1,46 @@
+"""Which boxes view which (``mutation.note_view`` marks them): a registry, so that a write into an
+array, or through one view of it, can take its other live views again (``mutation._refresh_views``),
+as NumPy's views see the write; and the basic-index comparison that Python's ``y[k] op= r`` needs.
+Both boxes are held weakly, keyed by id (a box's == is elementwise, so no WeakKeyDictionary)."""
+
+import weakref
+
+__all__ = ["note_viewer", "views_of", "same_key", "VIEWERS"]
+
+
+_KEY_ATOMS = (int, slice, type(None), type(Ellipsis), bool)
+
+
+def same_key(a, b):
+    """Whether index tuples ``a`` and ``b`` are the same basic index (ints, slices, None, Ellipsis)."""
+    if a is b:
+        return True
+    if type(a) is tuple and type(b) is tuple and len(a) == len(b):
+        return all(x is y or (type(x) in _KEY_ATOMS and type(x) is type(y) and x == y) or
+                   (type(x) is tuple and same_key(x, y)) for x, y in zip(a, b))
+    return False
+
+
+VIEWERS = {}
+"""id(base) -> (weakref to base, [weakrefs to the boxes marked views of it]): what a write into base, or
+through another view of it, must refresh (:func:`_refresh_views`). Keyed by id, holding both weakly
+(a box's == is elementwise, so no WeakKeyDictionary)."""
+
+
+def note_viewer(base, view):
+    key = id(base)
+    entry = VIEWERS.get(key)
+    if entry is None or entry[0]() is not base:
+        entry = VIEWERS[key] = (weakref.ref(base, lambda _, key=key: VIEWERS.pop(key, None)), [])
+    views = entry[1]
+    if len(views) >= 16 and not len(views) & (len(views) - 1):  # at powers of two: forget the dead
+        views[:] = [r for r in views if r() is not None]
+    views.append(weakref.ref(view))
+
+
+def views_of(base):
+    entry = VIEWERS.get(id(base))
+    if entry is None or entry[0]() is not base:
+        return ()
+    return [v for v in (r() for r in entry[1]) if v is not None and getattr(v, "_view", None) is not None
+            and v._view[0] is base]
