@@ -208,7 +208,8 @@ def _batch_index_update(prim, values, batched, kwargs):
     return prim(x, new, v)
 
 
-_batch_getitem.unpacks_tuples = _batch_untake.unpacks_tuples = True  # see BatchTrace.apply
+for _rule in (_batch_getitem, _batch_untake):
+    setattr(_rule, "unpacks_tuples", True)  # noqa: B010 - a mark read by BatchTrace.apply
 defbatch(indexing.getitem.primitive, _batch_getitem)
 defbatch(indexing.index_update, _batch_index_update)
 defbatch(indexing.index_add, _batch_index_update)
