@@ -10,8 +10,8 @@ The workload, n writes into an n-element buffer, then the gradient::
 Each row is the resident peak above the start of the call, in a fresh process (the library's start-up
 not counted; glibc's allocator set to return freed memory, as for the other resident rows), for
 ``wg.grad``, an eager ``wg.Tensor`` and PyTorch; and tracemalloc's peak for ``wg.grad`` (which sees
-NumPy's and Python's allocations, not PyTorch's). Before writes released the overwritten array
-(issue 27, item 14) each write kept a whole buffer: n^2 * 8 bytes, 125 MiB for 4,000 writes.
+NumPy's and Python's allocations, not PyTorch's). Before writes released the overwritten array,
+each write kept a whole buffer: n^2 * 8 bytes, 125 MiB for 4,000 writes.
 """
 
 import argparse

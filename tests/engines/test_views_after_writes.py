@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
+from tests.support.engines import finite_differences as _fd
 
 V = np.array([0.5, -1.0, 2.0, 0.25, 1.5, -0.75])
 
@@ -47,15 +48,6 @@ def repeated_writes(v):
 
 
 CASES = [base_then_view, siblings, views_of_views, repeated_writes]
-
-
-def _fd(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 def _close(a, b, rtol=1e-6, atol=1e-7):

@@ -10,18 +10,11 @@ from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
+from tests.engines.test_views_after_writes import base_then_view, siblings
+from tests.support.engines import finite_differences as _fd
 from wengert.program.control import TransformError
 
 V = np.array([0.5, -1.0, 2.0, 0.25, 1.5, -0.75])
-
-
-def _fd(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 def view_then_base(v):
@@ -36,21 +29,6 @@ def alias_then_base(v):
     w = y
     w *= v
     return wnp.sum(y)
-
-
-def base_then_view(v):
-    y = v * 1.5
-    w = wnp.reshape(y, (2, 3))
-    y[0] = v[1] ** 2
-    return wnp.sum(w * w)
-
-
-def siblings(v):
-    y = v * 1.5
-    a = y[:3]
-    b = y[1:4]
-    a *= 2.0
-    return wnp.sum(b)
 
 
 def _bump(buf, v):
