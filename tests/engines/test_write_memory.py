@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
+from tests.support.engines import finite_differences as _fd_grad
 
 # -- memory: n writes against 4n writes --------------------------------------------------------------
 
@@ -122,15 +123,6 @@ def _read_write_read(x, w=None):
     y[3] = snap(y[3]) * x[5]
     y[4] -= y[0]
     return m.sum(square * y) + m.sum(cube) + m.sum(m.exp(y) * x)
-
-
-def _fd_grad(f, x, h=1e-6):
-    out = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e[k] = h
-        out[k] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
 
 
 @pytest.mark.parametrize("size", [6, 700])  # below and above saving.MIN_BYTES: the two saving paths

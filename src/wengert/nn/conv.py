@@ -90,33 +90,29 @@ class _ConvNd(Module):
         return s
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """Conv1d and Conv2d: PyTorch's constructor (no output_padding) and forward, by ``d``."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", rng=None, dtype=np.float32):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, rng=rng, dtype=dtype)
+
+    def forward(self, x):
+        _check_input(self, x, self.d, self.in_channels)
+        conv = F.conv1d if self.d == 1 else F.conv2d
+        return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv1d(_Conv):
     """1-D convolution over (N, C_in, L) (torch.nn.Conv1d); weight (out, in / groups, k)."""
     d = 1
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", rng=None, dtype=np.float32):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, rng=rng, dtype=dtype)
 
-    def forward(self, x):
-        _check_input(self, x, 1, self.in_channels)
-        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-
-
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """2-D convolution over (N, C_in, H, W) (torch.nn.Conv2d); weight (out, in / groups, kH, kW),
     ``padding`` an int, a pair, 'valid' or 'same'."""
     d = 2
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", rng=None, dtype=np.float32):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, rng=rng, dtype=dtype)
-
-    def forward(self, x):
-        _check_input(self, x, 2, self.in_channels)
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
