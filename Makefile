@@ -65,4 +65,4 @@ lint: $(VENV)/.test
 	$(PY) -m ruff check .
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build site src/*.egg-info .pytest_cache .ruff_cache

@@ -91,7 +91,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     d = sub.add_parser("demo", help="train an MLP on the digits data (the demo extra)",
                        description="Train an MLP on scikit-learn's digits; needs the demo extra "
-                                   "(pip install 'wengert[demo]').")
+                                   "(pip install \".[demo]\" in a clone of wengert).")
     d.add_argument("--epochs", type=_positive(int), default=30, help="passes over the training set (30)")
     d.add_argument("--hidden", type=_positive(int), default=256, help="width of the hidden layer (256)")
     d.add_argument("--lr", type=_positive(float), default=2e-3, help="Adam's learning rate (0.002)")

@@ -51,5 +51,8 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    page = (tmp_path / "site" / "reference" / "wengert" / "index.html").read_text(encoding="utf-8")
+    page = (tmp_path / "site" / "reference" / "wengert.html").read_text(encoding="utf-8")
     assert "Gradient of scalar-valued" in page  # wg.grad's docstring, rendered
+    # pages link to files, not to directories, so the site works when opened from disk
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'href="getting-started.html"' in index, "mkdocs.yml: keep use_directory_urls: false"

@@ -28,8 +28,9 @@ def _need_extras():
         import sklearn  # noqa: F401
         import tqdm  # noqa: F401
     except ModuleNotFoundError as e:
-        print(f"wengert demo needs {e.name}: install the demo extra, e.g. pip install 'wengert[demo]' "
-              f"(or run `make demo`)", file=sys.stderr)
+        print(f"wengert demo needs {e.name}: install the demo extra: pip install '.[demo]' in a clone "
+              f"of wengert (or run `make demo` there), or pip install scikit-learn matplotlib tqdm",
+              file=sys.stderr)
         return False
     return True
 

@@ -2,7 +2,7 @@
 
 ``special``, ``stats``, ``linalg``, ``signal`` and ``integrate`` mirror their ``scipy`` namesakes for
 the functions listed in each module's ``__all__``. SciPy is an optional dependency of wengert:
-install it with ``pip install wengert[scipy]``.
+install it with ``pip install scipy``, or ``pip install ".[scipy]"`` in a clone of wengert.
 """
 
 try:
@@ -10,7 +10,8 @@ try:
 except ModuleNotFoundError as _error:
     raise ImportError(
         "wengert.scipy needs SciPy, which is not installed. Install it with "
-        "`pip install wengert[scipy]` (or `pip install scipy`); the rest of wengert works without it."
+        "`pip install scipy` (or `pip install \".[scipy]\"` in a clone of wengert); the rest of wengert "
+        "works without it."
     ) from _error
 
 from wengert.scipy import integrate, linalg, signal, special, stats
