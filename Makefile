@@ -56,7 +56,7 @@ bench: $(VENV)/.bench
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
 	  $(PY) -m benchmarks $(BENCH_ARGS)
 
-# The documentation site (MkDocs, Material theme, API reference from the docstrings) in build/site;
+# The documentation site (MkDocs, Material theme, API reference from the docstrings) in site/;
 # warnings are errors. `make test` checks that it builds and that its code blocks run.
 docs: $(VENV)/.docs
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict

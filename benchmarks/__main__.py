@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks import checkpointing as checkpoint_bench
 from benchmarks import dask as dask_bench
-from benchmarks import docs_page, indexing
+from benchmarks import docs_page, indexing, readme_summary
 from benchmarks import memory as memory_bench
 from benchmarks import scale as stacking
 from benchmarks import source as source_loops
@@ -31,6 +31,7 @@ from benchmarks.workloads import WORKLOAD_NAMES, all_workloads
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+README = Path(__file__).resolve().parents[1] / "README.md"
 CHECKPOINTING = "checkpointing"  # the checkpointing benchmark's name for --only (benchmarks/checkpointing.py)
 
 
@@ -173,6 +174,9 @@ def main(argv=None):
         command = "make bench" if full else "python -m benchmarks " + " ".join(argv or sys.argv[1:])
         written = docs_page.write_page(page, results, env, quick=args.quick, command=command,
                                        checkpointing=checkpointing, extra=extra)
+        if page == DOCS_PAGE:  # a full run: the README's summary comes from the same results
+            readme = readme_summary.write(README, results, env.get("date", "an unknown date"))
+            written += [readme] if readme is not None else []
         print("Benchmark page written: " + ", ".join(str(p) for p in written))
     if failed:
         print(f"{failed} implementation(s) FAILED the gradient cross-check", file=sys.stderr)

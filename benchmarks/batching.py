@@ -137,7 +137,7 @@ def jacobian_map(n=100, rounds=21):
         description="wg.jacrev: one recording and one backward pass batched over the output's basis; "
                     "the 'vjp' row is one VJP of the same map, the unit of the target.",
         params=("J",), rtol=1e-10, reference=lambda: (None, [jac]),
-        factories={"hand": hand_impl, "wengert": wengert_impl, "tape": tape_impl, "vjp": vjp_impl,
+        factories={"hand": hand_impl, "wengert": wengert_impl, "jacfwd": tape_impl, "vjp": vjp_impl,
                    "torch": torch_impl, "jit": jit_impl, "autograd": autograd_impl},
         rounds=rounds, sample_s=0.05, max_calls=200,
         targets=[Target("wg.jacrev within 3x of one VJP", "vjp", 3.0, kind="within")])
@@ -247,11 +247,11 @@ def per_example_grads(sizes=(784, 512, 512, 10), batch=128, dtype=np.float32, ro
         description=f"The {batch} gradients of all {len(params)} parameters are "
                     f"{batch * sum(p.nbytes for p in params) / 1e6:.0f} MB: the work is memory-bound.",
         params=tuple(names), rtol=2e-3, reference=lambda: (None, per_example_by_hand(params, X, labels)),
-        factories={"hand": hand_impl, "wengert": wengert_impl, "tape": tape_impl, "torch": torch_impl,
+        factories={"hand": hand_impl, "wengert": wengert_impl, "grad-loop": tape_impl, "torch": torch_impl,
                    "torch-loop": torch_loop_impl, "jit": jit_impl},
         rounds=rounds, sample_s=0.2, max_calls=5,
         targets=[Target("wengert within 1.5x of torch.func vmap(grad)", "torch", 1.5, kind="within"),
-                 Target("wengert faster than a loop of wg.grad that stacks", "tape", 1.0)])
+                 Target("wengert faster than a loop of wg.grad that stacks", "grad-loop", 1.0)])
 
 
 def workloads(quick=False):

@@ -166,12 +166,12 @@ def cnn_per_example(batch=64, rounds=15):
     return Workload(
         name="cnn-per-example", title=f"per-example gradients of the LeNet-like CNN, batch {batch}, float32",
         description="wg.vmap(wg.grad(loss)): the batch folds into the convolutions' N or groups (one call "
-                    "per convolution for the whole batch); 'wengert tape' is a loop of wg.grad.",
+                    "per convolution for the whole batch).",
         params=NAMES, rtol=2e-3, reference=lambda: _reference(params, X, y, True),
-        factories={"wengert": wengert_impl, "tape": tape_impl, "torch": torch_impl},
+        factories={"wengert": wengert_impl, "grad-loop": tape_impl, "torch": torch_impl},
         rounds=rounds, sample_s=0.2, max_calls=10,
         targets=[Target("wengert within 1.5x of torch.func vmap(grad)", "torch", 1.5, kind="within"),
-                 Target("wengert faster than a loop of wg.grad", "tape", 1.0)])
+                 Target("wengert faster than a loop of wg.grad", "grad-loop", 1.0)])
 
 
 def cnn_workloads(quick=False):

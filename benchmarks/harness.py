@@ -32,7 +32,9 @@ IMPLEMENTATIONS = {
     "torch": "PyTorch eager",
     "jax": "JAX eager (no jit)",
     "autograd": "HIPS autograd",
-    "tape": "wengert tape",  # benchmarks/compiled.py: there "wengert" is the compiled function
+    "tape": "wengert tape",  # wg.grad, where "wengert" is another route (compiled, from source)
+    "jacfwd": "wengert jacfwd",  # benchmarks/batching.py: forward mode, where "wengert" is wg.jacrev
+    "grad-loop": "wengert, a loop of wg.grad",  # per-example workloads: one example at a time
     "vjp": "wengert, one VJP",  # benchmarks/batching.py: the unit of the Jacobian's target
     "torch-loop": "PyTorch loop",  # benchmarks/batching.py: one example at a time
     "binomial": "wengert, iterate(binomial)",  # benchmarks/recurrent.py: checkpointed time steps
@@ -347,8 +349,10 @@ METHOD = (
     "a mismatch is reported as a failed check and not timed. Then, in one process, each round runs "
     "every implementation once (a batch of calls sized to about the same duration, order rotating "
     "between rounds), and the table gives the median over rounds of the time per call. All run "
-    "single-threaded, eagerly (JAX without jit), with the same formula in each library (logsumexp "
-    "written with max).")
+    "single-threaded, with the same formula in each library (logsumexp written with max). Each column "
+    "means one thing in every table: \"JAX eager\" runs without jit and \"JAX jit\" with it; \"wengert "
+    "tape\" is wg.grad recording a tape, where the \"wengert\" column is another route (a compiled "
+    "program, a derivative from source, wg.vmap).")
 
 
 def format_text(results, quick=False):

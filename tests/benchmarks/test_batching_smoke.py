@@ -15,7 +15,7 @@ from benchmarks.workloads import WORKLOAD_NAMES
 @pytest.mark.parametrize("workload", batching.workloads(quick=True), ids=lambda w: w.name)
 def test_batched_workloads_cross_check(workload):
     workload.sample_s = 0.001
-    impls = [k for k in ("hand", "wengert", "tape", "vjp") if k in workload.factories]
+    impls = [k for k in ("hand", "wengert", "jacfwd", "grad-loop", "vjp") if k in workload.factories]
     res = run_workload(workload, impls=impls, rounds=2, progress=lambda _: None)
     assert [r.status for r in res.results] == ["ok"] * len(impls), [r.detail for r in res.results]
 
