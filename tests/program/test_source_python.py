@@ -173,6 +173,16 @@ def test_for_loops_over_zip_and_enumerate_are_unrolled():
     np.testing.assert_allclose(wg.source_grad(f)(X, W), np.arange(4) * W)
 
 
+def test_the_docs_example(tmp_path):
+    from tests.docs.test_readme import run_block
+
+    ns, _, _ = run_block("docs/source.md", "def g(y):                   # a closure", tmp_path)
+    f, x, w = ns["f"], ns["x"], ns["w"]
+    np.testing.assert_allclose(wg.source_grad(f, (0, 1))(x, w), wg.grad(f, (0, 1))(x, w), rtol=1e-12)
+    text = wg.source_grad(f).program(x, w).source.split("def f_grad(")[1]
+    assert "rows = " in text and "t = " in text and "s = " in text
+
+
 def test_the_programs_stay_readable():
     text = wg.source_grad(PROGRAMS["closure_at_call_time"], argnums=(0, 1)).program(X, W).source
     body = text.split("def closure_at_call_time_grad(")[1]
