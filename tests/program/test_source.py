@@ -165,18 +165,12 @@ def f_try(x):
     return y
 
 
-def f_with(x):
-    with np.errstate(all="ignore"):
-        y = x * 2.0
-    return y
-
-
 def f_generator(x):
     yield x
 
 
-def f_genexp(v):
-    return sum(x * x for x in v)
+def f_setcomp(v):
+    return sum({v * k for k in range(3)})
 
 
 G = 2.0
@@ -216,8 +210,8 @@ def f_ifexp(x):
 
 
 BAD = [
-    (f_try, "try/except"), (f_with, "with statement"), (f_generator, "generator (yield)"),
-    (f_genexp, "generator expression"), (f_global, "global statement"), (make_nonlocal(), "nonlocal"),
+    (f_try, "try/except"), (f_generator, "generator (yield)"),
+    (f_setcomp, "set comprehension"), (f_global, "global statement"), (make_nonlocal(), "nonlocal"),
     (f_return_in_loop, "return inside a loop"), (f_exec, "exec()"),
     (f_ifexp, "a if c else b"),
 ]

@@ -11,7 +11,9 @@ loop-carried variables (names assigned in the body that exist before the loop) e
 ``break``/``continue`` become flags guarding the rest of the body; the loop ends after an iteration
 whose break flag is set. Control flow on static values (ints, shapes, constants) runs at build
 time, as in ``from_trace``. Calls to other user functions are interpreted the same way, inline
-(their parsed source is cached per function). The program is specialised to the arguments' shapes
+(their parsed source is cached per function), and so are nested defs, lambdas and comprehensions
+(``source_nested``: closures read at call time, comprehensions unrolled); a ``with`` block's context
+managers run around the reading of its body. The program is specialised to the arguments' shapes
 (floats when none are given): ints and other non-array arguments are static.
 
 Anything else raises :class:`~wengert.program.control.TransformError` naming the construct, the

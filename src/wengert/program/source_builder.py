@@ -16,10 +16,11 @@ class SourceBuilder(ProgramBuilder):
     ``statements`` is the block being recorded; setting it to a new list enters a nested block,
     setting it back to an enclosing one leaves the blocks in between."""
 
-    __slots__ = ("_seen", "_blocks")
+    __slots__ = ("_seen", "_blocks", "frames")
 
     def __init__(self, names=()):
         self._blocks = []
+        self.frames = []  # the interpreters evaluating an expression now, innermost last (source_nested)
         super().__init__(names=names)
         self._seen = {}
 

@@ -11,6 +11,7 @@ from wengert.api.randomness import Sources, sources_of
 from wengert.program.control import If, TransformError
 from wengert.program.ir import Variable, placeholder
 from wengert.program.source_loops import LoopInterpreter
+from wengert.program.source_nested import Enclosing, define, lift, refuse_returned
 from wengert.program.source_parse import TAPE, base_name, closure_values, parsed_source
 from wengert.program.source_scope import Scope, refuse_shared_write
 from wengert.program.source_values import (
@@ -51,17 +52,27 @@ _GENERATORS = (np.random.Generator, np.random.RandomState)
 class Interpreter(LoopInterpreter):
     """Interprets one function's body on symbols, recording nodes into ``builder.statements``."""
 
-    def __init__(self, fun, builder, depth=0):
+    def __init__(self, fun, builder, depth=0, local=None):
+        """``local``: ``(LocalSource, definer)`` for a nested def, lambda or comprehension of ``fun``
+        (``source_nested``), whose free names are read in the interpreter ``definer``."""
         self.fun = fun
-        self.parsed = parsed_source(fun)
-        self.closure = closure_values(fun, self.parsed)
         self.builder = builder
         self.depth = depth
         self.caller = None  # the interpreter of the function that called this one (inline calls)
+        self.nested = None  # the NestedFunction this interpreter runs, if any
         self.current = None
         self.env = {}
-        self._code = {}
-        self.random = sources_of(fun, where=f"source transformation of {getattr(fun, '__name__', fun)}")
+        if local is None:
+            self.parsed = parsed_source(fun)
+            self.closure = closure_values(fun, self.parsed)
+            self.definer = None
+            self._code = {}
+            self.random = sources_of(fun, where=f"source transformation of {getattr(fun, '__name__', fun)}")
+        else:
+            self.parsed, self.definer = local
+            self.closure = Enclosing(self.definer, self.parsed.locals)
+            self._code = self.parsed.code_cache
+            self.random = self.definer.random
 
     # -- helpers ---------------------------------------------------------------------------------
     def error(self, node, what):
@@ -73,9 +84,11 @@ class Interpreter(LoopInterpreter):
     def eval(self, expr):
         code = self._code.get(id(expr))
         if code is None:
-            tree = ast.Expression(body=expr)
+            tree = ast.Expression(body=lift(self.parsed, expr))  # lambdas, comprehensions: source_nested
             ast.fix_missing_locations(tree)
             code = self._code[id(expr)] = (compile(tree, self.parsed.filename, "eval"), expr)
+        frames = self.builder.frames
+        frames.append(self)  # the caller of a nested function called in it
         try:
             with np.errstate(all="ignore"):
                 return eval(code[0], self.fun.__globals__, Scope(self))  # noqa: S307 - the user's own code
@@ -91,6 +104,8 @@ class Interpreter(LoopInterpreter):
                                  f"assigned in only one branch of an if, or first assigned inside a "
                                  f"loop, cannot be used "
                                  f"after it: assign it before. {TAPE}") from None
+        finally:
+            frames.pop()
 
     def test(self, expr):
         """The condition of an ``if`` or ``while``: ``and``/``or``/``not`` and chained comparisons on
@@ -126,6 +141,14 @@ class Interpreter(LoopInterpreter):
     def stmts(self):
         return self.builder.statements
 
+    def container_holders(self, env):
+        """``(name, value)`` whose lists and dicts a block may change in place: ``env``'s, and for a
+        nested function those of the functions it is nested in."""
+        holders = list(env.items())
+        if isinstance(self.closure, Enclosing):
+            holders += self.closure.items()
+        return holders
+
     def mark(self):
         return len(self.builder.statements)
 
@@ -157,6 +180,8 @@ class Interpreter(LoopInterpreter):
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]
         self.block(body)
+        if self.depth == 0:
+            refuse_returned(self.env[RET], self)
         return self.env[RET]
 
     def block(self, stmts):
@@ -218,6 +243,12 @@ class Interpreter(LoopInterpreter):
             self.env[JUMP] = True  # what follows runs only where this return did not
         elif t is ast.If:
             test = self.test(s.test)
+            if type(test) is Symbol and hasattr(s, "wg_filter"):  # a comprehension's (source_nested)
+                raise TransformError(
+                    f"at {self.where(s)} (in {self.caller.parsed.name}): the filter "
+                    f"`if {ast.unparse(s.test)}` of {s.wg_filter} is a traced value, so the number of "
+                    f"items would depend on the values. Keep every item and choose with wnp.where "
+                    f"(e.g. sum(wnp.where(c, v, 0.0) for ...)), or use an array mask. {TAPE}")
             if type(test) is Symbol:
                 if test.variable.dtype.kind != "b":
                     test = test != 0
@@ -235,8 +266,39 @@ class Interpreter(LoopInterpreter):
             self.env[JUMP] = True
         elif t is ast.Assert:
             pass  # checks of shapes and constants; nothing to record
+        elif t is ast.FunctionDef:
+            self.env[s.name] = define(self, s)
+        elif t is ast.With:
+            self.with_block(s, s.items)
         else:
             raise self.error(s, f"a {t.__name__} statement")
+
+    def with_block(self, s, items):
+        """``with a as x, b: body``: each context manager entered (in order) and exited (in reverse)
+        around the reading of the body, once, as the tape runs it around the function's code. What
+        it does is not part of the program: ``np.errstate`` or ``wg.no_grad()`` (eager tensors only,
+        as under ``wg.grad``) change nothing in it (docs/source.md)."""
+        if not items:
+            self.block(s.body)
+            return
+        manager = self.eval(items[0].context_expr)
+        kind = type(manager)
+        if not (hasattr(kind, "__enter__") and hasattr(kind, "__exit__")):
+            raise TransformError(f"at {self.where(s)} (in {self.parsed.name}): {kind.__name__} is not a "
+                                 f"context manager (no __enter__/__exit__)")
+        value = kind.__enter__(manager)
+        try:
+            if items[0].optional_vars is not None:
+                self.assign(items[0].optional_vars, value, self.mark(), s)
+            self.with_block(s, items[1:])
+        except BaseException as e:
+            if kind.__exit__(manager, type(e), e, e.__traceback__):
+                raise TransformError(
+                    f"at {self.where(s)} (in {self.parsed.name}): the context manager {kind.__name__} "
+                    f"suppressed an error raised while the program was built ({type(e).__name__}: {e}); "
+                    f"a program built from source cannot skip the rest of the block. {TAPE}") from e
+            raise
+        kind.__exit__(manager, None, None, None)
 
     def assign(self, target, value, mark, node):
         t = type(target)
@@ -333,7 +395,8 @@ class Interpreter(LoopInterpreter):
     def branch(self, cond, body, orelse, node, reset_jump=False):
         outer = self.builder.statements
         env0 = dict(self.env)
-        snapshot = containers_snapshot(env0.values())
+        holders = self.container_holders(env0)
+        snapshot = containers_snapshot(v for _, v in holders)
         arms = []
         for stmts in (body, orelse):
             self.env = dict(env0)
@@ -345,7 +408,7 @@ class Interpreter(LoopInterpreter):
             changed = changed_containers(snapshot)
             if changed:  # both arms are recorded: the change would happen whichever arm runs
                 restore_containers(snapshot)
-                names = sorted(n for n, v in env0.items() if any(v is c for c in changed)) or ["a list"]
+                names = sorted({n for n, v in holders if any(v is c for c in changed)}) or ["a list"]
                 raise TransformError(
                     f"at {self.where(node)} (in {self.parsed.name}): this if on a traced value changes "
                     f"{', '.join(names)} in place in an arm (append, item assignment, ...); both arms are "

@@ -4,12 +4,14 @@ that changes lists or dicts runs at build time instead (unrolled). ``wg.checkpoi
 range marks the loop's checkpointing schedule."""
 
 import ast
+import itertools
 
 import numpy as np
 
 from wengert.program.control import Loop, TransformError
 from wengert.program.ir import Variable
 from wengert.program.source_checkpoint import checkpointed
+from wengert.program.source_nested import Enclosing
 from wengert.program.source_parse import TAPE, assigned_names, has_jump, mutated_names
 from wengert.program.source_values import (
     BRK,
@@ -39,10 +41,8 @@ class LoopInterpreter:
         policy = self.checkpoint_marker(it)
         if policy is not None:
             it = it.args[0]
-        if isinstance(s.target, ast.Name):
-            target = s.target.id
-        else:
-            raise self.error(s, "a for loop with a target other than one name")
+        # one name, or a target to unpack (``for a, b in zip(x, y)``: unrolled loops only)
+        target = s.target.id if isinstance(s.target, ast.Name) else s.target
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
                 and "range" not in self.env and not it.keywords:
             bounds = [self.eval(a) for a in it.args]
@@ -56,20 +56,36 @@ class LoopInterpreter:
         seq = self.eval(it)
         if type(seq) is Symbol:
             if not seq.variable.shape:
-                raise self.error(s, "iterating over a 0-d array")
+                inside = f" in {s.wg_what}" if hasattr(s, "wg_what") else ""
+                raise self.error(s, f"iterating over a 0-d array{inside}")
             self.loop(s, "for", bounds=[0, seq.variable.shape[0], 1], target=target, over=seq, policy=policy)
-        elif isinstance(seq, (list, tuple)):
-            if policy is not None:
-                raise self.error(s, "wg.checkpointed around a list (the loop is unrolled)")
-            if has_jump(s.body):
-                raise self.error(s, "break/continue in a loop over a list (it is unrolled)")
-            for item in seq:
-                self.env[target] = item
-                self.block(s.body)
         elif isinstance(seq, np.ndarray):
             self.loop(s, "for", bounds=[0, len(seq), 1], target=target, over=seq, policy=policy)
-        else:
+        elif isinstance(seq, range):
+            self.loop(s, "for", bounds=[seq.start, seq.stop, seq.step], target=target, policy=policy)
+        elif isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__"):
             raise self.error(s, f"a for loop over a {type(seq).__name__}")
+        else:  # a list, tuple, zip, enumerate, dict, iterator...: unrolled
+            what = getattr(s, "wg_what", None) or f"a loop over a {type(seq).__name__} (it is unrolled)"
+            if policy is not None:
+                raise self.error(s, f"wg.checkpointed around {what}")
+            if has_jump(s.body):
+                raise self.error(s, f"break/continue in {what}")
+            items = seq if isinstance(seq, (list, tuple)) else list(itertools.islice(seq, _UNROLL_LIMIT + 1))
+            if len(items) > _UNROLL_LIMIT:
+                raise TransformError(f"at {self.where(s)} (in {self.parsed.name}): {what} of more than "
+                                     f"{_UNROLL_LIMIT} items (at most {_UNROLL_LIMIT} are unrolled). {TAPE}")
+            for item in items:
+                self.bind_target(target, item, s)
+                self.block(s.body)
+
+    def bind_target(self, target, value, s):
+        """Binds a for loop's target (a name, or names to unpack) to ``value``, naming what is recorded."""
+        mark = self.mark()
+        if isinstance(target, str):
+            self.env[target] = self.name_result(value, target, mark)
+        else:
+            self.assign(target, value, mark, s)
 
     def checkpoint_marker(self, it):
         """``(policy, snapshots)`` when ``it`` is ``wg.checkpointed(iterable, ...)``, else None."""
@@ -105,6 +121,9 @@ class LoopInterpreter:
             if name in self.env:
                 if isinstance(self.env[name], CONTAINER_TYPES):
                     return True
+            elif isinstance(self.closure, Enclosing) and name in self.closure and \
+                    isinstance(self.closure[name], CONTAINER_TYPES):
+                return True  # a list of the function a nested function is defined in
             elif name not in local and isinstance(self.fun.__globals__.get(name), CONTAINER_TYPES):
                 raise self.error(node, f"changing the global {type(self.fun.__globals__[name]).__name__} "
                                        f"{name} in place (tracing the function would change it)")
@@ -116,7 +135,8 @@ class LoopInterpreter:
         and ``np.stack(acc)`` see every iteration's value. The trip count must be known when the
         program is built: ``range`` of static bounds, an array's first axis, or a ``while`` whose
         condition depends on static values only."""
-        what = f"{'a for' if kind == 'for' else 'a while'} loop changing a list or dict (it is unrolled)"
+        what = getattr(s, "wg_what", None) or \
+            f"{'a for' if kind == 'for' else 'a while'} loop changing a list or dict (it is unrolled)"
         if policy is not None:
             raise self.error(s, f"wg.checkpointed around {what}")
         if kind == "for":
@@ -129,11 +149,7 @@ class LoopInterpreter:
                                      f"Collect the values in an array instead (wnp.zeros(n), then out[i] = "
                                      f"...), which stays a loop. {TAPE}")
             for i in range(*bounds):
-                if over is not None:
-                    mark = self.mark()
-                    self.env[target] = self.name_result(over[i], target, mark)
-                else:
-                    self.env[target] = i
+                self.bind_target(target, over[i] if over is not None else i, s)
                 if self.iteration(s, what):
                     break
             return
@@ -176,9 +192,12 @@ class LoopInterpreter:
         if self.changes_containers(s, names):
             self.unroll(s, kind, bounds, target, over, test, policy)
             return
+        if not isinstance(target, (str, type(None))):
+            raise self.error(s, "a for loop unpacking its items into several names (only a loop that is "
+                                "unrolled, over a list, zip or enumerate, unpacks)")
         outer = self.builder.statements
         env0 = dict(self.env)
-        snapshot = containers_snapshot(env0.values())  # a helper function may change a list it is passed
+        snapshot = containers_snapshot(v for _, v in self.container_holders(env0))  # helpers change lists
         likes = {n: self.env[n] for n in names}
         for n in names:
             if not is_numeric(likes[n]):

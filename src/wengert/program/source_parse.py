@@ -14,21 +14,24 @@ import numpy as np
 from wengert.program.control import TransformError
 
 __all__ = ["TAPE", "parsed_source", "is_user_function", "closure_values", "assigned_names", "has_jump",
-           "base_name", "mutated_names"]
+           "base_name", "mutated_names", "scope_walk", "SourceText"]
 
 TAPE = "The tape (wg.grad) handles it: differentiate this function with wg.grad instead."
 
 
 _UNSUPPORTED = {
-    ast.Try: "try/except", ast.With: "a with statement", ast.AsyncWith: "async with",
-    ast.AsyncFor: "async for", ast.Global: "a global statement", ast.Nonlocal: "a nonlocal statement",
-    ast.Yield: "a generator (yield)", ast.YieldFrom: "a generator (yield from)",
-    ast.GeneratorExp: "a generator expression", ast.Await: "await", ast.Lambda: "a lambda",
-    ast.FunctionDef: "a nested function definition", ast.AsyncFunctionDef: "a nested async function",
+    ast.Try: "try/except", ast.AsyncWith: "async with",
+    ast.AsyncFor: "async for", ast.Global: "a global statement",
+    ast.Nonlocal: ("a nonlocal statement (a nested function assigning a variable of the function around it)",
+                   "return the new value from the nested function and assign it where it is called"),
+    ast.Yield: ("a generator (yield)", "build a list and return it, or write a list comprehension or a "
+                                       "generator expression"),
+    ast.YieldFrom: ("a generator (yield from)", "build a list and return it"),
+    ast.Await: "await", ast.AsyncFunctionDef: "a nested async function",
     ast.ClassDef: "a class definition", ast.Delete: "del", ast.Import: "import inside the function",
     ast.ImportFrom: "import inside the function", ast.Raise: "raise", ast.NamedExpr: "an assignment "
-    "expression (:=)", ast.SetComp: "a set comprehension", ast.DictComp: "a dict comprehension",
-    ast.ListComp: "a list comprehension", ast.Starred: "starred arguments (*args)",
+    "expression (:=)", ast.SetComp: ("a set comprehension", "write a list comprehension"),
+    ast.Starred: "starred arguments (*args)",
 }
 if hasattr(ast, "TryStar"):
     _UNSUPPORTED[ast.TryStar] = "try/except*"
@@ -39,7 +42,21 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # we
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 
 
-class _Parsed:
+class SourceText:
+    """Where a parsed function's nodes are (``filename``, ``offset``, ``name``), and errors citing them."""
+
+    def where(self, lineno):
+        return f"{self.filename}, line {lineno + self.offset}"
+
+    def error(self, node, what, instead=None):
+        """The error for ``what`` at ``node``; ``instead``: what to write instead (the tape is named too)."""
+        advice = f" Instead, {instead}." if instead else ""
+        return TransformError(f"{what} at {self.where(getattr(node, 'lineno', 1))} (in {self.name}) is "
+                              f"outside the Python subset that wengert's source transformation "
+                              f"supports.{advice} {TAPE}")
+
+
+class _Parsed(SourceText):
     """A function's parsed source: the ``FunctionDef``, its file and first line."""
 
     def __init__(self, fun):
@@ -52,6 +69,7 @@ class _Parsed:
         self.filename = filename
         self.offset = 0
         self.name = fun.__name__
+        self.local_defs = {}  # the nested defs, lambdas and comprehensions read so far (source_nested)
         if fun.__name__ == "<lambda>":
             self.node = self._lambda(fun, lines, start)
         else:
@@ -108,32 +126,54 @@ class _Parsed:
         ast.copy_location(node.body[0], lam)
         return node
 
-    def where(self, lineno):
-        return f"{self.filename}, line {lineno + self.offset}"
-
-    def error(self, node, what):
-        return TransformError(f"{what} at {self.where(getattr(node, 'lineno', 1))} (in {self.name}) is "
-                              f"outside the Python subset that wengert's source transformation "
-                              f"supports. {TAPE}")
-
     def _check(self):
-        fn = self.node
+        self._check_function(self.node, nested=False)
+
+    def _check_function(self, fn, nested):
+        """Checks a function (the one transformed, or a def or lambda nested in it) against the subset."""
         a = fn.args
-        if a.vararg or a.kwarg or a.kwonlyargs or getattr(a, "posonlyargs", []):
+        if a.vararg or a.kwarg or (not nested and (a.kwonlyargs or getattr(a, "posonlyargs", []))):
             raise self.error(fn, "*args, **kwargs or keyword-only parameters")
-        for stmt in fn.body:
-            for node in ast.walk(stmt):
+        if nested and getattr(fn, "decorator_list", None):
+            raise self.error(fn, f"a decorated nested function ({fn.name})",
+                             f"define {fn.name} without the decorator, or at module level")
+        for stmt in (fn.body if isinstance(fn, ast.FunctionDef) else [fn.body]):
+            for node in scope_walk(stmt, into_comprehensions=True):
+                if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+                    self._check_function(node, nested=True)
+                    continue
                 if type(node) in _UNSUPPORTED:
-                    raise self.error(node, _UNSUPPORTED[type(node)])
+                    what = _UNSUPPORTED[type(node)]
+                    raise self.error(node, *(what if type(what) is tuple else (what,)))
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                         node.func.id in ("exec", "eval", "globals", "locals", "setattr", "vars"):
                     raise self.error(node, f"a call to {node.func.id}()")
                 if isinstance(node, (ast.For, ast.While)):
                     if node.orelse:
                         raise self.error(node, f"{'for' if isinstance(node, ast.For) else 'while'}...else")
-                    for inner in ast.walk(node):
+                    for inner in scope_walk(node):
                         if isinstance(inner, ast.Return):
                             raise self.error(inner, "return inside a loop")
+
+
+_NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp)
+
+
+def scope_walk(node, into_comprehensions=False):
+    """``node`` and the nodes inside it that run in the same function as ``node``: a nested def or
+    lambda is given with its decorators and defaults, not its body; a comprehension (its own scope
+    too) is given alone unless ``into_comprehensions``."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, _NEW_SCOPES):
+            todo.extend(getattr(n, "decorator_list", ()))
+            if not isinstance(n, ast.ClassDef):
+                todo.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
+        elif into_comprehensions or not isinstance(n, _COMPREHENSIONS):
+            todo.extend(reversed(list(ast.iter_child_nodes(n))))
 
 
 _PARSED = {}
@@ -169,11 +209,14 @@ def closure_values(fun, parsed):
 
 
 def assigned_names(stmts):
-    """Names a list of statements assigns (anywhere inside, loops and branches included)."""
+    """Names a list of statements assigns (anywhere inside, loops and branches included; a nested
+    def's name, not its locals, nor a comprehension's loop variables)."""
     names = []
     for s in stmts:
-        for node in ast.walk(s):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names:
+        for node in scope_walk(s):
+            if isinstance(node, ast.FunctionDef) and node.name not in names:
+                names.append(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names:
                 names.append(node.id)
             elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
                     and isinstance(node.value, ast.Name) and node.value.id not in names:
@@ -187,6 +230,8 @@ def has_jump(stmts):
         if isinstance(s, (ast.Break, ast.Continue)):
             return True
         if isinstance(s, ast.If) and (has_jump(s.body) or has_jump(s.orelse)):
+            return True
+        if isinstance(s, ast.With) and has_jump(s.body):
             return True
     return False
 
