@@ -131,7 +131,7 @@ def main(argv=None):
     started = time.perf_counter()
     loops = [w for w in workloads if w.name == indexing.NAME]  # its sizes are timed interleaved
     sloops = [w for w in workloads if w.name == source_loops.NAME]  # likewise
-    nloops = [w for w in workloads if w.name == native.LOOP_NAME]  # likewise (with JAX: after the others)
+    nloops = [w for w in workloads if w.name == native.LOOP_NAME]  # likewise; it calls JAX: after those two
     # The loops run first: before any JAX eager call, which leaves this process slower at
     # allocation-heavy Python (see indexing.run_interleaved); reported after the others.
     loop_results = indexing.run_interleaved(loops, args.impls, args.rounds)

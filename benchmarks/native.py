@@ -76,7 +76,8 @@ class _BuildTimeout(BaseException):
 
 @contextlib.contextmanager
 def _time_limit(seconds):
-    """Stop the block with ``_BuildTimeout`` after ``seconds`` (main thread only; elsewhere no limit)."""
+    """Stop the block with ``_BuildTimeout`` after ``seconds``, and every half second after that until it
+    stops (main thread only; elsewhere no limit)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
@@ -85,7 +86,8 @@ def _time_limit(seconds):
         raise _BuildTimeout()
 
     previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # repeating: an exception raised where Python ignores it (a gc callback, a __del__) is lost
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
     try:
         yield
     finally:
