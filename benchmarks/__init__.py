@@ -5,7 +5,7 @@ autograd. Run with ``python -m benchmarks``; importing this package pins every l
 import os
 
 # Before NumPy (or any peer) is imported anywhere: one BLAS/OpenMP thread for every implementation.
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 _XLA_SINGLE_THREAD = ("--xla_cpu_multi_thread_eigen=false", "intra_op_parallelism_threads=1")

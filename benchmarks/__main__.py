@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks import checkpointing as checkpoint_bench
 from benchmarks import dask as dask_bench
-from benchmarks import docs_page, indexing, readme_summary
+from benchmarks import docs_page, indexing, native, readme_summary
 from benchmarks import memory as memory_bench
 from benchmarks import scale as stacking
 from benchmarks import source as source_loops
@@ -32,6 +32,7 @@ from benchmarks.workloads import WORKLOAD_NAMES, all_workloads
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 README = Path(__file__).resolve().parents[1] / "README.md"
+NAMES = WORKLOAD_NAMES + COMPILED_NAMES + native.NATIVE_NAMES
 CHECKPOINTING = "checkpointing"  # the checkpointing benchmark's name for --only (benchmarks/checkpointing.py)
 
 
@@ -40,10 +41,9 @@ def _select(names, parser):
     chosen = []
     for raw in names:
         key = raw.lower().replace("_", "-").replace(" ", "-")
-        matches = [n for n in WORKLOAD_NAMES + COMPILED_NAMES if key in n]
+        matches = [n for n in NAMES if key in n]
         if not matches:
-            parser.error(f"--only {raw!r}: no such workload; choose from "
-                         f"{', '.join(WORKLOAD_NAMES + COMPILED_NAMES)}")
+            parser.error(f"--only {raw!r}: no such workload; choose from {', '.join(NAMES)}")
         chosen += [m for m in matches if m not in chosen]
     return chosen
 
@@ -92,7 +92,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few rounds, for smoke-testing (not representative)")
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help=f"run only these workloads: {', '.join(WORKLOAD_NAMES + COMPILED_NAMES)}, "
+                        help=f"run only these workloads: {', '.join(NAMES)}, "
                              f"{CHECKPOINTING} (the checkpointing runner: time and memory of long loops), "
                              "stack (stacking many traced pieces), dask (a gradient over Dask arrays on a "
                              "local cluster), memory (peak memory of reverse mode) (parts of names work)")
@@ -124,19 +124,22 @@ def main(argv=None):
         if checkpoint_too:
             failed += checkpoint_bench.run(quick=args.quick, rounds=args.rounds, markdown=args.markdown)
         return 1 if failed else 0
-    selected = _select(others, parser) if args.only else list(WORKLOAD_NAMES + COMPILED_NAMES)
-    everything = all_workloads(quick=args.quick) + compiled_workloads(quick=args.quick)
+    selected = _select(others, parser) if args.only else list(NAMES)
+    everything = (all_workloads(quick=args.quick) + compiled_workloads(quick=args.quick)
+                  + native.workloads(quick=args.quick))
     workloads = [w for w in everything if w.name in selected]
     env = environment()
     started = time.perf_counter()
     loops = [w for w in workloads if w.name == indexing.NAME]  # its sizes are timed interleaved
     sloops = [w for w in workloads if w.name == source_loops.NAME]  # likewise
+    nloops = [w for w in workloads if w.name == native.LOOP_NAME]  # likewise; it calls JAX: after those two
     # The loops run first: before any JAX eager call, which leaves this process slower at
     # allocation-heavy Python (see indexing.run_interleaved); reported after the others.
     loop_results = indexing.run_interleaved(loops, args.impls, args.rounds)
     loop_results += indexing.run_interleaved(sloops, args.impls, args.rounds)
+    loop_results += indexing.run_interleaved(nloops, args.impls, args.rounds)
     results = [run_workload(w, impls=args.impls, rounds=args.rounds) for w in workloads
-               if w not in loops and w not in sloops]
+               if w not in loops and w not in sloops and w not in nloops]
     results += loop_results
     elapsed = time.perf_counter() - started
 
@@ -149,9 +152,10 @@ def main(argv=None):
     print(format_text(results, quick=args.quick))
     print(indexing.summary(results))
     print(source_loops.summary(results))
+    print(native.loop_summary(results))
     path = args.markdown or RESULTS / ("latest-quick.md" if args.quick else "latest.md")
     write_markdown(path, format_markdown(results, env, quick=args.quick) + indexing.summary_markdown(results)
-                   + source_loops.summary_markdown(results))
+                   + source_loops.summary_markdown(results) + native.loop_summary_markdown(results))
     print(f"\nTotal {elapsed:.0f} s. Markdown written to {path}")
     failed = sum(len(r.failures) for r in results)
     stacking_md = ""
@@ -169,7 +173,8 @@ def main(argv=None):
     full = not (args.quick or args.only or args.impls or args.rounds)
     page = args.docs or (DOCS_PAGE if full else None)
     if page is not None:
-        extra = [indexing.summary_markdown(results), source_loops.summary_markdown(results), stacking_md]
+        extra = [indexing.summary_markdown(results), source_loops.summary_markdown(results),
+                 native.loop_summary_markdown(results), stacking_md]
         checkpointing = checkpoint_md.read_text(encoding="utf-8") if checkpoint_too else None
         command = "make bench" if full else "python -m benchmarks " + " ".join(argv or sys.argv[1:])
         written = docs_page.write_page(page, results, env, quick=args.quick, command=command,

@@ -39,6 +39,12 @@ IMPLEMENTATIONS = {
     "torch-loop": "PyTorch loop",  # benchmarks/batching.py: one example at a time
     "binomial": "wengert, iterate(binomial)",  # benchmarks/recurrent.py: checkpointed time steps
     "jit": "JAX jit",
+    # benchmarks/native.py (and indexing.py's compiled loop): the derivative programs, and the floor
+    "wg.compile": "wg.compile",
+    "compile-numba": "wg.compile numba",
+    "source": "wg.source_grad",
+    "source-numba": "wg.source_grad numba",
+    "numba": "hand-written Numba",
 }
 
 
@@ -63,6 +69,7 @@ class Target:
     peer: str
     factor: float
     kind: str = "speedup"
+    subject: str | None = None  # the implementation measured (default: the workload's subject)
 
 
 @dataclass
@@ -82,13 +89,14 @@ class Workload:
     ops: int | None = None  # recorded operations per call: times are also shown per operation
     targets: list = field(default_factory=list)
     description: str = ""
+    subject: str = "wengert"  # the implementation in the "÷ wengert" column and the targets
 
 
 @dataclass
 class ImplResult:
     key: str
     label: str
-    status: str  # "ok", "FAILED", "not installed" or "unavailable"
+    status: str  # "ok", "FAILED", "not installed", "unavailable" or "n/a" (peers.NotApplicable)
     detail: str = ""
     note: str = ""
     ops: int | None = None
@@ -194,8 +202,13 @@ def _prepare(workload, key, reference, progress):
     try:
         impl = workload.factories[key]()
     except PeerUnavailable as e:
-        result.status = "not installed" if str(e) == "not installed" else "unavailable"
+        result.status = getattr(e, "status", None) or ("not installed" if str(e) == "not installed"
+                                                       else "unavailable")
         result.detail = "" if result.status == "not installed" else str(e)
+        return result, None
+    except Exception as e:  # a factory builds (and may first call) its implementation: a failure
+        result.status, result.detail = "FAILED", f"raised {type(e).__name__} while built: {e}"
+        progress(f"  [{workload.name}] {label}: FAILED: {result.detail}")
         return result, None
     result.note = impl.note
     if impl.ops is not None:
@@ -277,21 +290,23 @@ def _fmt_ratio(x):
 def evaluate_targets(wres):
     """``[(text, measured, verdict)]`` with verdict "MET", "NOT MET" or "N/A"."""
     out = []
-    w = wres.get("wengert")
     for t in wres.workload.targets:
+        subject = t.subject or wres.workload.subject
+        mine = IMPLEMENTATIONS.get(subject, subject)
+        w = wres.get(subject)
         peer = wres.get(t.peer)
         if w is None or peer is None:
-            missing = "wengert" if w is None else IMPLEMENTATIONS.get(t.peer, t.peer)
+            missing = mine if w is None else IMPLEMENTATIONS.get(t.peer, t.peer)
             out.append((t.text, f"{missing} not measured", "N/A"))
             continue
         label = IMPLEMENTATIONS.get(t.peer, t.peer)
         if t.kind == "speedup":
             ratio = peer.per_op() / w.per_op()
-            measured = f"{label} / wengert = {ratio:.2f}x"
+            measured = f"{label} / {mine} = {ratio:.2f}x"
             met = ratio >= t.factor
         else:
             ratio = w.per_op() / peer.per_op()
-            measured = f"wengert / {label} = {ratio:.2f}x"
+            measured = f"{mine} / {label} = {ratio:.2f}x"
             met = ratio <= t.factor
         out.append((t.text, measured, "MET" if met else "NOT MET"))
     return out
@@ -303,7 +318,7 @@ _COLUMNS = ["implementation", "check", "median / run", "µs / op", "÷ wengert",
 
 def _rows(wres):
     """The table's rows as lists of strings (columns as in ``_COLUMNS``, µs/op only with ops)."""
-    base_w, base_h = wres.get("wengert"), wres.get("hand")
+    base_w, base_h = wres.get(wres.workload.subject), wres.get("hand")
     rows = []
     for r in wres.results:
         check = r.status
@@ -340,7 +355,10 @@ _RATIO_NOTE = ("÷ wengert, ÷ hand-written: median time relative to that implem
 
 def _ratio_note(wres):
     per = "per operation" if wres.workload.ops else "per run"
-    return _RATIO_NOTE.format(per=f"compared {per}")
+    subject = wres.workload.subject
+    label = IMPLEMENTATIONS.get(subject, subject)
+    which = "" if subject == "wengert" else f" (÷ wengert: relative to {label})"
+    return _RATIO_NOTE.format(per=f"compared {per}") + which
 
 
 METHOD = (
@@ -490,5 +508,6 @@ def environment():
         "torch": package_version("torch"),
         "jax": f"{package_version('jax')} (jaxlib {package_version('jaxlib')})",
         "autograd": package_version("autograd"),
+        "numba": package_version("numba"),
         "threads": f"{threads}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')}; torch.set_num_threads(1)",
     }

@@ -1,15 +1,24 @@
-"""The peer libraries (PyTorch, JAX, HIPS autograd), imported lazily and guarded: a peer that is
+"""The peer libraries (PyTorch, JAX, HIPS autograd, Numba), imported lazily and guarded: a peer that is
 missing or fails to import raises ``PeerUnavailable``, which the harness reports instead of crashing.
+``NotApplicable`` says that this checkout of wengert lacks what an implementation needs (a keyword
+such as ``backend="numba"``): reported as "n/a".
 """
 
 import importlib
 import importlib.metadata
 
-__all__ = ["PeerUnavailable", "load_torch", "load_jax", "load_autograd", "package_version"]
+__all__ = ["PeerUnavailable", "NotApplicable", "load_torch", "load_jax", "load_autograd", "load_numba",
+           "package_version"]
 
 
 class PeerUnavailable(Exception):
     """A peer library cannot be used; the message says why ("not installed", or the import error)."""
+
+
+class NotApplicable(PeerUnavailable):
+    """The implementation does not apply to this checkout (its wengert lacks a feature): "n/a"."""
+
+    status = "n/a"
 
 
 _loaded = {}
@@ -67,6 +76,11 @@ def load_jax():
 def load_autograd():
     """``(autograd, autograd.numpy)``."""
     return _load("autograd", _configure_autograd)
+
+
+def load_numba():
+    """The ``numba`` module (compiling in nopython mode, one thread: no ``parallel=True`` is used)."""
+    return _load("numba", lambda numba: numba)
 
 
 def package_version(dist):
