@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: test test-gpu example-dask fuzz bench demo docs lint clean
+.PHONY: test test-slow test-gpu example-dask fuzz bench demo docs lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,10 +25,16 @@ $(VENV)/.bench: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[bench]'
 	touch $@
 
+# The inner loop: lint, types and every test but the slow groups (tests/conftest.py: benchmark smoke
+# runs, fuzz profiles, Dask, wheels in fresh venvs, the site build, CLI subprocesses).
 test: $(VENV)/.test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -n 2
+	$(PY) -m pytest -n 2 -m "not slow"
+
+# The slow groups; CI runs `make test` and then this.
+test-slow: $(VENV)/.test
+	$(PY) -m pytest -n 2 -m slow
 
 # The rule-table tests on CuPy arrays; skipped (not failed) where CuPy or a GPU is missing.
 test-gpu: $(VENV)/.test

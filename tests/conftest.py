@@ -13,3 +13,26 @@ def rng():
     """A NumPy generator with a fixed seed, fresh for each test that takes it as an argument, so that
     a test's inputs do not depend on which tests ran before it in the same module."""
     return np.random.default_rng(0)
+
+
+# -- the slow groups: `make test` leaves them out, `make test-slow` runs them (CI runs both) ----------
+
+SLOW_PATHS = ("tests/benchmarks/", "tests/fuzz/", "tests/scale/", "tests/test_package.py",
+              "tests/docs/test_site.py")
+"""Benchmark smoke runs, the fuzz profiles, the Dask cluster and example, the wheel built and installed
+into fresh virtual environments, and the documentation site's build."""
+
+SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_early_exits_quietly",
+              "tests/cli/test_main.py::test_version_as_a_module",
+              "tests/cli/test_example_and_demo.py::test_example_prints_the_tape_example",
+              "tests/cli/test_example_and_demo.py::test_unknown_command_exits_2",
+              "tests/cli/test_example_and_demo.py::test_demo_one_epoch_writes_every_output",
+              "tests/cli/test_demo_cnn.py::test_demo_cnn_one_epoch_writes_every_output")
+"""CLI runs in subprocesses, and the demos' one-epoch runs."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        node = item.nodeid
+        if node.startswith(SLOW_PATHS) or node.split("[")[0] in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
