@@ -359,6 +359,8 @@ class CompiledFunction:
         captured = entry.read() if entry.read is not None else ()
         if captured is None:  # changed by the trace itself: this call runs on the values traced
             captured = tuple(n.value for n in entry.captures.arrays)
+        if entry.captures.arrays:
+            entry.captures.drop_values()  # no captured array kept alive by the cache
         return entry, captured
 
     def _forget(self, entry):
@@ -489,6 +491,7 @@ class CompiledFunction:
 
             with_keywords.__name__ = getattr(fun, "__name__", "f")
             with_keywords.__wrapped__ = fun  # what it reads besides its arguments is fun's (captures.scan)
+            with_keywords.__signature__ = _positional_signature(_param_names(fun, n) + list(names))
             static = sorted(self._static.positions(n)) + [n + j for j, k in enumerate(names) if k in self._static.names]
             options = dict(self._options, static_argnums=static, static_argnames=None)
             variant = self._variants[names, n] = CompiledFunction(with_keywords, self.transform, self.argnums,
@@ -525,7 +528,11 @@ class CompiledFunction:
     def cache_info(self):
         """Hits, misses (one trace each), the number of cached programs, and ``maxsize``
         (``functools.lru_cache``'s ``cache_info``)."""
-        return CacheInfo(self._hits + self._fast_hits[0], self._misses, self._size, self._maxsize)
+        hits, misses, size = self._hits + self._fast_hits[0], self._misses, self._size
+        for variant in self._variants.values():  # calls with keyword-only arguments
+            info = variant.cache_info()
+            hits, misses, size = hits + info.hits, misses + info.misses, size + info.currsize
+        return CacheInfo(hits, misses, size, self._maxsize)
 
     def cache_clear(self):
         """Empty the cache (``functools.lru_cache``'s ``cache_clear``); the counts stay."""
@@ -543,6 +550,16 @@ class CompiledFunction:
     def __repr__(self):
         what = f"{self.transform}({self.argnums}) of " if self.transform else ""
         return f"<wengert compiled {what}{getattr(self.fun, '__name__', self.fun)}>"
+
+
+def _positional_signature(names):
+    """A signature of positional-only parameters named ``names`` (made distinct identifiers)."""
+    kind, seen, params = inspect.Parameter.POSITIONAL_ONLY, set(), []
+    for k, name in enumerate(names):
+        name = name if name.isidentifier() and name not in seen else f"arg{k}"
+        seen.add(name)
+        params.append(inspect.Parameter(name, kind))
+    return inspect.Signature(params)
 
 
 class _Missing:
