@@ -57,7 +57,8 @@ def test_program_and_source_show_what_runs():
     assert str(program).startswith("def loss(params_0: float64[3,4], params_1: float64[4], x: float64[3], "
                                    "label: int64[]):")  # a Python int is a traced input (jax.jit's rule)
     source = f.grad(0).source(params, x, 0)
-    assert source.startswith("import numpy as np") and "def loss_grad(params_0, params_1, x, label):" in source
+    assert source.startswith("import numpy as np")
+    assert "def loss_grad(params_0, params_1, x, label):" in source
     assert "np_tanh = np.tanh" in source and "np_tanh(" in source  # bound once, called by name
 
 

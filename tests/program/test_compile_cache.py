@@ -44,9 +44,10 @@ def module_loss(x, a):
 
 # -- static_argnums / static_argnames ------------------------------------------------------------------
 
-@pytest.mark.parametrize("options", [dict(static_argnums=1), dict(static_argnums=(1,)), dict(static_argnums=[1]),
-                                     dict(static_argnums=-2), dict(static_argnames="n"),
-                                     dict(static_argnames=("n",)), dict(static_argnums=(1, 2))],
+@pytest.mark.parametrize("options", [dict(static_argnums=1), dict(static_argnums=(1,)),
+                                     dict(static_argnums=[1]), dict(static_argnums=-2),
+                                     dict(static_argnames="n"), dict(static_argnames=("n",)),
+                                     dict(static_argnums=(1, 2))],
                          ids=lambda o: repr(o))
 def test_static_arguments_trace_once_per_value(options):
     x = np.arange(6.0)
@@ -79,7 +80,8 @@ def test_decorator_factory_and_partial_spellings():
 @pytest.mark.parametrize("options, message", [
     (dict(static_argnums=3), "static_argnums=(3,) but blocks accepts only 3 positional arguments"),
     (dict(static_argnums=-4), "static_argnums=(-4,) but blocks accepts only 3 positional arguments"),
-    (dict(static_argnames="m"), "names 'm', which is not a parameter of blocks (its parameters: x, n, scale)"),
+    (dict(static_argnames="m"),
+     "names 'm', which is not a parameter of blocks (its parameters: x, n, scale)"),
     (dict(static_argnums="n"), "static_argnums: expected int"),
 ])
 def test_static_argument_errors_name_the_function_and_parameter(options, message):
@@ -120,8 +122,8 @@ def test_a_loop_counter_traces_once():
 ])
 def test_an_int_that_decides_a_shape_or_range_is_refused_naming_it(fun, line):
     f = wg.compile(fun)
-    with pytest.raises(TracingError, match=r"the int argument `n` \(position 1\) is a traced value, as under jax.jit"
-                       ) as info:
+    traced = r"the int argument `n` \(position 1\) is a traced value, as under jax.jit"
+    with pytest.raises(TracingError, match=traced) as info:
         f(np.arange(6.0), 2)
     assert "static_argnums=1) (or static_argnames='n')" in str(info.value)
     assert line in str(info.value)
@@ -183,7 +185,7 @@ def test_property_calls_match_the_plain_function_and_trace_once_per_static_signa
     assert c.cache_info().misses == len({(n, size) for _, n, size in calls})
 
 
-# -- the cache ------------------------------------------------------------------------------------------------
+# -- the cache ---------------------------------------------------------------------------------------
 
 def test_the_cache_is_lru_and_bounded():
     f = wg.compile(lambda x: x * 2.0, cache_size=2)
@@ -272,7 +274,7 @@ def test_source_grad_keeps_no_intermediate():
     assert held < 400_000  # less than a quarter of one input array: the programs only
 
 
-# -- pickling --------------------------------------------------------------------------------------------------
+# -- pickling ----------------------------------------------------------------------------------------
 
 def test_compiled_functions_pickle_by_reference():
     x = np.linspace(0.1, 1.0, 4)
@@ -290,7 +292,8 @@ def test_compiled_functions_pickle_by_reference():
 
 
 @pytest.mark.parametrize("make", [lambda: wg.compile(lambda x: x), lambda: wg.compile(wg.grad(module_loss)),
-                                  lambda: wg.source_grad(lambda x: x * x)], ids=["lambda", "grad", "source_grad"])
+                                  lambda: wg.source_grad(lambda x: x * x)],
+                         ids=["lambda", "grad", "source_grad"])
 def test_pickling_a_local_function_is_refused_naming_wg_compile(make):
     with pytest.raises(pickle.PicklingError, match=r"cannot pickle .*(wg.compile|wg.source_grad).*Define the "
                                                    r"function at module level") as info:

@@ -35,8 +35,14 @@ from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, gc_paused
 from wengert.engines.collector import trace_started
 from wengert.program.captures import scan, with_captured_inputs
-from wengert.program.compiled_args import INT64, by_reference, check_hashable, int_refusal, shape_dependence, \
-    static_positions
+from wengert.program.compiled_args import (
+    INT64,
+    by_reference,
+    check_hashable,
+    int_refusal,
+    shape_dependence,
+    static_positions,
+)
 from wengert.program.ir import Program, Variable
 from wengert.program.pipeline import lower, optimize
 from wengert.program.tracing import _param_names
@@ -60,7 +66,8 @@ class CacheInfo(namedtuple("CacheInfo", ["hits", "misses", "currsize"])):
         return info
 
     def __repr__(self):
-        return f"CacheInfo(hits={self.hits}, misses={self.misses}, currsize={self.currsize}, maxsize={self.maxsize})"
+        return (f"CacheInfo(hits={self.hits}, misses={self.misses}, currsize={self.currsize}, "
+                f"maxsize={self.maxsize})")
 
 
 def _leaf_key(x):
@@ -284,8 +291,8 @@ class CompiledFunction:
     def __init__(self, fun, transform=None, argnums=0, *, static_argnums=None, static_argnames=None,
                  cache_size=CACHE_SIZE):
         if cache_size is not None and (type(cache_size) is not int or cache_size < 1):
-            raise ValueError(f"wg.compile({getattr(fun, '__name__', fun)}): cache_size={cache_size!r}; give a "
-                             f"positive int, or None for an unbounded cache")
+            raise ValueError(f"wg.compile({getattr(fun, '__name__', fun)}): cache_size={cache_size!r}; give "
+                             f"a positive int, or None for an unbounded cache")
         self.fun = fun
         self.transform = transform
         self.argnums = argnums
@@ -435,7 +442,8 @@ class CompiledFunction:
         """After a trace with traced ints failed: trace again with each int argument static (then all);
         where that succeeds, raise the error naming it and ``static_argnums=``."""
         leaves, tree = tree_flatten(trace_args)
-        plain = tree_flatten(tuple(_STATIC if i in self._static_at(args) else a for i, a in enumerate(args)))[0]
+        static = self._static_at(args)
+        plain = tree_flatten(tuple(_STATIC if i in static else a for i, a in enumerate(args)))[0]
         positions = sorted(set(ints.values()))
         tries = [[k] for k in positions] + ([positions] if len(positions) > 1 else [])
         for ks in tries:
@@ -492,7 +500,8 @@ class CompiledFunction:
             with_keywords.__name__ = getattr(fun, "__name__", "f")
             with_keywords.__wrapped__ = fun  # what it reads besides its arguments is fun's (captures.scan)
             with_keywords.__signature__ = _positional_signature(_param_names(fun, n) + list(names))
-            static = sorted(self._static.positions(n)) + [n + j for j, k in enumerate(names) if k in self._static.names]
+            static = sorted(self._static.positions(n)) + [n + j for j, k in enumerate(names)
+                                                          if k in self._static.names]
             options = dict(self._options, static_argnums=static, static_argnames=None)
             variant = self._variants[names, n] = CompiledFunction(with_keywords, self.transform, self.argnums,
                                                                   **options)
@@ -542,7 +551,8 @@ class CompiledFunction:
 
     def __reduce__(self):
         """Pickled as a reference to ``fun`` and the options: compiled again when loaded."""
-        found = by_reference(self.fun, self, f"{self!r} (wg.compile of {getattr(self.fun, '__qualname__', self.fun)})")
+        what = f"{self!r} (wg.compile of {getattr(self.fun, '__qualname__', self.fun)})"
+        found = by_reference(self.fun, self, what)
         if found is None:  # a decorated module-level function: this very object, by name
             return self.__qualname__
         return (_restore, (found, self.transform, self.argnums, self._options))

@@ -125,11 +125,12 @@ def int_refusal(fun_name, static, ks, what):
     """The ``TracingError`` for traced int arguments ``ks`` whose value the program needs (``what``)."""
     args = " and ".join(static.describe(k) for k in ks)
     remedy = static.remedy(ks[0]) if len(ks) == 1 else f"static_argnums={tuple(ks)}"
+    one = len(ks) == 1
     return TracingError(
-        f"wg.compile({fun_name}): the int {args} {'is a traced value' if len(ks) == 1 else 'are traced values'}"
-        f", as under jax.jit, and {fun_name} needs {'its value' if len(ks) == 1 else 'their values'} while "
-        f"tracing ({what}). Make {'it' if len(ks) == 1 else 'them'} static: wg.compile({fun_name}, {remedy}), "
-        f"which traces once per value")
+        f"wg.compile({fun_name}): the int {args} {'is a traced value' if one else 'are traced values'}, as "
+        f"under jax.jit, and {fun_name} needs {'its value' if one else 'their values'} while tracing "
+        f"({what}). Make {'it' if one else 'them'} static: wg.compile({fun_name}, {remedy}), which traces "
+        f"once per value")
 
 
 def shape_dependence(program, int_inputs):

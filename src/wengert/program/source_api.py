@@ -13,9 +13,9 @@ from collections import OrderedDict
 
 import numpy as np
 
-from wengert.program.control import If, Loop, Pop, Push
 from wengert.program.compiled import CACHE_SIZE
 from wengert.program.compiled_args import by_reference
+from wengert.program.control import If, Loop, Pop, Push
 from wengert.program.control_codegen import block_source, render_block
 from wengert.program.ir import Statement
 from wengert.program.source import from_source
@@ -107,7 +107,8 @@ class _SourceDerivative:
 
     def __reduce__(self):
         """Pickled as a reference to the function and the options: built again when loaded."""
-        found = by_reference(self.fun, self, f"wg.source_{self.kind}({getattr(self.fun, '__qualname__', self.fun)})")
+        what = f"wg.source_{self.kind}({getattr(self.fun, '__qualname__', self.fun)})"
+        found = by_reference(self.fun, self, what)
         if found is None:  # decorated at module level: this very object, by name
             return self.__qualname__
         return (_restore, (self.kind, found, self._options))
@@ -225,7 +226,8 @@ def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     arrays as inputs, other values guarded: docs/program.md, "Captured values follow Python")."""
     check_policy(checkpoint, snapshots, f"source_grad({getattr(fun, '__name__', fun)})")
     options = {"argnums": argnums, "checkpoint": checkpoint, "snapshots": snapshots}
-    return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad", options)
+    return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad",
+                 options)
 
 
 def source_jvp(fun):
