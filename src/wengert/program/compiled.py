@@ -32,16 +32,22 @@ from wengert.api import transforms
 from wengert.api.randomness import sources_of
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.core.errors import TracingError
-from wengert.core.trace import BOX_TYPES, gc_paused
+from wengert.core.trace import gc_paused
 from wengert.engines.collector import trace_started
 from wengert.program.captures import scan, with_captured_inputs
 from wengert.program.compiled_args import (
     INT64,
+    STATIC,
+    arguments_to_trace,
     by_reference,
     check_hashable,
+    flat_key,
     int_refusal,
+    positional_signature,
     shape_dependence,
+    signature,
     static_positions,
+    with_statics_put_back,
 )
 from wengert.program.ir import Program, Variable
 from wengert.program.pipeline import lower, optimize
@@ -68,110 +74,6 @@ class CacheInfo(namedtuple("CacheInfo", ["hits", "misses", "currsize"])):
     def __repr__(self):
         return (f"CacheInfo(hits={self.hits}, misses={self.misses}, currsize={self.currsize}, "
                 f"maxsize={self.maxsize})")
-
-
-def _leaf_key(x):
-    t = type(x)
-    if t is np.ndarray:
-        return (x.shape, x.dtype)
-    if t is float:
-        return float
-    if t is int:  # traced (a 0-d int64 input), unless outside int64's range: then static
-        return int if INT64[0] <= x <= INT64[1] else (int, x)
-    if isinstance(x, np.generic):
-        return (t, ())
-    if t in BOX_TYPES:
-        raise _Traced
-    try:
-        hash(x)
-    except TypeError:
-        return ("unhashable", repr(x))
-    return (t, x)
-
-
-class _Traced(Exception):
-    """An argument is a value traced by another transform."""
-
-
-class _Static:
-    """The leaf standing for a static argument in a trace (whose function puts the value back)."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return "<static argument>"
-
-
-_STATIC = _Static()
-
-
-def _flat_key(args, static=()):
-    """The cache key of arguments that are all arrays, floats and ints (the common case) besides the
-    ``static`` positions (keyed by value), or None."""
-    key = []
-    for i, a in enumerate(args):
-        t = type(a)
-        if static and i in static:
-            key.append((_STATIC, t, a))
-        elif t is np.ndarray:
-            key.append(a.shape)
-            key.append(a.dtype)
-        elif t is float:
-            key.append(float)
-        elif t is int:
-            key.append(int if INT64[0] <= a <= INT64[1] else (int, a))
-        else:
-            return None
-    return tuple(key)
-
-
-def _signature(args, static=()):
-    """The cache key of ``args`` (``static``: the static positions), and their leaves when they are
-    not all plain leaves (a static argument is one leaf, ``_STATIC``)."""
-    key = _flat_key(args, static)
-    if key is not None:
-        return key, None
-    try:
-        if static:
-            fixed = tuple((_STATIC, type(args[i]), args[i]) for i in sorted(static))
-            args = tuple(_STATIC if i in static else a for i, a in enumerate(args))
-        else:
-            fixed = ()
-        leaves, tree = tree_flatten(args)
-        return (tree,) + fixed + tuple(_leaf_key(x) for x in leaves), leaves
-    except _Traced:
-        return None, None
-
-
-def _trace_args(args, static):
-    """The arguments a trace runs on: ``_STATIC`` for the static ones, np.int64 for the traced Python
-    ints; and ``{leaf index: argument position}`` of those ints."""
-    args = tuple(_STATIC if i in static else a for i, a in enumerate(args))
-    ints, leaves, k = {}, [], 0
-    for position, a in enumerate(args):
-        for leaf in tree_flatten(a)[0]:
-            if type(leaf) is int and INT64[0] <= leaf <= INT64[1]:
-                ints[k] = position
-                leaf = np.int64(leaf)
-            leaves.append(leaf)
-            k += 1
-    if not ints:
-        return args, ints
-    return tree_unflatten(tree_flatten(args)[1], leaves), ints
-
-
-def _with_statics(fun, args, static):
-    """``fun`` taking ``_STATIC`` at the static positions, where it is given their values in ``args``."""
-    values = {i: args[i] for i in static}
-
-    @functools.wraps(fun)  # __wrapped__: the parameters' names, and what fun captures
-    def with_statics(*given):
-        given = list(given)
-        for i, v in values.items():
-            given[i] = v
-        return fun(*given)
-
-    return with_statics
 
 
 class _Entry:
@@ -215,7 +117,7 @@ class _Entry:
         return self.call(*leaves, *captured)
 
     def dispatcher(self, args, slow, hits, static=()):
-        """For a flat key (``_flat_key``): one generated function that checks that ``args`` have this
+        """For a flat key (``flat_key``): one generated function that checks that ``args`` have this
         entry's signature (shapes, dtypes, floats, ints, static values) and runs the program, or else calls
         ``slow(*args)``: the per-call overhead of a cached call is this one check, without building
         and hashing a key (on small arrays the overhead is a large part of the time)."""
@@ -315,7 +217,7 @@ class CompiledFunction:
         """The entry for ``args`` (traced if no cached one passes its guards), their leaves and the
         captured arrays' values; ``(None, None, None)`` for values traced by another transform."""
         static = self._static_at(args)
-        key, leaves = _signature(args, static)
+        key, leaves = signature(args, static)
         if key is None:
             return None, None, None
         entry, captured = self._lookup(key, args)
@@ -403,8 +305,8 @@ class CompiledFunction:
 
     def _build_traced(self, args, name):
         static = self._static_at(args)
-        fun = _with_statics(self.fun, args, static) if static else self.fun
-        trace_args, ints = _trace_args(args, static)
+        fun = with_statics_put_back(self.fun, args, static) if static else self.fun
+        trace_args, ints = arguments_to_trace(args, static)
         try:
             program, captures = self._trace(fun, trace_args, name)
         except (TypeError, ValueError, IndexError) as e:  # TracingError, UnsupportedNumpyFunction too
@@ -443,7 +345,7 @@ class CompiledFunction:
         where that succeeds, raise the error naming it and ``static_argnums=``."""
         leaves, tree = tree_flatten(trace_args)
         static = self._static_at(args)
-        plain = tree_flatten(tuple(_STATIC if i in static else a for i, a in enumerate(args)))[0]
+        plain = tree_flatten(tuple(STATIC if i in static else a for i, a in enumerate(args)))[0]
         positions = sorted(set(ints.values()))
         tries = [[k] for k in positions] + ([positions] if len(positions) > 1 else [])
         for ks in tries:
@@ -463,7 +365,7 @@ class CompiledFunction:
         if kwargs:
             return self._keywords(args, kwargs)
         static = self._static_at(args)
-        key = _flat_key(args, static)  # the common case first: on small arrays the overhead is the cost
+        key = flat_key(args, static)  # the common case first: on small arrays the overhead is the cost
         if key is not None:
             entry, captured = self._lookup(key, args)
             if entry.dispatch is None:
@@ -499,7 +401,7 @@ class CompiledFunction:
 
             with_keywords.__name__ = getattr(fun, "__name__", "f")
             with_keywords.__wrapped__ = fun  # what it reads besides its arguments is fun's (captures.scan)
-            with_keywords.__signature__ = _positional_signature(_param_names(fun, n) + list(names))
+            with_keywords.__signature__ = positional_signature(_param_names(fun, n) + list(names))
             static = sorted(self._static.positions(n)) + [n + j for j, k in enumerate(names)
                                                           if k in self._static.names]
             options = dict(self._options, static_argnums=static, static_argnames=None)
@@ -560,16 +462,6 @@ class CompiledFunction:
     def __repr__(self):
         what = f"{self.transform}({self.argnums}) of " if self.transform else ""
         return f"<wengert compiled {what}{getattr(self.fun, '__name__', self.fun)}>"
-
-
-def _positional_signature(names):
-    """A signature of positional-only parameters named ``names`` (made distinct identifiers)."""
-    kind, seen, params = inspect.Parameter.POSITIONAL_ONLY, set(), []
-    for k, name in enumerate(names):
-        name = name if name.isidentifier() and name not in seen else f"arg{k}"
-        seen.add(name)
-        params.append(inspect.Parameter(name, kind))
-    return inspect.Signature(params)
 
 
 class _Missing:

@@ -14,18 +14,142 @@
   ``wg.compile``, not an internal closure.
 """
 
+import functools
 import inspect
 import pickle
 import sys
 
 import numpy as np
 
+from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.errors import TracingError
+from wengert.core.trace import BOX_TYPES
 from wengert.program.ir import map_vars, vars_in
 
-__all__ = ["static_positions", "StaticArgs", "int_refusal", "shape_dependence", "by_reference"]
+__all__ = ["static_positions", "StaticArgs", "int_refusal", "shape_dependence", "by_reference", "signature",
+           "flat_key", "arguments_to_trace", "with_statics_put_back", "positional_signature", "STATIC",
+           "Traced", "INT64"]
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+# -- the cache's keys ---------------------------------------------------------------------------------
+
+def leaf_key(x):
+    t = type(x)
+    if t is np.ndarray:
+        return (x.shape, x.dtype)
+    if t is float:
+        return float
+    if t is int:  # traced (a 0-d int64 input), unless outside int64's range: then static
+        return int if INT64[0] <= x <= INT64[1] else (int, x)
+    if isinstance(x, np.generic):
+        return (t, ())
+    if t in BOX_TYPES:
+        raise Traced
+    try:
+        hash(x)
+    except TypeError:
+        return ("unhashable", repr(x))
+    return (t, x)
+
+
+class Traced(Exception):
+    """An argument is a value traced by another transform."""
+
+
+class _Static:
+    """The leaf standing for a static argument in a trace (whose function puts the value back)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<static argument>"
+
+
+STATIC = _Static()
+
+
+def flat_key(args, static=()):
+    """The cache key of arguments that are all arrays, floats and ints (the common case) besides the
+    ``static`` positions (keyed by value), or None."""
+    key = []
+    for i, a in enumerate(args):
+        t = type(a)
+        if static and i in static:
+            key.append((STATIC, t, a))
+        elif t is np.ndarray:
+            key.append(a.shape)
+            key.append(a.dtype)
+        elif t is float:
+            key.append(float)
+        elif t is int:
+            key.append(int if INT64[0] <= a <= INT64[1] else (int, a))
+        else:
+            return None
+    return tuple(key)
+
+
+def signature(args, static=()):
+    """The cache key of ``args`` (``static``: the static positions), and their leaves when they are
+    not all plain leaves (a static argument is one leaf, ``STATIC``)."""
+    key = flat_key(args, static)
+    if key is not None:
+        return key, None
+    try:
+        if static:
+            fixed = tuple((STATIC, type(args[i]), args[i]) for i in sorted(static))
+            args = tuple(STATIC if i in static else a for i, a in enumerate(args))
+        else:
+            fixed = ()
+        leaves, tree = tree_flatten(args)
+        return (tree,) + fixed + tuple(leaf_key(x) for x in leaves), leaves
+    except Traced:
+        return None, None
+
+
+def arguments_to_trace(args, static):
+    """The arguments a trace runs on: ``STATIC`` for the static ones, np.int64 for the traced Python
+    ints; and ``{leaf index: argument position}`` of those ints."""
+    args = tuple(STATIC if i in static else a for i, a in enumerate(args))
+    ints, leaves, k = {}, [], 0
+    for position, a in enumerate(args):
+        for leaf in tree_flatten(a)[0]:
+            if type(leaf) is int and INT64[0] <= leaf <= INT64[1]:
+                ints[k] = position
+                leaf = np.int64(leaf)
+            leaves.append(leaf)
+            k += 1
+    if not ints:
+        return args, ints
+    return tree_unflatten(tree_flatten(args)[1], leaves), ints
+
+
+def with_statics_put_back(fun, args, static):
+    """``fun`` taking ``STATIC`` at the static positions, where it is given their values in ``args``."""
+    values = {i: args[i] for i in static}
+
+    @functools.wraps(fun)  # __wrapped__: the parameters' names, and what fun captures
+    def with_statics(*given):
+        given = list(given)
+        for i, v in values.items():
+            given[i] = v
+        return fun(*given)
+
+    return with_statics
+
+
+def positional_signature(names):
+    """A signature of positional-only parameters named ``names`` (made distinct identifiers)."""
+    kind, seen, params = inspect.Parameter.POSITIONAL_ONLY, set(), []
+    for k, name in enumerate(names):
+        name = name if name.isidentifier() and name not in seen else f"arg{k}"
+        seen.add(name)
+        params.append(inspect.Parameter(name, kind))
+    return inspect.Signature(params)
+
+
+# -- static arguments --------------------------------------------------------------------------------
 
 
 def _as_tuple(value, kind, what):
