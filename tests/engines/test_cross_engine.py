@@ -220,8 +220,8 @@ def test_inverse_of_a_matrix_that_ones_would_make_singular():
     # independent: d sum(inv(A)) / dA = -inv(A).T @ ones @ inv(A).T
     inv = np.linalg.inv(a)
     close(wg.compile(f).grad()(a), -inv.T @ np.ones((4, 4)) @ inv.T, "inv gradient by hand")
-    cached = wg.compile(f).program(a)  # keeps only its inputs' examples: the rest is computed again
-    assert set(cached.examples) == set(cached.inputs)
+    cached = wg.compile(f).program(a)  # keeps no caller data: deriving it again uses placeholders
+    assert cached.examples == {}
     close(cached.grad()(a), -inv.T @ np.ones((4, 4)) @ inv.T, "gradient of the cached program")
 
 

@@ -25,13 +25,14 @@ def test_traces_once_per_signature():
     assert f(params, x, 1) == pytest.approx(loss(params, x, 1), rel=1e-14)
     f(params, x * 2.0, 1)
     assert f.cache_info() == (1, 1, 1)  # same shapes, dtypes, structure and label: no retrace
-    f(params, x, 2)  # a different value of a non-array argument
+    assert f(params, x, 2) == pytest.approx(loss(params, x, 2), rel=1e-14)  # an int is traced (jax.jit)
+    assert f.cache_info() == (2, 1, 1)
     params5, x5 = data(5)
     f(params5, x5, 1)  # different shapes
     params32, x32 = data(3, np.float32)
     assert f(params32, x32, 1).dtype == np.float32  # different dtypes
     f({"W": params["W"], "b": params["b"], "extra": 1.0}, x, 1)  # a different structure
-    assert f.cache_info() == (1, 5, 5)
+    assert f.cache_info() == (2, 4, 4)
 
 
 def test_compiled_grad_and_value_and_grad_match_the_tape():
@@ -53,9 +54,11 @@ def test_program_and_source_show_what_runs():
     f = wg.compile(loss)
     program = f.program(params, x, 0)
     assert isinstance(program, wg.Program)
-    assert str(program).startswith("def loss(params_0: float64[3,4], params_1: float64[4], x: float64[3]):")
+    assert str(program).startswith("def loss(params_0: float64[3,4], params_1: float64[4], x: float64[3], "
+                                   "label: int64[]):")  # a Python int is a traced input (jax.jit's rule)
     source = f.grad(0).source(params, x, 0)
-    assert source.startswith("import numpy as np") and "def loss_grad(params_0, params_1, x):" in source
+    assert source.startswith("import numpy as np")
+    assert "def loss_grad(params_0, params_1, x, label):" in source
     assert "np_tanh = np.tanh" in source and "np_tanh(" in source  # bound once, called by name
 
 

@@ -18,12 +18,18 @@ def test_dispatcher_checks_shape_dtype_and_static_values():
     assert f(a, 2, 1.5) == pytest.approx(6.5)  # the dispatcher: same signature
     assert f(b, 2, 1.0) == pytest.approx(8.0)  # another shape: traced
     assert f(a, 2, 1.0) == pytest.approx(5.0)  # back to the first: no new trace
-    assert f(a, 3, 1.0) == pytest.approx(6.0)  # another static value: traced
+    assert f(a, 3, 1.0) == pytest.approx(6.0)  # another int: traced values, no new trace (jax.jit)
     assert f(a.astype(np.float32), 3, 1.0) == pytest.approx(6.0)  # another dtype: traced
-    assert f(a, True, 1.0) == pytest.approx(4.0)  # a bool is not the int 1: its own signature
+    assert f(a, True, 1.0) == pytest.approx(4.0)  # a bool is not the int 1: static, its own signature
     assert f(a, 2, 1.0) == pytest.approx(5.0)
     assert f(a[::-1].copy(), 2, 1.0) == pytest.approx(5.0)
-    assert f.cache_info() == (4, 5, 5)
+    assert f(a, 2.5, 1.0) == pytest.approx(5.5)  # a float where an int was: its own signature
+    assert f.cache_info() == (5, 5, 5)
+    g = wg.compile(lambda x, k, s: wnp.sum(x * s) + k, static_argnums=1)
+    assert g(a, 2, 1.0) == pytest.approx(5.0) and g(a, 2, 2.0) == pytest.approx(8.0)  # the dispatcher
+    assert g(a, 3, 1.0) == pytest.approx(6.0)  # another static value: traced
+    assert g(a, 2, 0.0) == pytest.approx(2.0)  # back to the first (the slow path finds it)
+    assert g.cache_info() == (2, 2, 2)
 
 
 def test_dispatcher_with_one_argument_and_with_trees():

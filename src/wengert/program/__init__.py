@@ -8,7 +8,8 @@
 The modules build on each other in this order, each importing only those before it: ``ir``
 (``Program``, ``Statement``, ``Variable``), ``rendering``, ``liveness``, ``passes``, ``algebra``,
 ``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its
-arguments), ``adjoint``, ``compiled``; then the source front end:
+arguments), ``adjoint``, ``compiled_args`` (static arguments, traced ints, pickling), ``compiled``;
+then the source front end:
 ``control`` (``If``/``Loop`` nodes), ``control_codegen``, ``source_inplace``,
 ``source_checkpoint``, ``source_values``, ``source_builder``, ``source_parse``, ``source_scope``,
 ``source_loops``, ``source_interpreter``, ``source_adjoint``, ``source`` (``SourceProgram``,

@@ -331,6 +331,15 @@ class Captures:
             return f"{var} is k{k}"
         return ""
 
+    def drop_values(self):
+        """After the trace (and the reader is built): each lifted array's value replaced by a stand-in
+        of its shape and dtype (zero strides: no data), so that a cached program keeps no array the
+        function captured alive (the guards read only its shape and dtype)."""
+        self.reader()
+        for node in self.arrays:
+            v = node.value
+            node.value = np.broadcast_to(np.zeros((), v.dtype), v.shape)
+
     def changed(self):
         """The name of the first captured value that no longer passes its guard (for messages)."""
         for n in range(1, len(self.nodes) + 1):

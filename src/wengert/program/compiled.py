@@ -1,10 +1,18 @@
 """``wg.compile``: trace once per input signature, generate Python, cache it, run it.
 
 A signature is the arguments' pytree structure, each array's shape and dtype, "float" for Python
-floats, and the value of every other argument (ints, strings, None: the trace specialises on
-them, as ``jax.jit``'s static arguments). A new signature traces again (counted by
-``cache_info()``). Arguments that are already traced by another transform (``wg.grad`` of a
-compiled function) make it run ``fun`` itself, so the tape records it as usual.
+floats, "int" for Python ints, and the *value* of the static arguments: those named by
+``static_argnums`` / ``static_argnames`` (as ``jax.jit``'s), bools, strings, None and other
+non-numbers. A Python int that is not static is a traced value, as under ``jax.jit``: a loop counter
+``cf(x, i)`` traces once; an int that decides a shape, a range, a slice or Python control flow is
+refused with an error naming it and ``static_argnums=`` (``compiled_args.py``). A new signature
+traces again (counted by ``cache_info()``). Arguments that are already traced by another transform
+(``wg.grad`` of a compiled function) make it run ``fun`` itself, so the tape records it as usual.
+
+The cache is least-recently-used, at most ``cache_size`` programs (default ``CACHE_SIZE``, 64;
+None: unbounded), and keeps no caller data: no input array, no intermediate (only the static
+arguments' values, which are its keys). A compiled function pickles as a reference to ``fun``
+(compiled again when loaded); a lambda or local function is refused, naming ``wg.compile``.
 
 Captured values follow Python (``captures.py``, docs/program.md): the float arrays ``fun`` reads
 from globals, closure cells and captured objects are inputs of the program read at each call; its
@@ -16,7 +24,7 @@ import functools
 import inspect
 import operator
 import warnings
-from collections import namedtuple
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 
@@ -24,71 +32,48 @@ from wengert.api import transforms
 from wengert.api.randomness import sources_of
 from wengert.api.tree import _LEAF, tree_flatten, tree_unflatten
 from wengert.core.errors import TracingError
-from wengert.core.trace import BOX_TYPES, gc_paused
+from wengert.core.trace import gc_paused
 from wengert.engines.collector import trace_started
 from wengert.program.captures import scan, with_captured_inputs
+from wengert.program.compiled_args import (
+    INT64,
+    STATIC,
+    arguments_to_trace,
+    by_reference,
+    check_hashable,
+    flat_key,
+    int_refusal,
+    positional_signature,
+    shape_dependence,
+    signature,
+    static_positions,
+    with_statics_put_back,
+)
 from wengert.program.ir import Program, Variable
 from wengert.program.pipeline import lower, optimize
 from wengert.program.tracing import _param_names
 
-__all__ = ["compile_function", "CompiledFunction", "CacheInfo"]
+__all__ = ["compile_function", "CompiledFunction", "CacheInfo", "CACHE_SIZE"]
+
+CACHE_SIZE = 64
+"""Programs a compiled function keeps by default (``cache_size=``), the least recently used evicted."""
 
 _VARIANTS = 8
 """Traces kept per signature of the arguments, for different captured values (torch.compile's
 ``cache_size_limit``): a value that keeps changing evicts the oldest, with one warning."""
 
-CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "currsize"])
-"""Like ``functools.lru_cache``'s: calls served from the cache, traces, programs held."""
+class CacheInfo(namedtuple("CacheInfo", ["hits", "misses", "currsize"])):
+    """Like ``functools.lru_cache``'s: calls served from the cache, traces, programs held; and
+    ``maxsize``, the most it holds (None: unbounded), an attribute outside the tuple."""
 
+    def __new__(cls, hits, misses, currsize, maxsize=None):
+        info = super().__new__(cls, hits, misses, currsize)
+        info.maxsize = maxsize
+        return info
 
-def _leaf_key(x):
-    t = type(x)
-    if t is np.ndarray:
-        return (x.shape, x.dtype)
-    if t is float:
-        return float
-    if isinstance(x, np.generic):
-        return (t, ())
-    if t in BOX_TYPES:
-        raise _Traced
-    try:
-        hash(x)
-    except TypeError:
-        return ("unhashable", repr(x))
-    return (t, x)
-
-
-class _Traced(Exception):
-    """An argument is a value traced by another transform."""
-
-
-def _flat_key(args):
-    """The cache key of arguments that are all arrays, floats and ints (the common case), or None."""
-    key = []
-    for a in args:
-        t = type(a)
-        if t is np.ndarray:
-            key.append(a.shape)
-            key.append(a.dtype)
-        elif t is float:
-            key.append(float)
-        elif t is int:
-            key.append((int, a))
-        else:
-            return None
-    return tuple(key)
-
-
-def _signature(args):
-    """The cache key of ``args``, and their leaves when they are not all plain leaves."""
-    key = _flat_key(args)
-    if key is not None:
-        return key, None
-    try:
-        leaves, tree = tree_flatten(args)
-        return (tree,) + tuple(_leaf_key(x) for x in leaves), leaves
-    except _Traced:
-        return None, None
+    def __repr__(self):
+        return (f"CacheInfo(hits={self.hits}, misses={self.misses}, currsize={self.currsize}, "
+                f"maxsize={self.maxsize})")
 
 
 class _Entry:
@@ -131,9 +116,9 @@ class _Entry:
     def run(self, leaves, captured=()):
         return self.call(*leaves, *captured)
 
-    def dispatcher(self, args, slow, hits):
-        """For a flat key (``_flat_key``): one generated function that checks that ``args`` have this
-        entry's signature (shapes, dtypes, floats, int values) and runs the program, or else calls
+    def dispatcher(self, args, slow, hits, static=()):
+        """For a flat key (``flat_key``): one generated function that checks that ``args`` have this
+        entry's signature (shapes, dtypes, floats, ints, static values) and runs the program, or else calls
         ``slow(*args)``: the per-call overhead of a cached call is this one check, without building
         and hashing a key (on small arrays the overhead is a large part of the time)."""
         checks, namespace = [], dict(self.namespace, slow=slow, hits=hits, ndarray=np.ndarray)
@@ -142,9 +127,14 @@ class _Entry:
             if t is np.ndarray:
                 namespace[f"s{i}"], namespace[f"d{i}"] = a.shape, a.dtype
                 checks.append(f"type(a{i}) is ndarray and a{i}.shape == s{i} and a{i}.dtype is d{i}")
+            elif static and i in static:  # a static argument: its value is part of the signature
+                namespace[f"t{i}"], namespace[f"c{i}"] = t, a
+                checks.append(f"type(a{i}) is t{i} and a{i} == c{i}")
             elif t is float:
                 checks.append(f"type(a{i}) is float")
-            else:  # int (a static argument: the value is part of the signature)
+            elif INT64[0] <= a <= INT64[1]:  # a traced int
+                checks.append(f"type(a{i}) is int and {INT64[0]} <= a{i} <= {INT64[1]}")
+            else:  # an int outside int64: static
                 checks.append(f"type(a{i}) is int and a{i} == {int(a)}")
         # The parameters are named (a missing one is _MISSING, which fails its check): keyword
         # arguments reach ``slow`` without costing a positional call anything.
@@ -200,11 +190,21 @@ def _builder(tree, names, namespace):
 class CompiledFunction:
     """``fun`` (or a derivative of it), compiled per input signature; see the module docs."""
 
-    def __init__(self, fun, transform=None, argnums=0):
+    def __init__(self, fun, transform=None, argnums=0, *, static_argnums=None, static_argnames=None,
+                 cache_size=CACHE_SIZE):
+        if cache_size is not None and (type(cache_size) is not int or cache_size < 1):
+            raise ValueError(f"wg.compile({getattr(fun, '__name__', fun)}): cache_size={cache_size!r}; give "
+                             f"a positive int, or None for an unbounded cache")
         self.fun = fun
         self.transform = transform
         self.argnums = argnums
-        self._cache = {}
+        # The keywords that .grad(), .value_and_grad(), keyword variants and pickling pass on.
+        self._options = {"static_argnums": static_argnums, "static_argnames": static_argnames,
+                         "cache_size": cache_size}
+        self._static = static_positions(fun, static_argnums, static_argnames)
+        self._cache = OrderedDict()  # signature -> its entries (captured values' variants); LRU order
+        self._size, self._maxsize = 0, cache_size
+        self._dispatch_key = None  # the signature of the entry that self._dispatch runs
         self._hits = 0
         self._fast_hits = [0]  # counted by the entries' dispatchers
         self._misses = 0
@@ -216,38 +216,67 @@ class CompiledFunction:
     def _entry(self, args):
         """The entry for ``args`` (traced if no cached one passes its guards), their leaves and the
         captured arrays' values; ``(None, None, None)`` for values traced by another transform."""
-        key, leaves = _signature(args)
+        static = self._static_at(args)
+        key, leaves = signature(args, static)
         if key is None:
             return None, None, None
         entry, captured = self._lookup(key, args)
         return entry, (leaves if leaves is not None else args), captured
 
+    def _static_at(self, args):
+        """The static positions of a call with ``args`` (their values checked hashable)."""
+        if not self._static:
+            return ()
+        static = self._static.positions(len(args))
+        for i in static:
+            check_hashable(args[i], i, f"wg.compile({getattr(self.fun, '__name__', self.fun)})")
+        return static
+
     def _lookup(self, key, args):
         """The cached entry of signature ``key`` whose captured values' guards pass, and the captured
         arrays' values; or a new trace (kept with at most ``_VARIANTS - 1`` others of its key)."""
-        entries = self._cache.get(key)
-        if entries is None:
-            entries = self._cache[key] = []
-        for entry in entries:
-            captured = entry.read() if entry.read is not None else ()
-            if captured is not None:
-                self._hits += 1
-                return entry, captured
+        cache = self._cache
+        entries = cache.get(key)
+        if entries is not None:
+            for entry in entries:
+                captured = entry.read() if entry.read is not None else ()
+                if captured is not None:
+                    self._hits += 1
+                    cache.move_to_end(key)
+                    return entry, captured
         self._misses += 1
+        entry = self._new_entry(args)
+        if self._dispatch_key in cache:  # served by its dispatcher, unseen here: recently used
+            cache.move_to_end(self._dispatch_key)
+        entries = cache.setdefault(key, [])
+        cache.move_to_end(key)
         if len(entries) >= _VARIANTS:
-            del entries[0]
+            self._forget(entries.pop(0))
             if not self._warned:
                 self._warned = True
                 warnings.warn(f"{self!r} traced {_VARIANTS + 1} times for arguments of one signature "
                               f"because a captured value keeps changing (last: "
                               f"{entries[-1].captures.changed()}); pass it as an argument",
                               RuntimeWarning, stacklevel=4)
-        entry = self._new_entry(args)
         entries.append(entry)
+        self._size += 1
+        while self._maxsize is not None and self._size > self._maxsize:  # the least recently used
+            oldest = next(iter(cache))
+            self._forget(cache[oldest].pop(0))
+            if not cache[oldest]:
+                del cache[oldest]
         captured = entry.read() if entry.read is not None else ()
         if captured is None:  # changed by the trace itself: this call runs on the values traced
             captured = tuple(n.value for n in entry.captures.arrays)
+        if entry.captures.arrays:
+            entry.captures.drop_values()  # no captured array kept alive by the cache
         return entry, captured
+
+    def _forget(self, entry):
+        """``entry`` leaves the cache (and the dispatcher of the next call, if it was its)."""
+        self._size -= 1
+        if entry.dispatch is not None and self._dispatch is entry.dispatch:
+            self._dispatch, self._dispatch_key = self._slow, None
 
     def _new_entry(self, args):
         # Tracing, the passes and code generation make several objects per statement, all alive
@@ -275,23 +304,58 @@ class CompiledFunction:
         return built
 
     def _build_traced(self, args, name):
-        captures = scan(self.fun, f"wg.compile({name})")
-        if captures.nodes:  # the captured arrays are inputs after the arguments, the rest guarded
-            traced = with_captured_inputs(self.fun, len(args), captures, _param_names(self.fun, len(args)))
-            program = Program.from_trace(traced, *args, *[n.value for n in captures.arrays])
-            captures.check_constants(program.statements)
-        else:
-            program = Program.from_trace(self.fun, *args)
+        static = self._static_at(args)
+        fun = with_statics_put_back(self.fun, args, static) if static else self.fun
+        trace_args, ints = arguments_to_trace(args, static)
+        try:
+            program, captures = self._trace(fun, trace_args, name)
+        except (TypeError, ValueError, IndexError) as e:  # TracingError, UnsupportedNumpyFunction too
+            if ints:
+                self._explain_ints(fun, args, trace_args, ints, name, e)
+            raise
+        if ints:  # a shape that depends on a traced int's value: the program would be wrong for others
+            found = shape_dependence(program, [program.in_leaves[k] for k in ints])
+            if found is not None:
+                position = next(ints[k] for k in ints if program.in_leaves[k] is found[0])
+                raise int_refusal(name, self._static, [position],
+                                  f"the shape of {found[1].prim.__name__}'s result depends on it")
         if self.transform == "grad":
             built = lower(program.grad(self.argnums))  # simplified already
         elif self.transform == "value_and_grad":
             built = lower(program.value_and_grad(self.argnums))
         else:
             built = optimize(program)
-        examples = built.examples  # the cache keeps the inputs' examples, not every intermediate
-        built.examples = {v: examples[v] for v in built.inputs if v in examples}
+        built.examples = {}  # the cache keeps no caller data (deriving the program again uses placeholders)
         built.captures = captures if captures.nodes else None
         return built, captures
+
+    def _trace(self, fun, args, name):
+        """The Program ``fun(*args)`` records, and the captured values (``captures.scan``)."""
+        captures = scan(self.fun, f"wg.compile({name})")
+        if captures.nodes:  # the captured arrays are inputs after the arguments, the rest guarded
+            traced = with_captured_inputs(fun, len(args), captures, _param_names(self.fun, len(args)))
+            program = Program.from_trace(traced, *args, *[n.value for n in captures.arrays])
+            captures.check_constants(program.statements)
+        else:
+            program = Program.from_trace(fun, *args)
+        return program, captures
+
+    def _explain_ints(self, fun, args, trace_args, ints, name, error):
+        """After a trace with traced ints failed: trace again with each int argument static (then all);
+        where that succeeds, raise the error naming it and ``static_argnums=``."""
+        leaves, tree = tree_flatten(trace_args)
+        static = self._static_at(args)
+        plain = tree_flatten(tuple(STATIC if i in static else a for i, a in enumerate(args)))[0]
+        positions = sorted(set(ints.values()))
+        tries = [[k] for k in positions] + ([positions] if len(positions) > 1 else [])
+        for ks in tries:
+            retry = [plain[j] if ints.get(j) in ks else leaf for j, leaf in enumerate(leaves)]
+            try:
+                self._trace(fun, tree_unflatten(tree, retry), name)
+            except Exception:  # noqa: BLE001 - not this argument: the next
+                continue
+            said = str(error).split(": its value is not known")[0]  # without the tracer's remedies
+            raise int_refusal(name, self._static, ks, f"{type(error).__name__}: {said}") from None
 
     # ``f(*args)`` calls ``f._dispatch(*args)``, the last signature's dispatcher (``_Entry.dispatcher``),
     # found by a C-level getter: no Python frame of our own between the caller and the dispatcher.
@@ -300,12 +364,14 @@ class CompiledFunction:
     def _slow(self, *args, **kwargs):
         if kwargs:
             return self._keywords(args, kwargs)
-        key = _flat_key(args)  # the common case first: on small arrays the overhead is the cost
+        static = self._static_at(args)
+        key = flat_key(args, static)  # the common case first: on small arrays the overhead is the cost
         if key is not None:
             entry, captured = self._lookup(key, args)
             if entry.dispatch is None:
-                entry.dispatch = entry.dispatcher(args, self._slow, self._fast_hits)
-            self._dispatch = entry.dispatch  # the next call with this signature goes straight there
+                entry.dispatch = entry.dispatcher(args, self._slow, self._fast_hits, static)
+            # the next call with this signature goes straight there
+            self._dispatch, self._dispatch_key = entry.dispatch, key
             return entry.call(*args, *captured)
         entry, leaves, captured = self._entry(args)
         if entry is None:
@@ -335,7 +401,12 @@ class CompiledFunction:
 
             with_keywords.__name__ = getattr(fun, "__name__", "f")
             with_keywords.__wrapped__ = fun  # what it reads besides its arguments is fun's (captures.scan)
-            variant = self._variants[names, n] = CompiledFunction(with_keywords, self.transform, self.argnums)
+            with_keywords.__signature__ = positional_signature(_param_names(fun, n) + list(names))
+            static = sorted(self._static.positions(n)) + [n + j for j, k in enumerate(names)
+                                                          if k in self._static.names]
+            options = dict(self._options, static_argnums=static, static_argnames=None)
+            variant = self._variants[names, n] = CompiledFunction(with_keywords, self.transform, self.argnums,
+                                                                  **options)
         return variant(*args, *[kwargs[k] for k in names])
 
     def _uncompiled(self, *args):
@@ -359,15 +430,34 @@ class CompiledFunction:
 
     def grad(self, argnums=0):
         """The compiled gradient (``jax.jit(jax.grad(fun))``)."""
-        return CompiledFunction(self.fun, "grad", argnums)
+        return CompiledFunction(self.fun, "grad", argnums, **self._options)
 
     def value_and_grad(self, argnums=0):
         """The compiled ``(value, gradient)`` (``jax.jit(jax.value_and_grad(fun))``)."""
-        return CompiledFunction(self.fun, "value_and_grad", argnums)
+        return CompiledFunction(self.fun, "value_and_grad", argnums, **self._options)
 
     def cache_info(self):
-        """Hits, misses (one trace each) and the number of cached signatures."""
-        return CacheInfo(self._hits + self._fast_hits[0], self._misses, sum(map(len, self._cache.values())))
+        """Hits, misses (one trace each), the number of cached programs, and ``maxsize``
+        (``functools.lru_cache``'s ``cache_info``)."""
+        hits, misses, size = self._hits + self._fast_hits[0], self._misses, self._size
+        for variant in self._variants.values():  # calls with keyword-only arguments
+            info = variant.cache_info()
+            hits, misses, size = hits + info.hits, misses + info.misses, size + info.currsize
+        return CacheInfo(hits, misses, size, self._maxsize)
+
+    def cache_clear(self):
+        """Empty the cache (``functools.lru_cache``'s ``cache_clear``); the counts stay."""
+        self._cache.clear()
+        self._size, self._variants = 0, {}
+        self._dispatch, self._dispatch_key = self._slow, None
+
+    def __reduce__(self):
+        """Pickled as a reference to ``fun`` and the options: compiled again when loaded."""
+        what = f"{self!r} (wg.compile of {getattr(self.fun, '__qualname__', self.fun)})"
+        found = by_reference(self.fun, self, what)
+        if found is None:  # a decorated module-level function: this very object, by name
+            return self.__qualname__
+        return (_restore, (found, self.transform, self.argnums, self._options))
 
     def __repr__(self):
         what = f"{self.transform}({self.argnums}) of " if self.transform else ""
@@ -384,12 +474,26 @@ class _Missing:
 _MISSING = _Missing()
 
 
-def compile_function(fun):
-    """Compile ``fun``: trace it once per input signature to a Program, generate Python, cache it
-    (``jax.jit``; ``torch.compile``). ``.grad(argnums)`` and ``.value_and_grad(argnums)`` are
-    compiled too. Captured arrays (globals, closure variables) are read at each call; other
-    captured values are guarded: a change traces again (docs/program.md, "Captured values")."""
+def _restore(fun, transform, argnums, options):
+    """A pickled compiled function, compiled again (``fun``: the function, or what wraps it)."""
     if isinstance(fun, CompiledFunction):
-        return fun
-    return CompiledFunction(fun)
+        fun = fun.fun
+    return CompiledFunction(fun, transform, argnums, **options)
+
+
+def compile_function(fun=None, *, static_argnums=None, static_argnames=None, cache_size=CACHE_SIZE):
+    """Compile ``fun``: trace it once per input signature to a Program, generate Python, cache it
+    (``jax.jit``, with its ``static_argnums``/``static_argnames``; ``torch.compile``).
+    ``.grad(argnums)`` and ``.value_and_grad(argnums)`` are compiled too. Python ints are traced
+    unless static; the cache holds at most ``cache_size`` programs (LRU). Captured arrays (globals,
+    closure variables) are read at each call; other captured values are guarded: a change traces
+    again (docs/program.md). Without ``fun``, a decorator: ``@wg.compile(static_argnums=1)``."""
+    options = {"static_argnums": static_argnums, "static_argnames": static_argnames, "cache_size": cache_size}
+    if fun is None:
+        return functools.partial(compile_function, **options)
+    if isinstance(fun, CompiledFunction):
+        if options == fun._options:
+            return fun
+        return CompiledFunction(fun.fun, fun.transform, fun.argnums, **options)
+    return CompiledFunction(fun, **options)
 

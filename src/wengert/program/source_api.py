@@ -4,11 +4,17 @@ two-column view (each forward statement beside its reverse-mode counterpart).
 The derivative program is specialised, like ``wg.compile``, to the shapes and dtypes of the array
 arguments and the values of the static ones (ints, ...): it is built on the first call with a new
 signature and cached. ``.source`` shows the program of the last signature called (before any
-call, the one for Python floats in every parameter).
+call, the one for Python floats in every parameter). The cache is least-recently-used, at most
+``CACHE_SIZE`` (64) programs, and keeps no caller data (no argument, no intermediate of the build).
+A derivative pickles as a reference to the function (built again when loaded), as ``wg.compile``.
 """
+
+from collections import OrderedDict
 
 import numpy as np
 
+from wengert.program.compiled import CACHE_SIZE
+from wengert.program.compiled_args import by_reference
 from wengert.program.control import If, Loop, Pop, Push
 from wengert.program.control_codegen import block_source, render_block
 from wengert.program.ir import Statement
@@ -47,13 +53,17 @@ def _key(args, name="grad", fun_name="f"):
 class _SourceDerivative:
     """A derivative function built from source; ``.source`` is its readable program."""
 
-    def __init__(self, fun, build, kind):
+    def __init__(self, fun, build, kind, options=None):
         self.fun = fun
         self._build = build
-        self._cache = {}
+        self._options = options or {}  # the keywords it was made with (pickling)
+        self._cache = OrderedDict()  # signature -> [(program, reader)], least recently used first
+        self._size = 0
         self._last = None
         self.kind = kind
         self.__name__ = f"{getattr(fun, '__name__', 'f')}_{kind}"
+        self.__module__ = getattr(fun, "__module__", None)
+        self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = f"The {kind} of {getattr(fun, '__name__', 'f')}, built from its source."
 
     def program(self, *args):
@@ -64,23 +74,44 @@ class _SourceDerivative:
         """The program for ``args`` whose captured values' guards pass (built again if none does), and
         the captured arrays' values now (its last inputs, or the tangents' places: source_jvp)."""
         key = _key(args, self.kind, getattr(self.fun, "__name__", "f"))
-        entries = self._cache.setdefault(key, [])
+        entries = self._cache.get(key, ())
         for prog, read in entries:
             captured = read() if read is not None else ()
             if captured is not None:
                 self._last = prog
+                self._cache.move_to_end(key)
                 return prog, captured
         source = from_source(self.fun, *args)
-        prog = self._build(source)
+        prog = _without_values(self._build(source))
         read = source.captures.reader() if source.captures is not None else None
+        entries = self._cache.setdefault(key, [])
+        self._cache.move_to_end(key)
         if len(entries) >= _VARIANTS:
             del entries[0]
+            self._size -= 1
         entries.append((prog, read))
+        self._size += 1
+        while self._size > CACHE_SIZE:  # the least recently used signature's oldest program
+            oldest = next(iter(self._cache))
+            del self._cache[oldest][0]
+            self._size -= 1
+            if not self._cache[oldest]:
+                del self._cache[oldest]
         self._last = prog
         captured = read() if read is not None else ()
         if captured is None:  # changed while it was built: this call runs on the values it was built for
             captured = tuple(n.value for n in source.captures.arrays)
+        if source.captures is not None and source.captures.arrays:
+            source.captures.drop_values()  # no captured array kept alive by the cache
         return prog, captured
+
+    def __reduce__(self):
+        """Pickled as a reference to the function and the options: built again when loaded."""
+        what = f"wg.source_{self.kind}({getattr(self.fun, '__qualname__', self.fun)})"
+        found = by_reference(self.fun, self, what)
+        if found is None:  # decorated at module level: this very object, by name
+            return self.__qualname__
+        return (_restore, (self.kind, found, self._options))
 
     def _latest(self):
         if self._last is None:
@@ -115,6 +146,25 @@ class _SourceDerivative:
             raise TypeError(f"{self.__name__}: keyword-only arguments ({', '.join(bound.kwargs)}) are "
                             f"outside what the source transformation takes; give them by position")
         return bound.args
+
+
+class _Contribution:
+    """What the two-column table reads of a contribution (a traced value): its variable, no value."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+
+
+def _without_values(prog):
+    """``prog`` holding no value of the call it was built on (the cache keeps no caller data): the
+    table's contributions, traced values holding their examples and the trace, become variables."""
+    table = getattr(prog, "table", None)
+    if table:
+        prog.table = [(fwd, rev, [(a, _Contribution(c.variable) if hasattr(c, "variable") else c)
+                                  for a, c in contribs]) for fwd, rev, contribs in table]
+    return prog
 
 
 def _run(prog, flat, captured=()):
@@ -154,6 +204,13 @@ class _Jvp(_SourceDerivative):
         return _run(prog, flat + list(captured) + flat_t)
 
 
+def _restore(kind, fun, options):
+    """A pickled source derivative, built again (``fun``: the function, or what wraps it)."""
+    if isinstance(fun, _SourceDerivative):
+        fun = fun.fun
+    return source_grad(fun, **options) if kind == "grad" else source_jvp(fun)
+
+
 def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     """The gradient of ``fun`` (one scalar output) as a program derived from its source: loops stay
     loops, names follow the user's (``x_bar``); ``.source`` is the program, ``.table()`` the
@@ -168,7 +225,9 @@ def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     Globals and closure variables are read as the plain function reads them on each call (captured
     arrays as inputs, other values guarded: docs/program.md, "Captured values follow Python")."""
     check_policy(checkpoint, snapshots, f"source_grad({getattr(fun, '__name__', fun)})")
-    return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad")
+    options = {"argnums": argnums, "checkpoint": checkpoint, "snapshots": snapshots}
+    return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad",
+                 options)
 
 
 def source_jvp(fun):
