@@ -549,7 +549,11 @@ def _source(program, safe, fallback=None, defined=None, names=None):
         rerun = ["    except (ArithmeticError, ValueError):",
                  f"        return {fallback}({', '.join(names)})"]
         body = ["    try:"] + ["    " + line for line in body] + rerun
-    text = "\n".join(head) + f"\n\ndef {program.name}({', '.join(names)}):\n" + "\n".join(body) + "\n"
+    fname = program.name  # never a module-level name the body reads (wg.compile(np.sin) is named sin)
+    while fname in ("np", "math") or fname in reserved_names() or fname in defined or fname in names:
+        fname += "_"
+    mod.function_name = fname
+    text = "\n".join(head) + f"\n\ndef {fname}({', '.join(names)}):\n" + "\n".join(body) + "\n"
     return text, mod
 
 
@@ -585,6 +589,6 @@ def _compile(program, safe, fallback=None):
     namespace.update(mod.foreign)
     code = compile(text, f"<wengert program {program.name}>", "exec")
     exec(code, namespace)  # noqa: S102 - the point: run the generated source
-    fun = namespace[program.name]
+    fun = namespace[mod.function_name]
     fun.uses_math = bool(mod.math)
     return fun
