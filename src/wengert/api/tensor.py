@@ -413,7 +413,7 @@ class _TensorType(type):
 
 @register_box
 class Tensor(Node, TensorMethods, metaclass=_TensorType):
-    """A value that can carry a derivative. Make one with :func:`wengert.api.tensor`."""
+    """A value that can carry a derivative. Make one with :func:`wengert.tensor`."""
 
     __slots__ = ("_grad", "_retain")  # a leaf's accumulated gradient after backward(); retain_grad()
 

@@ -310,7 +310,7 @@ def atleast_3d(*arys):
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
     """numpy.full_like; differentiable in ``fill_value`` (as jax.numpy.full_like); a new array that
-    traced values can be stored into (``wengert.numpy._creation.buffer_like``), as NumPy's is."""
+    traced values can be stored into, as NumPy's is."""
     if not contains_box(fill_value):
         return buffer_like(a, nondiff.full_like(a, unbox_all(fill_value), dtype=dtype, order=order,
                                                 subok=subok, shape=shape))  # a program records it

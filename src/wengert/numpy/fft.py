@@ -128,7 +128,7 @@ def _real_n(a, s, axes, norm):
 
 
 def irfftn(a, s=None, axes=None, norm=None):
-    """numpy.fft.irfftn (reads the half spectrum; see wengert.rules.fft for the adjoint)."""
+    """numpy.fft.irfftn (reads the half spectrum, as NumPy does)."""
     a = _array(a)
     _check(np.fft.irfftn, a, s=s, axes=axes, norm=norm)
     return _inverse_real_n(a, s, axes, norm)
