@@ -166,7 +166,8 @@ def _signature(name, obj, fallback=None):
         kinds = {p.kind for p in signature.parameters.values()}
         if kinds == {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD} and candidate is obj:
             continue
-        return re.sub(r"<object object at 0x[0-9a-f]+>", "<unset>", f"{name}{signature}")
+        text = re.sub(r"<object object at 0x[0-9a-f]+>", "<unset>", f"{name}{signature}")
+        return text.removesuffix(" -> Any")  # the docstring says what it returns
     return f"{name}(...)"
 
 

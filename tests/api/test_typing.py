@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 import wengert as wg
 import wengert.nn as nn
+import wengert.numpy as wnp
 
 Array = npt.NDArray[np.float64]
 
@@ -52,6 +53,7 @@ reveal_type(wg.tensor([1.0, 2.0], requires_grad=True))  # R: wengert.api.tensor.
 reveal_type(nn.Linear(3, 2))  # R: wengert.nn.layers.Linear
 g: Any = wg.grad(loss, argnums=1)(w, x, 2.0)
 layer = nn.MLP([3, 4, 1], activation="tanh")
+total: Any = wnp.sum(wnp.sin(w) * wnp.einsum("ij,j->i", x, w)) + wnp.linalg.norm(w)
 
 wg.grad(loss, argnums="x")  # E
 wg.grad(loss)(w, x)  # E
