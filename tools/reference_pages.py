@@ -237,6 +237,24 @@ def _rendered_by_mkdocstrings(module, name, obj):
     return _attribute_path(home, obj.__qualname__.split(".")) is obj
 
 
+def _inherited(cls):
+    """The rest of a class's directive: a subclass of a public class (``nn.Linear`` of ``nn.Module``)
+    lists the methods it inherits from it as links to their entries there, instead of rendering each
+    again on every subclass (the page of ``wengert.nn`` would hold ``Module``'s methods 40 times)."""
+    if not isinstance(cls, type):
+        return [""]
+    base = next((b for b in cls.__mro__[1:] if public_path(b) and b.__module__.startswith("wengert")), None)
+    if base is None:
+        return [""]
+    of_base = dict(_members(base))
+    own = [n for n, m in _members(cls) if n not in vars(cls) and of_base.get(n) is not m]
+    shared = [n for n, m in of_base.items() if dict(_members(cls)).get(n) is m]
+    path = public_path(base)
+    return ["    options:", f"      inherited_members: {own!r}".replace("'", '"'), "",
+            f"Inherited from [`{path}`][{path}]: "
+            + ", ".join(f"[`{n}`][{public_path(of_base[n]) or path + '.' + n}]" for n in shared) + ".", ""]
+
+
 def documented(module_name):
     """The page of a module whose names are rendered from their docstrings."""
     module = importlib.import_module(module_name)
@@ -247,7 +265,7 @@ def documented(module_name):
         if isinstance(obj, types.ModuleType):
             submodules.append(name)
         elif _rendered_by_mkdocstrings(module, name, obj):
-            lines += [f"::: {module_name}.{name}", ""]
+            lines += [f"::: {module_name}.{name}", *_inherited(obj)]
         else:
             lines += _manual(module_name, name, obj)
         if module_name == "wengert" and name == "compile":
