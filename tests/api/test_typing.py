@@ -52,6 +52,7 @@ reveal_type(wg.stop_gradient(w))  # R: Array
 reveal_type(wg.tensor([1.0, 2.0], requires_grad=True))  # R: wengert.api.tensor.Tensor
 reveal_type(nn.Linear(3, 2))  # R: wengert.nn.layers.Linear
 g: Any = wg.grad(loss, argnums=1)(w, x, 2.0)
+g = wg.grad(loss, argnum=1)(w, x, 2.0)  # HIPS autograd's spelling
 layer = nn.MLP([3, 4, 1], activation="tanh")
 total: Any = wnp.sum(wnp.sin(w) * wnp.einsum("ij,j->i", x, w)) + wnp.linalg.norm(w)
 

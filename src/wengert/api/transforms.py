@@ -38,7 +38,8 @@ __all__ = ["grad", "value_and_grad", "vjp", "vjp_at_once", "elementwise_grad", "
 
 # The transforms' types: a transformed function takes ``fun``'s parameters (P); its value keeps
 # ``fun``'s result type (R), its aux (A); a gradient is ``Any`` (the arguments' structure, as arrays),
-# a tuple of them for a tuple ``argnums``.
+# a tuple of them for a tuple ``argnums``. ``argnum=`` (HIPS autograd's spelling of ``argnums``) is
+# read by ``accepts_argnum`` before the transform is called; the signatures name it for type checkers.
 P = ParamSpec("P")
 R = TypeVar("R")
 A = TypeVar("A")
@@ -242,10 +243,12 @@ def value_and_grad(fun: Callable[P, tuple[R, A]], argnums: Sequence[int], has_au
                    holomorphic: bool = False) -> Callable[P, tuple[tuple[R, A], tuple[Any, ...]]]: ...
 @overload
 def value_and_grad(fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False) -> Callable[P, tuple[Any, Any]]: ...
+                   holomorphic: bool = False, *, argnum: int | Sequence[int] | None = None
+                   ) -> Callable[P, tuple[Any, Any]]: ...
 @accepts_argnum
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False) -> Callable[..., Any]:
+                   holomorphic: bool = False, *, argnum: int | Sequence[int] | None = None
+                   ) -> Callable[..., Any]:
     """Function returning ``(fun(*args), gradient)`` (``jax.value_and_grad``).
 
     ``fun`` must return a scalar: shape ``()``, or any shape of size one (``(1,)``, ``(1, 1)``),
@@ -357,10 +360,10 @@ def grad(fun: Callable[P, tuple[Any, A]], argnums: Sequence[int], has_aux: Liter
          holomorphic: bool = False) -> Callable[P, tuple[tuple[Any, ...], A]]: ...
 @overload
 def grad(fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         holomorphic: bool = False) -> Callable[P, Any]: ...
+         holomorphic: bool = False, *, argnum: int | Sequence[int] | None = None) -> Callable[P, Any]: ...
 @accepts_argnum
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         holomorphic: bool = False) -> Callable[..., Any]:
+         holomorphic: bool = False, *, argnum: int | Sequence[int] | None = None) -> Callable[..., Any]:
     """Gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums`` (``jax.grad``).
 
     The gradient has the structure of the argument (nested tuples/lists/dicts of arrays and floats).
@@ -466,7 +469,8 @@ def _vjp(fun, primals, has_aux, kept):
 
 
 @accepts_argnum
-def elementwise_grad(fun: Callable[P, Any], argnums: int | Sequence[int] = 0) -> Callable[P, Any]:
+def elementwise_grad(fun: Callable[P, Any], argnums: int | Sequence[int] = 0, *,
+                     argnum: int | Sequence[int] | None = None) -> Callable[P, Any]:
     """Sum over outputs of their gradients: the derivative of an elementwise function
     (``autograd.elementwise_grad``; the VJP with a cotangent of ones). It nests:
     ``elementwise_grad(elementwise_grad(f))`` is the elementwise second derivative."""
