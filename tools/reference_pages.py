@@ -146,6 +146,8 @@ def links(text, module_name=None, class_name=None):
         shown = title or (target.rsplit(".", 1)[-1] if tilde else target)
         if path and shown.startswith("wengert."):
             shown = path
+        if path and path.rsplit(".", 1)[0] in NUMPY_MODULES:  # an entry of the page written here
+            return f"[`{shown}`](../numpy/#{path})"
         return f"[`{shown}`][{path}]" if path else f"`{shown}`"
 
     return _ROLE.sub(replace, text)
@@ -291,7 +293,7 @@ def _numpy_entry(module_name, namespace, name, obj, entry):
            "carries no derivative." if is_numpys else _doc(obj, module_name))
     facts = [f"*{kind}*" + (f": {entry.note}" if entry and entry.note else "")]
     if entry and entry.alias_of:
-        facts.append(f"another name for [`{entry.alias_of}`][{module_name}.{entry.alias_of}]")
+        facts.append(f"another name for [`{entry.alias_of}`](#{module_name}.{entry.alias_of})")
     if numpy_fun is not None:
         facts.append(f"NumPy: [`{namespace}.{name}`]({NUMPY_DOCS.format(f'{namespace}.{name}')})")
     return _entry(3, path, name, _signature(name, obj, numpy_fun), doc, ["; ".join(facts) + ".", ""])
