@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import OrderedDict, defaultdict
-from typing import Any, Callable
+from typing import Any, Callable, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -45,12 +45,17 @@ from wengert.rules import shape as shape_ops
 
 __all__ = ["vmap"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
+"""``vmap(fun)`` is typed as ``fun`` itself, as JAX types ``jax.vmap``: the same parameters and result
+types, each holding a batch of values."""
+
 RANDOMNESS = ("error", "different", "same")
 """``wg.vmap``'s choices for random draws inside the function (``torch.func.vmap``'s)."""
 
 
-def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *, randomness: str = "error",
-         generators: Any = None) -> Callable[..., Any]:
+def vmap(fun: Callable[P, R], in_axes: Any = 0, out_axes: Any = 0, *, randomness: str = "error",
+         generators: Any = None) -> Callable[P, R]:
     """``fun`` mapped over axis ``in_axes`` of its arguments; the results stacked along ``out_axes``
     (``jax.vmap``, ``torch.func.vmap``).
 

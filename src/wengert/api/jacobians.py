@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ParamSpec, Sequence
 
 import numpy as np
 
@@ -40,6 +40,8 @@ from wengert.engines.forward import Dual, ForwardTrace
 from wengert.engines.reverse import backward_pass, gc_paused, is_inexact
 from wengert.rules import broadcasting, products
 from wengert.rules import shape as shape_ops
+
+P = ParamSpec("P")  # a Jacobian's function takes ``fun``'s parameters
 
 __all__ = ["jacrev", "jacobian", "jacfwd", "hessian", "hvp", "hessian_vector_product",
            "hessian_tensor_product"]
@@ -139,8 +141,9 @@ def _assemble(out_def, per_out, single):
 
 
 @accepts_argnum
-def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
+def jacrev(fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, chunk_size: int | None = None, *,
+           argnum: int | Sequence[int] | None = None) -> Callable[P, Any]:
     """Jacobian by reverse mode (``jax.jacrev``): one recording, and one backward pass batched over
     every output element (``chunk_size`` of them at a time, to bound memory; all by default).
 
@@ -186,8 +189,9 @@ jacobian = jacrev
 
 
 @accepts_argnum
-def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
+def jacfwd(fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, chunk_size: int | None = None, *,
+           argnum: int | Sequence[int] | None = None) -> Callable[P, Any]:
     """Jacobian by forward mode (``jax.jacfwd``): one forward pass batched over every input element
     (``chunk_size`` of them at a time, to bound memory; all by default); the same layout as
     :func:`jacrev`. A complex input needs ``holomorphic=True`` (then the complex derivative, equal
@@ -269,8 +273,9 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, transform, chunk_size=None):
 
 
 @accepts_argnum
-def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
-            holomorphic: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
+def hessian(fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False, chunk_size: int | None = None, *,
+            argnum: int | Sequence[int] | None = None) -> Callable[P, Any]:
     """Hessian, forward over reverse: ``jacfwd(jacrev(fun))`` (``jax.hessian``); reverse over reverse,
     ``jacrev(jacrev(fun))`` as in HIPS autograd, where a primitive has no JVP rule. For a tuple
     ``argnums`` the blocks nest as ``((H00, H01), (H10, H11))``, block ``Hij`` of shape

@@ -12,6 +12,7 @@ import math
 import threading
 import weakref
 from collections import namedtuple
+from typing import Any
 
 import numpy as np
 
@@ -413,7 +414,7 @@ class _TensorType(type):
 
 @register_box
 class Tensor(Node, TensorMethods, metaclass=_TensorType):
-    """A value that can carry a derivative. Make one with :func:`wengert.api.tensor`."""
+    """A value that can carry a derivative. Make one with :func:`wengert.tensor`."""
 
     __slots__ = ("_grad", "_retain")  # a leaf's accumulated gradient after backward(); retain_grad()
 
@@ -524,7 +525,7 @@ def _check_float(value, where):
             f"{np.result_type(value)}; convert first, e.g. wg.tensor(data, dtype=float)")
 
 
-def tensor(data, requires_grad=False, dtype=None):
+def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
     """A new leaf tensor holding (a copy of) ``data`` (``torch.tensor``).
 
     Python floats stay Python floats (a 0-d tensor); everything else becomes a NumPy array,
@@ -533,13 +534,14 @@ def tensor(data, requires_grad=False, dtype=None):
     the new leaf would silently drop its derivative.
     """
     if type(data) is Batched and type(data.value) not in BOX_TYPES:  # inside wg.vmap: a batch of leaves
-        return Batched(tensor(data.value, requires_grad, dtype), data._trace)
+        return Batched(tensor(data.value, requires_grad, dtype), data._trace)  # type: ignore[return-value]
     if _traced_by_transform(data):
         raise _exits.refusal(
             _first_box(data), "wg.tensor(x)",
             "Use x itself (it is already a traced value, with all of Tensor's methods), or "
             "wg.stop_gradient(x) for a constant.")
     data = unbox_all(data)
+    value: Any
     if type(data) is float and dtype is None:
         value = data
     else:

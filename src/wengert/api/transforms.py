@@ -6,8 +6,11 @@ Each call opens a new trace, boxes the arguments asked for (their pytree leaves)
 function, and reads the derivative off the result. Nesting works to any depth (see ``trace.py``).
 """
 
+from __future__ import annotations
+
 import functools
 import math
+from typing import Any, Callable, Literal, ParamSpec, Sequence, TypeVar, overload
 
 import numpy as np
 
@@ -32,6 +35,15 @@ from wengert.engines.saving import read_only_view
 from wengert.rules.nondiff import zeros_like
 
 __all__ = ["grad", "value_and_grad", "vjp", "vjp_at_once", "elementwise_grad", "jvp", "stop_gradient"]
+
+# The transforms' types: a transformed function takes ``fun``'s parameters (P); its value keeps
+# ``fun``'s result type (R), its aux (A); a gradient is ``Any`` (the arguments' structure, as arrays),
+# a tuple of them for a tuple ``argnums``. ``argnum=`` (HIPS autograd's spelling of ``argnums``) is
+# read by ``accepts_argnum`` before the transform is called; the signatures name it for type checkers.
+P = ParamSpec("P")
+R = TypeVar("R")
+A = TypeVar("A")
+T = TypeVar("T")
 
 
 def _where(transform, fun, argnums):
@@ -217,8 +229,26 @@ def _ones(value):
     return np.ones(np.shape(v), dtype=np.result_type(v))
 
 
+@overload
+def value_and_grad(fun: Callable[P, R], argnums: int = 0, has_aux: Literal[False] = False,
+                   holomorphic: bool = False) -> Callable[P, tuple[R, Any]]: ...
+@overload
+def value_and_grad(fun: Callable[P, R], argnums: Sequence[int], has_aux: Literal[False] = False,
+                   holomorphic: bool = False) -> Callable[P, tuple[R, tuple[Any, ...]]]: ...
+@overload
+def value_and_grad(fun: Callable[P, tuple[R, A]], argnums: int = 0, *, has_aux: Literal[True],
+                   holomorphic: bool = False) -> Callable[P, tuple[tuple[R, A], Any]]: ...
+@overload
+def value_and_grad(fun: Callable[P, tuple[R, A]], argnums: Sequence[int], has_aux: Literal[True],
+                   holomorphic: bool = False) -> Callable[P, tuple[tuple[R, A], tuple[Any, ...]]]: ...
+@overload
+def value_and_grad(fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, *, argnum: int | Sequence[int] | None = None
+                   ) -> Callable[P, tuple[Any, Any]]: ...
 @accepts_argnum
-def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, *, argnum: int | Sequence[int] | None = None
+                   ) -> Callable[..., Any]:
     """Function returning ``(fun(*args), gradient)`` (``jax.value_and_grad``).
 
     ``fun`` must return a scalar: shape ``()``, or any shape of size one (``(1,)``, ``(1, 1)``),
@@ -316,8 +346,24 @@ def _check_scalar(out, v, fun):
             f"integer and boolean results carry no derivative.")
 
 
+@overload
+def grad(fun: Callable[P, Any], argnums: int = 0, has_aux: Literal[False] = False,
+         holomorphic: bool = False) -> Callable[P, Any]: ...
+@overload
+def grad(fun: Callable[P, Any], argnums: Sequence[int], has_aux: Literal[False] = False,
+         holomorphic: bool = False) -> Callable[P, tuple[Any, ...]]: ...
+@overload
+def grad(fun: Callable[P, tuple[Any, A]], argnums: int = 0, *, has_aux: Literal[True],
+         holomorphic: bool = False) -> Callable[P, tuple[Any, A]]: ...
+@overload
+def grad(fun: Callable[P, tuple[Any, A]], argnums: Sequence[int], has_aux: Literal[True],
+         holomorphic: bool = False) -> Callable[P, tuple[tuple[Any, ...], A]]: ...
+@overload
+def grad(fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, *, argnum: int | Sequence[int] | None = None) -> Callable[P, Any]: ...
 @accepts_argnum
-def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, *, argnum: int | Sequence[int] | None = None) -> Callable[..., Any]:
     """Gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums`` (``jax.grad``).
 
     The gradient has the structure of the argument (nested tuples/lists/dicts of arrays and floats).
@@ -375,7 +421,15 @@ def _own(v, trace):
     return type(v) in BOX_TYPES and v._trace is trace
 
 
-def vjp(fun, *primals, has_aux=False):
+@overload
+def vjp(fun: Callable[..., R], *primals: Any,
+        has_aux: Literal[False] = False) -> tuple[R, Callable[[Any], tuple[Any, ...]]]: ...
+@overload
+def vjp(fun: Callable[..., tuple[R, A]], *primals: Any,
+        has_aux: Literal[True]) -> tuple[R, Callable[[Any], tuple[Any, ...]], A]: ...
+@overload
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]: ...
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(cotangent)`` is a tuple, one entry per primal
     (``jax.vjp``). ``vjp_fun`` may be called many times, and gives the derivative at the values of
     the forward pass whatever is written afterwards: the caller's arrays it reads (the arguments,
@@ -384,7 +438,7 @@ def vjp(fun, *primals, has_aux=False):
     return _vjp(fun, primals, has_aux, True)
 
 
-def vjp_at_once(fun, *primals, has_aux=False):
+def vjp_at_once(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """:func:`vjp` for a caller that calls ``vjp_fun`` before any other code can write into the
     arrays (inside a rule, ``elementwise_grad``): nothing is copied."""
     return _vjp(fun, primals, has_aux, False)
@@ -415,7 +469,8 @@ def _vjp(fun, primals, has_aux, kept):
 
 
 @accepts_argnum
-def elementwise_grad(fun, argnums=0):
+def elementwise_grad(fun: Callable[P, Any], argnums: int | Sequence[int] = 0, *,
+                     argnum: int | Sequence[int] | None = None) -> Callable[P, Any]:
     """Sum over outputs of their gradients: the derivative of an elementwise function
     (``autograd.elementwise_grad``; the VJP with a cotangent of ones). It nests:
     ``elementwise_grad(elementwise_grad(f))`` is the elementwise second derivative."""
@@ -454,7 +509,17 @@ _PY_SCALAR = {float: float, np.float64: float, complex: complex, np.complex128: 
 """A float64 scalar's Python type: jvp gives a scalar's value and tangent as the same type."""
 
 
-def jvp(fun, primals, tangents, has_aux=False):
+@overload
+def jvp(fun: Callable[..., R], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: Literal[False] = False) -> tuple[R, Any]: ...
+@overload
+def jvp(fun: Callable[..., tuple[R, A]], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: Literal[True]) -> tuple[R, Any, A]: ...
+@overload
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, ...]: ...
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), tangent of the output)`` by dual numbers (``jax.jvp``)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("wg.jvp(fun, primals, tangents): primals and tangents must be tuples "
@@ -504,7 +569,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     return result
 
 
-def stop_gradient(x):
+def stop_gradient(x: T) -> T:
     """``x`` as a constant at every level: no derivative flows through it (``jax.lax.stop_gradient``).
     A traced array comes out as a read-only view of the value the graph holds (a write into it would
     silently change the derivative): copy it to write into it."""

@@ -429,8 +429,8 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
       (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation;
     - ``saves``: what its VJP rules read (``"out"``, argument indices or names), the tape keeps only
-      that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}`` (``wengert.engines.saving``).
-    Returns ``prim``. ``tests/rules/test_facts.py`` checks every declared fact numerically."""
+      that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}``.
+    Returns ``prim``. The test suite checks every declared fact numerically."""
     prim = _as_primitive(prim, "facts")
     given = dict(locals(), linear=None if linear is None else tuple(linear),  # every keyword above
                  helper=prim.fun if helper is True else helper)

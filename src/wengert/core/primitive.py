@@ -57,7 +57,7 @@ class Primitive:
     (all contributions at once on Python floats), ``float_fun`` (the implementation on floats,
     which the recording hot path calls directly); ``vjp_extra`` is None unless a VJP needs more than
     ``vjps``, the backward pass's one test. The facts (``linear``, ``fresh``, ``broadcasts``, ...,
-    ``derivatives``) are documented at ``wengert.core.extend.facts``.
+    ``derivatives``) are documented at :func:`wengert.facts`.
     """
 
     def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False, broadcasts=False):

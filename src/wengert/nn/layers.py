@@ -5,7 +5,10 @@ Parameters are float32 by default, as in PyTorch; pass ``dtype=np.float64`` for 
 JAX's layout; PyTorch stores the transpose), which saves a transpose per call.
 """
 
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import DTypeLike
 
 import wengert.numpy as wnp
 from wengert.api.tensor import EAGER, Tensor, is_grad_enabled
@@ -31,7 +34,8 @@ class Linear(Module):
 
     _TORCH_TRANSPOSED = ("weight",)
 
-    def __init__(self, in_features, out_features, bias=True, rng=None, dtype=np.float32):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 rng: np.random.Generator | int | None = None, dtype: DTypeLike = np.float32) -> None:
         super().__init__()
         rng = init.as_rng(rng)
         self.in_features, self.out_features = int(in_features), int(out_features)
@@ -212,14 +216,15 @@ class MLP(Sequential):
     """Linear layers with an activation between them: ``MLP([64, 128, 10])`` is
     Linear(64, 128), ReLU, Linear(128, 10). Optional Dropout after each hidden activation."""
 
-    def __init__(self, sizes, activation="relu", dropout=0.0, rng=None, dtype=np.float32):
+    def __init__(self, sizes: Sequence[int], activation: str = "relu", dropout: float = 0.0,
+                 rng: np.random.Generator | int | None = None, dtype: DTypeLike = np.float32) -> None:
         sizes = [int(s) for s in sizes]
         if len(sizes) < 2 or min(sizes) < 1:
             raise ValueError(f"MLP: sizes must list at least two positive layer widths, got {sizes}")
         if activation not in _ACTIVATIONS:
             raise ValueError(f"MLP: activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
         rng = init.as_rng(rng)
-        layers = []
+        layers: list[Module] = []
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
             layers.append(Linear(a, b, rng=rng, dtype=dtype))
             if i < len(sizes) - 2:

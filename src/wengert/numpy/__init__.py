@@ -4,6 +4,9 @@ Use it as ``import wengert.numpy as wnp`` -- or keep calling plain NumPy: on tra
 ``np.sin(x)``, ``np.sum(x, axis=0)`` and ``x @ W`` dispatch here. A NumPy function that has no
 derivative rule in wengert raises an error naming it instead of silently dropping the derivative.
 """
+# mypy: implicit-reexport
+# (its public names are imported from the modules that define them, and __all__ is computed from the
+# classification table: type checkers see them as exported, also under --strict)
 
 import sys as _sys
 

@@ -9,6 +9,7 @@ axis handling and errors follow NumPy's.
 """
 
 import builtins
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ def _zero_for(x):
 # -- sorting and selection -------------------------------------------------------------------------
 
 
-def take_along_axis(arr, indices, axis=-1):
+def take_along_axis(arr, indices, axis=-1) -> Any:
     """numpy.take_along_axis (``getitem`` with broadcast index arrays)."""
     idx = unbox_all(indices)
     idx = idx if is_symbolic(idx) else np.asarray(idx)  # a traced argsort's indices stay symbolic
@@ -67,7 +68,7 @@ def take_along_axis(arr, indices, axis=-1):
     return indexing.getitem(arr, index)
 
 
-def take(a, indices, axis=None, out=None, mode="raise"):
+def take(a, indices, axis=None, out=None, mode="raise") -> Any:
     """numpy.take (``getitem`` along one axis)."""
     F._no_out("take", out)
     idx = unbox_all(indices)
@@ -91,7 +92,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     return indexing.getitem(a, (slice(None),) * axis + (key,) if axis else key)
 
 
-def sort(a, axis=-1, kind=None, order=None):
+def sort(a, axis=-1, kind=None, order=None) -> Any:
     """numpy.sort (values; the gradient follows each value to where it came from)."""
     if order is not None:
         raise NotImplementedError("wengert.numpy.sort: order= (structured arrays) is not supported")
@@ -101,7 +102,7 @@ def sort(a, axis=-1, kind=None, order=None):
     return take_along_axis(a, np.argsort(unbox_all(a), axis=axis, kind=kind), axis)
 
 
-def partition(a, kth, axis=-1, kind="introselect", order=None):
+def partition(a, kth, axis=-1, kind="introselect", order=None) -> Any:
     """numpy.partition (values)."""
     if order is not None:
         raise NotImplementedError("wengert.numpy.partition: order= is not supported")
@@ -111,7 +112,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     return take_along_axis(a, np.argpartition(unbox_all(a), kth, axis=axis, kind=kind), axis)
 
 
-def select(condlist, choicelist, default=0):
+def select(condlist, choicelist, default=0) -> Any:
     """numpy.select (composed: nested where; the first true condition wins)."""
     if len(condlist) != len(choicelist):
         raise ValueError("list of cases must be same length as list of conditions")
@@ -130,7 +131,7 @@ def select(condlist, choicelist, default=0):
 # -- rearranging, diagonals, triangles -------------------------------------------------------------
 
 
-def roll(a, shift, axis=None):
+def roll(a, shift, axis=None) -> Any:
     """numpy.roll (composed: two slices joined)."""
     if axis is None:
         return F.reshape(roll(F.ravel(a), shift, 0), _shape(a))
@@ -148,7 +149,7 @@ def roll(a, shift, axis=None):
     return a
 
 
-def rot90(m, k=1, axes=(0, 1)):
+def rot90(m, k=1, axes=(0, 1)) -> Any:
     """numpy.rot90 (composed: flips and a transpose)."""
     axes = tuple(axes)
     nd = _ndim(m)
@@ -175,7 +176,7 @@ _PAD_MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", "m
               "symmetric", "wrap", "empty")
 
 
-def pad(array, pad_width, mode="constant", **kwargs):
+def pad(array, pad_width, mode="constant", **kwargs) -> Any:
     """numpy.pad (modes 'constant', 'edge', 'reflect', 'symmetric', 'wrap')."""
     if callable(mode) or mode not in _PAD_MODES:
         raise ValueError(f"mode {mode!r} is not supported")
@@ -222,7 +223,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
         f"'reflect', 'symmetric' or 'wrap'")
 
 
-def diagonal(a, offset=0, axis1=0, axis2=1):
+def diagonal(a, offset=0, axis1=0, axis2=1) -> Any:
     """numpy.diagonal (a copy; the diagonal is the last axis)."""
     nd = _ndim(a)
     if nd < 2:
@@ -243,13 +244,13 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return indexing.getitem(moved, (Ellipsis, rows, cols))
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None) -> Any:
     """numpy.trace (composed: the diagonal summed)."""
     F._no_out("trace", out)
     return F.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
-def diag(v, k=0):
+def diag(v, k=0) -> Any:
     """numpy.diag: the diagonal of a 2-D array, or a 2-D array with ``v`` on its k-th diagonal."""
     nd = _ndim(v)
     if nd == 2:
@@ -264,36 +265,36 @@ def diag(v, k=0):
     return _E.where(np.eye(size, k=k, dtype=bool), F.broadcast_to(line, (size, size)), _zero_for(v))
 
 
-def diagflat(v, k=0):
+def diagflat(v, k=0) -> Any:
     """numpy.diagflat."""
     return diag(F.ravel(v), k)
 
 
-def tril(m, k=0):
+def tril(m, k=0) -> Any:
     """numpy.tril (entries above the k-th diagonal set to zero)."""
-    mask = np.tri(*_shape(m)[-2:], k=k, dtype=bool)
+    mask = np.tri(*_shape(m)[-2:], k=k, dtype=bool)  # type: ignore[call-overload]  # one or two sizes
     return _E.where(mask, m, _zero_for(m))
 
 
-def triu(m, k=0):
+def triu(m, k=0) -> Any:
     """numpy.triu (entries below the k-th diagonal set to zero)."""
-    mask = np.tri(*_shape(m)[-2:], k=k - 1, dtype=bool)
+    mask = np.tri(*_shape(m)[-2:], k=k - 1, dtype=bool)  # type: ignore[call-overload]  # one or two sizes
     return _E.where(mask, _zero_for(m), m)
 
 
-def atleast_1d(*arys):
+def atleast_1d(*arys) -> Any:
     """numpy.atleast_1d (a tuple for several arrays)."""
     res = tuple(F.reshape(a, (1,)) if _ndim(a) == 0 else a for a in arys)
     return res[0] if len(res) == 1 else res
 
 
-def atleast_2d(*arys):
+def atleast_2d(*arys) -> Any:
     """numpy.atleast_2d (a tuple for several arrays)."""
     res = tuple(F.reshape(a, (1,) * (2 - _ndim(a)) + _shape(a)) if _ndim(a) < 2 else a for a in arys)
     return res[0] if len(res) == 1 else res
 
 
-def atleast_3d(*arys):
+def atleast_3d(*arys) -> Any:
     """numpy.atleast_3d: (n,) -> (1, n, 1), (m, n) -> (m, n, 1) (a tuple for several arrays)."""
     res = []
     for a in arys:
@@ -308,9 +309,9 @@ def atleast_3d(*arys):
     return res[0] if len(res) == 1 else tuple(res)
 
 
-def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None) -> Any:
     """numpy.full_like; differentiable in ``fill_value`` (as jax.numpy.full_like); a new array that
-    traced values can be stored into (``wengert.numpy._creation.buffer_like``), as NumPy's is."""
+    traced values can be stored into, as NumPy's is."""
     if not contains_box(fill_value):
         return buffer_like(a, nondiff.full_like(a, unbox_all(fill_value), dtype=dtype, order=order,
                                                 subok=subok, shape=shape))  # a program records it
@@ -320,7 +321,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
     return buffer_like(a, elementwise.positive(F.broadcast_to(shape_ops.astype(fill_value, dt), s)))
 
 
-def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy") -> Any:
     """numpy.meshgrid (a tuple of arrays)."""
     if indexing not in ("xy", "ij"):
         raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
@@ -336,19 +337,19 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     return tuple(out)
 
 
-def append(arr, values, axis=None):
+def append(arr, values, axis=None) -> Any:
     """numpy.append."""
     if axis is None:
         return F.concatenate([F.ravel(arr), F.ravel(values)], axis=0)
     return F.concatenate([arr, values], axis=axis)
 
 
-def column_stack(tup):
+def column_stack(tup) -> Any:
     """numpy.column_stack."""
     return F.concatenate([F.reshape(a, (-1, 1)) if _ndim(a) < 2 else a for a in tup], axis=1)
 
 
-def dstack(tup):
+def dstack(tup) -> Any:
     """numpy.dstack."""
     return F.concatenate([atleast_3d(a) for a in tup], axis=2)
 
@@ -356,7 +357,7 @@ def dstack(tup):
 # -- products -------------------------------------------------------------------------------------
 
 
-def vdot(a, b):
+def vdot(a, b) -> Any:
     """numpy.vdot: sum(conj(a) * b) over the flattened arrays."""
     fa, fb = F.ravel(a), F.ravel(b)
     if _shape(fa) != _shape(fb):
@@ -366,7 +367,7 @@ def vdot(a, b):
     return F.sum(fa * fb)
 
 
-def kron(a, b):
+def kron(a, b) -> Any:
     """numpy.kron (composed: a broadcast product, reshaped)."""
     sa, sb = _shape(a), _shape(b)
     nd = builtins.max(len(sa), len(sb))
@@ -376,7 +377,7 @@ def kron(a, b):
     return F.reshape(ar * br, tuple(p * q for p, q in zip(sa, sb)))
 
 
-def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> Any:
     """numpy.cross (vectors of length 2 or 3 along ``axisa``/``axisb``)."""
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -440,7 +441,7 @@ indices = np.indices
 
 # -- moving axes, broadcasting together, splitting; NumPy 2's matrix-vector products --------------
 
-def rollaxis(a, axis, start=0):
+def rollaxis(a, axis, start=0) -> Any:
     """numpy.rollaxis (moveaxis with NumPy's older convention for ``start``)."""
     n = len(_shape(a))
     (axis,) = reductions.normalize_axis(axis, n, "rollaxis")
@@ -454,44 +455,44 @@ def rollaxis(a, axis, start=0):
     return F.moveaxis(a, axis, start) if axis != start else a
 
 
-def broadcast_arrays(*args, subok=False):
+def broadcast_arrays(*args, subok=False) -> Any:
     """numpy.broadcast_arrays (a tuple, as NumPy 2)."""
     shape = np.broadcast_shapes(*[_shape(a) for a in args])
     return tuple(F.broadcast_to(a, shape) for a in args)
 
 
-def unstack(x, /, *, axis=0):
+def unstack(x, /, *, axis=0) -> Any:
     """numpy.unstack: the slices along ``axis``, as a tuple."""
     moved = F.moveaxis(x, axis, 0)
     return tuple(moved[i] for i in range(_shape(moved)[0]))
 
 
-def hsplit(ary, indices_or_sections):
+def hsplit(ary, indices_or_sections) -> Any:
     """numpy.hsplit."""
     if len(_shape(ary)) == 0:
         raise ValueError("hsplit only works on arrays of 1 or more dimensions")
     return F.split(ary, indices_or_sections, axis=1 if len(_shape(ary)) > 1 else 0)
 
 
-def vsplit(ary, indices_or_sections):
+def vsplit(ary, indices_or_sections) -> Any:
     """numpy.vsplit."""
     if len(_shape(ary)) < 2:
         raise ValueError("vsplit only works on arrays of 2 or more dimensions")
     return F.split(ary, indices_or_sections, axis=0)
 
 
-def dsplit(ary, indices_or_sections):
+def dsplit(ary, indices_or_sections) -> Any:
     """numpy.dsplit."""
     if len(_shape(ary)) < 3:
         raise ValueError("dsplit only works on arrays of 3 or more dimensions")
     return F.split(ary, indices_or_sections, axis=2)
 
 
-def matvec(x1, x2, /):
+def matvec(x1, x2, /) -> Any:
     """numpy.matvec: the matrix-vector product over the last axes."""
     return products.einsum("...ij,...j->...i", x1, x2)
 
 
-def vecmat(x1, x2, /):
+def vecmat(x1, x2, /) -> Any:
     """numpy.vecmat: conj(x1) times the matrix x2, over the last axes."""
     return products.einsum("...j,...ji->...i", complex_parts.conj_of(x1), x2)

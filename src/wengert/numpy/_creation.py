@@ -12,6 +12,8 @@ traced value is stored into it. A store makes it traced, as ``x[i] = v`` makes a
 program's symbol. Integer and boolean buffers stay plain arrays: they cannot hold a derivative.
 """
 
+from typing import Any
+
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, contains_box
@@ -52,24 +54,24 @@ def _like(make, a, dtype, order, subok, shape, device):
     return buffer_like(a, make(a, **kwargs))
 
 
-def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None) -> Any:
     """numpy.zeros_like; of a traced ``a``, a buffer traced values can be stored into (torch.zeros_like)."""
     return _like(nondiff.zeros_like, a, dtype, order, subok, shape, device)
 
 
-def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None) -> Any:
     """numpy.ones_like; of a traced ``a``, a buffer traced values can be stored into (torch.ones_like)."""
     return _like(nondiff.ones_like, a, dtype, order, subok, shape, device)
 
 
-def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None) -> Any:
     """numpy.empty_like; of a traced argument, a buffer for traced stores (torch.empty_like)."""
     return _like(nondiff.empty_like, prototype, dtype, order, subok, shape, device)
 
 _shape = broadcasting.shape_of
 
 
-def full(shape, fill_value, dtype=None, order="C"):
+def full(shape, fill_value, dtype=None, order="C") -> Any:
     """numpy.full; differentiable in ``fill_value`` (as jax.numpy.full)."""
     if not contains_box(fill_value):
         return np.full(shape, fill_value, dtype=dtype, order=order)
@@ -79,7 +81,7 @@ def full(shape, fill_value, dtype=None, order="C"):
     return F.broadcast_to(fill_value, shape)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0) -> Any:
     """numpy.linspace; differentiable in ``start`` and ``stop`` (as jax.numpy.linspace)."""
     if not (contains_box(start) or contains_box(stop)):
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
@@ -101,7 +103,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return out
 
 
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0) -> Any:
     """numpy.logspace: ``base ** linspace(start, stop)``."""
     if not (contains_box(start) or contains_box(stop) or contains_box(base)):
         return np.logspace(start, stop, num, endpoint, base, dtype, axis)
@@ -109,7 +111,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return out if dtype is None else shape_ops.astype(out, dtype)
 
 
-def copy(a, order="K", subok=False):
+def copy(a, order="K", subok=False) -> Any:
     """numpy.copy: a new traced value equal to ``a``."""
     if not contains_box(a):
         return np.copy(a, order=order, subok=subok)
@@ -118,7 +120,7 @@ def copy(a, order="K", subok=False):
     return elementwise.positive(a)
 
 
-def astype(x, dtype, /, *, copy=True, device=None):
+def astype(x, dtype, /, *, copy=True, device=None) -> Any:
     """numpy.astype."""
     if not contains_box(x):
         return np.astype(x, dtype, copy=copy)

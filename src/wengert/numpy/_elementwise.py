@@ -6,6 +6,7 @@ The complex convention (HIPS autograd's and JAX's) is explained in docs/complex.
 """
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -19,17 +20,17 @@ from wengert.rules import shape as shape_ops
 _E = elementwise
 
 
-def real(val):
+def real(val) -> Any:
     """numpy.real."""
     return complex_parts.real(val)
 
 
-def imag(val):
+def imag(val) -> Any:
     """numpy.imag."""
     return complex_parts.imag(val)
 
 
-def conjugate(x):
+def conjugate(x) -> Any:
     """numpy.conjugate (numpy.conj)."""
     return complex_parts.conj(x)
 
@@ -37,18 +38,18 @@ def conjugate(x):
 conj = conjugate
 
 
-def angle(z, deg=False):
+def angle(z, deg=False) -> Any:
     """numpy.angle (composed: arctan2(imag, real); its derivative is undefined at 0)."""
     a = _E.arctan2(complex_parts.imag(z), complex_parts.real(z))
     return a * (180.0 / math.pi) if deg else a
 
 
-def deg2rad(x):
+def deg2rad(x) -> Any:
     """numpy.deg2rad (numpy.radians)."""
     return x * (math.pi / 180.0)
 
 
-def rad2deg(x):
+def rad2deg(x) -> Any:
     """numpy.rad2deg (numpy.degrees)."""
     return x * (180.0 / math.pi)
 
@@ -57,7 +58,7 @@ radians = deg2rad
 degrees = rad2deg
 
 
-def round(a, decimals=0, out=None):  # noqa: A001 - NumPy's name
+def round(a, decimals=0, out=None) -> Any:  # noqa: A001 - NumPy's name
     """numpy.round (numpy.around): derivative zero, as floor/ceil/rint."""
     F._no_out("round", out)
     return elementwise.round_(a, decimals)
@@ -66,45 +67,45 @@ def round(a, decimals=0, out=None):  # noqa: A001 - NumPy's name
 around = round
 
 
-def fix(x, out=None):
+def fix(x, out=None) -> Any:
     """numpy.fix (round towards zero): derivative zero."""
     F._no_out("fix", out)
     return _E.trunc(x)
 
 
-def logaddexp(x1, x2):
+def logaddexp(x1, x2) -> Any:
     """numpy.logaddexp: log(exp(x1) + exp(x2)), with its own stable rule."""
     return elementwise.logaddexp(x1, x2)
 
 
-def logaddexp2(x1, x2):
+def logaddexp2(x1, x2) -> Any:
     """numpy.logaddexp2: log2(2**x1 + 2**x2)."""
     return elementwise.logaddexp2(x1, x2)
 
 
-def sinc(x):
+def sinc(x) -> Any:
     """numpy.sinc: sin(pi x) / (pi x), 1 at 0."""
     return elementwise.sinc(x)
 
 
-def fmax(x1, x2):
+def fmax(x1, x2) -> Any:
     """numpy.fmax: maximum that ignores NaN (the gradient goes to the value chosen; ties split)."""
     n1, n2 = np.isnan(unbox_all(x1)), np.isnan(unbox_all(x2))
     return _E.maximum(_E.where(n1, x2, x1), _E.where(n2, x1, x2))
 
 
-def fmin(x1, x2):
+def fmin(x1, x2) -> Any:
     """numpy.fmin: minimum that ignores NaN."""
     n1, n2 = np.isnan(unbox_all(x1)), np.isnan(unbox_all(x2))
     return _E.minimum(_E.where(n1, x2, x1), _E.where(n2, x1, x2))
 
 
-def fabs(x):
+def fabs(x) -> Any:
     """numpy.fabs (real inputs)."""
     return _E.absolute(x)
 
 
-def float_power(x1, x2):
+def float_power(x1, x2) -> Any:
     """numpy.float_power: power computed in float64 (complex128 for complex inputs)."""
     def up(v):
         if type(v) is float:
@@ -113,7 +114,7 @@ def float_power(x1, x2):
     return _E.power(up(x1), up(x2))
 
 
-def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None) -> Any:
     """numpy.nan_to_num: replaced entries get derivative zero."""
     v = unbox_all(x)
     v = v if is_symbolic(v) else np.asarray(v)  # a program's symbol: the masks below are recorded

@@ -7,6 +7,7 @@ Nothing here defines a derivative: each function only calls primitives.
 import builtins
 import math
 import string
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def _masked(fname, a, where, fill):
     return elementwise.where(unbox_all(where), a, fill)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):  # noqa: A001
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True) -> Any:  # noqa: A001
     """numpy.sum (also of a list holding traced values); ``where=`` masks, ``initial=`` is added."""
     if axis is None and dtype is None and out is None and initial is None and where is True:
         if type(a) is list or type(a) is tuple:
@@ -72,7 +73,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     return total if initial is None else total + initial
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True) -> Any:
     """numpy.prod; ``where=`` masks, ``initial=`` multiplies."""
     a, axis = _reduce_args("prod", a, axis, dtype, out)
     product = reductions.prod(_masked("prod", a, where, 1.0), axis=axis, keepdims=keepdims)
@@ -90,14 +91,14 @@ def _extreme(fname, reduction, pick, a, axis, out, keepdims, initial, where):
     return result if initial is None else pick(result, initial)
 
 
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=True):  # noqa: A001
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=True) -> Any:  # noqa: A001
     """numpy.max (ties share the gradient equally, ``initial=`` counting as one of them)."""
     if axis is None and out is None and initial is None and where is True:
         return reductions.amax(_operand(a), keepdims=keepdims)
     return _extreme("max", reductions.amax, elementwise.maximum, a, axis, out, keepdims, initial, where)
 
 
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=True):  # noqa: A001
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=True) -> Any:  # noqa: A001
     """numpy.min (ties share the gradient equally, ``initial=`` counting as one of them)."""
     return _extreme("min", reductions.amin, elementwise.minimum, a, axis, out, keepdims, initial, where)
 
@@ -111,7 +112,7 @@ def _count(a, axis):
     return math.prod([s[i] for i in reductions.normalize_axis(axis, len(s))])
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+def mean(a, axis=None, dtype=None, out=None, keepdims=False) -> Any:
     """numpy.mean (composed: sum / count)."""
     a, axis = _reduce_args("mean", a, axis, dtype, out)
     if broadcasting.dtype_of(a).kind in "biu":
@@ -119,7 +120,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False):
     return reductions.sum(a, axis=axis, keepdims=keepdims) / _count(a, axis)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False) -> Any:
     """numpy.var (composed; |x - mean|**2 for complex x, as NumPy)."""
     a, axis = _reduce_args("var", a, axis, dtype, out)
     if broadcasting.dtype_of(a).kind in "biu":
@@ -132,7 +133,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     return reductions.sum(d2, axis=axis, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False) -> Any:
     """numpy.std (composed: sqrt of var)."""
     return elementwise.sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
 
@@ -140,7 +141,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 # -- products ------------------------------------------------------------------------------------
 
 
-def dot(a, b, out=None):
+def dot(a, b, out=None) -> Any:
     """numpy.dot: multiply for scalars, matmul up to 2-D, tensordot over (last, second-last)."""
     _no_out("dot", out)
     a, b = _operand(a), _operand(b)
@@ -152,7 +153,7 @@ def dot(a, b, out=None):
     return products.tensordot(a, b, ([na - 1], [builtins.max(nb - 2, 0)]))
 
 
-def inner(a, b):
+def inner(a, b) -> Any:
     """numpy.inner: sum over the last axes."""
     a, b = _operand(a), _operand(b)
     na, nb = _ndim(a), _ndim(b)
@@ -161,20 +162,20 @@ def inner(a, b):
     return products.tensordot(a, b, ([na - 1], [nb - 1]))
 
 
-def outer(a, b, out=None):
+def outer(a, b, out=None) -> Any:
     """numpy.outer (composed: a column times a row)."""
     _no_out("outer", out)
     a, b = _operand(a), _operand(b)
     return elementwise.multiply(shape_ops.reshape(a, (-1, 1)), shape_ops.reshape(b, (1, -1)))
 
 
-def matmul(x1, x2, out=None):
+def matmul(x1, x2, out=None) -> Any:
     """numpy.matmul."""
     _no_out("matmul", out)
     return products.matmul(_operand(x1), _operand(x2))
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2) -> Any:
     """numpy.tensordot."""
     return products.tensordot(_operand(a), _operand(b), axes)
 
@@ -214,26 +215,27 @@ def _arrays_diagonal(a, axis1, axis2):
     return indexing.getitem(moved, (Ellipsis, np.arange(n), np.arange(n)))
 
 
-def einsum(*operands, out=None, optimize=False):
+def einsum(*operands, out=None, optimize=False) -> Any:
     """numpy.einsum: subscripts as a string or in the sublist form; a letter repeated inside one
     operand (``'ii->i'``, ``'ii'``) takes that operand's diagonal."""
     _no_out("einsum", out)
+    arrays: list[Any]
     if isinstance(operands[0], str):
-        subscripts, operands = operands[0], [_operand(o) for o in operands[1:]]
+        subscripts, arrays = operands[0], [_operand(o) for o in operands[1:]]
     elif len(operands) >= 2:
-        subscripts, operands = _sublist_subscripts(operands)
-        operands = [_operand(o) for o in operands]
+        subscripts, arrays = _sublist_subscripts(operands)
+        arrays = [_operand(o) for o in arrays]
     else:
         raise TypeError("wengert.numpy.einsum: give the subscripts as a string, e.g. 'ij,jk->ik', "
                         "or in the sublist form einsum(a, [0, 1], b, [1, 2])")
-    subscripts, operands = _diagonals_first(subscripts, operands)
-    return products.einsum(subscripts, *operands, optimize=optimize)
+    subscripts, arrays = _diagonals_first(subscripts, arrays)
+    return products.einsum(subscripts, *arrays, optimize=optimize)
 
 
 # -- shapes --------------------------------------------------------------------------------------
 
 
-def reshape(a, shape_=None, order="C", *, newshape=None, shape=None, copy=None):
+def reshape(a, shape_=None, order="C", *, newshape=None, shape=None, copy=None) -> Any:
     """numpy.reshape; ``order='F'`` is the C-order reshape of the reversed axes, reversed back."""
     target = shape_ if shape_ is not None else (shape if shape is not None else newshape)
     if isinstance(target, (int, np.integer)):
@@ -248,12 +250,12 @@ def reshape(a, shape_=None, order="C", *, newshape=None, shape=None, copy=None):
     return shape_ops.reshape(a, target)
 
 
-def ravel(a, order="C"):
+def ravel(a, order="C") -> Any:
     """numpy.ravel (``order='F'`` reads the columns first)."""
     return reshape(a, (-1,), order)
 
 
-def transpose(a, axes=None):
+def transpose(a, axes=None) -> Any:
     """numpy.transpose."""
     if axes is not None:
         axes = tuple(reductions.normalize_axis(ax, _ndim(a), "transpose")[0] for ax in axes)
@@ -262,7 +264,7 @@ def transpose(a, axes=None):
     return shape_ops.transpose(a, axes)
 
 
-def swapaxes(a, axis1, axis2):
+def swapaxes(a, axis1, axis2) -> Any:
     """numpy.swapaxes."""
     n = _ndim(a)
     (i,) = reductions.normalize_axis(axis1, n, "swapaxes")
@@ -272,7 +274,7 @@ def swapaxes(a, axis1, axis2):
     return shape_ops.transpose(a, tuple(perm))
 
 
-def moveaxis(a, source, destination):
+def moveaxis(a, source, destination) -> Any:
     """numpy.moveaxis."""
     n = _ndim(a)
     src = [reductions.normalize_axis(s, n, "moveaxis")[0] for s in np.atleast_1d(source)]
@@ -285,7 +287,7 @@ def moveaxis(a, source, destination):
     return shape_ops.transpose(a, tuple(order))
 
 
-def expand_dims(a, axis):
+def expand_dims(a, axis) -> Any:
     """numpy.expand_dims."""
     s = _shape(a)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
@@ -296,7 +298,7 @@ def expand_dims(a, axis):
     return shape_ops.reshape(a, new)
 
 
-def squeeze(a, axis=None):
+def squeeze(a, axis=None) -> Any:
     """numpy.squeeze."""
     s = _shape(a)
     if axis is None:
@@ -308,14 +310,14 @@ def squeeze(a, axis=None):
     return shape_ops.reshape(a, tuple(n for i, n in enumerate(s) if i not in axes))
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, shape) -> Any:
     """numpy.broadcast_to."""
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     return broadcasting.broadcast_to(array, tuple(shape))
 
 
-def concatenate(arrays, axis=0, out=None, dtype=None):
+def concatenate(arrays, axis=0, out=None, dtype=None) -> Any:
     """numpy.concatenate."""
     _no_out("concatenate", out)
     arrays = list(arrays)
@@ -338,7 +340,7 @@ def concatenate(arrays, axis=0, out=None, dtype=None):
     return out_arr if dtype is None else shape_ops.astype(out_arr, dtype)
 
 
-def stack(arrays, axis=0, out=None):
+def stack(arrays, axis=0, out=None) -> Any:
     """numpy.stack."""
     _no_out("stack", out)
     arrays = list(arrays)
@@ -352,13 +354,13 @@ def stack(arrays, axis=0, out=None):
     return shape_ops.stack(*arrays, axis=axis)
 
 
-def hstack(tup):
+def hstack(tup) -> Any:
     """numpy.hstack."""
     arrs = [atleast_1d(a) for a in tup]
     return concatenate(arrs, axis=0 if _ndim(arrs[0]) == 1 else 1)
 
 
-def vstack(tup):
+def vstack(tup) -> Any:
     """numpy.vstack."""
     return concatenate([atleast_2d(a) for a in tup], axis=0)
 
@@ -389,7 +391,7 @@ def _split_bounds(n, indices_or_sections, even):
     return [(int(bounds[i]), int(bounds[i + 1])) for i in range(len(bounds) - 1)]
 
 
-def split(ary, indices_or_sections, axis=0):
+def split(ary, indices_or_sections, axis=0) -> Any:
     """numpy.split (composed from slices)."""
     n = _ndim(ary)
     (axis,) = reductions.normalize_axis(axis, n, "split")
@@ -398,7 +400,7 @@ def split(ary, indices_or_sections, axis=0):
     return [indexing.getitem(ary, pre + (slice(lo, hi),)) for lo, hi in bounds]
 
 
-def array_split(ary, indices_or_sections, axis=0):
+def array_split(ary, indices_or_sections, axis=0) -> Any:
     """numpy.array_split (composed from slices)."""
     n = _ndim(ary)
     (axis,) = reductions.normalize_axis(axis, n, "array_split")
@@ -407,7 +409,7 @@ def array_split(ary, indices_or_sections, axis=0):
     return [indexing.getitem(ary, pre + (slice(lo, hi),)) for lo, hi in bounds]
 
 
-def tile(A, reps):
+def tile(A, reps) -> Any:
     """numpy.tile (composed: reshape, broadcast_to, reshape)."""
     reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
     s = _shape(A)
@@ -420,26 +422,26 @@ def tile(A, reps):
     return shape_ops.reshape(out, tuple(r * n for r, n in zip(reps, s)))
 
 
-def repeat(a, repeats, axis=None):
+def repeat(a, repeats, axis=None) -> Any:
     """numpy.repeat."""
     if axis is not None:
         (axis,) = reductions.normalize_axis(axis, _ndim(a), "repeat")
     return shape_ops.repeat(a, repeats, axis=axis)
 
 
-def flip(m, axis=None):
+def flip(m, axis=None) -> Any:
     """numpy.flip (composed: reversed slices)."""
     n = _ndim(m)
     axes = reductions.normalize_axis(axis, n, "flip")
     return indexing.getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(n)))
 
 
-def fliplr(m):
+def fliplr(m) -> Any:
     """numpy.fliplr."""
     return flip(m, 1)
 
 
-def flipud(m):
+def flipud(m) -> Any:
     """numpy.flipud."""
     return flip(m, 0)
 
@@ -447,7 +449,7 @@ def flipud(m):
 # -- elementwise with NumPy's argument conventions ---------------------------------------------
 
 
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):  # noqa: A002
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None) -> Any:  # noqa: A002
     """numpy.clip (the gradient passes where a_min <= a <= a_max, bounds included)."""
     _no_out("clip", out)
     lo = a_min if a_min is not None else min
@@ -457,7 +459,7 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):  # noqa: A
     return elementwise.clip(a, lo, hi)
 
 
-def where(condition, x=None, y=None):
+def where(condition, x=None, y=None) -> Any:
     """numpy.where; with one argument, the indices where it is true (not differentiable)."""
     if x is None and y is None:
         return np.nonzero(unbox_all(condition))
@@ -477,7 +479,7 @@ def _stack_nested(obj):
     return np.asarray(obj)
 
 
-def array(object, dtype=None, copy=True, ndmin=0):  # noqa: A002
+def array(object, dtype=None, copy=True, ndmin=0) -> Any:  # noqa: A002
     """numpy.array; lists that contain traced values become a stack of them (differentiable)."""
     if contains_box(object):
         out = _stack_nested(object)
@@ -489,7 +491,7 @@ def array(object, dtype=None, copy=True, ndmin=0):  # noqa: A002
     return np.array(object, dtype=dtype, copy=copy, ndmin=ndmin)
 
 
-def asarray(a, dtype=None):
+def asarray(a, dtype=None) -> Any:
     """numpy.asarray; traced values are returned as they are (cast when ``dtype`` differs)."""
     if contains_box(a):
         out = _stack_nested(a)

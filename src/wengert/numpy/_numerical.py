@@ -6,6 +6,8 @@ Each is exact where NumPy's function is differentiable: linear ones (``gradient`
 built from indexing and products, so every derivative of them is a derivative of those.
 """
 
+from typing import Any
+
 import numpy as np
 
 from wengert.core.errors import TracingError
@@ -61,7 +63,7 @@ def _bands(n, spacing, edge_order):
     return bands
 
 
-def gradient(f, *varargs, axis=None, edge_order=1):
+def gradient(f, *varargs, axis=None, edge_order=1) -> Any:
     """numpy.gradient (differentiable in ``f``; spacings and coordinates are plain values)."""
     _plain("gradient", "the spacings", varargs)
     f = F._operand(f)
@@ -69,6 +71,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         f = shape_ops.astype(f, np.float64)
     nd = F._ndim(f)
     axes = tuple(range(nd)) if axis is None else reductions.normalize_axis(axis, nd, "gradient")
+    spacings: list[tuple[Any, ...]]
     if len(varargs) == 0:
         spacings = [()] * len(axes)
     elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
@@ -95,7 +98,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def interp(x, xp, fp, left=None, right=None, period=None):
+def interp(x, xp, fp, left=None, right=None, period=None) -> Any:
     """numpy.interp, differentiable in ``x``, ``fp`` (and ``xp``): the slope of the segment holding
     ``x`` (at a knot, the segment to its right; constant beyond the ends). The segments are found
     by ``searchsorted``, a recorded step, so programs and ``wg.vmap`` follow the data too."""
@@ -160,14 +163,14 @@ def _vectors(fname, a, v):
     return a, v, n, m
 
 
-def convolve(a, v, mode="full"):
+def convolve(a, v, mode="full") -> Any:
     """numpy.convolve (1-D; differentiable in both arguments)."""
     a, v, n, m = _vectors("convolve", a, v)
     full = _full_convolution(a, v) if n >= m else _full_convolution(v, a)
     return _crop(full, n, m, mode)
 
 
-def correlate(a, v, mode="valid"):
+def correlate(a, v, mode="valid") -> Any:
     """numpy.correlate (1-D; ``sum_n a[n + k] * conj(v[n])``, differentiable in both arguments)."""
     a, v, n, m = _vectors("correlate", a, v)
     if n < m:  # NumPy's order: the correlation of the swapped pair, reversed and conjugated
@@ -176,7 +179,7 @@ def correlate(a, v, mode="valid"):
     return _crop(_full_convolution(a, reversed_v), n, m, mode)
 
 
-def polyval(p, x):
+def polyval(p, x) -> Any:
     """numpy.polyval (Horner's scheme, as NumPy; differentiable in ``p`` and ``x``)."""
     p = F._operand(p)
     x = F._operand(x)
@@ -186,7 +189,7 @@ def polyval(p, x):
     return y
 
 
-def vander(x, N=None, increasing=False):
+def vander(x, N=None, increasing=False) -> Any:
     """numpy.vander (columns built by repeated multiplication: exact derivatives at x = 0 too)."""
     x = F._operand(x)
     if F._ndim(x) != 1:
@@ -203,7 +206,7 @@ def vander(x, N=None, increasing=False):
     return out
 
 
-def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False) -> Any:
     """numpy.polyfit (least squares on the column-scaled Vandermonde matrix, as NumPy; differentiable
     in ``x``, ``y`` and ``w``). ``full=`` and ``cov=`` are not supported."""
     if full or cov:
@@ -228,7 +231,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     return _double(coefficients / (scale if F._ndim(y) == 1 else F.reshape(scale, (-1, 1))))
 
 
-def copysign(x1, x2, out=None):
+def copysign(x1, x2, out=None) -> Any:
     """numpy.copysign: ``x1`` or ``-x1``, whichever has ``x2``'s sign (slope +-1 in ``x1``, 0 in ``x2``)."""
     F._no_out("copysign", out)
     flip = np.signbit(unbox_all(x1)) != np.signbit(unbox_all(x2))
@@ -238,7 +241,7 @@ def copysign(x1, x2, out=None):
     return elementwise.multiply(x1, np.where(flip, -1.0, 1.0).astype(dtype))
 
 
-def real_if_close(a, tol=100):
+def real_if_close(a, tol=100) -> Any:
     """numpy.real_if_close: the real part when every imaginary part is within ``tol`` (machine
     epsilons if ``tol > 1``) of zero, else ``a`` unchanged."""
     if broadcasting.dtype_of(a).kind != "c":

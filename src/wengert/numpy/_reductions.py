@@ -7,6 +7,7 @@ scan of products, exact when the input holds zeros. NaN entries get derivative z
 """
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def _cumulative_args(fname, a, axis, dtype, out):
     return a, _axis(axis, _ndim(a), fname)
 
 
-def cumsum(a, axis=None, dtype=None, out=None):
+def cumsum(a, axis=None, dtype=None, out=None) -> Any:
     """numpy.cumsum."""
     a, axis = _cumulative_args("cumsum", a, axis, dtype, out)
     return cumulative.cumsum(a, axis)
@@ -62,7 +63,7 @@ def _scan_multiply(a, axis):
     return a
 
 
-def cumprod(a, axis=None, dtype=None, out=None):
+def cumprod(a, axis=None, dtype=None, out=None) -> Any:
     """numpy.cumprod (composed: a scan of products)."""
     a, axis = _cumulative_args("cumprod", a, axis, dtype, out)
     if type(a) not in BOX_TYPES:
@@ -77,12 +78,12 @@ def _include_initial(result, axis, value):
     return shape_ops.concatenate(init, result, axis=axis)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False) -> Any:
     """numpy.cumulative_sum (the array-API cumsum)."""
     return _cumulative(cumsum, "cumulative_sum", 0, x, axis, dtype, out, include_initial)
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False) -> Any:
     """numpy.cumulative_prod (the array-API cumprod)."""
     return _cumulative(cumprod, "cumulative_prod", 1, x, axis, dtype, out, include_initial)
 
@@ -96,7 +97,7 @@ def _cumulative(scan, name, initial, x, axis, dtype, out, include_initial):
     return _include_initial(r, _axis(-1 if axis is None else axis, _ndim(r), name), initial)
 
 
-def diff(a, n=1, axis=-1, prepend=None, append=None):
+def diff(a, n=1, axis=-1, prepend=None, append=None) -> Any:
     """numpy.diff (composed: differences of slices)."""
     if n == 0:
         return a
@@ -122,7 +123,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     return a
 
 
-def ediff1d(ary, to_end=None, to_begin=None):
+def ediff1d(ary, to_end=None, to_begin=None) -> Any:
     """numpy.ediff1d."""
     d = diff(F.ravel(ary))
     parts = [F.ravel(F.asarray(p)) for p in (to_begin,) if p is not None] + [d]
@@ -130,17 +131,17 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return F.concatenate(parts) if len(parts) > 1 else d
 
 
-def nancumsum(a, axis=None, dtype=None, out=None):
+def nancumsum(a, axis=None, dtype=None, out=None) -> Any:
     """numpy.nancumsum (NaN counted as 0)."""
     return cumsum(_nan_filled(a, 0.0), axis=axis, dtype=dtype, out=out)
 
 
-def nancumprod(a, axis=None, dtype=None, out=None):
+def nancumprod(a, axis=None, dtype=None, out=None) -> Any:
     """numpy.nancumprod (NaN counted as 1)."""
     return cumprod(_nan_filled(a, 1.0), axis=axis, dtype=dtype, out=out)
 
 
-def trapezoid(y, x=None, dx=1.0, axis=-1):
+def trapezoid(y, x=None, dx=1.0, axis=-1) -> Any:
     """numpy.trapezoid (the trapezoidal rule)."""
     nd = _ndim(y)
     axis = _axis(axis, nd, "trapezoid")
@@ -167,12 +168,12 @@ def _nan_filled(a, value):
     return _E.where(mask, value, a)
 
 
-def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False) -> Any:
     """numpy.nansum."""
     return F.sum(_nan_filled(a, 0.0), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
 
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False) -> Any:
     """numpy.nanprod."""
     return F.prod(_nan_filled(a, 1.0), axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
@@ -194,19 +195,19 @@ def _all_nan_to_nan(result, a, axis, keepdims):
     return result
 
 
-def nanmax(a, axis=None, out=None, keepdims=False):
+def nanmax(a, axis=None, out=None, keepdims=False) -> Any:
     """numpy.nanmax (ties share the gradient equally, as in max)."""
     r = F.max(_nan_filled(a, -np.inf), axis=axis, out=out, keepdims=keepdims)
     return _all_nan_to_nan(r, a, axis, keepdims)
 
 
-def nanmin(a, axis=None, out=None, keepdims=False):
+def nanmin(a, axis=None, out=None, keepdims=False) -> Any:
     """numpy.nanmin."""
     r = F.min(_nan_filled(a, np.inf), axis=axis, out=out, keepdims=keepdims)
     return _all_nan_to_nan(r, a, axis, keepdims)
 
 
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False) -> Any:
     """numpy.nanmean."""
     a = _to_inexact(a)
     total = nansum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
@@ -215,7 +216,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
         return total / count
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False) -> Any:
     """numpy.nanvar (|x - mean|**2 for complex, as NumPy)."""
     a = _to_inexact(a)
     m = nanmean(a, axis=axis, dtype=dtype, out=out, keepdims=True)
@@ -225,17 +226,17 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
         return F.sum(_abs2(d), axis=axis, keepdims=keepdims) / (count - ddof)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False) -> Any:
     """numpy.nanstd."""
     return _E.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims))
 
 
-def ptp(a, axis=None, out=None, keepdims=False):
+def ptp(a, axis=None, out=None, keepdims=False) -> Any:
     """numpy.ptp (max - min)."""
     return F.max(a, axis=axis, out=out, keepdims=keepdims) - F.min(a, axis=axis, keepdims=keepdims)
 
 
-def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False) -> Any:
     """numpy.average (weighted mean; differentiable in ``a`` and in ``weights``)."""
     a = _to_inexact(a)
     if weights is None:
@@ -275,7 +276,7 @@ def _reduce_to_last(a, axis):
     return merged, kept
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False) -> Any:
     """numpy.quantile (method='linear' only; differentiable in ``a``)."""
     F._no_out("quantile", out)
     if method != "linear":
@@ -308,7 +309,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     return r
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False) -> Any:
     """numpy.percentile (method='linear' only)."""
     if contains_box(q):
         raise TypeError("wengert.numpy.percentile: the derivative with respect to q is not supported; "
@@ -319,7 +320,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     return quantile(a, qv / 100.0, axis=axis, out=out, method=method, keepdims=keepdims)
 
 
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> Any:
     """numpy.median (the mean of the middle values when their number is even)."""
     return quantile(a, 0.5, axis=axis, out=out, keepdims=keepdims)
 

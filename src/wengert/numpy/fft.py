@@ -6,6 +6,8 @@ Same signatures as NumPy (``n``/``s`` resize by cropping or zero-padding, ``axis
 convention of ``wengert.rules.complex`` (cotangent ``A^H g``); a real input gets a real gradient.
 """
 
+from typing import Any
+
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES
@@ -71,49 +73,49 @@ def _complex_n(a, s, axes, norm, forward):
     return ops.c2c(a, axes, norm, forward)
 
 
-def fft(a, n=None, axis=-1, norm=None):
+def fft(a, n=None, axis=-1, norm=None) -> Any:
     """numpy.fft.fft."""
     a = _array(a)
     _check(np.fft.fft, a, n=n, axis=axis, norm=norm)
     return _complex_n(a, None if n is None else [n], (axis,), norm, True)
 
 
-def ifft(a, n=None, axis=-1, norm=None):
+def ifft(a, n=None, axis=-1, norm=None) -> Any:
     """numpy.fft.ifft."""
     a = _array(a)
     _check(np.fft.ifft, a, n=n, axis=axis, norm=norm)
     return _complex_n(a, None if n is None else [n], (axis,), norm, False)
 
 
-def fftn(a, s=None, axes=None, norm=None):
+def fftn(a, s=None, axes=None, norm=None) -> Any:
     """numpy.fft.fftn."""
     a = _array(a)
     _check(np.fft.fftn, a, s=s, axes=axes, norm=norm)
     return _complex_n(a, s, axes, norm, True)
 
 
-def ifftn(a, s=None, axes=None, norm=None):
+def ifftn(a, s=None, axes=None, norm=None) -> Any:
     """numpy.fft.ifftn."""
     a = _array(a)
     _check(np.fft.ifftn, a, s=s, axes=axes, norm=norm)
     return _complex_n(a, s, axes, norm, False)
 
 
-def fft2(a, s=None, axes=(-2, -1), norm=None):
+def fft2(a, s=None, axes=(-2, -1), norm=None) -> Any:
     """numpy.fft.fft2."""
     a = _array(a)
     _check(np.fft.fft2, a, s=s, axes=axes, norm=norm)
     return _complex_n(a, s, axes, norm, True)
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm=None):
+def ifft2(a, s=None, axes=(-2, -1), norm=None) -> Any:
     """numpy.fft.ifft2."""
     a = _array(a)
     _check(np.fft.ifft2, a, s=s, axes=axes, norm=norm)
     return _complex_n(a, s, axes, norm, False)
 
 
-def rfftn(a, s=None, axes=None, norm=None):
+def rfftn(a, s=None, axes=None, norm=None) -> Any:
     """numpy.fft.rfftn (real input only, as in NumPy)."""
     a = _array(a)
     _check(np.fft.rfftn, a, s=s, dtype=broadcasting.dtype_of(a), axes=axes, norm=norm)
@@ -127,8 +129,8 @@ def _real_n(a, s, axes, norm):
     return ops.r2c(a, axes, norm)
 
 
-def irfftn(a, s=None, axes=None, norm=None):
-    """numpy.fft.irfftn (reads the half spectrum; see wengert.rules.fft for the adjoint)."""
+def irfftn(a, s=None, axes=None, norm=None) -> Any:
+    """numpy.fft.irfftn (reads the half spectrum, as NumPy does)."""
     a = _array(a)
     _check(np.fft.irfftn, a, s=s, axes=axes, norm=norm)
     return _inverse_real_n(a, s, axes, norm)
@@ -146,26 +148,26 @@ def _inverse_real_n(a, s, axes, norm):
     return ops.c2r(a, sizes[-1], axes, norm)
 
 
-def rfft(a, n=None, axis=-1, norm=None):
+def rfft(a, n=None, axis=-1, norm=None) -> Any:
     """numpy.fft.rfft (real input only, as in NumPy)."""
     a = _array(a)
     _check(np.fft.rfft, a, dtype=broadcasting.dtype_of(a), n=n, axis=axis, norm=norm)
     return _real_n(a, None if n is None else [n], (axis,), norm)
 
 
-def irfft(a, n=None, axis=-1, norm=None):
+def irfft(a, n=None, axis=-1, norm=None) -> Any:
     """numpy.fft.irfft."""
     a = _array(a)
     _check(np.fft.irfft, a, n=n, axis=axis, norm=norm)
     return _inverse_real_n(a, None if n is None else [n], (axis,), norm)
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm=None):
+def rfft2(a, s=None, axes=(-2, -1), norm=None) -> Any:
     """numpy.fft.rfft2."""
     return rfftn(a, s, axes, norm)
 
 
-def irfft2(a, s=None, axes=(-2, -1), norm=None):
+def irfft2(a, s=None, axes=(-2, -1), norm=None) -> Any:
     """numpy.fft.irfft2."""
     return irfftn(a, s, axes, norm)
 
@@ -181,11 +183,11 @@ def _shift(prim, x, axes):
     return prim(x, tuple(axes))
 
 
-def fftshift(x, axes=None):
+def fftshift(x, axes=None) -> Any:
     """numpy.fft.fftshift."""
     return _shift(ops.fftshift, x, axes)
 
 
-def ifftshift(x, axes=None):
+def ifftshift(x, axes=None) -> Any:
     """numpy.fft.ifftshift."""
     return _shift(ops.ifftshift, x, axes)

@@ -10,6 +10,7 @@ composed from primitives.
 
 import builtins
 from collections import namedtuple
+from typing import Any
 
 import numpy as np
 
@@ -58,14 +59,14 @@ def _square(a, fname):
         raise LinAlgError("Last 2 dimensions of the array must be square")
 
 
-def inv(a):
+def inv(a) -> Any:
     """numpy.linalg.inv."""
     a = _array(a)
     _square(a, "inv")
     return ops.inv(a)
 
 
-def solve(a, b):
+def solve(a, b) -> Any:
     """numpy.linalg.solve (``b`` is a vector only when it is 1-D, as in NumPy 2)."""
     a, b = _array(a), _array(b)
     _square(a, "solve")
@@ -74,14 +75,14 @@ def solve(a, b):
     return ops.solve(a, b)
 
 
-def det(a):
+def det(a) -> Any:
     """numpy.linalg.det."""
     a = _array(a)
     _square(a, "det")
     return determinant.det(a)
 
 
-def slogdet(a):
+def slogdet(a) -> Any:
     """numpy.linalg.slogdet: (sign, log|det|); the sign of a real matrix has zero derivative."""
     a = _array(a)
     _square(a, "slogdet")
@@ -90,7 +91,7 @@ def slogdet(a):
     return SlogdetResult(determinant.slogdet_sign(a), determinant.slogdet_logabs(a))
 
 
-def cholesky(a, /, *, upper=False):
+def cholesky(a, /, *, upper=False) -> Any:
     """numpy.linalg.cholesky (reads the lower triangle, or the upper one with ``upper=True``)."""
     a = _array(a)
     _square(a, "cholesky")
@@ -106,7 +107,7 @@ def _uplo(UPLO):
     return UPLO
 
 
-def eigh(a, UPLO="L"):
+def eigh(a, UPLO="L") -> Any:
     """numpy.linalg.eigh (reads the ``UPLO`` triangle only, as NumPy does)."""
     UPLO = _uplo(UPLO)
     a = _array(a)
@@ -116,7 +117,7 @@ def eigh(a, UPLO="L"):
     return EighResult(ops.eigh_values(a, UPLO), ops.eigh_vectors(a, UPLO))
 
 
-def eigvalsh(a, UPLO="L"):
+def eigvalsh(a, UPLO="L") -> Any:
     """numpy.linalg.eigvalsh."""
     UPLO = _uplo(UPLO)
     a = _array(a)
@@ -124,14 +125,14 @@ def eigvalsh(a, UPLO="L"):
     return ops.eigh_values(a, UPLO)
 
 
-def eigvals(a):
+def eigvals(a) -> Any:
     """numpy.linalg.eigvals (real when every eigenvalue of a real matrix is real, as in NumPy)."""
     a = _array(a)
     _square(a, "eigvals")
     return ops.eigvals(a)
 
 
-def eig(a):
+def eig(a) -> Any:
     """numpy.linalg.eig; the vectors have unit norm (NumPy's choice; complex ones up to a phase)."""
     a = _array(a)
     _square(a, "eig")
@@ -164,7 +165,7 @@ def _svd_hermitian(a, compute_uv):
     return SVDResult(u, _take_last(s, order), vh)
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False) -> Any:
     """numpy.linalg.svd. Derivatives of U and Vh need ``full_matrices=False`` unless square (as JAX)."""
     a = _array(a)
     if len(_shape(a)) < 2:
@@ -182,12 +183,12 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return SVDResult(ops.svd_u(a, full), s, ops.svd_vh(a, full))
 
 
-def svdvals(x, /):
+def svdvals(x, /) -> Any:
     """numpy.linalg.svdvals."""
     return svd(x, compute_uv=False)
 
 
-def qr(a, mode="reduced"):
+def qr(a, mode="reduced") -> Any:
     """numpy.linalg.qr (modes 'reduced', 'complete', 'r'; 'raw' only without a derivative)."""
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"Unrecognized mode '{mode}'")
@@ -215,7 +216,7 @@ def qr(a, mode="reduced"):
     return r if mode == "r" else QRResult(q, r)
 
 
-def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
+def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE) -> Any:
     """numpy.linalg.pinv (the derivative assumes the rank does not change nearby)."""
     a = _array(a)
     if rtol is not _NO_VALUE:
@@ -280,7 +281,7 @@ def _matrix_norm(x, order, row, col, keepdims):
     return r
 
 
-def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
+def norm(x, ord=None, axis=None, keepdims=False) -> Any:  # noqa: A002 - NumPy's name
     """numpy.linalg.norm: every vector and matrix ``ord`` NumPy has."""
     x = _array(x)
     ndim = len(_shape(x))
@@ -299,7 +300,7 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
     return _matrix_norm(x, ord, axis[0], axis[1], keepdims)
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002 - NumPy's name
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> Any:  # noqa: A002 - NumPy's name
     """numpy.linalg.vector_norm."""
     x = _array(x)
     s = _shape(x)
@@ -317,12 +318,12 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002 - NumP
     return norm(x, ord=ord, axis=axis, keepdims=keepdims)
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 - NumPy's name
+def matrix_norm(x, /, *, keepdims=False, ord="fro") -> Any:  # noqa: A002 - NumPy's name
     """numpy.linalg.matrix_norm."""
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
-def cond(x, p=None):
+def cond(x, p=None) -> Any:
     """numpy.linalg.cond (composed: ratio of singular values, or norm(x) * norm(inv(x)))."""
     x = _array(x)
     if p is None or p == 2 or p == -2:
@@ -334,7 +335,7 @@ def cond(x, p=None):
     return norm(x, p, axis=(-2, -1)) * norm(ops.inv(x), p, axis=(-2, -1))
 
 
-def matrix_power(a, n):
+def matrix_power(a, n) -> Any:
     """numpy.linalg.matrix_power (composed: repeated squaring; negative n through inv)."""
     a = _array(a)
     if not isinstance(n, (int, np.integer)):
@@ -355,7 +356,7 @@ def matrix_power(a, n):
     return result
 
 
-def lstsq(a, b, rcond=None):
+def lstsq(a, b, rcond=None) -> Any:
     """numpy.linalg.lstsq (composed: x = pinv(a) b; rank and residuals as NumPy gives them)."""
     a, b = _array(a), _array(b)
     if is_symbolic((a, b)):
@@ -380,7 +381,7 @@ def lstsq(a, b, rcond=None):
     return LstsqResult(x, residuals, rank, ops.svd_values(a))
 
 
-def multi_dot(arrays, *, out=None):
+def multi_dot(arrays, *, out=None) -> Any:
     """numpy.linalg.multi_dot (left to right; same values to rounding)."""
     if out is not None:
         raise TypeError("wengert.numpy.linalg.multi_dot: out= is not supported; use the result")
@@ -392,7 +393,7 @@ def multi_dot(arrays, *, out=None):
     return result
 
 
-def matrix_transpose(x, /):
+def matrix_transpose(x, /) -> Any:
     """numpy.linalg.matrix_transpose."""
     x = _array(x)
     if len(_shape(x)) < 2:
@@ -400,7 +401,7 @@ def matrix_transpose(x, /):
     return mT(x)
 
 
-def tensorinv(a, ind=2):
+def tensorinv(a, ind=2) -> Any:
     """numpy.linalg.tensorinv (composed: reshape, inv, reshape)."""
     a = _array(a)
     s = _shape(a)
@@ -411,7 +412,7 @@ def tensorinv(a, ind=2):
     return shape.reshape(inv(shape.reshape(a, (rows, -1))), inv_shape)
 
 
-def tensorsolve(a, b, axes=None):
+def tensorsolve(a, b, axes=None) -> Any:
     """numpy.linalg.tensorsolve (composed: transpose, reshape, solve, reshape)."""
     a, b = _array(a), _array(b)
     an, bn = len(_shape(a)), len(_shape(b))
@@ -427,7 +428,7 @@ def tensorsolve(a, b, axes=None):
     return shape.reshape(x, old)
 
 
-def outer(x1, x2, /):
+def outer(x1, x2, /) -> Any:
     """numpy.linalg.outer (1-D arguments only, as NumPy requires)."""
     x1, x2 = _array(x1), _array(x2)
     if len(_shape(x1)) != 1 or len(_shape(x2)) != 1:
@@ -436,13 +437,13 @@ def outer(x1, x2, /):
     return shape.reshape(x1, (-1, 1)) * x2
 
 
-def vecdot(x1, x2, /, *, axis=-1):
+def vecdot(x1, x2, /, *, axis=-1) -> Any:
     """numpy.linalg.vecdot: sum(conj(x1) * x2) along each argument's ``axis`` (a gufunc's axis)."""
     x1, x2 = F.moveaxis(_array(x1), axis, -1), F.moveaxis(_array(x2), axis, -1)
     return F.sum(cplx.conj_of(x1) * x2, axis=-1)
 
 
-def diagonal(x, /, *, offset=0):
+def diagonal(x, /, *, offset=0) -> Any:
     """numpy.linalg.diagonal: the ``offset`` diagonal of the last two axes."""
     x = _array(x)
     if len(_shape(x)) < 2:
@@ -454,12 +455,12 @@ def diagonal(x, /, *, offset=0):
     return indexing.getitem(x, (Ellipsis, rows, cols))
 
 
-def trace(x, /, *, offset=0, dtype=None):
+def trace(x, /, *, offset=0, dtype=None) -> Any:
     """numpy.linalg.trace: sum of the ``offset`` diagonal of the last two axes."""
     return F.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
 
 
-def cross(x1, x2, /, *, axis=-1):
+def cross(x1, x2, /, *, axis=-1) -> Any:
     """numpy.linalg.cross of 3-vectors (composed from their components)."""
     x1, x2 = _array(x1), _array(x2)
     n1, n2 = _shape(x1)[axis], _shape(x2)[axis]
@@ -473,7 +474,7 @@ def cross(x1, x2, /, *, axis=-1):
     return F.moveaxis(c, -1, axis)
 
 
-def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None) -> Any:
     """numpy.linalg.matrix_rank (an integer: no derivative)."""
     return np.linalg.matrix_rank(unbox_all(A), tol=tol, hermitian=hermitian, rtol=rtol)
 

@@ -137,7 +137,12 @@ class _Replay:
                     else:
                         index.append(k)
                         k += 1
-                pick = index[0] if len(index) == 1 else itemgetter(*index) if index else _no_arguments
+                if len(index) == 1:  # (an if-chain, not a conditional expression: mypy 2.4 crashes on that)
+                    pick = index[0]
+                elif index:
+                    pick = itemgetter(*index)
+                else:
+                    pick = _no_arguments
             picked.append((prim, pick, args, kwargs, metas))
         self.steps = tuple(picked)
         self.result = result

@@ -251,7 +251,7 @@ class Program:
     @classmethod
     def from_source(cls, fun, *example_args):
         """``fun``'s Python source as a program with structured control flow (``if``, loops), for
-        arguments like ``example_args`` (Python floats if none): see ``wengert.program.source``."""
+        arguments like ``example_args`` (Python floats if none): see docs/source.md."""
         return _provided("from_source")(fun, *example_args)
 
     def with_statements(self, statements, outputs=None, **changes):

@@ -220,7 +220,7 @@ def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     default) keeps them on a stack (memory grows with the trip count); ``"binomial"`` (revolve,
     ``snapshots`` states, default ceil(log2 n); ``for`` loops over a range known when the program is
     generated) and ``"ctz"`` (online: also ``while`` loops and ``break``) keep a few loop states and
-    recompute iterations from them, following ``wengert.api.checkpointing.schedules``'s schedules.
+    recompute iterations from them, following the schedules of ``wengert.checkpointing``.
 
     Globals and closure variables are read as the plain function reads them on each call (captured
     arrays as inputs, other values guarded: docs/program.md, "Captured values follow Python")."""

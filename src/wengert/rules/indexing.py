@@ -111,7 +111,7 @@ facts(untake, saves=(1,))
 
 
 def _index_update_impl(x, idx, v):
-    """``x`` with ``x[idx] = v``, as a new array (``x.at[idx].set(v)``)."""
+    """``x`` with NumPy's ``x[idx] = v`` applied to a copy, as a new array (JAX's ``x.at[idx].set(v)``)."""
     if broadcasting.foreign(x) or broadcasting.foreign(v):
         return _update_foreign(x, idx, v)
     out = np.array(x, copy=True)

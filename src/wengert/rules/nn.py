@@ -26,7 +26,7 @@ __all__ = ["relu", "log_softmax", "softmax_cross_entropy", "positive_mask", "one
 # -- relu -------------------------------------------------------------------------------------
 
 def _relu_impl(x):
-    """max(x, 0) elementwise."""
+    """max(x, 0) elementwise (``torch.relu``, ``jax.nn.relu``)."""
     if type(x) is float:
         return 0.0 if x <= 0.0 else x  # nan stays nan, as in np.maximum
     return np.maximum(x, np.zeros((), dtype=np.result_type(x)))

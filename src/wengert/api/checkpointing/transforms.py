@@ -75,7 +75,7 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
     ``checkpoint`` chooses what the backward pass keeps: ``"all"`` records every step (the plain
     loop); ``"binomial"`` keeps ``snapshots`` states (default ceil(log2 n)) and recomputes the rest
     on Griewank's optimal schedule; ``"ctz"`` keeps at most floor(log2 n) + 2 states without knowing
-    n in advance: the only policy that accepts ``until``. See :mod:`wengert.api.checkpointing.schedules`.
+    n in advance: the only policy that accepts ``until``. See :mod:`wengert.checkpointing`.
     The state may be a pytree; each step must keep its structure, shapes and dtypes. ``until`` is
     asked before every step, x0 included: ``while not until(x): x = step(x)``, on plain values;
     when the loop drew random numbers, the backward pass asks it again after each recomputed step
