@@ -49,6 +49,7 @@ from wengert.program import Program
 from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
 from wengert.program.source_api import source_grad, source_jvp
 from wengert.program.source_checkpoint import checkpointed
+from wengert.rules.broadcasting import NotBatched
 
 __version__ = "0.1.0"
 
@@ -57,7 +58,7 @@ __all__ = [
     "hessian", "hvp", "hessian_vector_product", "hessian_tensor_product", "stop_gradient", "vmap",
     "Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled",
     "Tape", "Var", "Grad",
-    "primitive", "defvjp", "defjvp", "defbatch", "elementwise", "facts", "defvjp_argnum", "defjvp_argnum",
+    "primitive", "defvjp", "defjvp", "defbatch", "NotBatched", "elementwise", "facts", "defvjp_argnum", "defjvp_argnum",
     "defvjp_accumulate", "defvjp_float", "defvjp_inplace", "Primitive", "NoRuleError",
     "tree_flatten", "tree_unflatten", "tree_map", "tree_ravel",
     "Program", "compile", "checkpoint", "iterate",
