@@ -77,7 +77,7 @@ def eliminate_dead_code(program):
             uses = s._uses  # s.uses(), once computed
             live.update(uses if uses is not None else s.uses())
     kept.reverse()
-    return program.with_statements(kept)
+    return program.with_statements(kept, census=program._census)  # a subset: its census holds
 
 
 def _key(x):
@@ -305,7 +305,7 @@ def _shape(x):
 def elide_broadcasts(program):
     """Drop ``broadcast_to(x, s)`` when every use is a broadcasting elementwise primitive that
     reaches shape ``s`` anyway: NumPy broadcasts inside the operation, without the copy."""
-    if not any(s.prim is broadcast_to for s in program.statements):
+    if broadcast_to not in program.census()[0]:
         return program
     users = {}
     for s in program.statements:
