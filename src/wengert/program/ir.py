@@ -255,7 +255,7 @@ class Program:
                 add(s.prim)
                 if not arrays:
                     outs = s.outs
-                    arrays = outs[0].kind == "array" or (len(outs) > 1 and any(o.kind == "array" for o in outs))
+                    arrays = outs[0].kind == "array" or any([o.kind == "array" for o in outs[1:]])
             self._census = (prims, arrays)
         return self._census
 
