@@ -203,3 +203,37 @@ def test_a_replayed_rule_picks_its_arguments_whatever_their_number():
     assert first.args == () and first.kwargs == {"x": x}
     assert second.args == (first.outs[0],) and third.args == (2.0, second.outs[0])
     assert out.variable is third.outs[0]
+
+
+def test_constant_folding_of_a_power_of_zero():
+    """``x ** 0`` is ones (NumPy's ``nan ** 0`` is 1 too), by ``power``'s ``constants`` fact: the
+    second derivative of a square leaves one in every Hessian."""
+    def f(x):
+        return wnp.sum(x ** 0 * wnp.sin(x)) + wnp.power(x[0], 0)
+
+    x = np.array([0.5, np.nan, -np.inf])
+    p = Program.from_trace(f, x)
+    assert names(p).count("power") == 2
+    q = pipeline.simplify(p)
+    assert "power" not in names(q)
+    with np.errstate(invalid="ignore"):  # sin(-inf)
+        np.testing.assert_array_equal(q(x), p(x))
+    h = wg.compile(wg.hessian(lambda v: wnp.sum((1.0 - v) ** 2 + v ** 3)))
+    assert "**" not in h.source(np.arange(3.0)).split("def ")[-1]  # 2 * (1 - v) ** 0 folded
+    np.testing.assert_allclose(h(np.arange(3.0)), wg.hessian(lambda v: wnp.sum((1.0 - v) ** 2 + v ** 3))(
+        np.arange(3.0)), rtol=1e-12)
+
+
+def test_census_is_what_the_statements_apply():
+    """``Program.census`` (the passes' first test): the primitives applied and whether an array is made;
+    passes that hand it on hand on a superset."""
+    def f(x, y):
+        return wnp.sum(wnp.sin(x) * y) * 2.0 + wnp.sum(x * y) * 3.0
+
+    args = (np.arange(3.0), np.array([2.0, -1.0, 0.5]))
+    g = Program.from_trace(f, *args).grad((0, 1))
+    for q in (g, pipeline.lower(g), P.eliminate_dead_code(g)):
+        prims, arrays = q.census()
+        assert {s.prim for s in q.statements} <= prims
+        assert arrays or not any(o.kind == "array" for s in q.statements for o in s.outs)
+    assert Program.from_trace(lambda a: a * 2.0, 1.5).census()[1] is False

@@ -2,7 +2,7 @@
 
 - ``eliminate_dead_code``: keep only what the outputs need (pruning).
 - ``eliminate_common_subexpressions``: one statement per distinct (primitive, arguments).
-- ``fold_constants``: evaluate statements on constants; drop ``x * 1``, ``x + 0``, and the zeros
+- ``fold_constants``: evaluate statements on constants; drop ``x * 1``, ``x + 0``, ``x ** 0``, and the zeros
   that linear operations carry (as JAX's symbolic zeros do, ``0 * x`` is taken as 0 even where x
   is inf or nan): the seeds' ones and zeros of an adjoint program disappear.
 - ``explicit_dup``: every variable used once, through ``dup``.
@@ -156,6 +156,10 @@ def _fold(s):
     joint = prim.linear_jointly
     if joint and all(i < len(args) and _is_const(args[i], 0) for i in joint):  # where(c, 0, 0)
         return zero_of(out)
+    if prim.constants is not None:  # x ** 0: ones
+        for i, (c, value) in prim.constants.items():
+            if i < len(args) and _is_const(args[i], c):
+                return filled(out, value)
     x = None if prim.units is None else _other_if(prim.units, args, out)  # x * 1, x + 0, x ** 1
     if x is not None:
         return x
@@ -165,6 +169,15 @@ def _fold(s):
         value = prim.fun(*map_vars(args, _placeholder), **map_vars(s.kwargs, _placeholder))
         return value if type(value) is np.ndarray and value.shape == out.shape else None
     return None
+
+
+def filled(var, value):
+    """``value`` in every element, of ``var``'s kind, shape and dtype (as :func:`ir.zero_of` for 0)."""
+    if var.kind == "float":
+        return float(value)
+    if var.kind != "array":
+        return var.dtype.type(value)
+    return np.full(var.shape, value, var.dtype)
 
 
 def _placeholder(v):
