@@ -142,9 +142,9 @@ def test_no_in_place_into_inputs_or_buffers_read_twice():
     q = P.accumulate_in_place(p)
     first_add = q.statements[0]
     assert not first_add.inplace  # x and y are the caller's arrays
-    # "+ 1.0" and the final "+ x" accumulate into buffers the program made and reads once
-    assert [s.prim.__name__ for s in q.statements if s.inplace] == ["add", "add"]
-    assert str(q).splitlines()[-2:] == ["    v4 += v_1", "    return v4"]
+    # "+ 1.0", the product and the final "+ x" write into buffers the program made and reads once
+    assert [s.prim.__name__ for s in q.statements if s.inplace] == ["add", "multiply", "add"]
+    assert str(q).splitlines()[-4:] == ["    v2 += 1.0", "    v1 *= v2", "    v1 += v_1", "    return v1"]
     np.testing.assert_array_equal(q(np.ones(2), np.ones(2)), p(np.ones(2), np.ones(2)))
 
 
@@ -237,3 +237,27 @@ def test_census_is_what_the_statements_apply():
         assert {s.prim for s in q.statements} <= prims
         assert arrays or not any(o.kind == "array" for s in q.statements for o in s.outs)
     assert Program.from_trace(lambda a: a * 2.0, 1.5).census()[1] is False
+
+
+def test_elementwise_results_are_written_into_dying_buffers():
+    """An elementwise ufunc's result goes into an argument's buffer the program made, reads only
+    there, of the result's shape and dtype: never the caller's arrays, a buffer read again, or one
+    of another shape or dtype (what broadcasting or a cast would need)."""
+    def f(x, y):
+        a = wnp.exp(x * 2.0)  # x * 2.0 is the program's, read once: exp writes into it
+        b = 3.0 - a  # a's buffer (subtract's second argument)
+        c = b * y[:, None]  # b is (3,), c (3, 3): a new buffer
+        d = wnp.sin(b)  # b is read twice (here and by c): a new buffer
+        return c + d + wnp.astype(x, np.float32) * np.float32(2.0)  # a float32 copy of x: its own
+
+    x, y = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, -3.0])
+    q = P.accumulate_in_place(Program.from_trace(f, x, y))
+    written = [s.prim.__name__ for s in q.statements if s.inplace]
+    assert written == ["exp", "subtract", "add", "multiply", "add"]
+    assert not any(q.statements[k].inplace for k in (0, 4, 5))  # x * 2.0, b * y[:, None], sin(b)
+    source = q.source
+    assert "= np_exp(v1, out=v1)" in source and "np_subtract(3.0, v1, out=v1)" in source
+    x0, y0 = x.copy(), y.copy()
+    np.testing.assert_array_equal(q(x, y), f(x, y))
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(y, y0)

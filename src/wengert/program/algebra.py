@@ -1,7 +1,8 @@
 """The algebraic rewrites, each a function from Program to Program (the input left unchanged), which
 save operations where the algebra of particular primitives allows, recognised by identity:
 
-- ``rewrite_algebra``: ``-(-x)``, ``a + (-b)``, a transpose of a transpose, ``(1 / s) * x``;
+- ``rewrite_algebra``: ``-(-x)``, ``a + (-b)``, a transpose of a transpose, ``(1 / s) * x``, the
+  negation of a product moved to its smaller factor;
 - ``factor_sums``: ``sum(c * x)`` as ``c * sum(x)``;
 - ``factor_products``: ``g * b + g * c`` as ``g * (b + c)``.
 """
@@ -129,12 +130,13 @@ def _axes(s):
 def rewrite_algebra(program):
     """Identities that save an operation, exact in floating point but for the last one:
     ``-(-x)`` is ``x``; ``a + (-b)`` and ``(-b) + a`` are ``a - b``; ``a - (-b)`` is ``a + b``;
+    ``(-a) * x`` is ``a * (-x)`` where ``x`` is a constant or has fewer elements than ``a``;
     a transpose of a transpose is one transpose (none if they cancel); and ``(1 / s) * x`` is
     ``x / s`` where ``1 / s`` is used only there (one rounding instead of two)."""
     present = program.census()[0]
     if not present & {_NEG, transpose, _DIV}:  # what every rewrite starts from
         return program
-    counts = use_counts(program) if _DIV in present else {}
+    counts = use_counts(program) if present & {_DIV, _NEG} else {}
     producer = {}
     alias, stmts, changed = {}, [], False
 
@@ -172,6 +174,8 @@ def rewrite_algebra(program):
                                              (x, d.args[1]))) == out.dtype:
                         new = Statement((out,), _DIV, (x, d.args[1]))
                         break
+                if new is None and out.dtype.kind in "fc":
+                    new = _negation_moved(s, made_by, counts, stmts, producer)
         if prim is transpose and len(s.outs) == 1:
             inner = producer.get(args[0]) if type(args[0]) is Variable else None
             if inner is not None and inner.prim is transpose and not inner.inplace:
@@ -193,6 +197,36 @@ def rewrite_algebra(program):
         return program
     outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
     return eliminate_dead_code(program.with_statements(stmts, outputs))
+
+
+def _size(x):
+    return int(np.prod(x.shape)) if type(x) is Variable else int(np.size(x))
+
+
+def _negation_moved(s, made_by, counts, stmts, producer):
+    """For ``out = (-a) * x`` (either order; ``-a`` used only there): ``a * (-x)``, exactly equal, with
+    the negation on the smaller operand: a constant (negated now) or a Variable of fewer elements
+    (a statement added to ``stmts``). None when neither applies."""
+    out = s.outs[0]
+    for k in (0, 1):
+        r, x = s.args[k], s.args[1 - k]
+        n = made_by(r, _NEG)
+        if n is None or counts.get(r, 0) != 1 or type(n.args[0]) is not Variable:
+            continue
+        a = n.args[0]
+        if type(x) is Variable:
+            if _size(x) >= _size(a) or x.dtype.kind not in "fc":
+                continue
+            neg = renamed(x, f"{x.name}_neg")
+            stmts.append(Statement((neg,), _NEG, (x,)))
+            producer[neg] = stmts[-1]
+        elif isinstance(x, (float, complex, np.floating, np.complexfloating)) or (
+                isinstance(x, np.ndarray) and x.dtype.kind in "fc"):
+            neg = -x
+        else:
+            continue
+        return Statement((out,), _MUL, (a, neg) if k == 0 else (neg, a))
+    return None
 
 
 def _index(seq, x):

@@ -26,7 +26,7 @@ from wengert.program.liveness import (
     read_through,
     with_deletions,
 )
-from wengert.program.passes import use_counts
+from wengert.program.passes import in_place_ufunc, use_counts
 from wengert.program.rendering import (
     float_literal,
     helper_sources,
@@ -40,7 +40,7 @@ from wengert.program.rendering import (
 from wengert.rules import families
 from wengert.rules.broadcasting import astype, reshape
 from wengert.rules.broadcasting import sum as sum_
-from wengert.rules.elementwise import add, masked, where
+from wengert.rules.elementwise import add, masked, multiply, where
 from wengert.rules.indexing import getitem, index_add
 from wengert.rules.reductions import add_chosen, amax, amin, prod
 from wengert.rules.shape import concatenate, stack, transpose
@@ -64,6 +64,9 @@ def pretty_statement(stmt):
         outs = f"({outs})"
     if stmt.inplace and stmt.prim is _ADD:
         return f"{stmt.args[0].name} += {args[1]}"
+    if stmt.inplace and stmt.prim.operator is not None and len(args) == 2 and stmt.prim is not index_add \
+            and type(stmt.args[0]) is Variable and stmt.args[0].name == stmt.outs[0].name:
+        return f"{outs} {stmt.prim.operator}= {args[1]}"
     if stmt.inplace and stmt.prim is index_add:
         return f"{stmt.args[0].name}[{index_expr(stmt.args[1], pretty_value)}] += {args[2]}"
     if stmt.prim is dup:
@@ -423,6 +426,9 @@ def _all_axes(axis, ndim):
     return sorted(int(a) % ndim for a in axes) == list(range(ndim)) if ndim else True
 
 
+_AUGMENTED = ("+", "-", "*", "/", "**")
+_COMMUTATIVE = (_ADD, multiply.primitive)  # a + b and b + a are the same float, a * b and b * a too
+
 _MAX_SPARSE = 3
 """A constant added in place with at most this many nonzero entries is added entry by entry
 (``buf[2, 0] += -1.0``, as the one-hot cotangent of ``pred[label]``): cheaper than an array add."""
@@ -457,6 +463,15 @@ def statement_source(stmt, mod, safe):
         if vars_in(idx) or _has_array(idx):
             return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"
         return f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"
+    if stmt.inplace and in_place_ufunc(stmt.prim) is not None:  # passes._in_place_ufunc
+        name, args = stmt.outs[0].name, stmt.args
+        op = stmt.prim.operator
+        if op in _AUGMENTED and len(args) == 2 and type(args[0]) is Variable and args[0].name == name:
+            return f"{name} {op}= {mod.operand(args[1], _PRECEDENCE[op], strict=True)}"
+        if stmt.prim in _COMMUTATIVE and type(args[1]) is Variable and args[1].name == name:  # exactly
+            return f"{name} {op}= {mod.operand(args[0], _PRECEDENCE[op], strict=True)}"
+        fun = mod.np_attr(numpy_name(stmt.prim))
+        return f"{name} = {fun}({', '.join(mod.value(a) for a in args)}, out={name})"
     outs = stmt.outs
     names = outs[0].name if len(outs) == 1 else ", ".join(o.name for o in outs)
     return f"{names} = {expression_source(stmt, mod, safe)[0]}"

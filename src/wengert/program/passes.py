@@ -8,7 +8,8 @@
 - ``explicit_dup``: every variable used once, through ``dup``.
 - ``elide_broadcasts``: no ``broadcast_to`` copy where the operation using it broadcasts anyway.
 - ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` (of a's shape)
-  ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else.
+  ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else; likewise any
+  elementwise ufunc writes into such an argument of its result's shape (``a *= 2``, ``exp(a, out=a)``).
 
 The algebraic rewrites (``-(-x)``, distributivity, sums of scalar multiples) are in ``algebra``.
 Passes recognise a primitive by its facts (``wengert.core.extend.facts``) or by identity, never by name.
@@ -18,9 +19,14 @@ import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, map_vars, zero_of
 from wengert.program.liveness import has_arrays
-from wengert.rules.broadcasting import broadcast_to
+from wengert.program.rendering import numpy_name
+from wengert.rules.broadcasting import broadcast_to, reshape
 from wengert.rules.elementwise import add, negative
 from wengert.rules.indexing import index_add, untake
+from wengert.rules.shape import transpose
+
+_RESHAPING = (reshape, transpose)
+"""Their result is a writable view of their argument or a copy (not broadcast_to's read-only view)."""
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
            "explicit_dup", "accumulate_in_place", "elide_broadcasts"]
@@ -254,7 +260,9 @@ def explicit_dup(program):
 
 
 def accumulate_in_place(program):
-    """Mark accumulations into owned, once-used buffers as in place (see module docs)."""
+    """Mark accumulations into owned, once-used buffers as in place, and elementwise results written
+    into such an argument (see module docs). An in-place statement's result has the name of the
+    buffer it is written into: written as a plain assignment (``a = a * b``) it is still right."""
     if not has_arrays(program):  # only arrays are buffers
         return program
     counts = use_counts(program)
@@ -270,13 +278,20 @@ def accumulate_in_place(program):
         out = s.outs[0]
         if s.prim.fresh and out.kind == "array":  # a new buffer: this program owns it
             owned.add(out)
+        elif s.prim in _RESHAPING and out.kind == "array" and s.args[0] in owned \
+                and counts.get(s.args[0]) == 1:
+            owned.add(out)  # a view (or copy) of an owned buffer read nowhere else: as good as owned
         if s.prim is add.primitive and not s.kwargs:
             done = _in_place_add(s, counts, owned, producer, dropped, look)
-            if done is not None:
-                counts[done.out] = counts.get(out, 0)
-                alias[out] = done.out
-                owned.add(done.out)
-                s = done
+        elif out.kind == "array" and not s.kwargs and len(s.outs) == 1 and s.prim.fresh:
+            done = _in_place_ufunc(s, counts, owned)
+        else:
+            done = None
+        if done is not None:
+            counts[done.out] = counts.get(out, 0)
+            alias[out] = done.out
+            owned.add(done.out)
+            s = done
         stmts.append(s)
     outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
     if dropped:  # an untake every use of which became ``a[i] += e`` is read no more
@@ -289,6 +304,34 @@ def _buffer_ok(a, out, counts, owned):
     if type(a) is not Variable or counts.get(a, 0) != 1 or a.shape != out.shape or a.dtype != out.dtype:
         return False
     return a in owned and out.kind == "array"
+
+
+def in_place_ufunc(prim):
+    """NumPy's ufunc computing ``prim`` (generated code calls it by NumPy's name), or None: what
+    generated code may call with ``out=`` to write the result into an argument's buffer."""
+    known = _UFUNCS.get(prim)
+    if known is None or known[0] is not prim.fun:  # looked up once per implementation
+        name = numpy_name(prim) if prim.helper is None else None
+        fun = getattr(np, name, None) if name is not None else None
+        known = _UFUNCS[prim] = (prim.fun, fun if isinstance(fun, np.ufunc) and fun.nout == 1 else None)
+    return known[1]
+
+
+_UFUNCS = {}
+
+
+def _in_place_ufunc(s, counts, owned):
+    """``y = f(a, b)`` (``f`` elementwise, NumPy's ufunc) written into the buffer of an argument ``a``
+    that is owned, read only here and of ``y``'s shape and dtype (``a *= b``, ``np.exp(a, out=a)``): one
+    buffer fewer to allocate and fill. The first such argument; None if there is none."""
+    out = s.outs[0]
+    if in_place_ufunc(s.prim) is None:
+        return None
+    for a in s.args:
+        if _buffer_ok(a, out, counts, owned):
+            into = Variable(a.name, out.shape, out.dtype, out.kind)
+            return Statement((into,), s.prim, s.args, inplace=True)
+    return None
 
 
 def _in_place_add(s, counts, owned, producer, dropped, look):
