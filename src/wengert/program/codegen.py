@@ -35,6 +35,7 @@ from wengert.program.rendering import (
     pretty_value,
     reserved_names,
     source_value,
+    sparse_adds,
     uniform,
 )
 from wengert.rules import families
@@ -429,32 +430,10 @@ def _all_axes(axis, ndim):
 _AUGMENTED = ("+", "-", "*", "/", "**")
 _COMMUTATIVE = (_ADD, multiply.primitive)  # a + b and b + a are the same float, a * b and b * a too
 
-_MAX_SPARSE = 3
-"""A constant added in place with at most this many nonzero entries is added entry by entry
-(``buf[2, 0] += -1.0``, as the one-hot cotangent of ``pred[label]``): cheaper than an array add."""
-
-
-def _sparse_adds(buf, c):
-    """``buf[i, j] += v`` lines adding the constant array ``c`` to ``buf`` (exactly the same values but
-    for the sign of a zero entry of ``buf``), or None when ``c`` is not sparse enough or not of
-    ``buf``'s shape and float dtype."""
-    if not isinstance(c, np.ndarray) or c.shape != buf.shape or c.dtype != buf.dtype or c.dtype.kind != "f" \
-            or not c.ndim:
-        return None
-    where = np.flatnonzero(c)
-    if len(where) > _MAX_SPARSE or len(where) >= c.size or not np.isfinite(c.flat[where]).all():
-        return None
-    lines = []
-    for k in where:
-        index = ", ".join(str(int(i)) for i in np.unravel_index(int(k), c.shape))
-        lines.append(f"{buf.name}[{index}] += {float(c.flat[k])!r}")
-    return lines
-
-
 def statement_source(stmt, mod, safe):
     """``stmt`` as one or more lines of source (``safe``: NumPy only)."""
     if stmt.inplace and stmt.prim is _ADD:
-        lines = _sparse_adds(stmt.args[0], stmt.args[1])
+        lines = sparse_adds(stmt.args[0], stmt.args[1])
         if lines is not None:
             return "\n".join(lines) if lines else "pass"
         return f"{stmt.args[0].name} += {mod.value(stmt.args[1])}"
@@ -471,7 +450,8 @@ def statement_source(stmt, mod, safe):
         if stmt.prim in _COMMUTATIVE and type(args[1]) is Variable and args[1].name == name:  # exactly
             return f"{name} {op}= {mod.operand(args[0], _PRECEDENCE[op], strict=True)}"
         fun = mod.np_attr(numpy_name(stmt.prim))
-        return f"{name} = {fun}({', '.join(mod.value(a) for a in args)}, out={name})"
+        # the output by position (``np.exp(a, a)``): NumPy's and Numba's spelling alike
+        return f"{name} = {fun}({', '.join(mod.value(a) for a in args)}, {name})"
     outs = stmt.outs
     names = outs[0].name if len(outs) == 1 else ", ".join(o.name for o in outs)
     return f"{names} = {expression_source(stmt, mod, safe)[0]}"
