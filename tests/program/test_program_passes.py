@@ -256,7 +256,7 @@ def test_elementwise_results_are_written_into_dying_buffers():
     assert written == ["exp", "subtract", "add", "multiply", "add"]
     assert not any(q.statements[k].inplace for k in (0, 4, 5))  # x * 2.0, b * y[:, None], sin(b)
     source = q.source
-    assert "v1 = np_exp(v1, v1)" in source and "v1 = np_subtract(3.0, v1, v1)" in source
+    assert "v1 = np_exp(v1, out=v1)" in source and "v1 = np_subtract(3.0, v1, out=v1)" in source
     x0, y0 = x.copy(), y.copy()
     np.testing.assert_array_equal(q(x, y), f(x, y))
     np.testing.assert_array_equal(x, x0)

@@ -450,8 +450,7 @@ def statement_source(stmt, mod, safe):
         if stmt.prim in _COMMUTATIVE and type(args[1]) is Variable and args[1].name == name:  # exactly
             return f"{name} {op}= {mod.operand(args[0], _PRECEDENCE[op], strict=True)}"
         fun = mod.np_attr(numpy_name(stmt.prim))
-        # the output by position (``np.exp(a, a)``): NumPy's and Numba's spelling alike
-        return f"{name} = {fun}({', '.join(mod.value(a) for a in args)}, {name})"
+        return f"{name} = {fun}({', '.join(mod.value(a) for a in args)}, out={name})"  # by keyword: NumPy's
     outs = stmt.outs
     names = outs[0].name if len(outs) == 1 else ", ".join(o.name for o in outs)
     return f"{names} = {expression_source(stmt, mod, safe)[0]}"

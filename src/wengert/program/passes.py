@@ -9,7 +9,7 @@
 - ``elide_broadcasts``: no ``broadcast_to`` copy where the operation using it broadcasts anyway.
 - ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` (of a's shape)
   ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else; likewise any
-  elementwise ufunc writes into such an argument of its result's shape (``a *= 2``, ``np.exp(a, a)``).
+  elementwise ufunc writes into such an argument of its result's shape (``a *= 2``, ``np.exp(a, out=a)``).
 
 The algebraic rewrites (``-(-x)``, distributivity, sums of scalar multiples) are in ``algebra``.
 Passes recognise a primitive by its facts (``wengert.core.extend.facts``) or by identity, never by name.
@@ -322,7 +322,7 @@ _UFUNCS = {}
 
 def _in_place_ufunc(s, counts, owned):
     """``y = f(a, b)`` (``f`` elementwise, NumPy's ufunc) written into the buffer of an argument ``a``
-    that is owned, read only here and of ``y``'s shape and dtype (``a *= b``, ``np.exp(a, a)``): one
+    that is owned, read only here and of ``y``'s shape and dtype (``a *= b``, ``np.exp(a, out=a)``): one
     buffer fewer to allocate and fill. The first such argument; None if there is none."""
     out = s.outs[0]
     if in_place_ufunc(s.prim) is None:
