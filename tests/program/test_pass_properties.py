@@ -75,3 +75,19 @@ def test_compiled_hessians_of_random_programs_are_the_tapes(steps, xs):
     x = np.array(xs)
     g = lambda v: f(v, 0.75)  # noqa: E731
     np.testing.assert_allclose(wg.compile(wg.hessian(g))(x), wg.hessian(g)(x), rtol=1e-9, atol=1e-10)
+
+
+def test_compiled_rosenbrock_hessian_is_jaxs():
+    """The compiled Hessian (folded powers of zero, in-place writes, moved negations) against JAX's."""
+    jax = __import__("pytest").importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def rosen(xp, x):
+        return xp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+    x = np.linspace(-1.2, 1.1, 7)
+    h = wg.compile(wg.hessian(lambda v: rosen(wnp, v)))
+    want = np.asarray(jax.hessian(lambda v: rosen(jnp, v))(jnp.asarray(x)))
+    np.testing.assert_allclose(h(x), want, rtol=1e-12, atol=1e-10)
+    assert "**" not in h.source(x).split("def ")[-1].replace("** 2", "")  # no power of zero or one left
