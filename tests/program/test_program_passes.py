@@ -142,9 +142,9 @@ def test_no_in_place_into_inputs_or_buffers_read_twice():
     q = P.accumulate_in_place(p)
     first_add = q.statements[0]
     assert not first_add.inplace  # x and y are the caller's arrays
-    # "+ 1.0" and the final "+ x" accumulate into buffers the program made and reads once
-    assert [s.prim.__name__ for s in q.statements if s.inplace] == ["add", "add"]
-    assert str(q).splitlines()[-2:] == ["    v4 += v_1", "    return v4"]
+    # "+ 1.0", the product and the final "+ x" write into buffers the program made and reads once
+    assert [s.prim.__name__ for s in q.statements if s.inplace] == ["add", "multiply", "add"]
+    assert str(q).splitlines()[-4:] == ["    v2 += 1.0", "    v1 *= v2", "    v1 += v_1", "    return v1"]
     np.testing.assert_array_equal(q(np.ones(2), np.ones(2)), p(np.ones(2), np.ones(2)))
 
 
@@ -203,3 +203,61 @@ def test_a_replayed_rule_picks_its_arguments_whatever_their_number():
     assert first.args == () and first.kwargs == {"x": x}
     assert second.args == (first.outs[0],) and third.args == (2.0, second.outs[0])
     assert out.variable is third.outs[0]
+
+
+def test_constant_folding_of_a_power_of_zero():
+    """``x ** 0`` is ones (NumPy's ``nan ** 0`` is 1 too), by ``power``'s ``constants`` fact: the
+    second derivative of a square leaves one in every Hessian."""
+    def f(x):
+        return wnp.sum(x ** 0 * wnp.sin(x)) + wnp.power(x[0], 0)
+
+    x = np.array([0.5, np.nan, -np.inf])
+    p = Program.from_trace(f, x)
+    assert names(p).count("power") == 2
+    q = pipeline.simplify(p)
+    assert "power" not in names(q)
+    with np.errstate(invalid="ignore"):  # sin(-inf)
+        np.testing.assert_array_equal(q(x), p(x))
+    h = wg.compile(wg.hessian(lambda v: wnp.sum((1.0 - v) ** 2 + v ** 3)))
+    assert "**" not in h.source(np.arange(3.0)).split("def ")[-1]  # 2 * (1 - v) ** 0 folded
+    np.testing.assert_allclose(h(np.arange(3.0)), wg.hessian(lambda v: wnp.sum((1.0 - v) ** 2 + v ** 3))(
+        np.arange(3.0)), rtol=1e-12)
+
+
+def test_census_is_what_the_statements_apply():
+    """``Program.census`` (the passes' first test): the primitives applied and whether an array is made;
+    passes that hand it on hand on a superset."""
+    def f(x, y):
+        return wnp.sum(wnp.sin(x) * y) * 2.0 + wnp.sum(x * y) * 3.0
+
+    args = (np.arange(3.0), np.array([2.0, -1.0, 0.5]))
+    g = Program.from_trace(f, *args).grad((0, 1))
+    for q in (g, pipeline.lower(g), P.eliminate_dead_code(g)):
+        prims, arrays = q.census()
+        assert {s.prim for s in q.statements} <= prims
+        assert arrays or not any(o.kind == "array" for s in q.statements for o in s.outs)
+    assert Program.from_trace(lambda a: a * 2.0, 1.5).census()[1] is False
+
+
+def test_elementwise_results_are_written_into_dying_buffers():
+    """An elementwise ufunc's result goes into an argument's buffer the program made, reads only
+    there, of the result's shape and dtype: never the caller's arrays, a buffer read again, or one
+    of another shape or dtype (what broadcasting or a cast would need)."""
+    def f(x, y):
+        a = wnp.exp(x * 2.0)  # x * 2.0 is the program's, read once: exp writes into it
+        b = 3.0 - a  # a's buffer (subtract's second argument)
+        c = b * y[:, None]  # b is (3,), c (3, 3): a new buffer
+        d = wnp.sin(b)  # b is read twice (here and by c): a new buffer
+        return c + d + wnp.astype(x, np.float32) * np.float32(2.0)  # a float32 copy of x: its own
+
+    x, y = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, -3.0])
+    q = P.accumulate_in_place(Program.from_trace(f, x, y))
+    written = [s.prim.__name__ for s in q.statements if s.inplace]
+    assert written == ["exp", "subtract", "add", "multiply", "add"]
+    assert not any(q.statements[k].inplace for k in (0, 4, 5))  # x * 2.0, b * y[:, None], sin(b)
+    source = q.source
+    assert "v1 = np_exp(v1, out=v1)" in source and "v1 = np_subtract(3.0, v1, out=v1)" in source
+    x0, y0 = x.copy(), y.copy()
+    np.testing.assert_array_equal(q(x, y), f(x, y))
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(y, y0)

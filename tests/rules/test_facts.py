@@ -56,7 +56,7 @@ def _declares(prim):
                                                             "math_name", "helper"))
 
 
-ALGEBRA = ("units", "negates", "linear_jointly", "identity_if_unchanged", "shape_only")
+ALGEBRA = ("units", "negates", "linear_jointly", "identity_if_unchanged", "shape_only", "constants")
 """The facts constant folding reads (``passes._fold``, ``passes._negated``)."""
 
 
@@ -184,6 +184,29 @@ def check_negates(prim, samples):
     return check_units(prim, samples, "negates")
 
 
+def check_constants(prim, samples):
+    """``f(..., c, ...)`` is ``value`` in every element for each ``{i: (c, value)}`` of ``constants``, at
+    each sample's other arguments and at nan, inf and -inf there, exactly (the fold replaces the
+    statement by the constant); returns how many were checked."""
+    checked = 0
+    for args, kwargs in samples:
+        for i, (c, value) in prim.constants.items():
+            if i >= len(args):
+                continue
+            for const in _filled(args[i], c):
+                others = [args] + [tuple(np.full(np.shape(a), bad) if _numeric(a) and k != i else a
+                                         for k, a in enumerate(args)) for bad in (np.nan, np.inf, -np.inf)]
+                for other in others:
+                    with np.errstate(all="ignore"):
+                        out = np.asarray(prim.fun(*_replaced(other, i, const), **kwargs))
+                    want = np.asarray(prim.fun(*_replaced(args, i, const), **kwargs))
+                    assert out.shape == want.shape, prim.__name__
+                    np.testing.assert_array_equal(out, np.full(out.shape, value),
+                                                  err_msg=f"{prim.__name__}: constants[{i}] = {(c, value)!r}")
+                    checked += 1
+    return checked
+
+
 def check_linear_jointly(prim, samples):
     """The result scales and adds with the ``linear_jointly`` arguments taken together."""
     rng = np.random.default_rng(1)
@@ -236,7 +259,8 @@ def check_shape_only(prim, samples):
 
 
 CHECKS = {"units": check_units, "negates": check_negates, "linear_jointly": check_linear_jointly,
-          "identity_if_unchanged": check_identity_if_unchanged, "shape_only": check_shape_only}
+          "identity_if_unchanged": check_identity_if_unchanged, "shape_only": check_shape_only,
+          "constants": check_constants}
 
 
 @pytest.mark.parametrize("fact, name", [(fact, name) for fact in ALGEBRA for name in _names(fact)])
@@ -251,6 +275,7 @@ def test_the_algebra_folding_relies_on_is_declared():
     assert PRIMS["add"].units == {0: 0, 1: 0} and PRIMS["subtract"].negates == {0: 0}
     assert PRIMS["true_divide"].units == PRIMS["power"].units == {1: 1}
     assert PRIMS["where"].linear_jointly == (1, 2)
+    assert PRIMS["power"].constants == {1: (0, 1)}
     assert _names("identity_if_unchanged") == ["astype", "broadcast_to", "reshape"]
     assert _names("shape_only") == ["ones_like", "zeros_like"]
 
@@ -268,6 +293,7 @@ WRONG_FACTS = {
     "identity_if_unchanged": (_user(lambda x: np.transpose(x), identity_if_unchanged=True),
                               [((_X[:, :2], ), {})]),  # a square matrix keeps its shape, not its values
     "shape_only": (_user(lambda x: np.zeros_like(x) + x[..., :1], shape_only=True), [((_X,), {})]),
+    "constants": (_user(lambda x, y: x * y + 1.0, constants={1: (0, 1)}), [((_X, _Y), {})]),  # nan * 0
 }
 
 

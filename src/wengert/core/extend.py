@@ -412,12 +412,13 @@ def _on_floats(d, memo=None):
 
 def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math_name=None, helper=None,
           saves=None, updates_view=None, units=None, negates=None, linear_jointly=None, shape_only=None,
-          identity_if_unchanged=None):
+          identity_if_unchanged=None, constants=None):
     """Record facts about ``prim`` that passes, renderers and code generators read from it:
     - ``linear``: the positional arguments the result is linear in, others fixed (``true_divide``: ``(0,)``);
       ``linear_jointly``: arguments it is linear in taken together (``where``: ``(1, 2)``);
     - ``units``: ``{argument: u}``, where ``u`` there makes the result the other argument (``x * 1``:
       ``multiply``'s ``{0: 1, 1: 1}``); ``negates``: likewise its negation (``subtract``: ``{0: 0}``);
+    - ``constants``: ``{argument: (c, value)}``, where ``c`` there makes every element ``value`` (``x ** 0``);
     - ``identity_if_unchanged``: the result is the first argument where it has its shape and dtype
       (``reshape``); ``shape_only``: it reads its arguments' shapes and dtypes, not values (``zeros_like``);
     - ``fresh``: its array result is always a new buffer, never a view of an argument; ``updates_view``:

@@ -80,7 +80,7 @@ class Primitive:
         self.fresh = self.shape_only = self.identity_if_unchanged = False
         self.broadcasts = broadcasts  # elementwise broadcasting (grad_post alone may sum batch axes)
         self.operator = self.math_name = self.helper = self.derivatives = self.units = self.negates = None
-        self.saves = self.updates_view = None  # saves None: the VJP rules may read everything
+        self.saves = self.updates_view = self.constants = None  # saves None: rules read everything
         self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
         self.jvp_joint = None  # optional: every argument's tangents at once, rule(tangents, out, *args)
 

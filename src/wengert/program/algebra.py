@@ -1,7 +1,8 @@
 """The algebraic rewrites, each a function from Program to Program (the input left unchanged), which
 save operations where the algebra of particular primitives allows, recognised by identity:
 
-- ``rewrite_algebra``: ``-(-x)``, ``a + (-b)``, a transpose of a transpose, ``(1 / s) * x``;
+- ``rewrite_algebra``: ``-(-x)``, ``a + (-b)``, a transpose of a transpose, ``(1 / s) * x``, the
+  negation of a product moved to its smaller factor;
 - ``factor_sums``: ``sum(c * x)`` as ``c * sum(x)``;
 - ``factor_products``: ``g * b + g * c`` as ``g * (b + c)``.
 """
@@ -71,7 +72,7 @@ def factor_sums(program):
     is used only there (they then disappear), or where ``sum(x)`` is computed already (it is then
     read, not computed again: the cotangent ``-sum(p / s)`` of a softmax's shift becomes
     ``-(1/s) * s``). Equal up to rounding (the sum of the products against the product of the sum)."""
-    if not any(s.prim is sum_ for s in program.statements):
+    if sum_ not in program.census()[0]:
         return program
     counts = use_counts(program)
     producer = {o: s for s in program.statements for o in s.outs}
@@ -129,12 +130,13 @@ def _axes(s):
 def rewrite_algebra(program):
     """Identities that save an operation, exact in floating point but for the last one:
     ``-(-x)`` is ``x``; ``a + (-b)`` and ``(-b) + a`` are ``a - b``; ``a - (-b)`` is ``a + b``;
+    ``(-a) * x`` is ``a * (-x)`` where ``x`` is a constant or has fewer elements than ``a``;
     a transpose of a transpose is one transpose (none if they cancel); and ``(1 / s) * x`` is
     ``x / s`` where ``1 / s`` is used only there (one rounding instead of two)."""
-    present = {s.prim for s in program.statements}
+    present = program.census()[0]
     if not present & {_NEG, transpose, _DIV}:  # what every rewrite starts from
         return program
-    counts = use_counts(program) if _DIV in present else {}
+    counts = use_counts(program) if present & {_DIV, _NEG} else {}
     producer = {}
     alias, stmts, changed = {}, [], False
 
@@ -172,6 +174,8 @@ def rewrite_algebra(program):
                                              (x, d.args[1]))) == out.dtype:
                         new = Statement((out,), _DIV, (x, d.args[1]))
                         break
+                if new is None and out.dtype.kind in "fc":
+                    new = _negation_moved(s, made_by, counts, stmts, producer)
         if prim is transpose and len(s.outs) == 1:
             inner = producer.get(args[0]) if type(args[0]) is Variable else None
             if inner is not None and inner.prim is transpose and not inner.inplace:
@@ -195,6 +199,36 @@ def rewrite_algebra(program):
     return eliminate_dead_code(program.with_statements(stmts, outputs))
 
 
+def _size(x):
+    return int(np.prod(x.shape)) if type(x) is Variable else int(np.size(x))
+
+
+def _negation_moved(s, made_by, counts, stmts, producer):
+    """For ``out = (-a) * x`` (either order; ``-a`` used only there): ``a * (-x)``, exactly equal, with
+    the negation on the smaller operand: a constant (negated now) or a Variable of fewer elements
+    (a statement added to ``stmts``). None when neither applies."""
+    out = s.outs[0]
+    for k in (0, 1):
+        r, x = s.args[k], s.args[1 - k]
+        n = made_by(r, _NEG)
+        if n is None or counts.get(r, 0) != 1 or type(n.args[0]) is not Variable:
+            continue
+        a = n.args[0]
+        if type(x) is Variable:
+            if _size(x) >= _size(a) or x.dtype.kind not in "fc":
+                continue
+            neg = renamed(x, f"{x.name}_neg")
+            stmts.append(Statement((neg,), _NEG, (x,)))
+            producer[neg] = stmts[-1]
+        elif isinstance(x, (float, complex, np.floating, np.complexfloating)) or (
+                isinstance(x, np.ndarray) and x.dtype.kind in "fc"):
+            neg = -x
+        else:
+            continue
+        return Statement((out,), _MUL, (a, neg) if k == 0 else (neg, a))
+    return None
+
+
 def _index(seq, x):
     """The first ``k`` where ``seq[k] is x``, or None."""
     for k, y in enumerate(seq):
@@ -208,26 +242,34 @@ def _factors(x, out, producer, counts, walked):
     used once and of ``out``'s type; None if ``x`` is no such product or an operand is of another
     type than ``out`` but a Python float. The products passed through are appended to ``walked``."""
     shape, dtype, kind = out.shape, out.dtype, out.kind
-    found, todo, top = [], [x], True
+    s = producer.get(x)
+    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not _same_as(x, shape, dtype, kind):
+        return None  # not a product of out's type used only here
+    walked.append(x)
+    found = []
+    todo = list(reversed(s.args))
     while todo:
         x = todo.pop()
         if type(x) is not Variable:
-            if top or type(x) is not float or dtype.kind != "f":
+            if type(x) is not float or dtype.kind != "f":
                 return None
             found.append(x)
             continue
-        same = x.shape == shape and (x.dtype is dtype or x.dtype == dtype) \
-            and (x.kind == kind or "float" not in (x.kind, kind))
+        if not _same_as(x, shape, dtype, kind):
+            return None
         s = producer.get(x)
-        if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not same:
-            if top or not same:
-                return None
+        if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1:
             found.append(x)
             continue
-        top = False
         walked.append(x)
         todo += reversed(s.args)
     return found
+
+
+def _same_as(x, shape, dtype, kind):
+    """Whether Variable ``x`` has this shape and dtype (and is a Python float where ``kind`` is)."""
+    return x.shape == shape and (x.dtype is dtype or x.dtype == dtype) \
+        and (x.kind == kind or (x.kind != "float" and kind != "float"))
 
 
 def factor_products(program):
@@ -235,7 +277,7 @@ def factor_products(program):
     products of several factors: ``g * 0.5 * cos(z) + g * y`` is ``g * (0.5 * cos(z) + y)``), one
     multiplication less, where the products are used only there and every factor has the result's
     shape and type (no broadcasting), or is a Python float. Equal up to rounding."""
-    if not any(s.prim is _MUL for s in program.statements):
+    if _MUL not in program.census()[0]:
         return program
     counts = use_counts(program)
     producer = {}  # Variable -> the multiplication computing it
@@ -282,4 +324,5 @@ def factor_products(program):
         stmts.append(s)
     if not dead:
         return program
-    return program.with_statements([s for s in stmts if s.outs[0] not in dead])
+    # it applies only multiplications and the sums it rewrote, of the types of results it had
+    return program.with_statements([s for s in stmts if s.outs[0] not in dead], census=program.census())

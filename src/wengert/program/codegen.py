@@ -26,7 +26,7 @@ from wengert.program.liveness import (
     read_through,
     with_deletions,
 )
-from wengert.program.passes import use_counts
+from wengert.program.passes import in_place_ufunc, use_counts
 from wengert.program.rendering import (
     float_literal,
     helper_sources,
@@ -35,12 +35,13 @@ from wengert.program.rendering import (
     pretty_value,
     reserved_names,
     source_value,
+    sparse_adds,
     uniform,
 )
 from wengert.rules import families
 from wengert.rules.broadcasting import astype, reshape
 from wengert.rules.broadcasting import sum as sum_
-from wengert.rules.elementwise import add, masked, where
+from wengert.rules.elementwise import add, masked, multiply, where
 from wengert.rules.indexing import getitem, index_add
 from wengert.rules.reductions import add_chosen, amax, amin, prod
 from wengert.rules.shape import concatenate, stack, transpose
@@ -64,6 +65,9 @@ def pretty_statement(stmt):
         outs = f"({outs})"
     if stmt.inplace and stmt.prim is _ADD:
         return f"{stmt.args[0].name} += {args[1]}"
+    if stmt.inplace and stmt.prim.operator is not None and len(args) == 2 and stmt.prim is not index_add \
+            and type(stmt.args[0]) is Variable and stmt.args[0].name == stmt.outs[0].name:
+        return f"{outs} {stmt.prim.operator}= {args[1]}"
     if stmt.inplace and stmt.prim is index_add:
         return f"{stmt.args[0].name}[{index_expr(stmt.args[1], pretty_value)}] += {args[2]}"
     if stmt.prim is dup:
@@ -423,32 +427,13 @@ def _all_axes(axis, ndim):
     return sorted(int(a) % ndim for a in axes) == list(range(ndim)) if ndim else True
 
 
-_MAX_SPARSE = 3
-"""A constant added in place with at most this many nonzero entries is added entry by entry
-(``buf[2, 0] += -1.0``, as the one-hot cotangent of ``pred[label]``): cheaper than an array add."""
-
-
-def _sparse_adds(buf, c):
-    """``buf[i, j] += v`` lines adding the constant array ``c`` to ``buf`` (exactly the same values but
-    for the sign of a zero entry of ``buf``), or None when ``c`` is not sparse enough or not of
-    ``buf``'s shape and float dtype."""
-    if not isinstance(c, np.ndarray) or c.shape != buf.shape or c.dtype != buf.dtype or c.dtype.kind != "f" \
-            or not c.ndim:
-        return None
-    where = np.flatnonzero(c)
-    if len(where) > _MAX_SPARSE or len(where) >= c.size or not np.isfinite(c.flat[where]).all():
-        return None
-    lines = []
-    for k in where:
-        index = ", ".join(str(int(i)) for i in np.unravel_index(int(k), c.shape))
-        lines.append(f"{buf.name}[{index}] += {float(c.flat[k])!r}")
-    return lines
-
+_AUGMENTED = ("+", "-", "*", "/", "**")
+_COMMUTATIVE = (_ADD, multiply.primitive)  # a + b and b + a are the same float, a * b and b * a too
 
 def statement_source(stmt, mod, safe):
     """``stmt`` as one or more lines of source (``safe``: NumPy only)."""
     if stmt.inplace and stmt.prim is _ADD:
-        lines = _sparse_adds(stmt.args[0], stmt.args[1])
+        lines = sparse_adds(stmt.args[0], stmt.args[1])
         if lines is not None:
             return "\n".join(lines) if lines else "pass"
         return f"{stmt.args[0].name} += {mod.value(stmt.args[1])}"
@@ -457,6 +442,15 @@ def statement_source(stmt, mod, safe):
         if vars_in(idx) or _has_array(idx):
             return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"
         return f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"
+    if stmt.inplace and in_place_ufunc(stmt.prim) is not None:  # passes._in_place_ufunc
+        name, args = stmt.outs[0].name, stmt.args
+        op = stmt.prim.operator
+        if op in _AUGMENTED and len(args) == 2 and type(args[0]) is Variable and args[0].name == name:
+            return f"{name} {op}= {mod.operand(args[1], _PRECEDENCE[op], strict=True)}"
+        if stmt.prim in _COMMUTATIVE and type(args[1]) is Variable and args[1].name == name:  # exactly
+            return f"{name} {op}= {mod.operand(args[0], _PRECEDENCE[op], strict=True)}"
+        fun = mod.np_attr(numpy_name(stmt.prim))
+        return f"{name} = {fun}({', '.join(mod.value(a) for a in args)}, out={name})"  # by keyword: NumPy's
     outs = stmt.outs
     names = outs[0].name if len(outs) == 1 else ", ".join(o.name for o in outs)
     return f"{names} = {expression_source(stmt, mod, safe)[0]}"

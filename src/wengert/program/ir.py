@@ -241,6 +241,23 @@ class Program:
         """``wg.compile``'s programs: what the function captured (``program.captures``); its arrays
         are the last ``len(captures.arrays)`` positional arguments, read now when they are left out."""
         self._function = None
+        self._census = None
+
+    def census(self):
+        """``(primitives, arrays)``: the set of primitives the statements apply, and whether one of
+        them computes an array (what most passes test first to return the program unchanged).
+        Computed once per program; a pass whose result applies no primitive and makes no array its
+        input did not may hand it on (``with_statements(..., census=...)``): a superset is valid."""
+        if self._census is None:
+            prims, arrays = set(), False
+            add = prims.add
+            for s in self.statements:
+                add(s.prim)
+                if not arrays:
+                    outs = s.outs
+                    arrays = outs[0].kind == "array" or any([o.kind == "array" for o in outs[1:]])
+            self._census = (prims, arrays)
+        return self._census
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -254,14 +271,17 @@ class Program:
         arguments like ``example_args`` (Python floats if none): see docs/source.md."""
         return _provided("from_source")(fun, *example_args)
 
-    def with_statements(self, statements, outputs=None, **changes):
-        """A copy with other statements (and outputs); everything else kept."""
+    def with_statements(self, statements, outputs=None, census=None, **changes):
+        """A copy with other statements (and outputs); everything else kept. ``census``: the new
+        statements' :meth:`census`, or a superset of it, where the caller knows one."""
         fields = dict(inputs=self.inputs, name=self.name, input_names=self.input_names,
                       in_tree=self.in_tree, in_leaves=self.in_leaves, out_tree=self.out_tree,
                       examples=self.examples)
         fields.update(changes)
         inputs = fields.pop("inputs")
-        return Program(inputs, statements, self.outputs if outputs is None else outputs, **fields)
+        program = Program(inputs, statements, self.outputs if outputs is None else outputs, **fields)
+        program._census = census
+        return program
 
     # -- derivatives -----------------------------------------------------------------------------
     def vjp(self):

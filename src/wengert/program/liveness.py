@@ -34,10 +34,7 @@ REMAT_MIN_GAP = 8
 
 def has_arrays(program):
     """Whether a statement of ``program`` computes an array (only arrays are buffers)."""
-    for s in program.statements:
-        if s.outs[0].kind == "array" or (len(s.outs) > 1 and any(o.kind == "array" for o in s.outs)):
-            return True
-    return False
+    return program.census()[1]
 
 
 def _recomputable(s):
@@ -58,6 +55,8 @@ def rematerialize(program):
     A buffer read twice or more is never written in place (``passes.accumulate_in_place`` writes
     only into buffers read once), so ``x`` holds the same values at the late read as at ``y``'s
     definition."""
+    if not program.census()[1]:  # only arrays are recomputed
+        return program
     stmts = program.statements
     candidates = [k for k, s in enumerate(stmts) if s.prim.math_name is not None and _recomputable(s)]
     if not candidates:

@@ -2,13 +2,14 @@
 
 - ``eliminate_dead_code``: keep only what the outputs need (pruning).
 - ``eliminate_common_subexpressions``: one statement per distinct (primitive, arguments).
-- ``fold_constants``: evaluate statements on constants; drop ``x * 1``, ``x + 0``, and the zeros
+- ``fold_constants``: evaluate statements on constants; drop ``x * 1``, ``x + 0``, ``x ** 0``, and the zeros
   that linear operations carry (as JAX's symbolic zeros do, ``0 * x`` is taken as 0 even where x
   is inf or nan): the seeds' ones and zeros of an adjoint program disappear.
 - ``explicit_dup``: every variable used once, through ``dup``.
 - ``elide_broadcasts``: no ``broadcast_to`` copy where the operation using it broadcasts anyway.
 - ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` (of a's shape)
-  ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else.
+  ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else; likewise any
+  elementwise ufunc writes into such an argument of its result's shape (``a *= 2``, ``np.exp(a, out=a)``).
 
 The algebraic rewrites (``-(-x)``, distributivity, sums of scalar multiples) are in ``algebra``.
 Passes recognise a primitive by its facts (``wengert.core.extend.facts``) or by identity, never by name.
@@ -18,9 +19,14 @@ import numpy as np
 
 from wengert.program.ir import Statement, Variable, dup, map_vars, zero_of
 from wengert.program.liveness import has_arrays
-from wengert.rules.broadcasting import broadcast_to
+from wengert.program.rendering import numpy_name
+from wengert.rules.broadcasting import broadcast_to, reshape
 from wengert.rules.elementwise import add, negative
 from wengert.rules.indexing import index_add, untake
+from wengert.rules.shape import transpose
+
+_RESHAPING = (reshape, transpose)
+"""Their result is a writable view of their argument or a copy (not broadcast_to's read-only view)."""
 
 __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
            "explicit_dup", "accumulate_in_place", "elide_broadcasts"]
@@ -77,7 +83,7 @@ def eliminate_dead_code(program):
             uses = s._uses  # s.uses(), once computed
             live.update(uses if uses is not None else s.uses())
     kept.reverse()
-    return program.with_statements(kept)
+    return program.with_statements(kept, census=program._census)  # a subset: its census holds
 
 
 def _key(x):
@@ -156,6 +162,10 @@ def _fold(s):
     joint = prim.linear_jointly
     if joint and all(i < len(args) and _is_const(args[i], 0) for i in joint):  # where(c, 0, 0)
         return zero_of(out)
+    if prim.constants is not None:  # x ** 0: ones
+        for i, (c, value) in prim.constants.items():
+            if i < len(args) and _is_const(args[i], c):
+                return filled(out, value)
     x = None if prim.units is None else _other_if(prim.units, args, out)  # x * 1, x + 0, x ** 1
     if x is not None:
         return x
@@ -165,6 +175,15 @@ def _fold(s):
         value = prim.fun(*map_vars(args, _placeholder), **map_vars(s.kwargs, _placeholder))
         return value if type(value) is np.ndarray and value.shape == out.shape else None
     return None
+
+
+def filled(var, value):
+    """``value`` in every element, of ``var``'s kind, shape and dtype (as :func:`ir.zero_of` for 0)."""
+    if var.kind == "float":
+        return float(value)
+    if var.kind != "array":
+        return var.dtype.type(value)
+    return np.full(var.shape, value, var.dtype)
 
 
 def _placeholder(v):
@@ -241,7 +260,9 @@ def explicit_dup(program):
 
 
 def accumulate_in_place(program):
-    """Mark accumulations into owned, once-used buffers as in place (see module docs)."""
+    """Mark accumulations into owned, once-used buffers as in place, and elementwise results written
+    into such an argument (see module docs). An in-place statement's result has the name of the
+    buffer it is written into: written as a plain assignment (``a = a * b``) it is still right."""
     if not has_arrays(program):  # only arrays are buffers
         return program
     counts = use_counts(program)
@@ -257,13 +278,20 @@ def accumulate_in_place(program):
         out = s.outs[0]
         if s.prim.fresh and out.kind == "array":  # a new buffer: this program owns it
             owned.add(out)
+        elif s.prim in _RESHAPING and out.kind == "array" and s.args[0] in owned \
+                and counts.get(s.args[0]) == 1:
+            owned.add(out)  # a view (or copy) of an owned buffer read nowhere else: as good as owned
         if s.prim is add.primitive and not s.kwargs:
             done = _in_place_add(s, counts, owned, producer, dropped, look)
-            if done is not None:
-                counts[done.out] = counts.get(out, 0)
-                alias[out] = done.out
-                owned.add(done.out)
-                s = done
+        elif out.kind == "array" and not s.kwargs and len(s.outs) == 1 and s.prim.fresh:
+            done = _in_place_ufunc(s, counts, owned)
+        else:
+            done = None
+        if done is not None:
+            counts[done.out] = counts.get(out, 0)
+            alias[out] = done.out
+            owned.add(done.out)
+            s = done
         stmts.append(s)
     outputs = [look(o) if type(o) is Variable else o for o in program.outputs]
     if dropped:  # an untake every use of which became ``a[i] += e`` is read no more
@@ -276,6 +304,34 @@ def _buffer_ok(a, out, counts, owned):
     if type(a) is not Variable or counts.get(a, 0) != 1 or a.shape != out.shape or a.dtype != out.dtype:
         return False
     return a in owned and out.kind == "array"
+
+
+def in_place_ufunc(prim):
+    """NumPy's ufunc computing ``prim`` (generated code calls it by NumPy's name), or None: what
+    generated code may call with ``out=`` to write the result into an argument's buffer."""
+    known = _UFUNCS.get(prim)
+    if known is None or known[0] is not prim.fun:  # looked up once per implementation
+        name = numpy_name(prim) if prim.helper is None else None
+        fun = getattr(np, name, None) if name is not None else None
+        known = _UFUNCS[prim] = (prim.fun, fun if isinstance(fun, np.ufunc) and fun.nout == 1 else None)
+    return known[1]
+
+
+_UFUNCS = {}
+
+
+def _in_place_ufunc(s, counts, owned):
+    """``y = f(a, b)`` (``f`` elementwise, NumPy's ufunc) written into the buffer of an argument ``a``
+    that is owned, read only here and of ``y``'s shape and dtype (``a *= b``, ``np.exp(a, out=a)``): one
+    buffer fewer to allocate and fill. The first such argument; None if there is none."""
+    out = s.outs[0]
+    if in_place_ufunc(s.prim) is None:
+        return None
+    for a in s.args:
+        if _buffer_ok(a, out, counts, owned):
+            into = Variable(a.name, out.shape, out.dtype, out.kind)
+            return Statement((into,), s.prim, s.args, inplace=True)
+    return None
 
 
 def _in_place_add(s, counts, owned, producer, dropped, look):
@@ -305,7 +361,7 @@ def _shape(x):
 def elide_broadcasts(program):
     """Drop ``broadcast_to(x, s)`` when every use is a broadcasting elementwise primitive that
     reaches shape ``s`` anyway: NumPy broadcasts inside the operation, without the copy."""
-    if not any(s.prim is broadcast_to for s in program.statements):
+    if broadcast_to not in program.census()[0]:
         return program
     users = {}
     for s in program.statements:

@@ -24,7 +24,7 @@ from wengert.rules.indexing import may_repeat
 from wengert.rules.reductions import add_chosen
 
 __all__ = ["numpy_name", "register_helper", "helpers", "helper_sources", "helper_source", "reserved_names",
-           "pretty_value", "source_value", "float_literal", "index_expr", "uniform"]
+           "pretty_value", "source_value", "float_literal", "index_expr", "uniform", "sparse_adds"]
 
 
 def numpy_name(prim):
@@ -264,3 +264,25 @@ def index_expr(idx, render):
         inner = ", ".join(part(p) for p in idx)
         return inner + "," if len(idx) == 1 else inner
     return part(idx)
+
+
+_MAX_SPARSE = 3
+"""A constant added in place with at most this many nonzero entries is added entry by entry
+(``buf[2, 0] += -1.0``, as the one-hot cotangent of ``pred[label]``): cheaper than an array add."""
+
+
+def sparse_adds(buf, c):
+    """``buf[i, j] += v`` lines adding the constant array ``c`` to ``buf`` (exactly the same values but
+    for the sign of a zero entry of ``buf``), or None when ``c`` is not sparse enough or not of
+    ``buf``'s shape and float dtype."""
+    if not isinstance(c, np.ndarray) or c.shape != buf.shape or c.dtype != buf.dtype or c.dtype.kind != "f" \
+            or not c.ndim:
+        return None
+    where = np.flatnonzero(c)
+    if len(where) > _MAX_SPARSE or len(where) >= c.size or not np.isfinite(c.flat[where]).all():
+        return None
+    lines = []
+    for k in where:
+        index = ", ".join(str(int(i)) for i in np.unravel_index(int(k), c.shape))
+        lines.append(f"{buf.name}[{index}] += {float(c.flat[k])!r}")
+    return lines
