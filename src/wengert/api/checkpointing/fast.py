@@ -182,30 +182,31 @@ def reverse_sweep(chain, slot_values, slots, held, ct):
     floats = program.floats
     ct = [_zero_like(x) if c is None else c for c, x in zip(ct, chain.in_plain)]
     acc = None
-    note = back is None  # step n-1's evaluation was counted by the forward sweep
+    reversed_steps = 0 if back is None else -1  # step n-1's evaluation was counted by the forward sweep
     del back
     restore = chain.sources is not None
-    for kind, position, steps, slot in chain.schedule.reverse_tuples():
-        if kind == "advance":
-            current = program.advance(current, steps, slot_values)
-        elif kind == "snapshot":
-            chain.snap(slots, slot, position, current)
-        elif kind == "restore":
-            current = slots[slot][1]
-            if restore:
-                chain._restore_random(slots[slot][2])
-        else:
-            if note:
-                sched._note_evaluations(1)
-            note = True
-            got = vjp(*current, *slot_values, *ct)
-            current = None
-            ct = got[n:2 * n]
-            if acc is None:
-                acc = list(got[2 * n:])
+    try:
+        for kind, position, steps, slot in chain.schedule.reverse_tuples():
+            if kind == "advance":
+                current = program.advance(current, steps, slot_values)
+            elif kind == "snapshot":
+                chain.snap(slots, slot, position, current)
+            elif kind == "restore":
+                current = slots[slot][1]
+                if restore:
+                    chain._restore_random(slots[slot][2])
             else:
-                acc = [a + c for a, c in zip(acc, got[2 * n:])]
-            if slots and slots[-1][0] >= position:
-                chain.drop(slots, position)
+                reversed_steps += 1
+                got = vjp(*current, *slot_values, *ct)
+                current = None
+                ct = got[n:2 * n]
+                if acc is None:
+                    acc = list(got[2 * n:])
+                else:
+                    acc = [a + c for a, c in zip(acc, got[2 * n:])]
+                if slots and slots[-1][0] >= position:
+                    chain.drop(slots, position)
+    finally:
+        sched._note_evaluations(reversed_steps)
     ct = [_as_float(c) if f else c for c, f in zip(ct, floats)]
     return ct, dict(zip(program.slots, acc or ()))

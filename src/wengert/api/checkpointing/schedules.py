@@ -288,6 +288,10 @@ def _binomial_actions(n, s):
     return itertools.starmap(_action, binomial_tuples(n, s))
 
 
+_SPLITS_KEPT = 4096
+"""The most splits a binomial schedule's generator remembers (bounded memory, whatever n)."""
+
+
 def binomial_tuples(n, s):
     """The actions of ``binomial(n, s)``, one at a time, as ``(kind, position, steps, slot)`` tuples
     (what a loop following it unpacks: no :class:`Action` made). ``tasks``: the sub-ranges still to
@@ -299,6 +303,7 @@ def binomial_tuples(n, s):
     current = 0
     tasks = [(0, n, 0, s, _repetitions(n, s))]
     pop, push = tasks.pop, tasks.append
+    splits = {}  # (length, slots, r) -> (split, left part's r, right part's r)
     while tasks:
         start, end, base, slots, r = pop()
         if current != start:
@@ -323,12 +328,19 @@ def binomial_tuples(n, s):
             yield ("reverse", start, 1, -1)
             current = start
         else:
-            m = _split(length, slots, r)
+            key = (length, slots, r)
+            split = splits.get(key)
+            if split is None:  # sub-ranges repeat: a few hundred distinct ones reverse 10^6 steps
+                m = _split(length, slots, r)
+                split = m, _repetitions(m, slots, r), _repetitions(length - m, slots - 1, r)
+                if len(splits) < _SPLITS_KEPT:
+                    splits[key] = split
+            m, r_left, r_right = split
             yield ("advance", start, m, -1)
             yield ("snapshot", start + m, 0, base + 1)
             current = start + m
-            push((start, start + m, base, slots, _repetitions(m, slots, r)))
-            push((start + m, end, base + 1, slots - 1, _repetitions(length - m, slots - 1, r)))
+            push((start, start + m, base, slots, r_left))
+            push((start + m, end, base + 1, slots - 1, r_right))
 
 
 def default_snapshots(n):
