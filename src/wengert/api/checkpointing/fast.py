@@ -182,13 +182,22 @@ def reverse_sweep(chain, slot_values, slots, held, ct):
     floats = program.floats
     ct = [_zero_like(x) if c is None else c for c, x in zip(ct, chain.in_plain)]
     acc = None
-    reversed_steps = 0 if back is None else -1  # step n-1's evaluation was counted by the forward sweep
+    counted = 0 if back is None else -1  # step n-1's evaluation was counted by the forward sweep
     del back
     restore = chain.sources is not None
+    forward, single = program.forward, n == 1
     try:
         for kind, position, steps, slot in chain.schedule.reverse_tuples():
             if kind == "advance":
-                current = program.advance(current, steps, slot_values)
+                counted += steps
+                if single:  # the usual loop: one leaf, no list per step
+                    x = current[0]
+                    for _ in range(steps):
+                        x = forward(x, *slot_values)
+                    current = [x]
+                else:
+                    for _ in range(steps):
+                        current = forward(*current, *slot_values)
             elif kind == "snapshot":
                 chain.snap(slots, slot, position, current)
             elif kind == "restore":
@@ -196,17 +205,19 @@ def reverse_sweep(chain, slot_values, slots, held, ct):
                 if restore:
                     chain._restore_random(slots[slot][2])
             else:
-                reversed_steps += 1
+                counted += 1
                 got = vjp(*current, *slot_values, *ct)
                 current = None
                 ct = got[n:2 * n]
                 if acc is None:
                     acc = list(got[2 * n:])
+                elif len(acc) == 1:
+                    acc[0] = acc[0] + got[2 * n]
                 else:
                     acc = [a + c for a, c in zip(acc, got[2 * n:])]
                 if slots and slots[-1][0] >= position:
                     chain.drop(slots, position)
     finally:
-        sched._note_evaluations(reversed_steps)
+        sched._note_evaluations(counted)
     ct = [_as_float(c) if f else c for c, f in zip(ct, floats)]
     return ct, dict(zip(program.slots, acc or ()))
