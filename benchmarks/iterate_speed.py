@@ -62,7 +62,8 @@ def _workloads(n):
             g = W.T @ (g * a * (1 - t * t)) + 0.5 * g
         return g, ga
 
-    return {"scalar": (scalar, scalar_hand, 0.3), "small array (10)": (small_array, array_hand, np.linspace(-1, 1, 10))}
+    return {"scalar": (scalar, scalar_hand, 0.3),
+            "small array (10)": (small_array, array_hand, np.linspace(-1, 1, 10))}
 
 
 def _step_costs(make, x0, reps=2000):
@@ -89,39 +90,41 @@ def _step_costs(make, x0, reps=2000):
 
 
 def _bench(n, rounds):
-    rows = []
+    return [_one(name, make, hand, x0, n, rounds) for name, (make, hand, x0) in _workloads(n).items()]
+
+
+def _one(name, make, hand, x0, n, rounds):
     tracer = list(fast._TRACER)
-    for name, (make, hand, x0) in _workloads(n).items():
-        grad_binomial = wg.grad(make("binomial"), argnums=(0, 1))
-        grad_all = wg.grad(make("all"), argnums=(0, 1))
+    grad_binomial = wg.grad(make("binomial"), argnums=(0, 1))
+    grad_all = wg.grad(make("all"), argnums=(0, 1))
 
-        def program():
-            fast._TRACER[:] = tracer
+    def program():
+        fast._TRACER[:] = tracer
+        return grad_binomial(x0, A)
+
+    def taped():
+        fast._TRACER[:] = []
+        try:
             return grad_binomial(x0, A)
+        finally:
+            fast._TRACER[:] = tracer
 
-        def taped():
-            fast._TRACER[:] = []
-            try:
-                return grad_binomial(x0, A)
-            finally:
-                fast._TRACER[:] = tracer
-
-        cases = {"program": program, "taped": taped, "all": lambda: grad_all(x0, A), "hand": lambda: hand(x0, A)}
-        got, want = program(), taped()
-        diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / (np.abs(np.asarray(b)) + 1e-300)))
-                   for a, b in zip(got, want))
-        times = {k: [] for k in cases}
-        for _ in range(rounds):
-            for k, f in cases.items():
-                t = CLOCK[0]()
-                f()
-                times[k].append(CLOCK[0]() - t)
-        med = {k: statistics.median(v) / n * 1e6 for k, v in times.items()}
-        forward, vjp = _step_costs(make, x0)
-        schedule = binomial(n)
-        inherent = (schedule.advances * forward + n * vjp) / n * 1e6
-        rows.append((name, n, med, inherent, schedule.evaluations / n, diff))
-    return rows
+    cases = {"program": program, "taped": taped, "all": lambda: grad_all(x0, A),
+             "hand": lambda: hand(x0, A)}
+    got, want = program(), taped()
+    diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / (np.abs(np.asarray(b)) + 1e-300)))
+               for a, b in zip(got, want))
+    times = {k: [] for k in cases}
+    for _ in range(rounds):
+        for k, f in cases.items():
+            t = CLOCK[0]()
+            f()
+            times[k].append(CLOCK[0]() - t)
+    med = {k: statistics.median(v) / n * 1e6 for k, v in times.items()}
+    forward, vjp = _step_costs(make, x0)
+    schedule = binomial(n)
+    inherent = (schedule.advances * forward + n * vjp) / n * 1e6
+    return name, n, med, inherent, schedule.evaluations / n, diff
 
 
 def main(argv=None):
@@ -134,8 +137,8 @@ def main(argv=None):
     print("| step | n | program | taped (before) | all | hand | step evaluations alone | schedule overhead "
           "| evaluations / step | max rel. diff program vs taped |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for n in args.n:
-        for name, n, med, inherent, evals, diff in _bench(n, args.rounds):
+    for steps in args.n:
+        for name, n, med, inherent, evals, diff in _bench(steps, args.rounds):
             print(f"| {name} | {n:,} | {med['program']:.2f} | {med['taped']:.1f} | {med['all']:.2f} | "
                   f"{med['hand']:.2f} | {inherent:.2f} | {med['program'] - inherent:.2f} | {evals:.2f} | "
                   f"{diff:.1e} |", flush=True)

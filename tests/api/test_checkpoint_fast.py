@@ -113,7 +113,8 @@ def test_short_loops_run_the_step_as_before():
 def test_python_floats_stay_python_floats():
     out = wg.iterate(lambda x: 0.9 * wnp.sin(x) + 0.1 * x, 0.3, N, checkpoint="binomial")
     assert type(out) is float
-    g = wg.grad(lambda x0: wg.iterate(lambda x: 0.9 * wnp.sin(x) + 0.1 * x, x0, N, checkpoint="binomial"))(0.3)
+    g = wg.grad(lambda x0: wg.iterate(lambda x: 0.9 * wnp.sin(x) + 0.1 * x, x0, N,
+                                      checkpoint="binomial"))(0.3)
     assert type(g) is float
 
 
@@ -186,9 +187,17 @@ def test_a_captured_array_written_before_the_pullback_is_refused():
 
 
 def test_a_compiled_step():
-    """A ``wg.compile``d step: the loop traces through it (its arguments are traced values)."""
-    step = wg.compile(lambda x: 0.9 * wnp.sin(x) + 0.1 * x)
+    """A ``wg.compile``d step: the loop traces through it (its arguments are traced values) and runs
+    the program it traced."""
+    calls = [0]
+
+    def raw(x):
+        calls[0] += 1
+        return 0.9 * wnp.sin(x) + 0.1 * x
+
+    step = wg.compile(raw)
     g = wg.grad(lambda x0: wnp.sum(wg.iterate(step, x0, N, checkpoint="binomial")))(np.linspace(0, 1, 3))
+    assert calls[0] == 2
     want = wg.grad(lambda x0: wnp.sum(_unrolled(step, x0, N)))(np.linspace(0, 1, 3))
     _close(g, want)
 
