@@ -207,7 +207,7 @@ def _max_local_length(generator, name):
 
 @pytest.mark.parametrize("n,s", [(10_000, 5), (20_000, 12), (5_000, 1)])
 def test_binomial_keeps_one_pending_range_per_slot(n, s):
-    assert _max_local_length(schedules._binomial_actions(n, s), "tasks") <= s
+    assert _max_local_length(schedules.binomial_tuples(n, s), "tasks") <= s
 
 
 def test_ctz_reverse_sweep_keeps_log_n_positions():

@@ -17,7 +17,7 @@ then the source front end:
 functions its methods call (printing, source, tracing, derivatives), which live above the IR.
 """
 
-from wengert.program import adjoint, codegen, dot, source, tracing
+from wengert.program import adjoint, checkpoint_steps, codegen, dot, source, tracing  # noqa: F401
 from wengert.program.ir import Program, Statement, Variable, provide
 from wengert.program.tracing import Symbol, TracingError
 

@@ -28,14 +28,17 @@ recording. Three difficulties, and how they are met:
   giving the gradient of other numbers.
 
 Multiple float outputs are packed into one vector (the node has one output) and cut apart again
-(``packing.py``).
+(``packing.py``). A ``wg.iterate`` loop whose step can be traced runs it, after step 0, as a program
+and its VJP program instead (``fast.py``): the same values to rounding, at the step's own speed.
 """
 
 import numpy as np
 
 from wengert.api.checkpointing import captured as captures
+from wengert.api.checkpointing import fast
 from wengert.api.checkpointing import schedules as sched
 from wengert.api.checkpointing.packing import _fix, _like, _pack, _unpack, _unpack_cotangent
+from wengert.api.checkpointing.sharing import _layout, shared
 from wengert.api.randomness import check_same
 from wengert.api.tensor import ScalarTensor, Tensor
 from wengert.api.transforms import jvp
@@ -106,50 +109,6 @@ def _add(a, b):
     return a + b
 
 
-_SHARED = {}
-_SHARED_LIMIT = 4096
-
-
-def shared(value):
-    """One object for equal small immutable values (tree structures, flag tuples, sequences of
-    slots): a loop of 10^6 calls stores pointers to a few objects, not 10^6 copies. Bounded."""
-    try:
-        key = (value, repr(value))  # the repr tells apart equal values of other types: {1: x}, {True: x}
-        got = _SHARED.get(key)
-    except TypeError:  # unhashable (a dict key that is not): keep it as it is
-        return value
-    if got is not None:
-        return got
-    if len(_SHARED) < _SHARED_LIMIT:
-        _SHARED[key] = value
-    return value
-
-
-class _Layout:
-    """Which node arguments are the float input leaves and which the float slots; shared by every
-    chain of the same layout."""
-
-    __slots__ = ("x_args", "slot_args", "arg_of_slot")
-
-    def __init__(self, in_float, slot_float):
-        self.x_args = tuple(i for i, f in enumerate(in_float) if f)
-        self.slot_args = tuple(s for s, f in enumerate(slot_float) if f)
-        self.arg_of_slot = {s: len(self.x_args) + k for k, s in enumerate(self.slot_args)}
-
-
-_LAYOUTS = {}
-
-
-def _layout(in_float, slot_float):
-    key = (in_float, slot_float)
-    got = _LAYOUTS.get(key)
-    if got is None:
-        got = _Layout(in_float, slot_float)
-        if len(_LAYOUTS) < _SHARED_LIMIT:
-            _LAYOUTS[key] = got
-    return got
-
-
 def node_primitive(label):
     """The primitive of a checkpointed computation's node: ``prim(chain, *args)``. One per loop or per
     checkpointed function (not per call); the chain, its first argument, holds the rest."""
@@ -192,7 +151,8 @@ class Chain:
     __slots__ = ("fun", "kwargs", "name", "kind", "in_def", "in_plain", "in_float", "slot_boxes",
                  "slot_plain", "slot_float", "slot_ids", "seq_first", "seq_other", "seq_count",
                  "schedule", "n", "forward_state", "precomputed", "held", "watchers", "layout",
-                 "out_def", "out_float", "out_like", "cache", "sources", "rng0", "between", "captured")
+                 "out_def", "out_float", "out_like", "cache", "sources", "rng0", "between", "captured",
+                 "fast")
 
     def __init__(self, fun, name, kind, leaves, treedef, kwargs=None, sources=None, captured=None):
         self.fun = fun
@@ -222,6 +182,7 @@ class Chain:
         self.watchers = sched._watching()
         self.layout = None
         self.cache = None
+        self.fast = None  # the step's program (fast.py), once traced; False: the step runs as it is
 
     def __del__(self):
         if self.held:
@@ -248,9 +209,11 @@ class Chain:
         self.seq_count += 1
 
     # -- running the function ---------------------------------------------------------------------
-    def evaluate(self, j, leaves, slot_value):
-        """Evaluation ``j`` of the function on state ``leaves``: ``(output leaves, output treedef)``."""
-        sched._note_evaluation()
+    def evaluate(self, j, leaves, slot_value, note=True):
+        """Evaluation ``j`` of the function on state ``leaves``: ``(output leaves, output treedef)``;
+        ``note``: counted by ``Stats`` (not when it is traced to a program: ``fast.py``)."""
+        if note:
+            sched._note_evaluation()
         trace = _Substitution()
         seq = self._sequence(j)
         order, seen, keep = [], {}, []
@@ -393,21 +356,39 @@ class Chain:
         try:
             for a in self.schedule.forward_sweep():
                 if a.kind == "advance":
-                    for j in range(a.position, a.position + a.steps):
-                        current = self.advance(j, current, source)
+                    current = self.advance_range(a.position, a.steps, current, source)
                 elif a.kind == "snapshot":
                     self.snap(slots, a.slot, a.position, current)
                 else:  # restore: not part of a forward sweep, but harmless
                     current = slots[a.slot][1]
                     self._restore_random(slots[a.slot][2])
             discovering = self.n - 1 >= self.seq_count
-            values, out_def, back = self.record(self.n - 1, current, source)
+            slot_values = self.fast.slot_values(current, source) if self.fast else None
+            if slot_values is not None:  # step n-1 by the program; its pullback later (fast.py)
+                values, out_def = self.fast.finish(self.fast.advance(current, 1, slot_values)), self.in_def
+                back = fast.Pullback(self.fast, current, slot_values)
+            else:
+                values, out_def, back = self.record(self.n - 1, current, source)
             if discovering and self.kind == "iterate":
                 self.check_state(self.n - 1, values, out_def)
         except BaseException:
             self.drop(slots, 0)
             raise
         return slots, current, values, back
+
+    def advance_range(self, j, k, current, source):
+        """Steps j ... j+k-1 from state ``current``: by the step's program where there is one; after
+        step 0, one is traced if it can be (``fast.py``)."""
+        if self.fast is None and j == 0 and self.kind == "iterate" and k:
+            x0, current = current, self.advance(0, current, source)
+            j, k = 1, k - 1
+            self.fast = fast.build(self, x0, current, self.slot_float, self.slot_plain) or False
+        slot_values = self.fast.slot_values(current, source) if self.fast and k else None
+        if slot_values is not None:
+            return self.fast.advance(current, k, slot_values)
+        for i in range(j, j + k):
+            current = self.advance(i, current, source)
+        return current
 
     def advance(self, j, leaves, source):
         discovering = j >= self.seq_count
@@ -478,8 +459,7 @@ class Chain:
         outer = self._capture_random()
         try:
             self._restore_random(self.rng0)
-            for j in range(self.n):
-                current = self.advance(j, current, source)
+            current = self.advance_range(0, self.n, current, source)
         finally:
             self._restore_random(outer)
         return _pack([v for v, f in zip(current, self.out_float) if f])
@@ -554,31 +534,17 @@ class Chain:
                              self.n - 1)
             del values
         del state  # its recording and state would otherwise live through the whole sweep
-        acc = {}
-        after = None  # x_(p+1) when step p is reversed: its recomputation must give it again
+        slot_values = self.fast.slot_values(current, source) if self.fast else None
+        by_program = slot_values is not None and not any(type(c) in BOX_TYPES for c in ct)
+        if not by_program and isinstance(back, fast.Pullback):
+            back = None  # step n-1 is recorded again, where an outer trace sees it
+        held = [current, back]  # handed over: the sweep lets go of x_(n-1) once it is reversed
+        del current, back
         try:
-            for a in self.schedule.reverse_sweep():
-                if a.kind == "advance":
-                    for j in range(a.position, a.position + a.steps):
-                        current = self.advance(j, current, source)
-                elif a.kind == "snapshot":
-                    self.snap(slots, a.slot, a.position, current)
-                elif a.kind == "restore":
-                    current = slots[a.slot][1]
-                    self._restore_random(slots[a.slot][2])
-                else:
-                    if back is None:
-                        values, _, back = self.record(a.position, current, source)
-                        if after is not None:
-                            self._check_same(values, after, a.position)
-                        del values
-                    after = current
-                    current = None  # x_p: held by the recording until it is reversed, then by a slot
-                    ct, ct_slots = back(ct)
-                    back = None
-                    for s, c in ct_slots.items():
-                        acc[s] = _add(acc.get(s), c)
-                    self.drop(slots, a.position)
+            if by_program:
+                ct, acc = fast.reverse_sweep(self, slot_values, slots, held, ct)
+            else:
+                ct, acc = self._reverse_steps(slots, held, ct, source)
         finally:
             self.drop(slots, 0)
         layout = self.layout
@@ -587,3 +553,33 @@ class Chain:
             c = acc.get(s)
             grads.append(c if c is not None else _zero(vals[layout.arg_of_slot[s]]))
         return grads
+
+    def _reverse_steps(self, slots, held, ct, source):
+        """The schedule's reverse sweep from ``held`` (``[x_(n-1), its recording or None]``, emptied),
+        each step recorded on a tape: ``(x_0's cotangents, {slot: cotangent})``."""
+        current, back = held
+        held.clear()
+        acc = {}
+        after = None  # x_(p+1) when step p is reversed: its recomputation must give it again
+        for a in self.schedule.reverse_sweep():
+            if a.kind == "advance":
+                current = self.advance_range(a.position, a.steps, current, source)
+            elif a.kind == "snapshot":
+                self.snap(slots, a.slot, a.position, current)
+            elif a.kind == "restore":
+                current = slots[a.slot][1]
+                self._restore_random(slots[a.slot][2])
+            else:
+                if back is None:
+                    values, _, back = self.record(a.position, current, source)
+                    if after is not None:
+                        self._check_same(values, after, a.position)
+                    del values
+                after = current
+                current = None  # x_p: held by the recording until it is reversed, then by a slot
+                ct, ct_slots = back(ct)
+                back = None
+                for s, c in ct_slots.items():
+                    acc[s] = _add(acc.get(s), c)
+                self.drop(slots, a.position)
+        return ct, acc

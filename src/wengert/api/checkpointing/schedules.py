@@ -75,9 +75,9 @@ class Schedule:
     O(s) memory. ``list(schedule)`` gives the actions as a list; indexing and slicing work too, by
     iterating (O(index))."""
 
-    __slots__ = ("n", "policy", "snapshots", "_actions", "_reverse", "_counts")
+    __slots__ = ("n", "policy", "snapshots", "_actions", "_reverse", "_counts", "_raw")
 
-    def __init__(self, actions, n, policy, snapshots=None, reverse=None):
+    def __init__(self, actions, n, policy, snapshots=None, reverse=None, raw=None):
         if not callable(actions):
             fixed = tuple(actions)
             actions = fixed.__iter__
@@ -87,6 +87,7 @@ class Schedule:
         self.policy = policy
         self.snapshots = snapshots
         self._counts = None
+        self._raw = raw  # optionally: a function returning the actions as plain tuples
 
     def __iter__(self):
         return iter(self._actions())
@@ -97,6 +98,19 @@ class Schedule:
             if a[0] == "reverse":
                 return
             yield a
+
+    def reverse_tuples(self):
+        """The actions from the first ``reverse`` on, as ``(kind, position, steps, slot)`` tuples
+        (Actions are such tuples; a schedule may make plain ones, faster)."""
+        if self._raw is None:
+            yield from self.reverse_sweep()
+            return
+        actions = iter(self._raw())
+        for a in actions:
+            if a[0] == "reverse":
+                yield a
+                break
+        yield from actions
 
     def reverse_sweep(self):
         """The actions from the first ``reverse`` on."""
@@ -267,41 +281,66 @@ def binomial(n, snapshots=None):
     are generated as they are followed, holding at most one pending sub-range per slot."""
     n = _check_n(n, "binomial")
     s = default_snapshots(n) if snapshots is None else _check_snapshots(snapshots, "binomial")
-    return Schedule(lambda: _binomial_actions(n, s), n, "binomial", s)
+    return Schedule(lambda: _binomial_actions(n, s), n, "binomial", s, raw=lambda: binomial_tuples(n, s))
 
 
 def _binomial_actions(n, s):
-    """The actions of ``binomial(n, s)``, one at a time. ``tasks``: the sub-ranges still to reverse,
-    [start, end) with x_start in slot ``base``: one per slot at most (each split leaves its left part
-    with the same slots and gives its right part one slot fewer)."""
+    return itertools.starmap(_action, binomial_tuples(n, s))
+
+
+_SPLITS_KEPT = 4096
+"""The most splits a binomial schedule's generator remembers (bounded memory, whatever n)."""
+
+
+def binomial_tuples(n, s):
+    """The actions of ``binomial(n, s)``, one at a time, as ``(kind, position, steps, slot)`` tuples
+    (what a loop following it unpacks: no :class:`Action` made). ``tasks``: the sub-ranges still to
+    reverse, [start, end) with x_start in slot ``base``: one per slot at most (each split leaves its
+    left part with the same slots and gives its right part one slot fewer)."""
     if not n:
         return
-    yield _snapshot(0, 0)
+    yield ("snapshot", 0, 0, 0)
     current = 0
     tasks = [(0, n, 0, s, _repetitions(n, s))]
+    pop, push = tasks.pop, tasks.append
+    splits = {}  # (length, slots, r) -> (split, left part's r, right part's r)
     while tasks:
-        start, end, base, slots, r = tasks.pop()
+        start, end, base, slots, r = pop()
         if current != start:
-            yield _restore(start, base)
+            yield ("restore", start, 0, base)
             current = start
         length = end - start
         if length == 1:
-            yield _reverse(start)
+            yield ("reverse", start, 1, -1)
         elif slots == 1:
             for p in range(end - 1, start - 1, -1):
                 if current != start:
-                    yield _restore(start, base)
+                    yield ("restore", start, 0, base)
                 if p > start:
-                    yield _advance(start, p - start)
-                yield _reverse(p)
+                    yield ("advance", start, p - start, -1)
+                yield ("reverse", p, 1, -1)
                 current = p
+        elif length == 2:  # the split of two steps is always one: x_start+1 kept, reversed, then x_start
+            yield ("advance", start, 1, -1)
+            yield ("snapshot", start + 1, 0, base + 1)
+            yield ("reverse", start + 1, 1, -1)
+            yield ("restore", start, 0, base)
+            yield ("reverse", start, 1, -1)
+            current = start
         else:
-            m = _split(length, slots, r)
-            yield _advance(start, m)
-            yield _snapshot(start + m, base + 1)
+            key = (length, slots, r)
+            split = splits.get(key)
+            if split is None:  # sub-ranges repeat: a few hundred distinct ones reverse 10^6 steps
+                m = _split(length, slots, r)
+                split = m, _repetitions(m, slots, r), _repetitions(length - m, slots - 1, r)
+                if len(splits) < _SPLITS_KEPT:
+                    splits[key] = split
+            m, r_left, r_right = split
+            yield ("advance", start, m, -1)
+            yield ("snapshot", start + m, 0, base + 1)
             current = start + m
-            tasks.append((start, start + m, base, slots, _repetitions(m, slots, r)))
-            tasks.append((start + m, end, base + 1, slots - 1, _repetitions(length - m, slots - 1, r)))
+            push((start, start + m, base, slots, r_left))
+            push((start + m, end, base + 1, slots - 1, r_right))
 
 
 def default_snapshots(n):
@@ -515,6 +554,12 @@ class Stats:
 def _note_evaluation():
     for stats in _active():
         stats.evaluations += 1
+
+
+def _note_evaluations(k):
+    """``k`` step evaluations at once (a compiled step's run of ``k`` steps)."""
+    for stats in _active():
+        stats.evaluations += k
 
 
 def _watching():

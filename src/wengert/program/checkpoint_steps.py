@@ -1,0 +1,23 @@
+"""A checkpointed loop's step as generated Python (``wengert.api.checkpointing.fast``): the step is
+traced once to a program, optimized as ``wg.compile`` optimizes, and its VJP program derived from it;
+both are handed to the loop as plain functions of flat inputs."""
+
+from wengert.api.checkpointing import fast
+from wengert.program.ir import Program
+from wengert.program.pipeline import lower, optimize
+
+__all__ = ["trace_step"]
+
+
+def trace_step(run, examples):
+    """``(forward, vjp)`` of ``run(*examples)``: ``forward(*inputs)`` its outputs (one value or a
+    tuple), ``vjp(*inputs, *cotangents)`` the outputs followed by one cotangent per input."""
+    program = Program.from_trace(run, *examples)
+    built = optimize(program), lower(program.vjp())
+    del program
+    for p in built:  # as wg.compile's cache: the inputs' examples kept, not every intermediate's
+        p.examples = {v: p.examples[v] for v in p.inputs if v in p.examples}
+    return built[0].function, built[1].function
+
+
+fast.provide(trace_step)
