@@ -10,7 +10,6 @@ on that transform's own trace.
 
 import math
 import threading
-import weakref
 from collections import namedtuple
 from typing import Any
 
@@ -395,7 +394,8 @@ class TensorMethods(NodeMethods):
         if self._trace is not EAGER:  # a functional user made no tensor: say what traces the value
             value = unbox_all(self.value)
             body = repr(value) if type(value) is float else repr(np.asarray(value))
-            return f"Traced({body}, by {TRANSFORM_OF.get(self._trace, 'a reverse-mode transform')})"
+            by = getattr(self._trace, "transform", None)
+            return f"Traced({body}, by {'wg.' + by if by else 'a reverse-mode transform'})"
         body = np.array2string(np.asarray(unbox_all(self.value)), separator=", ", prefix="tensor(")
         extra = ""
         if self._prim is not None:
@@ -503,8 +503,6 @@ def _requires_grad(x):
     return False
 
 
-TRANSFORM_OF = weakref.WeakKeyDictionary()
-"""``{trace: "wg.grad"}``: the transform that made a reverse trace, named in its values' ``repr``."""
 
 
 def _scalar(value):

@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, ParamSpec, Sequence, TypeVar, overloa
 
 import numpy as np
 
-from wengert.api.tensor import TRANSFORM_OF, ScalarTensor, Tensor
+from wengert.api.tensor import ScalarTensor, Tensor
 from wengert.api.tree import (
     _LEAF,
     accepts_argnum,
@@ -211,8 +211,7 @@ def _tape_trace(transform=None):
     (``"grad"``) is named in its values' ``repr``."""
     trace = ReverseTrace(Tensor, ScalarTensor)
     trace.entries = []
-    if transform is not None:
-        TRANSFORM_OF[trace] = f"wg.{transform}"
+    trace.transform = transform
     return trace
 
 

@@ -140,7 +140,8 @@ class ArrayBox:
         if type(idx) is int:  # v[i] in a loop: the common case, straight to this box's trace
             return self._trace.apply2(_GETITEM, self, idx)
         idx = _unbox_index(idx)
-        if type(idx) is tuple and SYMBOLIC_TYPES:  # x[i, j] with i batched by a vmap inside this trace
+        # x[i, j] with i batched by a vmap inside this trace (the test is one C call: v[i, j] is hot)
+        if type(idx) is tuple and not SYMBOLIC_TYPES.isdisjoint(map(type, idx)):
             for p in idx:
                 if type(p) in SYMBOLIC_TYPES and p._trace.level > self._trace.level:
                     return p._trace.apply(_GETITEM, (self, idx), {})

@@ -348,7 +348,8 @@ class ReverseTrace(Trace):
     """A reverse-mode recording. ``box_type`` is the class of its values (Tensor or Var);
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
-    __slots__ = ("box_type", "scalar_type", "entries", "mutations", "records_inline", "pending", "sweep_at")
+    __slots__ = ("box_type", "scalar_type", "entries", "mutations", "records_inline", "pending", "sweep_at",
+                 "transform")
 
     def __init__(self, box_type, scalar_type=None):
         super().__init__()
@@ -363,6 +364,7 @@ class ReverseTrace(Trace):
         trace_started()  # inside a pause, young cyclic garbage is collected where it pays
         self.pending = None  # {id(node): [children's references, prim, weakref]}: to release (saving.py)
         self.sweep_at = 32
+        self.transform = None  # the transform that made it ("grad"), named in its values' repr
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
@@ -496,6 +498,14 @@ class ReverseTrace(Trace):
             return record(self, prim, out, (vx, vy), (px, py))
         return self._record_saving(prim, out, (vx, vy), (px, py))
 
+    def _note_view(self, node, out, prim, args, parents, kwargs):
+        """``out`` may be a view (of an argument?), maybe beneath a lower level's box: note it."""
+        array = array_of(out)
+        if type(array) is _ndarray and array.base is not None:
+            note_view(node, array, prim, [a if p is None else p for a, p in zip(args, parents)], kwargs, self)
+        if self.pending and getattr(node, "_view", (None,))[0] is not None:
+            self.pending.pop(id(node._view[0]), None)  # a write into node writes its base: keep it
+
     def _record_saving(self, prim, out, args, parents, kwargs=None):
         """:func:`record`, keeping of ``args`` only what ``prim``'s rules read (its ``saves`` fact), and
         on a trace that keeps its Wengert list, releasing outputs that only the graph refers to
@@ -512,13 +522,9 @@ class ReverseTrace(Trace):
                  or t in BOX_TYPES) and (self.entries is None or type(self) is ReverseTrace)):
                 args, keep_out = saved_args(prim, args, parents)
         node = record(self, prim, out, args, parents, kwargs)
-        if (type(out) is _ndarray and out.base is not None) or type(out) in BOX_TYPES:
-            array = array_of(out)  # a view (of an argument?), maybe beneath a lower level's box
-            if type(array) is _ndarray and array.base is not None:
-                note_view(node, array, prim, [a if p is None else p for a, p in zip(viewed, parents)],
-                          kwargs, self)
-            if self.pending and getattr(node, "_view", (None,))[0] is not None:
-                self.pending.pop(id(node._view[0]), None)  # a write into node writes its base: keep it
+        t = type(out)
+        if (out.base is not None) if t is _ndarray else (t in BOX_TYPES):
+            self._note_view(node, out, prim, viewed, parents, kwargs)
         pending = self.pending
         if pending:  # outputs waiting to be released: count the references this node holds
             for p in parents:

@@ -22,7 +22,7 @@ def _getitem_impl(x, idx):
     """``x[idx]``; a float64 scalar comes back as a Python float (wengert's scalars, as
     everywhere: the arithmetic that follows takes the float fast paths). A Python float or complex
     (wengert's form of NumPy's scalars) indexes as NumPy's scalar would: ``x[None]``, ``x[...]``."""
-    if type(idx) is tuple and SYMBOLIC_TYPES and any(type(p) in SYMBOLIC_TYPES for p in idx):
+    if type(idx) is tuple and not SYMBOLIC_TYPES.isdisjoint(map(type, idx)):
         return getitem(x, idx)  # x[i, j] with i batched by a wg.vmap around this trace: that vmap's rule
     try:
         r = x[idx]

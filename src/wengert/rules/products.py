@@ -39,9 +39,12 @@ def _drop_axis(x, pos):
     return shape.reshape(x, tuple(s))
 
 
+_ndarray = np.ndarray
+
+
 def _matmul_impl(a, b):
     """numpy.matmul (the ``@`` operator)."""
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim > 2 and b.ndim > 2 \
+    if type(a) is _ndarray and a.ndim > 2 and type(b) is _ndarray and b.ndim > 2 \
             and a.shape[-1] == 1 and b.shape[-2] == 1:
         return a * b  # stacked outer products (per-example weight gradients): matmul is ~2.5x slower
     return a @ b
