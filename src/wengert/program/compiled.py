@@ -28,6 +28,8 @@ from wengert.core.trace import BOX_TYPES, gc_paused
 from wengert.engines.collector import trace_started
 from wengert.program.captures import scan, with_captured_inputs
 from wengert.program.ir import Program, Variable
+from wengert.program.native import check_backend
+from wengert.program.native_build import attach_native
 from wengert.program.pipeline import lower, optimize
 from wengert.program.tracing import _param_names
 
@@ -200,8 +202,9 @@ def _builder(tree, names, namespace):
 class CompiledFunction:
     """``fun`` (or a derivative of it), compiled per input signature; see the module docs."""
 
-    def __init__(self, fun, transform=None, argnums=0):
+    def __init__(self, fun, transform=None, argnums=0, backend="python"):
         self.fun = fun
+        self.backend = backend  # "numba": the programs run as Numba's machine code (native.py)
         self.transform = transform
         self.argnums = argnums
         self._cache = {}
@@ -291,6 +294,8 @@ class CompiledFunction:
         examples = built.examples  # the cache keeps the inputs' examples, not every intermediate
         built.examples = {v: examples[v] for v in built.inputs if v in examples}
         built.captures = captures if captures.nodes else None
+        if self.backend == "numba":
+            attach_native(built)
         return built, captures
 
     # ``f(*args)`` calls ``f._dispatch(*args)``, the last signature's dispatcher (``_Entry.dispatcher``),
@@ -335,7 +340,8 @@ class CompiledFunction:
 
             with_keywords.__name__ = getattr(fun, "__name__", "f")
             with_keywords.__wrapped__ = fun  # what it reads besides its arguments is fun's (captures.scan)
-            variant = self._variants[names, n] = CompiledFunction(with_keywords, self.transform, self.argnums)
+            variant = self._variants[names, n] = CompiledFunction(with_keywords, self.transform, self.argnums,
+                                                                  self.backend)
         return variant(*args, *[kwargs[k] for k in names])
 
     def _uncompiled(self, *args):
@@ -359,11 +365,11 @@ class CompiledFunction:
 
     def grad(self, argnums=0):
         """The compiled gradient (``jax.jit(jax.grad(fun))``)."""
-        return CompiledFunction(self.fun, "grad", argnums)
+        return CompiledFunction(self.fun, "grad", argnums, self.backend)
 
     def value_and_grad(self, argnums=0):
         """The compiled ``(value, gradient)`` (``jax.jit(jax.value_and_grad(fun))``)."""
-        return CompiledFunction(self.fun, "value_and_grad", argnums)
+        return CompiledFunction(self.fun, "value_and_grad", argnums, self.backend)
 
     def cache_info(self):
         """Hits, misses (one trace each) and the number of cached signatures."""
@@ -384,12 +390,16 @@ class _Missing:
 _MISSING = _Missing()
 
 
-def compile_function(fun):
+def compile_function(fun, *, backend="python"):
     """Compile ``fun``: trace it once per input signature to a Program, generate Python, cache it
     (``jax.jit``; ``torch.compile``). ``.grad(argnums)`` and ``.value_and_grad(argnums)`` are
     compiled too. Captured arrays (globals, closure variables) are read at each call; other
-    captured values are guarded: a change traces again (docs/program.md, "Captured values")."""
+    captured values are guarded: a change traces again (docs/program.md, "Captured values").
+    ``backend="numba"`` runs the generated program as Numba's machine code (docs/compiling.md)."""
+    check_backend(backend, f"wg.compile({getattr(fun, '__name__', fun)})")
     if isinstance(fun, CompiledFunction):
-        return fun
-    return CompiledFunction(fun)
+        if fun.backend == backend:
+            return fun
+        return CompiledFunction(fun.fun, fun.transform, fun.argnums, backend)
+    return CompiledFunction(fun, backend=backend)
 

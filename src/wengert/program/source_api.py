@@ -12,6 +12,8 @@ import numpy as np
 from wengert.program.control import If, Loop, Pop, Push
 from wengert.program.control_codegen import block_source, render_block
 from wengert.program.ir import Statement
+from wengert.program.native import check_backend
+from wengert.program.native_build import attach_native
 from wengert.program.source import from_source
 from wengert.program.source_adjoint import grad_source, jvp_source
 from wengert.program.source_checkpoint import check_policy
@@ -47,8 +49,9 @@ def _key(args, name="grad", fun_name="f"):
 class _SourceDerivative:
     """A derivative function built from source; ``.source`` is its readable program."""
 
-    def __init__(self, fun, build, kind):
+    def __init__(self, fun, build, kind, backend="python"):
         self.fun = fun
+        self.backend = backend  # "numba": the programs run as Numba's machine code (native.py)
         self._build = build
         self._cache = {}
         self._last = None
@@ -72,6 +75,8 @@ class _SourceDerivative:
                 return prog, captured
         source = from_source(self.fun, *args)
         prog = self._build(source)
+        if self.backend == "numba":
+            attach_native(prog)
         read = source.captures.reader() if source.captures is not None else None
         if len(entries) >= _VARIANTS:
             del entries[0]
@@ -154,7 +159,7 @@ class _Jvp(_SourceDerivative):
         return _run(prog, flat + list(captured) + flat_t)
 
 
-def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
+def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None, backend="python"):
     """The gradient of ``fun`` (one scalar output) as a program derived from its source: loops stay
     loops, names follow the user's (``x_bar``); ``.source`` is the program, ``.table()`` the
     two-column view. Unsupported constructs raise ``wg.TransformError`` (use ``wg.grad`` for them).
@@ -166,15 +171,20 @@ def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     recompute iterations from them, following ``wengert.api.checkpointing.schedules``'s schedules.
 
     Globals and closure variables are read as the plain function reads them on each call (captured
-    arrays as inputs, other values guarded: docs/program.md, "Captured values follow Python")."""
+    arrays as inputs, other values guarded: docs/program.md, "Captured values follow Python").
+    ``backend="numba"`` runs the program as Numba's machine code (docs/compiling.md)."""
     check_policy(checkpoint, snapshots, f"source_grad({getattr(fun, '__name__', fun)})")
-    return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad")
+    check_backend(backend, f"source_grad({getattr(fun, '__name__', fun)})")
+    return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad",
+                 backend)
 
 
-def source_jvp(fun):
+def source_jvp(fun, *, backend="python"):
     """Forward mode from source: ``source_jvp(f)(primals, tangents)`` returns ``(f(*primals), the
-    directional derivative)``, as ``wg.jvp``; ``.source`` is the program (names ``x_dot``)."""
-    return _Jvp(fun, jvp_source, "jvp")
+    directional derivative)``, as ``wg.jvp``; ``.source`` is the program (names ``x_dot``).
+    ``backend="numba"`` as for :func:`source_grad`."""
+    check_backend(backend, f"source_jvp({getattr(fun, '__name__', fun)})")
+    return _Jvp(fun, jvp_source, "jvp", backend)
 
 
 # -- the two-column table -----------------------------------------------------------------------------------

@@ -1,0 +1,191 @@
+"""A program's Numba function: its generated module in Numba's dialect, kept as a file, compiled.
+
+The module is the one ``codegen`` (``control_codegen`` for source programs) writes, changed in three
+ways only: every function in it is given to ``numba.njit(cache=True, error_model="numpy")``; the
+NumPy names Numba lacks that codegen binds at module level (``np.add.reduce`` and the other full
+reductions) are redefined by small compiled functions of the same meaning; and a large captured array,
+which the Python module is handed in its namespace, becomes a leading parameter (Numba would freeze a
+global array into the machine code), filled in by ``functools.partial``.
+
+The file is ``<cache>/native/w_<hash>.py``, ``<cache>`` being ``$WENGERT_CACHE_DIR`` or
+``~/.cache/wengert``; the hash covers the text and the versions of Python, NumPy and Numba, so a
+second process (or a second program with the same text) finds Numba's machine code beside it in
+``__pycache__`` and pays no compilation. Programs of the same text share one module in a process.
+"""
+
+import functools
+import hashlib
+import importlib.util
+import os
+import re
+import sys
+import warnings
+
+import numpy as np
+
+from wengert.program import codegen
+from wengert.program.control import If, Loop
+from wengert.program.control_codegen import block_source, compile_block
+from wengert.program.ir import Program, Statement, placeholder
+from wengert.program.native import fallback, not_native, require_numba
+
+__all__ = ["CACHE_ENV", "cache_dir", "native_function", "attach_native", "native_source"]
+
+CACHE_ENV = "WENGERT_CACHE_DIR"
+"""The environment variable naming wengert's cache directory (default ``~/.cache/wengert``)."""
+
+_NJIT = "_wengert_njit"
+_DIALECT = [  # (what codegen writes, Numba's spelling of the same)
+    (re.compile(r"^( +)del \w+(?:, \w+)*$", re.MULTILINE), r"\1pass"),  # Numba frees buffers itself
+    (re.compile(r", keepdims=False\)"), ")"),  # NumPy's default; Numba's reductions take no keepdims
+    (re.compile(r"np\.array\((\w+), copy=True\)"), r"np.copy(\1)"),  # a loop's own copy of an array
+]
+_SHIMS = {  # np.<ufunc>.reduce(x, None), as codegen writes a full reduction -> Numba's spelling
+    "add.reduce": "np.sum(x)", "multiply.reduce": "np.prod(x)",
+    "maximum.reduce": "np.max(x)", "minimum.reduce": "np.min(x)",
+}
+
+
+def cache_dir():
+    """Where the native modules are written: ``$WENGERT_CACHE_DIR/native`` or ``~/.cache/wengert/native``."""
+    root = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "wengert")
+    return os.path.join(root, "native")
+
+
+def _statements(nodes):
+    """Every Statement in ``nodes`` and the blocks inside them (ifs, loops, checkpointed loops)."""
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        t = type(n)
+        if t is Statement:
+            yield n
+        elif t is If:
+            todo += n.then + n.orelse
+        elif t is Loop:
+            todo += n.cond_block + n.body
+        elif hasattr(n, "inner_blocks"):
+            todo += list(n.inner_blocks())
+
+
+def _rendered(program):
+    """``(text, module info, statements, the Python function's maker)`` of a Program or a source program."""
+    if isinstance(program, Program):
+        text, mod = codegen._source(program, safe=False)
+        return text, mod, program.statements, lambda: codegen.compile_program(program)
+    text, mod = block_source(program.name, program.inputs, program.nodes, program.outputs, stack=program.stack)
+    return text, mod, list(_statements(program.nodes)), \
+        lambda: compile_block(program.name, program.inputs, program.nodes, program.outputs, stack=program.stack)
+
+
+def native_source(text, mod, name, params, arrays):
+    """The module ``text`` (with ``mod``, its ``codegen.Module``) in Numba's dialect; ``params``: the
+    function's parameters, ``arrays``: the names of the captured arrays that become leading ones."""
+    text = re.sub(r"^def ", f"@{_NJIT}\ndef ", text, flags=re.MULTILINE)
+    for pattern, spelled in _DIALECT:
+        text = pattern.sub(spelled, text)
+    shims = []
+    for path, bound in sorted(mod.bound.items()):
+        if path in _SHIMS:
+            shims += [f"@{_NJIT}", f"def {bound}(x, axis):", f"    return {_SHIMS[path]}", "", ""]
+    main = f"@{_NJIT}\ndef {name}({', '.join(params)}):"
+    if main not in text:  # pragma: no cover - codegen writes exactly this line
+        raise AssertionError(f"no definition of {name} in the generated module")
+    text = text.replace(main, "\n".join(shims) + f"@{_NJIT}\ndef {name}({', '.join(arrays + params)}):", 1)
+    head = (f"# wengert's Numba module for {name} (docs/compiling.md); written and read by wengert\n"
+            f"import numba as _wengert_numba\n\n{_NJIT} = _wengert_numba.njit(cache=True, error_model='numpy')\n")
+    return head + text
+
+
+def _import(text, numba):
+    """The module of ``text``, written to the cache directory (once) and imported (once a process)."""
+    key = "\0".join([text, sys.version, np.__version__, numba.__version__])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    name = f"wengert_native_{digest}"
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    folder = cache_dir()
+    path = os.path.join(folder, f"w_{digest}.py")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "w") as f:
+            f.write(text)
+        os.replace(partial, path)  # atomic: another process never reads half a file
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _culprit(error, path, lines, statements, mod):
+    """Which primitive (and line) of the module Numba's ``error`` is about, in words: the outermost line
+    of the module that the message cites and that spells a primitive of the program."""
+    message = _ANSI.sub("", str(error))
+    said = [t.strip() for t in message.splitlines() if t.strip() and not t.strip().startswith(("Failed in", "During"))]
+    reason = said[0] if said else type(error).__name__
+    if len(said) > 1 and said[1].startswith(">>>"):
+        reason += " " + said[1][3:].strip()
+    cited = [int(n) for n in re.findall(rf'File "[^"]*{re.escape(os.path.basename(path))}", line (\d+)', message)]
+    cited = [lines[n - 1].strip() for n in cited if 0 < n <= len(lines)]
+    helpers = {id(f): n for n, f in mod.helpers.items()}
+    for line in reversed(cited):
+        names = []
+        for s in statements:
+            prim = s.prim
+            tokens = {prim.__name__, mod.bound.get(prim.__name__, prim.__name__),
+                      helpers.get(id(prim.helper), prim.__name__), prim.math_name or prim.__name__}
+            if prim.__name__ not in names and any(re.search(rf"\b{re.escape(t)}\b", line) for t in tokens):
+                names.append(prim.__name__)
+        if names:
+            return f"primitive {', '.join(names)} at `{line}` ({reason})"
+    where = f" `{cited[0]}`" if cited else ""
+    return f"Numba cannot compile the line{where} ({reason})"
+
+
+def native_function(program):
+    """``program``'s function on Numba (see the module docs), or its Python function with a
+    ``NativeFallbackWarning`` where Numba cannot run it."""
+    numba = require_numba()
+    text, mod, statements, python = _rendered(program)
+    refused = not_native({s.prim for s in statements})
+    if refused:
+        fallback(program.name, "; ".join(f"primitive {n} ({why})" for n, why in sorted(refused.items())))
+        return python()
+    if mod.helpers:  # codegen's own helpers (masked, add_chosen, ...): Python, as the primitives' helpers
+        fallback(program.name, f"the generated code's helper {', '.join(sorted(mod.helpers))} (Python)")
+        return python()
+    arrays, values = [], []
+    for ref, value in mod.foreign.items():
+        if isinstance(value, np.ndarray):
+            arrays.append(ref)
+            values.append(value)
+        elif ref not in mod.imports:
+            fallback(program.name, f"the captured constant {ref} ({type(value).__name__}) has no Numba type")
+            return python()
+    params = codegen.param_names(program) if isinstance(program, Program) else [p.name for p in program.inputs]
+    source = native_source(text, mod, program.name, params, arrays)
+    module = _import(source, numba)
+    dispatcher = getattr(module, program.name)
+    try:
+        signature = tuple(numba.typeof(v) for v in values) + \
+            tuple(numba.typeof(placeholder(v)) for v in program.inputs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", numba.core.errors.NumbaWarning)
+            dispatcher.compile(signature)
+    except Exception as e:  # noqa: BLE001 - Numba's typing and lowering errors, whatever their class
+        fallback(program.name, _culprit(e, module.__file__, source.splitlines(), statements, mod))
+        return python()
+    return functools.partial(dispatcher, *values) if values else dispatcher
+
+
+def attach_native(program):
+    """Give ``program`` (a ``Program`` or a source program) its Numba function in place of its Python
+    one, or keep the Python one with a warning (``native_function``); returns the program."""
+    program._function = native_function(program)
+    return program
