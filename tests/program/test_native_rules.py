@@ -156,8 +156,8 @@ def test_every_primitive_runs_natively_or_warns(name):
         fell = _RESULTS[label]
         if fell:
             assert len(fell) == 1, fell  # one warning per program
-            assert re.search(r"runs as Python, not native code: (primitive \w+|the generated code's helper \w+|"
-                             r"Numba cannot compile)", fell[0]), fell[0]
+            said = r"as Python, not native code: (primitive|the generated code's helper|Numba cannot compile)"
+            assert re.search(said, fell[0]), fell[0]
 
 
 @pytest.mark.parametrize("name", ["add", "multiply", "true_divide", "sin", "exp", "log", "tanh", "square",

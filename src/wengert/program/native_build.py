@@ -73,9 +73,9 @@ def _rendered(program):
     if isinstance(program, Program):
         text, mod = codegen._source(program, safe=False)
         return text, mod, program.statements, lambda: codegen.compile_program(program)
-    text, mod = block_source(program.name, program.inputs, program.nodes, program.outputs, stack=program.stack)
-    return text, mod, list(_statements(program.nodes)), \
-        lambda: compile_block(program.name, program.inputs, program.nodes, program.outputs, stack=program.stack)
+    parts = (program.name, program.inputs, program.nodes, program.outputs)
+    text, mod = block_source(*parts, stack=program.stack)
+    return text, mod, list(_statements(program.nodes)), lambda: compile_block(*parts, stack=program.stack)
 
 
 def native_source(text, mod, name, params, arrays):
@@ -93,7 +93,8 @@ def native_source(text, mod, name, params, arrays):
         raise AssertionError(f"no definition of {name} in the generated module")
     text = text.replace(main, "\n".join(shims) + f"@{_NJIT}\ndef {name}({', '.join(arrays + params)}):", 1)
     head = (f"# wengert's Numba module for {name} (docs/compiling.md); written and read by wengert\n"
-            f"import numba as _wengert_numba\n\n{_NJIT} = _wengert_numba.njit(cache=True, error_model='numpy')\n")
+            f"import numba as _wengert_numba\n\n"
+            f"{_NJIT} = _wengert_numba.njit(cache=True, error_model='numpy')\n")
     return head + text
 
 
@@ -127,11 +128,13 @@ def _culprit(error, path, lines, statements, mod):
     """Which primitive (and line) of the module Numba's ``error`` is about, in words: the outermost line
     of the module that the message cites and that spells a primitive of the program."""
     message = _ANSI.sub("", str(error))
-    said = [t.strip() for t in message.splitlines() if t.strip() and not t.strip().startswith(("Failed in", "During"))]
+    said = [t.strip() for t in message.splitlines()
+            if t.strip() and not t.strip().startswith(("Failed in", "During"))]
     reason = said[0] if said else type(error).__name__
     if len(said) > 1 and said[1].startswith(">>>"):
         reason += " " + said[1][3:].strip()
-    cited = [int(n) for n in re.findall(rf'File "[^"]*{re.escape(os.path.basename(path))}", line (\d+)', message)]
+    file = re.escape(os.path.basename(path))
+    cited = [int(n) for n in re.findall(rf'File "[^"]*{file}", line (\d+)', message)]
     cited = [lines[n - 1].strip() for n in cited if 0 < n <= len(lines)]
     helpers = {id(f): n for n, f in mod.helpers.items()}
     for line in reversed(cited):
@@ -140,7 +143,8 @@ def _culprit(error, path, lines, statements, mod):
             prim = s.prim
             tokens = {prim.__name__, mod.bound.get(prim.__name__, prim.__name__),
                       helpers.get(id(prim.helper), prim.__name__), prim.math_name or prim.__name__}
-            if prim.__name__ not in names and any(re.search(rf"\b{re.escape(t)}\b", line) for t in tokens):
+            spelled = any(re.search(rf"\b{re.escape(t)}\b", line) for t in tokens)
+            if spelled and prim.__name__ not in names:
                 names.append(prim.__name__)
         if names:
             return f"primitive {', '.join(names)} at `{line}` ({reason})"
@@ -168,7 +172,10 @@ def native_function(program):
         elif ref not in mod.imports:
             fallback(program.name, f"the captured constant {ref} ({type(value).__name__}) has no Numba type")
             return python()
-    params = codegen.param_names(program) if isinstance(program, Program) else [p.name for p in program.inputs]
+    if isinstance(program, Program):
+        params = codegen.param_names(program)
+    else:
+        params = [p.name for p in program.inputs]
     source = native_source(text, mod, program.name, params, arrays)
     module = _import(source, numba)
     dispatcher = getattr(module, program.name)
