@@ -7,7 +7,7 @@ whose float arguments are all arrays, else its first), and every case whose argu
 Python floats runs too. The cases are summed into one scalar loss (each output weighted by a fixed
 array, so that a transposed or misplaced adjoint shows), and ``wg.compile(loss,
 backend="numba").value_and_grad`` over every float argument is compared with the same on the Python
-backend. The cases whose primitives are native by ``native_fact`` run as one program, halved again
+backend. The cases whose primitives are native by their generated code (``native_build.refusals``) run as one program, halved again
 and again where Numba falls back, so that each fallback is pinned on one case; the others run one
 by one (no Numba compilation: they warn at once). Cases that ``wg.compile`` itself refuses are
 left out (the Python backend is what is compared against).
@@ -26,7 +26,7 @@ import wengert as wg
 import wengert.numpy as wnp
 from tests.rules.test_rule_table import CASES
 from wengert.api.tree import tree_flatten
-from wengert.program.native import not_native
+from wengert.program.native_build import refusals
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -96,7 +96,7 @@ def _chosen():
             fun, args = cases[k]
             program = _python_program(fun, args)
             if program is not None:
-                native = not not_native({st.prim for st in program.statements})
+                native = not refusals(program)
                 out.append((f"{name}-{k}", name, fun, args, native))
     return out
 

@@ -27,7 +27,7 @@ from wengert.program.rendering import numpy_name
 from wengert.rules.indexing import getitem
 
 __all__ = ["NativeFallbackWarning", "BACKENDS", "check_backend", "require_numba", "native_fact", "not_native",
-           "fallback"]
+           "fallback", "numba_knows"]
 
 BACKENDS = ("python", "numba")
 """The backends a derivative program can run on: the generated Python itself, or Numba's machine code."""
@@ -71,7 +71,8 @@ def _numba_typing():
     return cpu_target.typing_context
 
 
-def _numba_knows(fun):
+def numba_knows(fun):
+    """Whether Numba has a type for ``fun`` (a NumPy function it implements; not yet: for these arguments)."""
     try:
         _numba_typing().resolve_value_type(fun)
         return True
@@ -97,7 +98,7 @@ def native_fact(prim):
         fact = (False, f"a helper of generated code, {prim.helper.__name__}, written for any array library")
     elif numpy_name(prim) is not None:
         name = numpy_name(prim)
-        fact = (True, f"np.{name}") if _numba_knows(getattr(np, name)) \
+        fact = (True, f"np.{name}") if numba_knows(getattr(np, name)) \
             else (False, f"Numba has no np.{name}")
     else:
         fact = (False, "a Python implementation")

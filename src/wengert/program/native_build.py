@@ -27,9 +27,9 @@ from wengert.program import codegen
 from wengert.program.control import If, Loop
 from wengert.program.control_codegen import block_source, compile_block
 from wengert.program.ir import Program, Statement, placeholder
-from wengert.program.native import fallback, not_native, require_numba
+from wengert.program.native import fallback, numba_knows, require_numba
 
-__all__ = ["CACHE_ENV", "cache_dir", "native_function", "attach_native", "native_source"]
+__all__ = ["CACHE_ENV", "cache_dir", "native_function", "attach_native", "native_source", "refusals"]
 
 CACHE_ENV = "WENGERT_CACHE_DIR"
 """The environment variable naming wengert's cache directory (default ``~/.cache/wengert``)."""
@@ -152,17 +152,49 @@ def _culprit(error, path, lines, statements, mod):
     return f"Numba cannot compile the line{where} ({reason})"
 
 
+def _numpy_path(path):
+    """NumPy's object ``np.<path>`` (``add.at``), or None."""
+    obj = np
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _refused(text, mod, statements):
+    """What in the module Numba cannot run, in words (empty where it may all be native): a primitive's
+    Python implementation, a helper (``native_fact``), a NumPy function Numba does not know."""
+    found = []
+    for ref, value in mod.foreign.items():
+        if callable(value):
+            names = sorted({s.prim.__name__ for s in statements if s.prim.fun is value}) or [ref]
+            found += [f"primitive {n} (a Python implementation)" for n in names]
+    for name, fun in sorted(mod.helpers.items()):
+        names = sorted({s.prim.__name__ for s in statements if s.prim.helper is fun})
+        found += [f"primitive {n} (its helper {name} is Python)" for n in names] or \
+            [f"the generated code's helper {name} (Python)"]
+    paths = {p for p in mod.bound if p not in _SHIMS}
+    paths |= set(re.findall(r"\bnp\.(\w+(?:\.\w+)*)\(", text))
+    for path in sorted(paths):
+        fun = _numpy_path(path)
+        if fun is None or not numba_knows(fun):
+            found.append(f"np.{path} (Numba has no such function)")
+    return found
+
+
+def refusals(program):
+    """What in ``program``'s generated code Numba cannot run, in words (``[]``: it may be native)."""
+    text, mod, statements, _ = _rendered(program)
+    return _refused(text, mod, statements)
+
+
 def native_function(program):
     """``program``'s function on Numba (see the module docs), or its Python function with a
     ``NativeFallbackWarning`` where Numba cannot run it."""
     numba = require_numba()
     text, mod, statements, python = _rendered(program)
-    refused = not_native({s.prim for s in statements})
+    refused = _refused(text, mod, statements)
     if refused:
-        fallback(program.name, "; ".join(f"primitive {n} ({why})" for n, why in sorted(refused.items())))
-        return python()
-    if mod.helpers:  # codegen's own helpers (masked, add_chosen, ...): Python, as the primitives' helpers
-        fallback(program.name, f"the generated code's helper {', '.join(sorted(mod.helpers))} (Python)")
+        fallback(program.name, "; ".join(refused))
         return python()
     arrays, values = [], []
     for ref, value in mod.foreign.items():
