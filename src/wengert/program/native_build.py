@@ -177,7 +177,10 @@ def _refused(text, mod, statements):
     for path in sorted(paths):
         fun = _numpy_path(path)
         if fun is None or not numba_knows(fun):
-            found.append(f"np.{path} (Numba has no such function)")
+            leaf = path.rpartition(".")[2]
+            names = sorted({s.prim.__name__ for s in statements if s.prim.__name__ == leaf})
+            found += [f"primitive {n} (Numba has no np.{path})" for n in names] or \
+                [f"np.{path} (Numba has no such function)"]
     return found
 
 
