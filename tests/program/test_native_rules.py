@@ -8,8 +8,8 @@ Python floats runs too. The cases are summed into one scalar loss (each output w
 array, so that a transposed or misplaced adjoint shows), and ``wg.compile(loss,
 backend="numba").value_and_grad`` over every float argument is compared with the same on the Python
 backend. The cases whose generated code may be native (``native_build.refusals``) run as one
-program, halved again and again where Numba falls back, so that each fallback is pinned on one case; the others run one
-by one (no Numba compilation: they warn at once). Cases that ``wg.compile`` itself refuses are
+program, halved again and again where Numba falls back, so that each fallback is pinned on one
+case; the others run one by one (no Numba compilation: they warn at once). Cases that ``wg.compile`` itself refuses are
 left out (the Python backend is what is compared against).
 """
 
