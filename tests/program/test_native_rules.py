@@ -1,16 +1,16 @@
 """Every primitive of the rule table through the Numba backend: value and gradient equal to the Python
 backend's, or a ``NativeFallbackWarning`` naming a primitive of the program.
 
-Kept cheap (a Numba compilation costs 0.1-1 s, and each NumPy function Numba compiles again for each
-new signature): each primitive runs one case of ``tests/rules/test_rule_table.py`` (its first case
-whose float arguments are all arrays, else its first), and every case whose arguments are all
-Python floats runs too. The cases are summed into one scalar loss (each output weighted by a fixed
-array, so that a transposed or misplaced adjoint shows), and ``wg.compile(loss,
-backend="numba").value_and_grad`` over every float argument is compared with the same on the Python
-backend. The cases whose generated code may be native (``native_build.refusals``) run as one
-program, halved again and again where Numba falls back, so that each fallback is pinned on one
-case; the others run one by one (no Numba compilation: they warn at once). Cases that ``wg.compile`` itself refuses are
-left out (the Python backend is what is compared against).
+Kept cheap (a Numba compilation costs 0.1-1 s, and each NumPy function Numba compiles again for each new
+signature): each primitive runs one case of ``tests/rules/test_rule_table.py`` (its first case whose
+float arguments are all arrays, else its first), and every case whose arguments are all Python floats
+runs too. The cases are summed into one scalar loss (each output weighted by a fixed array, so that a
+transposed or misplaced adjoint shows), and ``wg.compile(loss, backend="numba").value_and_grad`` over
+every float argument is compared with the same on the Python backend. The cases whose generated code may
+be native (``native_build.refusals``) run as one program, halved again and again where Numba falls back,
+so that each fallback is pinned on one case; the others run one by one (no Numba compilation: they warn
+at once). Cases that ``wg.compile`` itself refuses are left out (the Python backend is what is compared
+against).
 """
 
 import os
