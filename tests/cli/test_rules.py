@@ -31,6 +31,7 @@ def _sections(text):
     """(public rows' lines, internal rows' lines, the exceptions' lines)."""
     public, rest = text.split("\ninternal (", 1)
     internal, rest = rest.split("\nmodes: ", 1)
+    rest = rest.split('\nbackend="numba"', 1)[0]
     return public.splitlines()[2:], internal.splitlines()[1:], rest.splitlines()
 
 
@@ -78,6 +79,16 @@ def test_facts_and_spelling_of_known_primitives(capsys):
     assert _cell(text, "untake", "generated code") == "untake(...) (helper)"
     assert _cell(text, "cumsum", "generated code") == "np.cumsum"  # a rules primitive with NumPy's name
     assert _cell(text, "relu", "generated code") == "its implementation"
+
+
+def test_the_numba_backend_section_says_which_primitives_compile_natively(capsys):
+    pytest.importorskip("numba")
+    text = _table(capsys)
+    native = text.split('backend="numba": ', 1)[1].split("the others run as Python", 1)
+    names = re.findall(r"[\w.]+", native[0].split("):", 1)[1])
+    assert {"sin", "add", "matmul", "getitem"} <= set(names) and "linalg.det" not in names
+    assert re.search(r"a Python implementation: .*\blinalg\.det\b", " ".join(native[1].split()))
+    assert re.search(r"Numba has no np\.einsum: einsum", native[1])
 
 
 def test_absolute_names_the_builtin_it_calls_on_floats(capsys):
