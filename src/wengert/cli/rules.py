@@ -13,7 +13,8 @@ alone; ``no vmap``) and ``float``, a fused Python-float VJP, and the exceptions 
 end, then the primitives the Numba backend compiles natively. Internal primitives, those no public
 function reaches (only other primitives' rules: ``untake``, ``tie_select``, ...), are listed in a
 section of their own: reachable means named, directly or through the functions and classes they
-use, by a public name of ``wengert.numpy``, ``wengert.scipy`` or ``wengert.nn`` (and their public submodules) or by a method of ``wengert.Tensor``.
+use, by a public name of ``wengert.numpy``, ``wengert.scipy`` or ``wengert.nn`` (and their public
+submodules) or by a method of ``wengert.Tensor``.
 """
 
 import functools
