@@ -26,8 +26,8 @@ import numpy as np
 from wengert.program.rendering import numpy_name
 from wengert.rules.indexing import getitem
 
-__all__ = ["NativeFallbackWarning", "BACKENDS", "check_backend", "require_numba", "native_fact", "not_native",
-           "fallback", "numba_knows"]
+__all__ = ["NativeFallbackWarning", "BACKENDS", "check_backend", "require_numba", "native_fact", "fallback",
+           "numba_knows"]
 
 BACKENDS = ("python", "numba")
 """The backends a derivative program can run on: the generated Python itself, or Numba's machine code."""
@@ -104,16 +104,6 @@ def native_fact(prim):
         fact = (False, "a Python implementation")
     _FACTS[prim] = (prim.fun, fact)
     return fact
-
-
-def not_native(prims):
-    """``{name: why}`` of the primitives among ``prims`` that cannot run under Numba."""
-    found = {}
-    for prim in prims:
-        native, how = native_fact(prim)
-        if not native:
-            found[prim.__name__] = how
-    return found
 
 
 def fallback(name, why):
