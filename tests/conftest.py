@@ -18,9 +18,10 @@ def rng():
 # -- the slow groups: `make test` leaves them out, `make test-slow` runs them (CI runs both) ----------
 
 SLOW_PATHS = ("tests/benchmarks/", "tests/fuzz/", "tests/scale/", "tests/test_package.py",
-              "tests/docs/test_site.py")
+              "tests/docs/test_site.py", "tests/program/test_native_rules.py")
 """Benchmark smoke runs, the fuzz profiles, the Dask cluster and example, the wheel built and installed
-into fresh virtual environments, and the documentation site's build."""
+into fresh virtual environments, the documentation site's build, and every rule-table case compiled
+by Numba."""
 
 SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_early_exits_quietly",
               "tests/cli/test_main.py::test_version_as_a_module",

@@ -39,6 +39,7 @@ from wengert.core.primitive import Primitive
 from wengert.errors import (
     DataDependentShapeError,
     ExitError,
+    NativeFallbackWarning,
     NoBatchingRuleWarning,
     NoRuleError,
     TracingError,
@@ -65,7 +66,7 @@ __all__ = [
     "Program", "compile", "checkpoint", "iterate",
     "source_grad", "source_jvp", "checkpointed",
     "TransformError", "ExitError", "UnsupportedNumpyFunction", "TracingError", "DataDependentShapeError",
-    "NoBatchingRuleWarning",
+    "NoBatchingRuleWarning", "NativeFallbackWarning",
 ]
 
 _SUBMODULES = ("numpy", "scipy", "nn", "optim", "viz", "checkpointing", "testing", "misc", "extend",

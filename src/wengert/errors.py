@@ -26,6 +26,8 @@ what to write instead; ``docs/errors.md`` lists what each means.
   that disagrees with finite differences.
 - :class:`NoBatchingRuleWarning` (a ``UserWarning``): a primitive without a batching rule ran once per
   example under ``wg.vmap`` (correct, but slower).
+- :class:`NativeFallbackWarning` (a ``UserWarning``): a program asked to run on Numba (``backend="numba"``)
+  runs as Python, because of the primitive the message names (the same values, slower).
 """
 
 from wengert.core.errors import TracingError
@@ -35,6 +37,7 @@ from wengert.engines.batching import NoBatchingRuleWarning
 from wengert.engines.saving import UnsavedValueError
 from wengert.numpy._classification import UnsupportedNumpyFunction
 from wengert.program.control import TransformError
+from wengert.program.native import NativeFallbackWarning
 from wengert.rules.batched_indexing import DataDependentShapeError
 from wengert.rules.matrix_helpers import SingularDerivativeError, UndefinedDerivativeError
 from wengert.testing import GradientCheckError
@@ -42,5 +45,5 @@ from wengert.testing import GradientCheckError
 __all__ = [
     "ExitError", "UnsupportedNumpyFunction", "TracingError", "TransformError", "NoRuleError",
     "DataDependentShapeError", "UndefinedDerivativeError", "SingularDerivativeError", "UnsavedValueError",
-    "GradientCheckError", "NoBatchingRuleWarning",
+    "GradientCheckError", "NoBatchingRuleWarning", "NativeFallbackWarning",
 ]

@@ -10,10 +10,11 @@ fact: the tape keeps only that) and how generated code spells it, all read from 
 Modes: every primitive is expected to have a VJP for each argument (``rev``), a JVP for each
 (``fwd``) and a batching rule (``vmap``); the column names only what differs (``rev(1)``: argument 1
 alone; ``no vmap``) and ``float``, a fused Python-float VJP, and the exceptions are listed once at the
-end. Internal primitives, those no public function reaches (only other primitives' rules: ``untake``,
-``tie_select``, ...), are listed in a section of their own: reachable means named, directly or through
-the functions and classes they use, by a public name of ``wengert.numpy``, ``wengert.scipy`` or
-``wengert.nn`` (and their public submodules) or by a method of ``wengert.Tensor``.
+end, then the primitives the Numba backend compiles natively. Internal primitives, those no public
+function reaches (only other primitives' rules: ``untake``, ``tie_select``, ...), are listed in a
+section of their own: reachable means named, directly or through the functions and classes they
+use, by a public name of ``wengert.numpy``, ``wengert.scipy`` or ``wengert.nn`` (and their public
+submodules) or by a method of ``wengert.Tensor``.
 """
 
 import functools
@@ -23,6 +24,7 @@ import math
 import os
 import pkgutil
 import sys
+import textwrap
 import types
 import warnings
 from collections import namedtuple
@@ -34,6 +36,7 @@ from wengert import rules as ops
 from wengert.core.primitive import Primitive
 from wengert.engines.batching import batching_rule
 from wengert.program import Program, Variable, rendering
+from wengert.program.native import native_fact
 
 __all__ = ["Row", "rows", "render", "run", "formulas", "public_primitives"]
 
@@ -397,7 +400,32 @@ def render():
     lines.append("")
     lines.append(f"{len(table)} primitives ({len(internal)} internal): "
                  + ", ".join(f"{f} {n}" for f, n in sorted(counts.items())))
+    lines += _native_lines()
     return "\n".join(lines)
+
+
+def _native_lines():
+    """Which primitives the Numba backend (``backend="numba"``) compiles: those whose generated code is an
+    operator, indexing or a NumPy function Numba has (``native.native_fact``); the others by reason."""
+    try:
+        importlib.import_module("numba")
+    except ImportError:
+        return ["", 'backend="numba": Numba is not installed (pip install "wengert[numba]")']
+    native, other = [], {}
+    for prim in sorted(ops.rule_table().values(), key=lambda p: p.__name__):
+        ok, how = native_fact(prim)
+        if ok:
+            native.append(prim.__name__)
+        else:
+            reason = "helpers of generated code (Python)" if how.startswith("a helper") else how
+            other.setdefault(reason, []).append(prim.__name__)
+    head = (f'backend="numba": {len(native)} primitives compile natively (an operator, indexing or a NumPy '
+            f"function Numba has; a signature Numba lacks falls back when compiled): {', '.join(native)}")
+    lines = [""] + textwrap.wrap(head, 110, subsequent_indent="    ")
+    lines.append("  the others run as Python (the program falls back, with a NativeFallbackWarning):")
+    for reason, names in sorted(other.items()):
+        lines += textwrap.wrap(f"  {reason}: {', '.join(names)}", 110, subsequent_indent="    ")
+    return lines
 
 
 def run(args=None):

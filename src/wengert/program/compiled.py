@@ -50,6 +50,8 @@ from wengert.program.compiled_args import (
     with_statics_put_back,
 )
 from wengert.program.ir import Program, Variable
+from wengert.program.native import check_backend
+from wengert.program.native_build import attach_native
 from wengert.program.pipeline import lower, optimize
 from wengert.program.tracing import _param_names
 
@@ -191,16 +193,17 @@ class CompiledFunction:
     """``fun`` (or a derivative of it), compiled per input signature; see the module docs."""
 
     def __init__(self, fun, transform=None, argnums=0, *, static_argnums=None, static_argnames=None,
-                 cache_size=CACHE_SIZE):
+                 cache_size=CACHE_SIZE, backend="python"):
         if cache_size is not None and (type(cache_size) is not int or cache_size < 1):
             raise ValueError(f"wg.compile({getattr(fun, '__name__', fun)}): cache_size={cache_size!r}; give "
                              f"a positive int, or None for an unbounded cache")
         self.fun = fun
+        self.backend = backend  # "numba": the programs run as Numba's machine code (native.py)
         self.transform = transform
         self.argnums = argnums
         # The keywords that .grad(), .value_and_grad(), keyword variants and pickling pass on.
         self._options = {"static_argnums": static_argnums, "static_argnames": static_argnames,
-                         "cache_size": cache_size}
+                         "cache_size": cache_size, "backend": backend}
         self._static = static_positions(fun, static_argnums, static_argnames)
         self._cache = OrderedDict()  # signature -> its entries (captured values' variants); LRU order
         self._size, self._maxsize = 0, cache_size
@@ -327,6 +330,8 @@ class CompiledFunction:
             built = optimize(program)
         built.examples = {}  # the cache keeps no caller data (deriving the program again uses placeholders)
         built.captures = captures if captures.nodes else None
+        if self.backend == "numba":
+            attach_native(built)
         return built, captures
 
     def _trace(self, fun, args, name):
@@ -481,14 +486,18 @@ def _restore(fun, transform, argnums, options):
     return CompiledFunction(fun, transform, argnums, **options)
 
 
-def compile_function(fun=None, *, static_argnums=None, static_argnames=None, cache_size=CACHE_SIZE):
+def compile_function(fun=None, *, static_argnums=None, static_argnames=None, cache_size=CACHE_SIZE,
+                     backend="python"):
     """Compile ``fun``: trace it once per input signature to a Program, generate Python, cache it
     (``jax.jit``, with its ``static_argnums``/``static_argnames``; ``torch.compile``).
     ``.grad(argnums)`` and ``.value_and_grad(argnums)`` are compiled too. Python ints are traced
     unless static; the cache holds at most ``cache_size`` programs (LRU). Captured arrays (globals,
     closure variables) are read at each call; other captured values are guarded: a change traces
-    again (docs/program.md). Without ``fun``, a decorator: ``@wg.compile(static_argnums=1)``."""
-    options = {"static_argnums": static_argnums, "static_argnames": static_argnames, "cache_size": cache_size}
+    again (docs/program.md). Without ``fun``, a decorator: ``@wg.compile(static_argnums=1)``.
+    ``backend="numba"`` runs the generated program as Numba's machine code (docs/compiling.md)."""
+    check_backend(backend, f"wg.compile({getattr(fun, '__name__', fun)})")
+    options = {"static_argnums": static_argnums, "static_argnames": static_argnames, "cache_size": cache_size,
+               "backend": backend}
     if fun is None:
         return functools.partial(compile_function, **options)
     if isinstance(fun, CompiledFunction):

@@ -18,6 +18,8 @@ from wengert.program.compiled_args import by_reference
 from wengert.program.control import If, Loop, Pop, Push
 from wengert.program.control_codegen import block_source, render_block
 from wengert.program.ir import Statement
+from wengert.program.native import check_backend
+from wengert.program.native_build import attach_native
 from wengert.program.source import from_source
 from wengert.program.source_adjoint import grad_source, jvp_source
 from wengert.program.source_checkpoint import check_policy
@@ -55,6 +57,7 @@ class _SourceDerivative:
 
     def __init__(self, fun, build, kind, options=None):
         self.fun = fun
+        self.backend = (options or {}).get("backend", "python")  # "numba": Numba machine code
         self._build = build
         self._options = options or {}  # the keywords it was made with (pickling)
         self._cache = OrderedDict()  # signature -> [(program, reader)], least recently used first
@@ -82,7 +85,10 @@ class _SourceDerivative:
                 self._cache.move_to_end(key)
                 return prog, captured
         source = from_source(self.fun, *args)
-        prog = _without_values(self._build(source))
+        prog = self._build(source)
+        if self.backend == "numba":
+            attach_native(prog)
+        prog = _without_values(prog)
         read = source.captures.reader() if source.captures is not None else None
         entries = self._cache.setdefault(key, [])
         self._cache.move_to_end(key)
@@ -208,10 +214,10 @@ def _restore(kind, fun, options):
     """A pickled source derivative, built again (``fun``: the function, or what wraps it)."""
     if isinstance(fun, _SourceDerivative):
         fun = fun.fun
-    return source_grad(fun, **options) if kind == "grad" else source_jvp(fun)
+    return source_grad(fun, **options) if kind == "grad" else source_jvp(fun, **options)
 
 
-def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
+def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None, backend="python"):
     """The gradient of ``fun`` (one scalar output) as a program derived from its source: loops stay
     loops, names follow the user's (``x_bar``); ``.source`` is the program, ``.table()`` the
     two-column view. Unsupported constructs raise ``wg.TransformError`` (use ``wg.grad`` for them).
@@ -223,17 +229,21 @@ def source_grad(fun, argnums=0, *, checkpoint="all", snapshots=None):
     recompute iterations from them, following the schedules of ``wengert.checkpointing``.
 
     Globals and closure variables are read as the plain function reads them on each call (captured
-    arrays as inputs, other values guarded: docs/program.md, "Captured values follow Python")."""
+    arrays as inputs, other values guarded: docs/program.md, "Captured values follow Python").
+    ``backend="numba"`` runs the program as Numba's machine code (docs/compiling.md)."""
     check_policy(checkpoint, snapshots, f"source_grad({getattr(fun, '__name__', fun)})")
-    options = {"argnums": argnums, "checkpoint": checkpoint, "snapshots": snapshots}
+    check_backend(backend, f"source_grad({getattr(fun, '__name__', fun)})")
+    options = {"argnums": argnums, "checkpoint": checkpoint, "snapshots": snapshots, "backend": backend}
     return _Grad(fun, lambda p: grad_source(p, argnums, checkpoint=checkpoint, snapshots=snapshots), "grad",
                  options)
 
 
-def source_jvp(fun):
+def source_jvp(fun, *, backend="python"):
     """Forward mode from source: ``source_jvp(f)(primals, tangents)`` returns ``(f(*primals), the
-    directional derivative)``, as ``wg.jvp``; ``.source`` is the program (names ``x_dot``)."""
-    return _Jvp(fun, jvp_source, "jvp")
+    directional derivative)``, as ``wg.jvp``; ``.source`` is the program (names ``x_dot``).
+    ``backend="numba"`` as for :func:`source_grad`."""
+    check_backend(backend, f"source_jvp({getattr(fun, '__name__', fun)})")
+    return _Jvp(fun, jvp_source, "jvp", {"backend": backend})
 
 
 # -- the two-column table -----------------------------------------------------------------------------------

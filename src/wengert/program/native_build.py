@@ -1,0 +1,249 @@
+"""A program's Numba function: its generated module in Numba's dialect, kept as a file, compiled.
+
+The module is the one ``codegen`` (``control_codegen`` for source programs) writes, changed in three
+ways only: every function in it is given to ``numba.njit(cache=True, error_model="numpy")``; the
+NumPy names Numba lacks that codegen binds at module level (``np.add.reduce`` and the other full
+reductions) are redefined by small compiled functions of the same meaning; and a large captured array,
+which the Python module is handed in its namespace, becomes a leading parameter (Numba would freeze a
+global array into the machine code), filled in by ``functools.partial``.
+
+The file is ``<cache>/native/w_<hash>.py``, ``<cache>`` being ``$WENGERT_CACHE_DIR`` or
+``~/.cache/wengert``; the hash covers the text and the versions of Python, NumPy and Numba, so a
+second process (or a second program with the same text) finds Numba's machine code beside it in
+``__pycache__`` and pays no compilation. Programs of the same text share one module in a process.
+"""
+
+import functools
+import hashlib
+import importlib.util
+import os
+import re
+import sys
+import warnings
+
+import numpy as np
+
+from wengert.program import codegen
+from wengert.program.control import If, Loop
+from wengert.program.control_codegen import block_source, compile_block
+from wengert.program.ir import Program, Statement, placeholder
+from wengert.program.native import fallback, numba_knows, require_numba
+
+__all__ = ["CACHE_ENV", "cache_dir", "native_function", "attach_native", "native_source", "refusals"]
+
+CACHE_ENV = "WENGERT_CACHE_DIR"
+"""The environment variable naming wengert's cache directory (default ``~/.cache/wengert``)."""
+
+_NJIT = "_wengert_njit"
+_DIALECT = [  # (what codegen writes, Numba's spelling of the same)
+    (re.compile(r"^( +)del \w+(?:, \w+)*$", re.MULTILINE), r"\1pass"),  # Numba frees buffers itself
+    (re.compile(r", keepdims=False\)"), ")"),  # NumPy's default; Numba's reductions take no keepdims
+    (re.compile(r"np\.array\((\w+), copy=True\)"), r"np.copy(\1)"),  # a loop's own copy of an array
+    (re.compile(r", out=(\w+)\)"), r", \1)"),  # a ufunc into a dying buffer: out, positionally
+]
+_SHIMS = {  # np.<ufunc>.reduce(x, None), as codegen writes a full reduction -> Numba's spelling
+    "add.reduce": "np.sum(x)", "multiply.reduce": "np.prod(x)",
+    "maximum.reduce": "np.max(x)", "minimum.reduce": "np.min(x)",
+}
+
+
+def cache_dir():
+    """Where the native modules are written: ``$WENGERT_CACHE_DIR/native`` or ``~/.cache/wengert/native``."""
+    root = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "wengert")
+    return os.path.join(root, "native")
+
+
+def _statements(nodes):
+    """Every Statement in ``nodes`` and the blocks inside them (ifs, loops, checkpointed loops)."""
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        t = type(n)
+        if t is Statement:
+            yield n
+        elif t is If:
+            todo += n.then + n.orelse
+        elif t is Loop:
+            todo += n.cond_block + n.body
+        elif hasattr(n, "inner_blocks"):
+            todo += list(n.inner_blocks())
+
+
+def _rendered(program):
+    """``(text, module info, statements, the Python function's maker)`` of a Program or a source program."""
+    if isinstance(program, Program):
+        text, mod = codegen._source(program, safe=False)
+        return text, mod, program.statements, lambda: codegen.compile_program(program)
+    parts = (program.name, program.inputs, program.nodes, program.outputs)
+    text, mod = block_source(*parts, stack=program.stack)
+    return text, mod, list(_statements(program.nodes)), lambda: compile_block(*parts, stack=program.stack)
+
+
+def native_source(text, mod, name, params, arrays):
+    """The module ``text`` (with ``mod``, its ``codegen.Module``) in Numba's dialect; ``params``: the
+    function's parameters, ``arrays``: the names of the captured arrays that become leading ones."""
+    text = re.sub(r"^def ", f"@{_NJIT}\ndef ", text, flags=re.MULTILINE)
+    for pattern, spelled in _DIALECT:
+        text = pattern.sub(spelled, text)
+    shims = []
+    for path, bound in sorted(mod.bound.items()):
+        if path in _SHIMS:
+            shims += [f"@{_NJIT}", f"def {bound}(x, axis):", f"    return {_SHIMS[path]}", "", ""]
+    main = f"@{_NJIT}\ndef {name}({', '.join(params)}):"
+    if main not in text:  # pragma: no cover - codegen writes exactly this line
+        raise AssertionError(f"no definition of {name} in the generated module")
+    text = text.replace(main, "\n".join(shims) + f"@{_NJIT}\ndef {name}({', '.join(arrays + params)}):", 1)
+    head = (f"# wengert's Numba module for {name} (docs/compiling.md); written and read by wengert\n"
+            f"import numba as _wengert_numba\n\n"
+            f"{_NJIT} = _wengert_numba.njit(cache=True, error_model='numpy')\n")
+    return head + text
+
+
+def _import(text, numba):
+    """The module of ``text``, written to the cache directory (once) and imported (once a process)."""
+    key = "\0".join([text, sys.version, np.__version__, numba.__version__])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    name = f"wengert_native_{digest}"
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    folder = cache_dir()
+    path = os.path.join(folder, f"w_{digest}.py")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "w") as f:
+            f.write(text)
+        os.replace(partial, path)  # atomic: another process never reads half a file
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _culprit(error, path, lines, statements, mod):
+    """Which primitive (and line) of the module Numba's ``error`` is about, in words: the outermost line
+    of the module that the message cites and that spells a primitive of the program."""
+    message = _ANSI.sub("", str(error))
+    said = [t.strip() for t in message.splitlines()
+            if t.strip() and not t.strip().startswith(("Failed in", "During"))]
+    reason = said[0] if said else type(error).__name__
+    if len(said) > 1 and said[1].startswith(">>>"):
+        reason += " " + said[1][3:].strip()
+    file = re.escape(os.path.basename(path))
+    cited = [int(n) for n in re.findall(rf'File "[^"]*{file}", line (\d+)', message)]
+    cited = [lines[n - 1].strip() for n in cited if 0 < n <= len(lines)]
+    helpers = {id(f): n for n, f in mod.helpers.items()}
+    for line in reversed(cited):
+        names = []
+        for s in statements:
+            prim = s.prim
+            tokens = {prim.__name__, mod.bound.get(prim.__name__, prim.__name__),
+                      helpers.get(id(prim.helper), prim.__name__), prim.math_name or prim.__name__}
+            spelled = any(re.search(rf"\b{re.escape(t)}\b", line) for t in tokens)
+            if spelled and prim.__name__ not in names:
+                names.append(prim.__name__)
+        if names:
+            return f"primitive {', '.join(names)} at `{line}` ({reason})"
+    where = f" `{cited[0]}`" if cited else ""
+    return f"Numba cannot compile the line{where} ({reason})"
+
+
+def _numpy_path(path):
+    """NumPy's object ``np.<path>`` (``add.at``), or None."""
+    obj = np
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _refused(text, mod, statements):
+    """What in the module Numba cannot run, in words (empty where it may all be native): a primitive's
+    Python implementation, a helper (``native_fact``), a NumPy function Numba does not know."""
+    found = []
+    for ref, value in mod.foreign.items():
+        if callable(value):
+            names = sorted({s.prim.__name__ for s in statements if s.prim.fun is value}) or [ref]
+            found += [f"primitive {n} (a Python implementation)" for n in names]
+    for name, fun in sorted(mod.helpers.items()):
+        names = sorted({s.prim.__name__ for s in statements if s.prim.helper is fun})
+        found += [f"primitive {n} (its helper {name} is Python)" for n in names] or \
+            [f"the generated code's helper {name} (Python)"]
+    paths = {p for p in mod.bound if p not in _SHIMS}
+    paths |= set(re.findall(r"\bnp\.(\w+(?:\.\w+)*)\(", text))
+    for path in sorted(paths):
+        fun = _numpy_path(path)
+        if fun is None or not numba_knows(fun):
+            leaf = path.rpartition(".")[2]
+            names = sorted({s.prim.__name__ for s in statements if s.prim.__name__ == leaf})
+            found += [f"primitive {n} (Numba has no np.{path})" for n in names] or \
+                [f"np.{path} (Numba has no such function)"]
+    return found
+
+
+def refusals(program):
+    """What in ``program``'s generated code Numba cannot run, in words (``[]``: it may be native)."""
+    text, mod, statements, _ = _rendered(program)
+    return _refused(text, mod, statements)
+
+
+MAX_STRAIGHT_LINE = 1000
+"""Statements beyond which a program without loops runs as Python: Numba's compile time grows
+faster than linearly in a function's length (measured: about 1 minute for 2,000 statements)."""
+
+
+def _has_loops(text):
+    return re.search(r"^\s+(for|while) ", text, flags=re.MULTILINE) is not None
+
+
+def native_function(program):
+    """``program``'s function on Numba (see the module docs), or its Python function with a
+    ``NativeFallbackWarning`` where Numba cannot run it."""
+    numba = require_numba()
+    text, mod, statements, python = _rendered(program)
+    if len(statements) > MAX_STRAIGHT_LINE and not _has_loops(text):
+        fallback(program.name, f"it is {len(statements):,} statements of straight-line code, which Numba "
+                               f"takes minutes to compile (its time grows faster than the length); keep "
+                               f"the loop: wg.source_grad(f, backend='numba') compiles it as a loop")
+        return python()
+    refused = _refused(text, mod, statements)
+    if refused:
+        fallback(program.name, "; ".join(refused))
+        return python()
+    arrays, values = [], []
+    for ref, value in mod.foreign.items():
+        if isinstance(value, np.ndarray):
+            arrays.append(ref)
+            values.append(value)
+        elif ref not in mod.imports:
+            fallback(program.name, f"the captured constant {ref} ({type(value).__name__}) has no Numba type")
+            return python()
+    if isinstance(program, Program):
+        params = codegen.param_names(program)
+    else:
+        params = [p.name for p in program.inputs]
+    name = getattr(mod, "function_name", program.name)  # codegen's free name (wg.compile(np.sin): sin_)
+    source = native_source(text, mod, name, params, arrays)
+    module = _import(source, numba)
+    dispatcher = getattr(module, name)
+    try:
+        signature = tuple(numba.typeof(v) for v in values) + \
+            tuple(numba.typeof(placeholder(v)) for v in program.inputs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", numba.core.errors.NumbaWarning)
+            dispatcher.compile(signature)
+    except Exception as e:  # noqa: BLE001 - Numba's typing and lowering errors, whatever their class
+        fallback(program.name, _culprit(e, module.__file__, source.splitlines(), statements, mod))
+        return python()
+    return functools.partial(dispatcher, *values) if values else dispatcher
+
+
+def attach_native(program):
+    """Give ``program`` (a ``Program`` or a source program) its Numba function in place of its Python
+    one, or keep the Python one with a warning (``native_function``); returns the program."""
+    program._function = native_function(program)
+    return program
