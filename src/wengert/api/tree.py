@@ -26,6 +26,7 @@ __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_structure", "tree
            "argnums_checked", "argnums_resolved", "accepts_argnum"]
 
 _LEAF = "leaf"
+_ndarray = np.ndarray
 
 
 def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
@@ -38,6 +39,9 @@ def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
 
 def _flatten(tree, leaves):
     t = type(tree)
+    if t is _ndarray or t is float:  # the common leaves first: called on every transform's arguments
+        leaves.append(tree)
+        return _LEAF
     if t is tuple or t is list:
         return (t, None, tuple(_flatten(c, leaves) for c in tree))
     if t is dict or t is OrderedDict:
