@@ -158,12 +158,13 @@ def _special(prim, rules, definer):
     return rules if any(r is not None for r in rules) else None
 
 
-def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=None):
+def defvjp(prim, *rules, variadic=None, joint=None, accumulate=None, inplace=None, floats=None):
     """Give ``prim`` one VJP rule per positional argument: ``rule(g, out, *args, **kwargs)`` returns
     the argument's share of the output's cotangent ``g``; None marks an argument not differentiable.
 
-    Options, each computing what the ordinary rules compute (``docs/adding-a-primitive.md``):
-    ``variadic=rule(argnum, g, out, *args)``, one rule for every argument; ``accumulate=(rule, ...)``,
+    Or, instead: ``variadic=rule(argnum, g, out, *args)``, one rule for every argument; ``joint=rule(
+    needed, g, out, *args)``, every argument's share in one call (a list, None where not ``needed``).
+    Faster forms computing what those compute (``docs/adding-a-primitive.md``): ``accumulate=(rule, ...)``,
     ``rule(buffer, g, out, *args)`` adds the contribution into ``buffer``, the argument's adjoint, in
     place (``buffer[idx] += g``: O(len(g)) for ``x[idx]``; first-order passes only); ``inplace=(rule,
     ...)``, the contribution computed in ``g``'s memory (or None to decline) when nothing else refers to
@@ -171,12 +172,12 @@ def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=No
     ``ArithmeticError`` or ``ValueError`` where its answer would not be NumPy's (``math.pow``, not ``**``).
     """
     prim = _as_primitive(prim, "defvjp")
-    if variadic is not None:
-        prim.vjp_argnum = _checked(prim, "VJP", None, variadic)
-        prim.vjp_missing = frozenset()
+    if variadic is not None or joint is not None:
+        prim.vjp_argnum = None if variadic is None else _checked(prim, "VJP", None, variadic)
+        prim.vjp_joint, prim.vjps, prim.vjp_missing = joint, (), frozenset()
     elif rules or (accumulate, inplace, floats) == (None, None, None):
         prim.vjps = _rules(prim, rules, "defvjp", "VJP")
-        prim.vjp_argnum = None
+        prim.vjp_argnum = prim.vjp_joint = None
         prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
     if accumulate is not None:
         prim.vjp_accumulate = _special(prim, accumulate, "defvjp")
@@ -184,7 +185,7 @@ def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=No
         prim.vjp_inplace = _special(prim, inplace, "defvjp")
     if floats is not None:
         prim.float_vjp = _rules(prim, (floats,), "defvjp")[0]
-    extra = (prim.vjp_accumulate, prim.vjp_argnum, prim.vjp_inplace) != (None, None, None)
+    extra = (prim.vjp_accumulate, prim.vjp_argnum, prim.vjp_joint, prim.vjp_inplace) != (None,) * 4
     prim.vjp_extra = True if extra else None  # the backward pass's one test for more than ``vjps``
     return prim
 
