@@ -171,9 +171,9 @@ def _rule(prim, rules, variadic, argnum, mode, definer):
         return _ArgnumRule(variadic, argnum)
     rule = rules[argnum] if argnum < len(rules) else None
     if rule is None:
-        raise NoRuleError(f"wengert: primitive '{prim.__name__}' has no {mode} rule for its argument {argnum}. "
-                          f"Define one with wg.{definer}({prim.__name__}, ...), or do not differentiate with "
-                          f"respect to that argument (pass a constant there).", mode[:3].lower())
+        raise NoRuleError(f"wengert: primitive '{prim.__name__}' has no {mode} rule for its argument "
+                          f"{argnum}. Define one with wg.{definer}({prim.__name__}, ...), or do not differentiate "
+                          f"with respect to that argument (pass a constant there).", mode[:3].lower())
     return rule
 
 
