@@ -172,8 +172,8 @@ def _rule(prim, rules, variadic, argnum, mode, definer):
     rule = rules[argnum] if argnum < len(rules) else None
     if rule is None:
         raise NoRuleError(f"wengert: primitive '{prim.__name__}' has no {mode} rule for its argument "
-                          f"{argnum}. Define one with wg.{definer}({prim.__name__}, ...), or do not differentiate"
-                          " with respect to that argument (pass a constant there).", definer[3:])
+                          f"{argnum}. Define one with wg.{definer}({prim.__name__}, ...), or do not "
+                          "differentiate with respect to that argument (pass a constant there).", definer[3:])
     return rule
 
 
