@@ -147,3 +147,64 @@ def test_joined_pieces_differentiate_alike_on_the_tape_and_compiled(lengths, axi
     for x, wi, t, c in zip(xs, weights, taped, compiled):
         np.testing.assert_allclose(t, np.cos(x) * wi, rtol=1e-13)
         np.testing.assert_allclose(c, np.cos(x) * wi, rtol=1e-13)
+
+
+# -- softmax_cross_entropy batches as itself (its batching rule no longer re-derives the function) ----
+
+def test_softmax_cross_entropy_batches_by_calling_itself(monkeypatch):
+    """Under ``wg.vmap`` the primitive is called once, keeping the batch axis (``kept``), and never
+    rebuilt from ``log_softmax`` (the batching rule does not state the function a second time)."""
+    from wengert.rules import nn as nn_ops
+
+    calls = []
+    prim = nn_ops.softmax_cross_entropy
+    impl = prim.fun
+    monkeypatch.setattr(prim, "fun", lambda *a, **k: calls.append(k.get("kept", 0)) or impl(*a, **k))
+    monkeypatch.setattr(nn_ops.log_softmax, "fun", None)  # any use would raise
+    rng = np.random.default_rng(1)
+    x, labels = rng.normal(size=(5, 4, 3)), rng.integers(0, 3, size=(5, 4))
+    got = wg.vmap(lambda x, y: prim(x, y))(x, labels)
+    assert calls == [1]
+    monkeypatch.undo()
+    np.testing.assert_allclose(got, [prim(x[i], labels[i]) for i in range(5)], rtol=1e-14)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 4), st.lists(st.integers(1, 3), max_size=2), st.integers(2, 4), st.integers(0, 2))
+def test_softmax_cross_entropy_under_vmap_matches_jax(batch, positions, classes, which):
+    """Values, ``vmap(grad)``, ``grad`` of a weighted sum of ``vmap`` and ``jvp`` of ``vmap``, with
+    logits, labels or both batched, against JAX's ``vmap`` of the same loss written with
+    ``jax.nn.log_softmax``."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    from wengert.rules import nn as nn_ops
+
+    rng = np.random.default_rng(batch * 100 + classes * 10 + which)
+    shape = tuple(positions) + (classes,)
+    x = rng.normal(size=((batch,) if which != 1 else ()) + shape)
+    labels = rng.integers(0, classes, size=((batch,) if which != 0 else ()) + shape[:-1])
+    axes = (0 if which != 1 else None, 0 if which != 0 else None)
+    w = rng.normal(size=batch)
+
+    def loss(x, y):
+        return nn_ops.softmax_cross_entropy(x, y)
+
+    def jloss(x, y):
+        picked = jnp.take_along_axis(jax.nn.log_softmax(x), y[..., None], axis=-1)
+        return -jnp.mean(picked)
+
+    def vmapped(x):
+        return wg.vmap(loss, in_axes=axes)(x, labels)
+
+    want = jax.vmap(jloss, in_axes=axes)(x, labels)
+    np.testing.assert_allclose(vmapped(x), want, rtol=1e-12)
+    np.testing.assert_allclose(wg.vmap(wg.grad(loss), in_axes=axes)(x, labels),
+                               jax.vmap(jax.grad(jloss), in_axes=axes)(x, labels), rtol=1e-12, atol=1e-15)
+    jweighted = jax.grad(lambda x: jnp.sum(jax.vmap(jloss, in_axes=axes)(x, labels) * w))(x)
+    np.testing.assert_allclose(wg.grad(lambda x: wnp.sum(vmapped(x) * w))(x), jweighted, rtol=1e-12,
+                               atol=1e-15)
+    t = rng.normal(size=x.shape)
+    np.testing.assert_allclose(wg.jvp(vmapped, (x,), (t,))[1],
+                               jax.jvp(lambda x: jax.vmap(jloss, in_axes=axes)(x, labels), (x,), (t,))[1],
+                               rtol=1e-12, atol=1e-15)
