@@ -112,6 +112,21 @@ def test_a_user_primitive_with_a_joint_rule_differentiates_through_every_engine(
     np.testing.assert_allclose(hess, np.diag(2 * b * b), rtol=1e-14)
 
 
+def test_a_user_joint_rule_with_a_wrong_share_is_refused_by_name():
+    @primitive
+    def scaled(a, b):
+        return a * b
+
+    defvjp(scaled, joint=lambda needed, g, out, a, b: [g * b, wnp.sum(g * a)])  # b's share: a scalar
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    np.testing.assert_allclose(wg.grad(lambda a: wnp.sum(scaled(a, b)))(a), b)  # a's share is right
+    with pytest.raises(ValueError, match="VJP rule of primitive 'scaled' for argument 1 returned shape \\(\\)"):
+        wg.grad(lambda b: wnp.sum(scaled(a, b)))(b)
+    defvjp(scaled, joint=lambda needed, g, out, a, b: [None, g * a])  # a's share missing
+    with pytest.raises(TypeError, match="VJP rule of primitive 'scaled' for argument 0 returned None"):
+        wg.grad(lambda a: wnp.sum(scaled(a, b)))(a)
+
+
 def test_a_joint_share_equals_the_joint_rule_on_the_rule_table():
     """Each argument's share, as the program transformer asks for it, is the joint rule's entry."""
     rng = np.random.default_rng(0)

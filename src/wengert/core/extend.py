@@ -66,14 +66,15 @@ class UserPrimitive(Primitive):
 
 def _checked(prim, mode, argnum, rule):
     """``rule`` of user primitive ``prim`` with its result checked (kind and shape) on every call; for
-    ``argnum`` None, a variadic rule ``rule(argnum, g, out, *args)``."""
+    ``argnum`` None, a variadic rule ``rule(argnum, g, out, *args)``; "joint": ``rule(needed, g, ...)``."""
     if not isinstance(prim, UserPrimitive):
         return rule
 
     def checked(*rule_args, **kwargs):
         result = rule(*rule_args, **kwargs)
-        i, (out, *args) = (argnum, rule_args[1:]) if argnum is not None else (rule_args[0], rule_args[2:])
-        _check_result(prim, mode, i, result, args, out)
+        i, (out, *args) = (argnum, rule_args[1:]) if type(argnum) is int else (rule_args[0], rule_args[2:])
+        for j in [i] if argnum != "joint" else [j for j, need in enumerate(i) if need]:  # joint: a list
+            _check_result(prim, mode, j, result if argnum != "joint" else result[j], args, out)
         return result
     checked.__name__ = checked.__qualname__ = getattr(rule, "__name__", "rule")
     checked.__wrapped__ = rule
@@ -174,7 +175,8 @@ def defvjp(prim, *rules, variadic=None, joint=None, accumulate=None, inplace=Non
     prim = _as_primitive(prim, "defvjp")
     if variadic is not None or joint is not None:
         prim.vjp_argnum = None if variadic is None else _checked(prim, "VJP", None, variadic)
-        prim.vjp_joint, prim.vjps, prim.vjp_missing = joint, (), frozenset()
+        prim.vjp_joint = None if joint is None else _checked(prim, "VJP", "joint", joint)
+        prim.vjps, prim.vjp_missing = (), frozenset()
     elif rules or (accumulate, inplace, floats) == (None, None, None):
         prim.vjps = _rules(prim, rules, "defvjp", "VJP")
         prim.vjp_argnum = prim.vjp_joint = None

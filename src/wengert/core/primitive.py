@@ -151,8 +151,7 @@ class _ArgnumRule:
     __slots__ = ("rule", "argnum")
 
     def __init__(self, rule, argnum):
-        self.rule = rule
-        self.argnum = argnum
+        self.rule, self.argnum = rule, argnum
 
     def __call__(self, g, out, *args, **kwargs):
         return self.rule(self.argnum, g, out, *args, **kwargs)
@@ -180,8 +179,6 @@ def _rule(prim, rules, variadic, argnum, mode, definer):
 BROADCASTING = [None, None]
 """``[unbroadcast, broadcast_tangent]``, broadcasting's adjoint and tangent rules: rules themselves,
 put here by ``wengert.rules.broadcasting`` for primitives made with ``broadcasts=True``."""
-
-
 _ALL_MISSING = frozenset(range(256))
 
 
