@@ -120,7 +120,8 @@ def test_a_user_joint_rule_with_a_wrong_share_is_refused_by_name():
     defvjp(scaled, joint=lambda needed, g, out, a, b: [g * b, wnp.sum(g * a)])  # b's share: a scalar
     a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
     np.testing.assert_allclose(wg.grad(lambda a: wnp.sum(scaled(a, b)))(a), b)  # a's share is right
-    with pytest.raises(ValueError, match="VJP rule of primitive 'scaled' for argument 1 returned shape \\(\\)"):
+    wrong = "VJP rule of primitive 'scaled' for argument 1 returned shape \\(\\)"
+    with pytest.raises(ValueError, match=wrong):
         wg.grad(lambda b: wnp.sum(scaled(a, b)))(b)
     defvjp(scaled, joint=lambda needed, g, out, a, b: [None, g * a])  # a's share missing
     with pytest.raises(TypeError, match="VJP rule of primitive 'scaled' for argument 0 returned None"):
