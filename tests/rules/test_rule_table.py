@@ -255,7 +255,7 @@ def test_many_pieces_take_one_joint_rule_call_per_mode(build, monkeypatch):
 
     prim = {"stack": shape.stack, "array": shape.stack, "concatenate": shape.concatenate}[build]
     calls = {"vjp": 0, "jvp": 0, "per-argument": 0}
-    vjp_joint, jvp_joint, per_arg = prim.vjp_joint, prim.jvp_joint, prim.vjp_argnum
+    vjp_joint, jvp_joint, per_arg = prim.vjp_joint, prim.jvp_joint, prim.vjp_rule
 
     def counted(key, rule):
         def wrapped(*a, **k):
@@ -265,7 +265,7 @@ def test_many_pieces_take_one_joint_rule_call_per_mode(build, monkeypatch):
 
     monkeypatch.setattr(prim, "vjp_joint", counted("vjp", vjp_joint))
     monkeypatch.setattr(prim, "jvp_joint", counted("jvp", jvp_joint))
-    monkeypatch.setattr(prim, "vjp_argnum", counted("per-argument", per_arg))
+    monkeypatch.setattr(prim, "vjp_rule", lambda i: counted("per-argument", per_arg(i)))
     n = 500
     x = np.linspace(0.1, 1.0, n)
     make = {"stack": lambda ps: wnp.stack(ps), "array": lambda ps: wnp.array(ps),

@@ -136,7 +136,7 @@ def _contributions(prim, args, kwargs, out, g, mask, full_out):
             buf = np.zeros(args[j].shape, dtype=np.result_type(g, np.asarray(full_out)))
             accumulate[j](buf, g, out, *args, **kwargs)
             found.append(buf)
-    joint = getattr(prim, "vjp_joint", None)  # every argument's contribution in one call (concatenate)
+    joint = prim.vjp_joint  # every argument's contribution in one call (concatenate), beside its shares
     if joint is not None:
         for c, arg, differentiated in zip(joint(list(mask), g, out, *args, **kwargs), args, mask):
             if differentiated:

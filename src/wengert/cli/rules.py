@@ -64,7 +64,8 @@ def _covered(rules, argnum, letter):
 
 def _mode_list(prim):
     """Every mode's state: ``[rev..., fwd..., vmap or no vmap]`` (``float`` left out)."""
-    return [_covered(prim.vjps, prim.vjp_argnum, "rev"), _covered(prim.jvps, prim.jvp_argnum, "fwd"),
+    for_all = prim.vjp_argnum or prim.vjp_joint  # one rule for every argument
+    return [_covered(prim.vjps, for_all, "rev"), _covered(prim.jvps, prim.jvp_argnum, "fwd"),
             "vmap" if batching_rule(prim) is not None else "no vmap"]
 
 
@@ -228,7 +229,8 @@ def formulas(prim):
     out = []
     for i, (name, d) in enumerate(zip(names, ds)):
         if d is None:  # not a multiplier (absolute: complex inputs) or no derivative at all
-            ruled = prim.vjp_argnum is not None or (i < len(prim.vjps) and prim.vjps[i] is not None)
+            ruled = (prim.vjp_argnum or prim.vjp_joint) is not None or (
+                i < len(prim.vjps) and prim.vjps[i] is not None)
             out.append(f"d/d{name}: " + ("a rule of its own" if ruled else "none (not differentiable)"))
             continue
         if not callable(d):

@@ -66,14 +66,15 @@ class UserPrimitive(Primitive):
 
 def _checked(prim, mode, argnum, rule):
     """``rule`` of user primitive ``prim`` with its result checked (kind and shape) on every call; for
-    ``argnum`` None, a variadic rule ``rule(argnum, g, out, *args)``."""
+    ``argnum`` None, a variadic rule ``rule(argnum, g, out, *args)``; "joint": ``rule(needed, g, ...)``."""
     if not isinstance(prim, UserPrimitive):
         return rule
 
     def checked(*rule_args, **kwargs):
         result = rule(*rule_args, **kwargs)
-        i, (out, *args) = (argnum, rule_args[1:]) if argnum is not None else (rule_args[0], rule_args[2:])
-        _check_result(prim, mode, i, result, args, out)
+        i, (out, *args) = (argnum, rule_args[1:]) if type(argnum) is int else (rule_args[0], rule_args[2:])
+        for j in [i] if argnum != "joint" else [j for j, need in enumerate(i) if need]:  # joint: a list
+            _check_result(prim, mode, j, result if argnum != "joint" else result[j], args, out)
         return result
     checked.__name__ = checked.__qualname__ = getattr(rule, "__name__", "rule")
     checked.__wrapped__ = rule
@@ -158,12 +159,13 @@ def _special(prim, rules, definer):
     return rules if any(r is not None for r in rules) else None
 
 
-def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=None):
+def defvjp(prim, *rules, variadic=None, joint=None, accumulate=None, inplace=None, floats=None):
     """Give ``prim`` one VJP rule per positional argument: ``rule(g, out, *args, **kwargs)`` returns
     the argument's share of the output's cotangent ``g``; None marks an argument not differentiable.
 
-    Options, each computing what the ordinary rules compute (``docs/adding-a-primitive.md``):
-    ``variadic=rule(argnum, g, out, *args)``, one rule for every argument; ``accumulate=(rule, ...)``,
+    Or, instead: ``variadic=rule(argnum, g, out, *args)``, one rule for every argument; ``joint=rule(
+    needed, g, out, *args)``, every argument's share in one call (a list, None where not ``needed``).
+    Faster forms computing what those compute (``docs/adding-a-primitive.md``): ``accumulate=(rule, ...)``,
     ``rule(buffer, g, out, *args)`` adds the contribution into ``buffer``, the argument's adjoint, in
     place (``buffer[idx] += g``: O(len(g)) for ``x[idx]``; first-order passes only); ``inplace=(rule,
     ...)``, the contribution computed in ``g``'s memory (or None to decline) when nothing else refers to
@@ -171,12 +173,13 @@ def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=No
     ``ArithmeticError`` or ``ValueError`` where its answer would not be NumPy's (``math.pow``, not ``**``).
     """
     prim = _as_primitive(prim, "defvjp")
-    if variadic is not None:
-        prim.vjp_argnum = _checked(prim, "VJP", None, variadic)
-        prim.vjp_missing = frozenset()
+    if variadic is not None or joint is not None:
+        prim.vjp_argnum = None if variadic is None else _checked(prim, "VJP", None, variadic)
+        prim.vjp_joint = None if joint is None else _checked(prim, "VJP", "joint", joint)
+        prim.vjps, prim.vjp_missing = (), frozenset()
     elif rules or (accumulate, inplace, floats) == (None, None, None):
         prim.vjps = _rules(prim, rules, "defvjp", "VJP")
-        prim.vjp_argnum = None
+        prim.vjp_argnum = prim.vjp_joint = None
         prim.vjp_missing = _ALL_MISSING.difference(i for i, r in enumerate(rules) if r is not None)
     if accumulate is not None:
         prim.vjp_accumulate = _special(prim, accumulate, "defvjp")
@@ -184,7 +187,7 @@ def defvjp(prim, *rules, variadic=None, accumulate=None, inplace=None, floats=No
         prim.vjp_inplace = _special(prim, inplace, "defvjp")
     if floats is not None:
         prim.float_vjp = _rules(prim, (floats,), "defvjp")[0]
-    extra = (prim.vjp_accumulate, prim.vjp_argnum, prim.vjp_inplace) != (None, None, None)
+    extra = (prim.vjp_accumulate, prim.vjp_argnum, prim.vjp_joint, prim.vjp_inplace) != (None,) * 4
     prim.vjp_extra = True if extra else None  # the backward pass's one test for more than ``vjps``
     return prim
 

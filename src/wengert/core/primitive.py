@@ -1,18 +1,14 @@
 """Primitives: the rule table's entries and the one dispatch point every engine goes through.
 
-A primitive wraps an implementation and carries rules per positional argument (defined with
-``wengert.core.extend``): a VJP rule ``rule(g, out, *args, **kwargs)`` gives the argument's share of
-the output's cotangent ``g``, a JVP rule ``rule(t, out, *args, **kwargs)`` the output's tangent from
-the argument's tangent ``t``. A call with no traced argument costs one scan and the implementation.
+A primitive wraps an implementation and carries its rules (:class:`Primitive` lists its slots,
+``wengert.core.extend`` sets them). A call with no traced argument costs one scan and the implementation.
 
 Python floats take fast paths (``math``'s functions, Python's operators, fused float rules) with one
 contract: the general path's value and derivative on ``np.float64``. Where Python refuses what NumPy
-answers with inf or nan (``math.log(0.0)``, ``1.0 / 0.0``, ``math.exp(1000.0)``, a negative base's
-fractional power) the fast path raises one of :data:`FLOAT_PATH_ERRORS` and the step is done again on
-``np.float64`` (:func:`on_float64`): NumPy's value and warning, as a Python float. A ``try`` costs
-nothing until it raises. One documented difference: Python's ``+ - * /`` return inf or nan silently
-where NumPy warns (overflow, invalid value), as ``math.pow`` does with an infinite exponent; values
-never differ. tests/core/test_fast_paths.py checks every float path at special points.
+answers with inf or nan (``math.log(0.0)``, ``1.0 / 0.0``, a negative base's fractional power) the
+fast path raises one of :data:`FLOAT_PATH_ERRORS` and the step is redone on ``np.float64``
+(:func:`on_float64`): NumPy's value and warning. One difference: Python's ``+ - * /`` give inf or nan
+without NumPy's warning. tests/core/test_fast_paths.py checks every float path at special points.
 """
 
 from numpy import float64 as _float64
@@ -48,16 +44,24 @@ class NoRuleError(NotImplementedError):
 
 
 class Primitive:
-    """A function whose derivatives are given by rules rather than by tracing its body.
+    """A function whose derivatives are given by rules rather than by tracing its body. Its slots,
+    all set here and by ``wengert.core.extend`` (rules ``rule(g, out, *args, **kwargs)`` unless said):
 
-    ``vjps``/``jvps`` hold a rule per argument (``vjp_argnum``/``jvp_argnum`` one for all);
-    ``grad_post(c, arg)`` and ``tangent_post(t, out)`` adjust every rule's result (broadcasting's
-    sums: the one place that bookkeeping lives). Optional forms for speed: ``vjp_accumulate`` (add
-    into a buffer the backward pass owns), ``vjp_inplace`` (overwrite the cotangent), ``float_vjp``
-    (all contributions at once on Python floats), ``float_fun`` (the implementation on floats,
-    which the recording hot path calls directly); ``vjp_extra`` is None unless a VJP needs more than
-    ``vjps``, the backward pass's one test. The facts (``linear``, ``fresh``, ``broadcasts``, ...,
-    ``derivatives``) are documented at :func:`wengert.facts`.
+    - ``fun``: the implementation; ``float_fun``: it on Python floats (the recording hot path calls it);
+    - reverse rule, stated in ONE of three forms: ``vjps`` (one per argument, None: not differentiable),
+      ``vjp_argnum`` (one for all, ``rule(argnum, g, ...)``) or ``vjp_joint`` (every argument's share in
+      one call, ``rule(needed, g, ...)`` -> list, None where not needed; :meth:`vjp_rule` derives each
+      argument's share from it); ``vjp_missing``: the argnums without a rule, checked when recording;
+    - fast forms of the same rule: ``vjp_accumulate`` (add into the adjoint buffer the backward pass
+      owns), ``vjp_inplace`` (in ``g``'s memory), ``float_vjp`` (all shares at once on Python floats);
+      ``vjp_extra``: True when more than ``vjps`` is declared, the backward pass's one test;
+    - forward rule: ``jvps``/``jvp_argnum`` likewise, ``jvp_joint`` (``rule(tangents, out, *args)``) a
+      faster form for several tangents at once; ``grad_post(c, arg)``/``tangent_post(t, out)`` adjust
+      every rule's result (broadcasting's sums: the one place that bookkeeping lives);
+    - ``batch``: ``vmap``'s rule (``defbatch``); ``nondiff``: the result carries no derivative;
+    - facts (``linear``, ``linear_jointly``, ``units``, ``negates``, ``identity_if_unchanged``,
+      ``shape_only``, ``fresh``, ``updates_view``, ``broadcasts``, ``operator``, ``math_name``, ``helper``,
+      ``saves``, ``constants``, ``derivatives``): documented at :func:`wengert.facts`.
     """
 
     def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False, broadcasts=False):
@@ -69,20 +73,15 @@ class Primitive:
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
         self.vjps = self.jvps = ()
-        self.vjp_argnum = self.jvp_argnum = None
+        self.vjp_argnum = self.jvp_argnum = self.vjp_joint = self.jvp_joint = None
         self.grad_post, self.tangent_post = grad_post, tangent_post
-        self.nondiff = nondiff
-        self.vjp_missing = _ALL_MISSING  # argnums without a VJP rule, checked when recording
-        self.vjp_accumulate = self.vjp_inplace = self.vjp_extra = None
-        self.float_vjp = self.float_fun = None
-        # facts the program transformer reads (see wengert.core.extend.facts)
+        self.nondiff, self.vjp_missing = nondiff, _ALL_MISSING
+        self.vjp_accumulate = self.vjp_inplace = self.vjp_extra = self.float_vjp = self.float_fun = None
         self.linear = self.linear_jointly = ()
         self.fresh = self.shape_only = self.identity_if_unchanged = False
         self.broadcasts = broadcasts  # elementwise broadcasting (grad_post alone may sum batch axes)
         self.operator = self.math_name = self.helper = self.derivatives = self.units = self.negates = None
-        self.saves = self.updates_view = self.constants = None  # saves None: rules read everything
-        self.batch = None  # the batching rule (wengert.engines.batching), where one is declared
-        self.jvp_joint = None  # optional: every argument's tangents at once, rule(tangents, out, *args)
+        self.saves = self.updates_view = self.constants = self.batch = None  # saves None: rules read all
 
     def __call__(self, *args, **kwargs):
         top = None
@@ -114,24 +113,15 @@ class Primitive:
 
     # -- rules -------------------------------------------------------------------------------
     def vjp_rule(self, argnum):
-        """The VJP rule for positional argument ``argnum``, or raise :class:`NoRuleError`."""
-        if self.vjp_argnum is not None:
-            return _ArgnumRule(self.vjp_argnum, argnum)
-        rules = self.vjps
-        rule = rules[argnum] if argnum < len(rules) else None
-        if rule is None:
-            raise NoRuleError(_missing(self, "VJP (reverse-mode)", argnum, "defvjp"), "vjp")
-        return rule
+        """The VJP rule for positional argument ``argnum`` (a joint rule's share where that is the form
+        given), or raise :class:`NoRuleError`."""
+        if self.vjp_joint is not None:
+            return _JointShare(self.vjp_joint, argnum)
+        return _rule(self, self.vjps, self.vjp_argnum, argnum, "VJP (reverse-mode)", "defvjp")
 
     def jvp_rule(self, argnum):
         """The JVP rule for positional argument ``argnum``, or raise :class:`NoRuleError`."""
-        if self.jvp_argnum is not None:
-            return _ArgnumRule(self.jvp_argnum, argnum)
-        rules = self.jvps
-        rule = rules[argnum] if argnum < len(rules) else None
-        if rule is None:
-            raise NoRuleError(_missing(self, "JVP (forward-mode)", argnum, "defjvp"), "jvp")
-        return rule
+        return _rule(self, self.jvps, self.jvp_argnum, argnum, "JVP (forward-mode)", "defjvp")
 
     def jvp(self, argnum, t, out, args, kwargs):
         """Tangent of ``out`` contributed by the tangent ``t`` of argument ``argnum``."""
@@ -161,26 +151,34 @@ class _ArgnumRule:
     __slots__ = ("rule", "argnum")
 
     def __init__(self, rule, argnum):
-        self.rule = rule
-        self.argnum = argnum
+        self.rule, self.argnum = rule, argnum
 
     def __call__(self, g, out, *args, **kwargs):
         return self.rule(self.argnum, g, out, *args, **kwargs)
 
 
-def _missing(prim, mode, argnum, definer):
-    return (
-        f"wengert: primitive '{prim.__name__}' has no {mode} rule for its argument {argnum}. "
-        f"Define one with wg.{definer}({prim.__name__}, ...), or do not differentiate with "
-        f"respect to that argument (pass a constant there)."
-    )
+class _JointShare(_ArgnumRule):
+    """Argument ``argnum``'s share of a joint rule ``rule(needed, g, out, *args)``."""
+
+    def __call__(self, g, out, *args, **kwargs):
+        return self.rule([i == self.argnum for i in range(len(args))], g, out, *args, **kwargs)[self.argnum]
+
+
+def _rule(prim, rules, variadic, argnum, mode, definer):
+    """``prim``'s rule for argument ``argnum`` (one of ``rules``, or ``variadic`` bound to it)."""
+    if variadic is not None:
+        return _ArgnumRule(variadic, argnum)
+    rule = rules[argnum] if argnum < len(rules) else None
+    if rule is None:
+        raise NoRuleError(f"wengert: primitive '{prim.__name__}' has no {mode} rule for its argument "
+                          f"{argnum}. Define one with wg.{definer}({prim.__name__}, ...), or do not "
+                          "differentiate with respect to that argument (pass a constant there).", definer[3:])
+    return rule
 
 
 BROADCASTING = [None, None]
 """``[unbroadcast, broadcast_tangent]``, broadcasting's adjoint and tangent rules: rules themselves,
 put here by ``wengert.rules.broadcasting`` for primitives made with ``broadcasts=True``."""
-
-
 _ALL_MISSING = frozenset(range(256))
 
 

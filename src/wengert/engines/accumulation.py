@@ -8,7 +8,6 @@ import sys
 
 import numpy as np
 
-from wengert.core.primitive import _ArgnumRule
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES
 from wengert.rules.broadcasting import dtype_of, foreign, shape_of
 
@@ -74,8 +73,8 @@ def apply_inplace(prim, node, g, adj, owned):
 
 
 def argnum_rules(prim, n):
-    """The per-argument rules of a primitive defined by one rule for all arguments."""
-    return [_ArgnumRule(prim.vjp_argnum, i) for i in range(n)]
+    """The per-argument rules of a primitive defined by one rule for all arguments (or a joint rule)."""
+    return [prim.vjp_rule(i) for i in range(n)]
 
 
 def extra_rules(prim, node, g, adj, owned):
@@ -89,10 +88,10 @@ def extra_rules(prim, node, g, adj, owned):
     """
     args = node._args
     accumulate_rules = prim.vjp_accumulate
-    joint = getattr(prim, "vjp_joint", None)
+    joint = prim.vjp_joint
     if joint is not None and accumulate_rules is None:
         return _joint(prim, joint, node, g, adj, owned)
-    rules = prim.vjps if prim.vjp_argnum is None else argnum_rules(prim, len(args))
+    rules = prim.vjps if prim.vjp_argnum is None and joint is None else argnum_rules(prim, len(args))
     if accumulate_rules is None or type(g) in BOX_TYPES or foreign(g) or _opaque(args):
         return rules
     kw = node._kwargs

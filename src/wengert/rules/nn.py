@@ -107,25 +107,39 @@ one_hot = nondiff_primitive(_one_hot_impl, "one_hot")
 facts(one_hot, fresh=True)
 
 
-def _softmax_cross_entropy_impl(logits, labels):
-    """mean over positions of -log softmax(logits)[label]."""
+def _softmax_cross_entropy_impl(logits, labels, kept=0):
+    """mean over positions of -log softmax(logits)[label]; with ``kept`` > 0, one mean for each index
+    of the first ``kept`` axes (each example's, under ``wg.vmap``)."""
     labels = _check_labels(logits, labels)
     lsm = _log_softmax_impl(logits)
     picked = np.take_along_axis(lsm, labels[..., None], axis=-1)
+    if kept:
+        return -picked.mean(axis=tuple(range(kept, picked.ndim)))
     return lsm.dtype.type(-picked.mean())
 
 
-def _ce_direction(logits, labels):
-    """d loss / d logits: (softmax(logits) - onehot(labels)) / N."""
-    n = max(int(np.prod(np.shape(labels))), 1)
+def _ce_direction(logits, labels, kept):
+    """d loss / d logits: (softmax(logits) - onehot(labels)) / N, N the positions in one mean."""
+    n = max(int(np.prod(np.shape(labels)[kept:])), 1)
     target = one_hot(labels, broadcasting.shape_of(logits), broadcasting.dtype_of(logits))
     return (elementwise.exp(log_softmax(logits)) - target) * (1.0 / n)
 
 
+def _ce_vjp(g, out, logits, labels, kept=0):
+    if kept:  # one cotangent per kept index, spread over its positions and classes
+        shape = broadcasting.shape_of(logits)
+        g = broadcasting.reshape(g, tuple(shape[:kept]) + (1,) * (len(shape) - kept))
+    return g * _ce_direction(logits, labels, kept)
+
+
+def _ce_jvp(t, out, logits, labels, kept=0):
+    axes = tuple(range(kept, len(broadcasting.shape_of(logits)))) if kept else None
+    return reductions.sum(t * _ce_direction(logits, labels, kept), axis=axes)
+
+
 softmax_cross_entropy = Primitive(_softmax_cross_entropy_impl, name="softmax_cross_entropy")
-defvjp(softmax_cross_entropy, lambda g, out, logits, labels: g * _ce_direction(logits, labels), None)
-defjvp(softmax_cross_entropy,
-       lambda t, out, logits, labels: reductions.sum(t * _ce_direction(logits, labels)), None)
+defvjp(softmax_cross_entropy, _ce_vjp, None)
+defjvp(softmax_cross_entropy, _ce_jvp, None)
 facts(softmax_cross_entropy, fresh=True)
 facts(softmax_cross_entropy, saves=(0, 1))  # logits and labels both (not out)
 
@@ -142,8 +156,7 @@ def _batch_log_softmax(prim, values, batched, kwargs):
 
 
 def _batch_softmax_cross_entropy(prim, values, batched, kwargs):
-    """Each example's mean over its positions, written with the primitives it is made of (so that
-    it stays differentiable): -sum(log_softmax(logits) * onehot(labels)) / positions."""
+    """Each example's mean over its positions: the primitive itself, keeping one more leading axis."""
     logits, labels = values
     shape = tuple(broadcasting.shape_of(logits))
     if not batched[0]:
@@ -151,9 +164,7 @@ def _batch_softmax_cross_entropy(prim, values, batched, kwargs):
         shape = tuple(broadcasting.shape_of(logits))
     elif not batched[1]:
         labels = np.broadcast_to(labels, shape[:-1])
-    positions = max(int(np.prod(shape[1:-1])), 1)
-    picked = log_softmax(logits, axis=-1) * one_hot(labels, shape, broadcasting.dtype_of(logits))
-    return reductions.sum(picked, axis=tuple(range(1, len(shape)))) * (-1.0 / positions)
+    return prim(logits, labels, kept=kwargs.get("kept", 0) + 1)
 
 
 def _batch_one_hot(prim, values, batched, kwargs):

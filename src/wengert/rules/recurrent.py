@@ -10,7 +10,7 @@
 Composed from primitives this is about fifteen tape nodes per time step (four slices, three
 sigmoids, two tanh, five products and sums); as one node it is one, with one backward step.
 The VJP rules are written with wengert's functions (so that second derivatives work) and the
-backward pass asks both arguments' shares of one joint rule (``vjp_joint``), computed once. The sigmoid
+reverse rule is joint (``defvjp(joint=...)``): both arguments' shares from one computation. The sigmoid
 is ``(1 + tanh(x / 2)) / 2``, which never overflows. float32 stays float32.
 """
 
@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
+from wengert.core.extend import defjvp, defjvp_argnum, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, shape
 
@@ -72,16 +72,8 @@ def _backward(cot, gates, c):
     return d_gates, dc_total * f
 
 
-def _vjp_gates(cot, out, gates, c):
-    return _backward(cot, gates, c)[0]
-
-
-def _vjp_c(cot, out, gates, c):
-    return _backward(cot, gates, c)[1]
-
-
-def _vjp_joint(needed, cot, out, gates, c):
-    """Both arguments' shares from one backward computation (the backward pass calls this)."""
+def _vjp(needed, cot, out, gates, c):
+    """Both arguments' shares from one backward computation: the reverse rule, in the joint form."""
     d_gates, d_c = _backward(cot, gates, c)
     return [d_gates if needed[0] else None, d_c if needed[1] else None]
 
@@ -106,12 +98,9 @@ def _tangent(t_gates, t_c, gates, c):
 
 
 lstm_cell = Primitive(_lstm_cell_impl, name="lstm_cell", grad_post=broadcasting.unbroadcast)
-defvjp(lstm_cell, _vjp_gates, _vjp_c)
+defvjp(lstm_cell, joint=_vjp)
 defjvp(lstm_cell, lambda t, out, gates, c: _tangent(t, None, gates, c),
        lambda t, out, gates, c: _tangent(None, t, gates, c))
-# the backward pass calls the joint rule (read with getattr: an optional attribute of primitives)
-setattr(lstm_cell, "vjp_joint", _vjp_joint)  # noqa: B010 - not a declared attribute of Primitive
-lstm_cell.vjp_extra = True
 facts(lstm_cell, fresh=True, saves=(0, 1))
 
 
@@ -309,18 +298,13 @@ def _sequence_tangent(tangents, out, proj, h0, c0, w_hh):
     return shape.stack(*steps, axis=0)
 
 
-def _sequence_vjp(argnum, cot, out, *args):
-    return _sequence_backward([i == argnum for i in range(4)], cot, out, *args)[argnum]
-
-
 def _sequence_jvp(argnum, t, out, *args):
     return _sequence_tangent([t if i == argnum else None for i in range(4)], out, *args)
 
 
 lstm_sequence = Primitive(_sequence_impl, name="lstm_sequence", grad_post=broadcasting.unbroadcast)
-defvjp_argnum(lstm_sequence, _sequence_vjp)
+defvjp(lstm_sequence, joint=_sequence_backward)
 defjvp_argnum(lstm_sequence, _sequence_jvp)
-setattr(lstm_sequence, "vjp_joint", _sequence_backward)  # noqa: B010
 lstm_sequence.jvp_joint = lambda tangents, out, *args: _sequence_tangent(list(tangents), out, *args)
 facts(lstm_sequence, fresh=True, saves=("out", 0, 1, 2, 3))
 

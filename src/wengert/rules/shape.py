@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from wengert.core.extend import defbatch, defjvp, defjvp_argnum, defvjp, defvjp_argnum, facts
+from wengert.core.extend import defbatch, defjvp, defjvp_argnum, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, indexing
 from wengert.rules.broadcasting import astype, reshape
@@ -43,24 +43,23 @@ def _concatenate_impl(*arrays, axis=0):
     return np.concatenate(arrays, axis=axis)
 
 
-def _concat_bounds(out, arrays, argnum, axis):
-    """Where argument ``argnum`` lies along ``axis`` of the concatenation ``out``: its axis and its
-    start and stop. The offsets of all arguments are computed once per concatenation (the backward
-    pass asks for each argument's in turn: once each would be quadratic in their number). The
-    concatenation is identified by its result ``out``, of which each has its own (a symbol per
+def _concat_offsets(out, arrays, axis):
+    """The axis of the concatenation ``out`` and where each argument starts along it (and the end),
+    computed once per concatenation: an engine that asks for each argument's share in turn (the
+    program transformer, by :meth:`Primitive.vjp_rule`) would otherwise be quadratic in their number.
+    The concatenation is identified by its result ``out``, of which each has its own (a symbol per
     variable in a traced program, a value or placeholder per node on the tape); its arguments do
     not identify it: one array (symbol) may begin several concatenations of different pieces."""
     key = (id(out), id(arrays[0]), len(arrays), axis)
     cached = _OFFSETS.get("last")
     if cached is None or cached[0] != key or cached[1]() is not out or cached[2]() is not arrays[0]:
-        ax = axis % len(broadcasting.shape_of(arrays[argnum]))
+        ax = axis % len(broadcasting.shape_of(out))
         offsets = [0]
         for a in arrays:
             offsets.append(offsets[-1] + broadcasting.shape_of(a)[ax])
         cached = (key, _referent(out), _referent(arrays[0]), ax, offsets)
         _OFFSETS["last"] = cached
-    _, _, _, ax, offsets = cached
-    return ax, offsets[argnum], offsets[argnum + 1]
+    return cached[3], cached[4]
 
 
 _OFFSETS = {}
@@ -75,13 +74,6 @@ def _referent(x):
         return lambda: x
 
 
-def _concatenate_vjp(argnum, g, out, *arrays, axis=0):
-    if axis is None:
-        raise NotImplementedError("concatenate(axis=None) is not differentiable; ravel the inputs first")
-    ax, start, stop = _concat_bounds(out, arrays, argnum, axis)
-    return indexing.getitem(g, (slice(None),) * ax + (slice(start, stop),))
-
-
 def _concatenate_jvp(argnum, t, out, *arrays, axis=0):
     parts = [t if i == argnum else elementwise.zeros_of(a) for i, a in enumerate(arrays)]
     return concatenate(*parts, axis=axis)
@@ -94,18 +86,15 @@ def _concatenate_jvp_joint(tangents, out, *arrays, axis=0):
     return concatenate(*parts, axis=axis)
 
 
-def _concatenate_vjp_joint(needed, g, out, *arrays, axis=0):
-    """Every argument's cotangent at once: its slice of ``g`` (None where not ``needed``)."""
+def _concatenate_vjp(needed, g, out, *arrays, axis=0):
+    """Every argument's cotangent, its slice of ``g`` (None where not ``needed``): the reverse rule, in
+    the joint form (one call for all arguments: linear in their number, on the tape and in programs)."""
     if axis is None:
         raise NotImplementedError("concatenate(axis=None) is not differentiable; ravel the inputs first")
-    ax = axis % len(broadcasting.shape_of(out))
+    ax, offsets = _concat_offsets(out, arrays, axis)
     lead = (slice(None),) * ax
-    cs, start = [], 0
-    for need, a in zip(needed, arrays):
-        stop = start + broadcasting.shape_of(a)[ax]
-        cs.append(indexing.getitem(g, lead + (slice(start, stop),)) if need else None)
-        start = stop
-    return cs
+    return [indexing.getitem(g, lead + (slice(offsets[i], offsets[i + 1]),)) if need else None
+            for i, need in enumerate(needed)]
 
 
 def stack_arrays(*arrays, axis=0):
@@ -113,14 +102,10 @@ def stack_arrays(*arrays, axis=0):
     return np.stack(arrays, axis=axis)
 
 
-def _stack_vjp(argnum, g, out, *arrays, axis=0):
-    ax = axis % len(broadcasting.shape_of(out))
-    return indexing.getitem(g, (slice(None),) * ax + (argnum,))
-
-
-def _stack_vjp_joint(needed, g, out, *arrays, axis=0):
-    """Every argument's cotangent at once, its slice of ``g`` (None where not ``needed``); for
-    Python floats stacked into a plain vector, Python floats (the backward pass's scalar path)."""
+def _stack_vjp(needed, g, out, *arrays, axis=0):
+    """Every argument's cotangent, its slice of ``g`` (None where not ``needed``): the reverse rule, in
+    the joint form; for Python floats stacked into a plain vector, Python floats (the backward pass's
+    scalar path)."""
     ax = axis % len(broadcasting.shape_of(out))
     if type(g) is np.ndarray:
         if g.ndim == 1 and g.dtype == np.float64:
@@ -150,21 +135,22 @@ def _fit(c, arg):
     return broadcasting.unbroadcast(c, arg)
 
 
-def _joining(impl, name, vjp, jvp, vjp_joint, jvp_joint):
-    """A primitive joining any number of arrays: one rule per mode for every argument, and the joint
-    rules the engines call instead (all arguments' cotangents or tangents in one call)."""
+def _joining(impl, name, vjp, jvp, jvp_joint):
+    """A primitive joining any number of arrays: its reverse rule gives every argument's cotangent in one
+    call (each argument's alone is derived from it), its forward rule one argument's tangent, with a
+    joint form the forward engine calls instead for several (linear, not quadratic, in their number)."""
     prim = Primitive(impl, name=name, grad_post=_fit)
-    defvjp_argnum(prim, vjp)
+    defvjp(prim, joint=vjp)
     defjvp_argnum(prim, jvp)
-    prim.vjp_joint, prim.jvp_joint = vjp_joint, jvp_joint
+    prim.jvp_joint = jvp_joint
     return facts(prim, fresh=True)
 
 
 concatenate = _joining(_concatenate_impl, "concatenate", _concatenate_vjp, _concatenate_jvp,
-                       _concatenate_vjp_joint, _concatenate_jvp_joint)
-facts(concatenate, saves=())  # its VJPs read the pieces' shapes only
-stack = _joining(stack_arrays, "stack", _stack_vjp, _stack_jvp, _stack_vjp_joint, _stack_jvp_joint)
-facts(stack, saves=())  # its VJPs read the output's shape only
+                       _concatenate_jvp_joint)
+facts(concatenate, saves=())  # its VJP reads the pieces' shapes only
+stack = _joining(stack_arrays, "stack", _stack_vjp, _stack_jvp, _stack_jvp_joint)
+facts(stack, saves=())  # its VJP reads the output's shape only
 
 
 def _repeat_impl(a, repeats, axis=None):

@@ -21,6 +21,7 @@ CASES = {
         (lambda x: nn_ops.softmax_cross_entropy(x, LABELS_4), (R(4, 3, lo=-2, hi=2),)),
         (lambda x: nn_ops.softmax_cross_entropy(x, LABELS_23), (R(2, 3, 4),)),
         (lambda x: nn_ops.softmax_cross_entropy(x, 1), (R(3),)),
+        (lambda x: nn_ops.softmax_cross_entropy(x, LABELS_23, kept=1), (R(2, 3, 4),)),  # vmap's form
     ],
 }
 
