@@ -27,6 +27,7 @@ from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, gc_paused
 from wengert.engines.collector import trace_started
 from wengert.program.captures import scan, with_captured_inputs
+from wengert.program.compiled_source import REFUSALS, from_source_instead
 from wengert.program.ir import Program, Variable
 from wengert.program.pipeline import lower, optimize
 from wengert.program.tracing import _param_names
@@ -264,7 +265,10 @@ class CompiledFunction:
         name = getattr(self.fun, "__name__", self.fun)
         random = sources_of(self.fun, args, where=f"wg.compile({name})")
         before = random.capture()
-        built = self._build_traced(args, name)
+        try:
+            built = self._build_traced(args, name)
+        except REFUSALS as refusal:  # control flow on a traced value, a plain buffer: built from source
+            built = from_source_instead(self.fun, args, self.transform, self.argnums, refusal)
         drew = random.changed(before)
         if drew:
             random.restore(before)

@@ -1,0 +1,129 @@
+"""``wg.compile`` where the trace refuses: the program built from the function's source instead.
+
+Tracing runs the function once on symbols, so Python control flow on a traced value (``if a > 0:``,
+``while abs(a) > 1e-3:``, ``range(n)`` of a traced ``n``, ``break`` on a traced test) and stores
+into a plain NumPy buffer (``buf = np.zeros(3); buf[i] = x``) or a NumPy function given a list of
+traced values are refused (:class:`TracingError`, :class:`ExitError`). For those refusals (not the
+captured values' checks of ``captures.py`` nor the randomness check, which stand) ``wg.compile``
+builds the program from the source, as ``wg.source_grad`` does (``Program.from_source``:
+``if``/``while``/``for``/``break`` stay control flow in the program) and caches it for the signature
+like a trace: the value, ``.grad()`` and ``.value_and_grad()`` all run it.
+
+What is visible: ``cf.program(x)`` is a :class:`SourceCompiled` (``.source`` the source-derived
+program with its loops and branches, ``.refusal`` the trace's reason, ``.from_source`` True where a
+traced ``Program`` has False), and ``cf.cache_info()`` counts it as one miss, as a trace. No warning:
+the values are those of the function, the gradients those of ``wg.source_grad``.
+
+Where the source transformation cannot build it either, :class:`TracingError` names both reasons,
+the trace's and the source transformer's (each with its file and line).
+"""
+
+import os
+
+import numpy as np
+
+from wengert.core.errors import TracingError
+from wengert.core.exits import ExitError, name_of
+from wengert.program import captures as captures_module
+from wengert.program.captures import Captures
+from wengert.program.control_codegen import compile_block
+from wengert.program.ir import Program
+from wengert.program.source_adjoint import grad_source
+from wengert.program.source_inplace import update_in_place
+
+__all__ = ["REFUSALS", "SourceCompiled", "from_source_instead"]
+
+REFUSALS = (TracingError, ExitError)
+"""What the trace raises for what it cannot record (control flow on a value, a plain buffer)."""
+
+_CAPTURES_FILE = os.path.abspath(captures_module.__file__)
+
+# What building from source raises for what it does not support: TransformError and TracingError
+# are TypeErrors; a shape or an argument it cannot take, a ValueError or TypeError; no source, OSError.
+_SOURCE_FAILURES = (TypeError, ValueError, IndexError, NotImplementedError, OSError)
+
+
+class SourceCompiled:
+    """What ``wg.compile`` caches for a signature whose trace refused: the program built from source
+    (``.program``: a ``SourceProgram``, or its gradient program), and what ``compiled._Entry`` reads
+    of a traced ``Program`` (``function``, ``in_leaves``, ``out_tree``, ``outputs``, ``captures``)."""
+
+    from_source = True
+
+    def __init__(self, forward, program, function, refusal):
+        self.program = program
+        self.refusal = str(refusal)  # why the trace refused (the message, not the error: no frames kept)
+        self.name = program.name
+        self.inputs = list(program.inputs)
+        captured = forward.inputs[len(forward.inputs) - forward.n_captured:] if forward.n_captured else []
+        self.in_leaves = list(forward.params) + list(captured)  # per argument leaf: Variable or static
+        self.outputs = list(program.outputs)
+        self.out_tree = program.out_tree
+        self.examples = {}  # no value of the caller's is kept
+        self.captures = forward.captures
+        self.function = function
+
+    @property
+    def source(self):
+        """The Python source that runs (loops and branches kept)."""
+        return self.program.source
+
+    def __str__(self):
+        return self.source
+
+    def __repr__(self):
+        return f"<wengert program {self.name}, built from source (the trace refused)>"
+
+
+def _refused_by_trace(error):
+    """Whether ``error`` is the trace's refusal of the function's code, not one of the captured values'
+    checks (``captures.py``: a global assigned, a captured array written into), which stand as they are."""
+    tb, last = error.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is None or os.path.abspath(last.tb_frame.f_code.co_filename) != _CAPTURES_FILE
+
+
+def _numpy_arithmetic(function):
+    """``function`` with NumPy's answer where Python floats give a complex number (``(-1.0) ** 0.5``):
+    run again on ``np.float64`` (``compile_block`` already does so for math's domain errors)."""
+    def run(*flat):
+        out = function(*flat)
+        if (type(out) is complex or (type(out) is tuple and any(type(o) is complex for o in out))) \
+                and any(type(a) is float for a in flat) and not any(type(a) is complex for a in flat):
+            return function(*[np.float64(a) if type(a) is float else a for a in flat])
+        return out
+
+    run.__name__ = getattr(function, "__name__", "f")
+    return run
+
+
+def from_source_instead(fun, args, transform, argnums, refusal):
+    """``(program, captures)`` for ``wg.compile`` of ``fun`` on ``args`` (``transform``: None, "grad",
+    "value_and_grad") built from source, where the trace refused with ``refusal``. Raises ``refusal``
+    itself when it is a captured value's check, and TracingError naming both reasons when the
+    source transformation cannot build it either."""
+    if not _refused_by_trace(refusal):
+        raise refusal
+    try:
+        forward = Program.from_source(fun, *args)
+        if transform is None:
+            program = forward
+            raw = compile_block(forward.name, forward.inputs, update_in_place(forward.body), forward.outputs)
+        else:
+            program = grad_source(forward, argnums, with_value=transform == "value_and_grad")
+            if transform == "value_and_grad":
+                program.name = f"{forward.name}_value_and_grad"
+            raw = program.function
+    except _SOURCE_FAILURES as e:
+        name = name_of(fun)
+        what = f"wg.compile({name})" + (f".{transform}({argnums!r})" if transform else "")
+        raise TracingError(
+            f"{what} cannot compile {name} for these arguments. Tracing refused: {refusal} -- Building the "
+            f"program from the source instead (as wg.source_grad does) refused too: {type(e).__name__}: {e} "
+            f"-- Differentiate with the tape (wg.grad), which follows Python as it runs, or rewrite the "
+            f"line named above.") from e
+    forward.examples = {}  # the values abstract evaluation computed: the cache keeps none of them
+    captures = forward.captures if forward.captures is not None else Captures(f"wg.compile({name_of(fun)})")
+    return SourceCompiled(forward, program, _numpy_arithmetic(raw), refusal), captures
+
