@@ -10,12 +10,12 @@ builds the program from the source, as ``wg.source_grad`` does (``Program.from_s
 like a trace: the value, ``.grad()`` and ``.value_and_grad()`` all run it.
 
 What is visible: ``cf.program(x)`` is a :class:`SourceCompiled` (``.source`` the source-derived
-program with its loops and branches, ``.refusal`` the trace's reason, ``.from_source`` True where a
-traced ``Program`` has False), and ``cf.cache_info()`` counts it as one miss, as a trace. No warning:
+program with its loops and branches, ``.refusal`` the trace's reason; a traced ``Program`` has no
+``refusal``), and ``cf.cache_info()`` counts it as one miss, as a trace. No warning:
 the values are those of the function, the gradients those of ``wg.source_grad``.
 
-Where the source transformation cannot build it either, :class:`TracingError` names both reasons,
-the trace's and the source transformer's (each with its file and line).
+Where the source transformation cannot build it either, the trace's error (its class, its message
+first) is raised with the source transformer's reason added: both name their file and line.
 """
 
 import os
@@ -47,8 +47,6 @@ class SourceCompiled:
     """What ``wg.compile`` caches for a signature whose trace refused: the program built from source
     (``.program``: a ``SourceProgram``, or its gradient program), and what ``compiled._Entry`` reads
     of a traced ``Program`` (``function``, ``in_leaves``, ``out_tree``, ``outputs``, ``captures``)."""
-
-    from_source = True
 
     def __init__(self, forward, program, function, refusal):
         self.program = program
@@ -101,8 +99,8 @@ def _numpy_arithmetic(function):
 def from_source_instead(fun, args, transform, argnums, refusal):
     """``(program, captures)`` for ``wg.compile`` of ``fun`` on ``args`` (``transform``: None, "grad",
     "value_and_grad") built from source, where the trace refused with ``refusal``. Raises ``refusal``
-    itself when it is a captured value's check, and TracingError naming both reasons when the
-    source transformation cannot build it either."""
+    itself when it is a captured value's check, and an error of its class naming both reasons when
+    the source transformation cannot build it either."""
     if not _refused_by_trace(refusal):
         raise refusal
     try:
@@ -116,13 +114,11 @@ def from_source_instead(fun, args, transform, argnums, refusal):
                 program.name = f"{forward.name}_value_and_grad"
             raw = program.function
     except _SOURCE_FAILURES as e:
-        name = name_of(fun)
-        what = f"wg.compile({name})" + (f".{transform}({argnums!r})" if transform else "")
-        raise TracingError(
-            f"{what} cannot compile {name} for these arguments. Tracing refused: {refusal} -- Building the "
-            f"program from the source instead (as wg.source_grad does) refused too: {type(e).__name__}: {e} "
-            f"-- Differentiate with the tape (wg.grad), which follows Python as it runs, or rewrite the "
-            f"line named above.") from e
+        what = f"wg.compile({name_of(fun)})" + (f".{transform}({argnums!r})" if transform else "")
+        raise type(refusal)(
+            f"{refusal} -- {what} then built the program from the source instead (as wg.source_grad "
+            f"does), which refused too: {e} -- Differentiate with the tape (wg.grad), which follows "
+            f"Python as it runs.") from e
     forward.examples = {}  # the values abstract evaluation computed: the cache keeps none of them
     captures = forward.captures if forward.captures is not None else Captures(f"wg.compile({name_of(fun)})")
     return SourceCompiled(forward, program, _numpy_arithmetic(raw), refusal), captures
