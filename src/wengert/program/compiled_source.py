@@ -117,8 +117,7 @@ def from_source_instead(fun, args, transform, argnums, refusal):
         what = f"wg.compile({name_of(fun)})" + (f".{transform}({argnums!r})" if transform else "")
         raise type(refusal)(
             f"{refusal} -- {what} then built the program from the source instead (as wg.source_grad "
-            f"does), which refused too: {e} -- Differentiate with the tape (wg.grad), which follows "
-            f"Python as it runs.") from e
+            f"does), which refused too: {e}") from e  # each message says what to do (and names wg.grad)
     forward.examples = {}  # the values abstract evaluation computed: the cache keeps none of them
     captures = forward.captures if forward.captures is not None else Captures(f"wg.compile({name_of(fun)})")
     return SourceCompiled(forward, program, _numpy_arithmetic(raw), refusal), captures
