@@ -11,8 +11,8 @@ it (no jit: JAX follows Python control flow on concrete values). ``PROBES`` are 
 what the source transformation takes: the error names both attempts, with file and line.
 """
 
+import functools
 import math
-import re
 
 import numpy as np
 import pytest
@@ -594,6 +594,37 @@ def test_compiled_from_source_under_an_outer_transform_runs_the_function():
     compiled = wg.compile(relu_square)
     assert wg.grad(compiled)(1.3) == wg.grad(relu_square)(1.3)
     assert wg.grad(compiled)(-0.7) == -0.5
+
+
+def test_a_compiled_transform_of_a_function_with_control_flow_is_refused_not_miscompiled():
+    # wg.grad(f) is wengert's function: its source is not f's, and a program built from f's source
+    # (which inspect finds through __wrapped__) would be f's value, not its gradient
+    for transform in (wg.grad, wg.hessian):
+        with pytest.raises(TracingError, match=r"relu_square is a function of wengert's own .* compile your "
+                                                r"function itself \(wg.compile\(f\).grad\(\)"):
+            wg.compile(transform(relu_square))(1.3)
+
+
+def _doubled(f):
+    @functools.wraps(f)
+    def wrapper(a):
+        return 2.0 * f(a)
+    return wrapper
+
+
+@_doubled
+def doubled_relu_square(a):
+    if a > 0:
+        return a * a
+    return -0.5 * a
+
+
+def test_a_decorated_function_is_built_from_the_wrappers_source_not_the_wrapped_ones():
+    # inspect.getsource follows functools.wraps' __wrapped__: the program would lose the factor 2
+    for a in (1.3, -0.7):
+        assert wg.compile(doubled_relu_square)(a) == doubled_relu_square(a)
+        assert wg.compile(doubled_relu_square).grad()(a) == wg.grad(doubled_relu_square)(a)
+        assert wg.source_grad(doubled_relu_square)(a) == wg.grad(doubled_relu_square)(a)
 
 
 _HYPOTHESIS = {name: (FUNCTIONS[name][0], wg.compile(FUNCTIONS[name][0]),

@@ -18,6 +18,7 @@ Where the source transformation cannot build it either, the trace's error (its c
 first) is raised with the source transformer's reason added: both name their file and line.
 """
 
+import functools
 import os
 
 import numpy as np
@@ -37,6 +38,7 @@ REFUSALS = (TracingError, ExitError)
 """What the trace raises for what it cannot record (control flow on a value, a plain buffer)."""
 
 _CAPTURES_FILE = os.path.abspath(captures_module.__file__)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # src/wengert/
 
 # What building from source raises for what it does not support: TransformError and TracingError
 # are TypeErrors; a shape or an argument it cannot take, a ValueError or TypeError; no source, OSError.
@@ -82,6 +84,15 @@ def _refused_by_trace(error):
     return last is None or os.path.abspath(last.tb_frame.f_code.co_filename) != _CAPTURES_FILE
 
 
+def _wengert_function(fun):
+    """Whether ``fun`` (through ``functools.partial``) is code of wengert's, such as the function
+    ``wg.grad(f)`` returns: its source is wengert's, not the user's."""
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    code = getattr(fun, "__code__", None)
+    return code is not None and os.path.abspath(code.co_filename).startswith(_PACKAGE_DIR)
+
+
 def _numpy_arithmetic(function):
     """``function`` with NumPy's answer where Python floats give a complex number (``(-1.0) ** 0.5``):
     run again on ``np.float64`` (``compile_block`` already does so for math's domain errors)."""
@@ -103,6 +114,14 @@ def from_source_instead(fun, args, transform, argnums, refusal):
     the source transformation cannot build it either."""
     if not _refused_by_trace(refusal):
         raise refusal
+    what = f"wg.compile({name_of(fun)})" + (f".{transform}({argnums!r})" if transform else "")
+    if _wengert_function(fun):
+        raise type(refusal)(
+            f"{refusal} -- {what}: {name_of(fun)} is a function of wengert's own (a transform such as "
+            f"wg.grad, wg.hessian or wg.vmap applied to your function, or wg.compile's wrapper of keyword-only "
+            f"arguments), so the program cannot be built "
+            f"from its source instead: compile your function itself (wg.compile(f).grad(), "
+            f".value_and_grad()), or differentiate with the tape (wg.grad)") from None
     try:
         forward = Program.from_source(fun, *args)
         if transform is None:
@@ -114,7 +133,6 @@ def from_source_instead(fun, args, transform, argnums, refusal):
                 program.name = f"{forward.name}_value_and_grad"
             raw = program.function
     except _SOURCE_FAILURES as e:
-        what = f"wg.compile({name_of(fun)})" + (f".{transform}({argnums!r})" if transform else "")
         raise type(refusal)(
             f"{refusal} -- {what} then built the program from the source instead (as wg.source_grad "
             f"does), which refused too: {e}") from e  # each message says what to do (and names wg.grad)
