@@ -107,6 +107,14 @@ def _numpy_arithmetic(function):
     return run
 
 
+def _restated(refusal, message):
+    """An error of ``refusal``'s class (``except wg.ExitError`` still catches it) saying ``message``."""
+    try:
+        return type(refusal)(message)
+    except TypeError:  # a subclass constructed otherwise
+        return TracingError(message)
+
+
 def from_source_instead(fun, args, transform, argnums, refusal):
     """``(program, captures)`` for ``wg.compile`` of ``fun`` on ``args`` (``transform``: None, "grad",
     "value_and_grad") built from source, where the trace refused with ``refusal``. Raises ``refusal``
@@ -116,12 +124,12 @@ def from_source_instead(fun, args, transform, argnums, refusal):
         raise refusal
     what = f"wg.compile({name_of(fun)})" + (f".{transform}({argnums!r})" if transform else "")
     if _wengert_function(fun):
-        raise type(refusal)(
+        raise _restated(refusal,
             f"{refusal} -- {what}: {name_of(fun)} is a function of wengert's own (a transform such as "
-            f"wg.grad, wg.hessian or wg.vmap applied to your function, or wg.compile's wrapper of keyword-only "
-            f"arguments), so the program cannot be built "
-            f"from its source instead: compile your function itself (wg.compile(f).grad(), "
-            f".value_and_grad()), or differentiate with the tape (wg.grad)") from None
+            f"wg.grad, wg.hessian or wg.vmap applied to your function, or wg.compile's wrapper of "
+            f"keyword-only arguments), so the program cannot be built from its source instead: compile "
+            f"your function itself (wg.compile(f).grad(), .value_and_grad()), or differentiate with the "
+            f"tape (wg.grad)") from None
     try:
         forward = Program.from_source(fun, *args)
         if transform is None:
@@ -133,7 +141,7 @@ def from_source_instead(fun, args, transform, argnums, refusal):
                 program.name = f"{forward.name}_value_and_grad"
             raw = program.function
     except _SOURCE_FAILURES as e:
-        raise type(refusal)(
+        raise _restated(refusal,
             f"{refusal} -- {what} then built the program from the source instead (as wg.source_grad "
             f"does), which refused too: {e}") from e  # each message says what to do (and names wg.grad)
     forward.examples = {}  # the values abstract evaluation computed: the cache keeps none of them
