@@ -67,11 +67,11 @@ TRANSFORMS = {
     "jacrev": lambda f, x: wg.jacrev(f)(x),
     "hessian": lambda f, x: wg.hessian(f)(x),
     "vmap": lambda f, x: wg.vmap(f)(np.stack([x, x + 1.0])),
-    "compile": lambda f, x: wg.compile(f)(x),
-    "compile.grad": lambda f, x: wg.compile(f).grad()(x),
     "checkpoint": lambda f, x: wg.grad(wg.checkpoint(f))(x),
 }
 EAGER = {"tensor": _eager, "tape": _tape, "parameter": _parameter}
+COMPILED = {"compile": lambda f: wg.compile(f), "compile.grad": lambda f: wg.compile(f).grad()}
+"""wg.compile's trace refuses the store as every transform does, then builds the program from source."""
 
 
 def _assert_store_message(error):
@@ -88,6 +88,16 @@ def test_a_store_into_a_plain_array_gives_the_same_error_under_every_transform(t
     with pytest.raises(ExitError) as info:
         TRANSFORMS[transform](plain_store, X0.copy())
     _assert_store_message(info.value)
+
+
+@pytest.mark.parametrize("transform", COMPILED)
+def test_wg_compile_builds_a_plain_store_from_source_and_keeps_the_traces_error(transform):
+    compiled = COMPILED[transform](plain_store)
+    if transform == "compile":
+        np.testing.assert_array_equal(compiled(X0.copy()), plain_store(X0.copy()))
+    else:  # wg.grad refuses the store: finite differences
+        np.testing.assert_allclose(compiled(X0.copy()), finite_differences(plain_store, X0), rtol=1e-7)
+    _assert_store_message(compiled.program(X0.copy()).refusal)
 
 
 @pytest.mark.parametrize("engine", EAGER)
@@ -113,6 +123,10 @@ def test_every_box_type_gives_the_store_error():
         error = info.value if isinstance(info.value, ExitError) else info.value.__cause__
         assert isinstance(error, ExitError), (name, repr(info.value))
         _assert_store_message(error)
+        seen_by_run[name] = set(seen)
+    for name, make in COMPILED.items():  # refused by the trace, then built from source
+        seen = []
+        make(lambda x, seen=seen: plain_store(x, seen))(X0.copy())
         seen_by_run[name] = set(seen)
     covered = set().union(*seen_by_run.values())
     assert _Held in covered and wnn.Parameter in covered

@@ -49,6 +49,7 @@ from wengert.program.compiled_args import (
     static_positions,
     with_statics_put_back,
 )
+from wengert.program.compiled_source import REFUSALS, from_source_instead
 from wengert.program.ir import Program, Variable
 from wengert.program.native import check_backend
 from wengert.program.native_build import attach_native
@@ -296,7 +297,10 @@ class CompiledFunction:
         name = getattr(self.fun, "__name__", self.fun)
         random = sources_of(self.fun, args, where=f"wg.compile({name})")
         before = random.capture()
-        built = self._build_traced(args, name)
+        try:
+            built = self._build_traced(args, name)
+        except REFUSALS as refusal:  # control flow on a traced value, a plain buffer: built from source
+            built = from_source_instead(self.fun, args, self.transform, self.argnums, refusal)
         drew = random.changed(before)
         if drew:
             random.restore(before)

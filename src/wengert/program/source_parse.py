@@ -61,8 +61,9 @@ class _Parsed(SourceText):
 
     def __init__(self, fun):
         try:
-            lines, start = inspect.getsourcelines(fun)
-            filename = inspect.getsourcefile(fun) or "<unknown>"
+            # the code object's source: inspect would follow a decorator's __wrapped__ to another function
+            lines, start = inspect.getsourcelines(fun.__code__)
+            filename = inspect.getsourcefile(fun.__code__) or "<unknown>"
         except (OSError, TypeError) as e:
             raise TransformError(f"the source of {getattr(fun, '__name__', fun)!r} is not available ({e}); "
                                  f"{TAPE}") from None
