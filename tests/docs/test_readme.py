@@ -547,14 +547,15 @@ def test_prose_claims_of_the_readme():
     with pytest.raises(RuntimeError, match="'sin'"):
         z.backward()
 
-    # "on a traced *value* (`if x > 0:`) it raises an error naming your line"
+    # docs/program.md, "Control flow in wg.compile": a branch on a traced value is built from source
     def branch(x):
         if x > 0:
             return x
         return -x
 
-    with pytest.raises(Exception, match="line"):
-        wg.compile(branch)(1.0)
+    compiled = wg.compile(branch)
+    assert (compiled(1.0), compiled(-2.0)) == (1.0, 2.0)
+    assert "Python control flow" in compiled.program(-2.0).refusal  # why the trace refused
 
 
 def test_modules_in_the_docs_tables_exist():

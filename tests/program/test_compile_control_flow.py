@@ -545,10 +545,26 @@ def test_a_static_int_argument_stays_static():
             a = a * a
         return a
 
-    compiled = wg.compile(power_until)
+    compiled = wg.compile(power_until, static_argnums=1)
     for n in (1, 3, 5):
         assert compiled(1.5, n) == power_until(1.5, n)
         np.testing.assert_allclose(compiled.grad()(1.5, n), wg.grad(power_until)(1.5, n), rtol=1e-12)
+    assert compiled.cache_info().misses == 3  # one program per value of n
+
+
+def test_a_traced_int_argument_is_not_built_from_source():
+    # the source program would hold n's value, but a traced int is not in the cache's key: refused
+    def scaled_until(a, n):
+        if a > 100.0:
+            return a
+        return a * n
+
+    compiled = wg.compile(scaled_until)
+    with pytest.raises(TracingError, match=r"Python control flow.*only when its int arguments are static.*"
+                                           r"wg.compile\(scaled_until, static_argnums=1\)"):
+        compiled(1.5, 3)
+    static = wg.compile(scaled_until, static_argnums=1)
+    assert [static(1.5, n) for n in (3, 4)] == [4.5, 6.0]
 
 
 def test_captured_arrays_are_read_at_each_call():

@@ -282,6 +282,22 @@ class CompiledFunction:
         if entry.dispatch is not None and self._dispatch is entry.dispatch:
             self._dispatch, self._dispatch_key = self._slow, None
 
+    def _refuse_traced_ints(self, args, refusal):
+        """A program built from source holds the values of its int arguments (``range(n)``), but a
+        traced int is not part of the cache's key: with one, ``refusal`` stands, saying to make it
+        static (the key then holds its value)."""
+        if getattr(refusal, "int_arguments", None):
+            raise refusal  # the ints' own refusal: it names static_argnums already
+        static = set(self._static_at(args))
+        ints = [i for i, a in enumerate(args) if type(a) is int and i not in static]
+        if ints:
+            name = getattr(self.fun, "__name__", "f")
+            remedy = f"static_argnums={ints[0]}" if len(ints) == 1 else f"static_argnums={tuple(ints)}"
+            raise type(refusal)(
+                f"{refusal} -- wg.compile({name}) builds the program from the source instead only when "
+                f"its int arguments are static (such a program holds their values, and a traced int is "
+                f"not part of the cache's key): wg.compile({name}, {remedy})") from refusal
+
     def _new_entry(self, args):
         # Tracing, the passes and code generation make several objects per statement, all alive
         # until the end: the collector's full passes would scan them again and again (a third of
@@ -300,6 +316,7 @@ class CompiledFunction:
         try:
             built = self._build_traced(args, name)
         except REFUSALS as refusal:  # control flow on a traced value, a plain buffer: built from source
+            self._refuse_traced_ints(args, refusal)
             built = from_source_instead(self.fun, args, self.transform, self.argnums, refusal)
         drew = random.changed(before)
         if drew:

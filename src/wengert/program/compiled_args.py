@@ -250,11 +250,13 @@ def int_refusal(fun_name, static, ks, what):
     args = " and ".join(static.describe(k) for k in ks)
     remedy = static.remedy(ks[0]) if len(ks) == 1 else f"static_argnums={tuple(ks)}"
     one = len(ks) == 1
-    return TracingError(
+    error = TracingError(
         f"wg.compile({fun_name}): the int {args} {'is a traced value' if one else 'are traced values'}, as "
         f"under jax.jit, and {fun_name} needs {'its value' if one else 'their values'} while tracing "
         f"({what}). Make {'it' if one else 'them'} static: wg.compile({fun_name}, {remedy}), which traces "
         f"once per value")
+    error.int_arguments = tuple(ks)  # wg.compile then does not build the program from source instead
+    return error
 
 
 def shape_dependence(program, int_inputs):
