@@ -384,12 +384,13 @@ def native_lorenz(steps=1_000, rounds=5, params=(10.0, 14.0, 8.0 / 3.0)):
         return Impl(lambda: g(*args), lambda out: (None, list(out)), note="wg.grad")
 
     def compiled_impl():
-        g = wg.compile(lorenz_rk4).grad((0, 1, 2))
+        g = wg.compile(lorenz_rk4, static_argnums=3).grad((0, 1, 2))  # steps: a range bound
         _, build = _first_call(lambda: g(*args))
         return Impl(lambda: g(*args), lambda out: (None, list(out)), note=f"trace+compile {_seconds(build)}")
 
     def compiled_numba_impl():
-        g, _, _, note = native_build(lambda: wg.compile(lorenz_rk4, backend=NUMBA).grad((0, 1, 2)),
+        g, _, _, note = native_build(lambda: wg.compile(lorenz_rk4, static_argnums=3,
+                                                        backend=NUMBA).grad((0, 1, 2)),
                                      lambda g: g(*args), 'wg.compile(f, backend="numba")')
         return Impl(lambda: g(*args), lambda out: (None, list(out)), note=note)
 

@@ -45,7 +45,7 @@ class NoRuleError(NotImplementedError):
 
 class Primitive:
     """A function whose derivatives are given by rules rather than by tracing its body. Its slots,
-    all set here and by ``wengert.core.extend`` (rules ``rule(g, out, *args, **kwargs)`` unless said):
+    set here and by :func:`wengert.defvjp` and its kin (rules ``rule(g, out, *args, **kwargs)``):
 
     - ``fun``: the implementation; ``float_fun``: it on Python floats (the recording hot path calls it);
     - reverse rule, stated in ONE of three forms: ``vjps`` (one per argument, None: not differentiable),
