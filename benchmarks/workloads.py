@@ -123,7 +123,9 @@ def tiny_loss(xp, W1, W2, x, label):
     return m + xp.log(xp.sum(xp.exp(pred - m))) - pred[label, 0]
 
 
-def tiny_by_hand(W1, W2, x, label):
+def tiny_adjoint(W1, W2, x, label):
+    """Softmax cross-entropy of W2 @ (W1 @ x) at ``label`` and its gradient w.r.t. (W1, W2), as a
+    tuple: plain NumPy and ``math`` that Numba also compiles (benchmarks/native_floors.py)."""
     h = W1 @ x
     pred = W2 @ h
     m = pred.max()
@@ -132,8 +134,11 @@ def tiny_by_hand(W1, W2, x, label):
     loss = m + math.log(s) - pred[label, 0]
     dpred = e / s
     dpred[label, 0] -= 1.0
-    dW2 = dpred @ h.T
-    dW1 = (W2.T @ dpred) @ x.T
+    return loss, (W2.T @ dpred) @ x.T, dpred @ h.T
+
+
+def tiny_by_hand(W1, W2, x, label):
+    loss, dW1, dW2 = tiny_adjoint(W1, W2, x, label)
     return loss, [dW1, dW2]
 
 
