@@ -9,18 +9,20 @@ The modules build on each other in this order, each importing only those before 
 (``Program``, ``Statement``, ``Variable``), ``rendering``, ``liveness``, ``passes``, ``algebra``,
 ``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its
 arguments), ``adjoint``, ``checkpoint_steps`` (``wg.iterate``'s step as a program),
-``compiled_args`` (static arguments, traced ints, pickling); then the source front end:
-``control`` (``If``/``Loop`` nodes), ``control_codegen``; ``native``, ``native_build`` (the Numba
-backend); ``source_inplace``, ``source_checkpoint``, ``source_values``, ``source_builder``,
-``source_parse``, ``source_nested`` (nested functions, comprehensions), ``source_scope``,
-``source_loops``, ``source_interpreter``, ``source_adjoint``; ``compiled_source`` (``wg.compile``'s
-programs built from source where the trace refuses), ``compiled``; ``source`` (``SourceProgram``,
-``from_source``), ``source_api``. This ``__init__`` is the top: it hands ``Program`` the
-functions its methods call (printing, source, tracing, derivatives), which live above the IR.
+``compiled_args`` (static arguments, traced ints, pickling); then the source transformer
+(``wengert.program.source``, its modules listed in its ``__init__``): ``source.control``
+(``If``/``Loop`` nodes), ``source.codegen``; ``native``, ``native_build`` (the Numba backend);
+``source.inplace``, ``source.checkpoint``, ``source.values``, ``source.builder``, ``source.parse``,
+``source.nested``, ``source.scope``, ``source.loops``, ``source.interpreter``, ``source.adjoint``;
+``compiled_source`` (``wg.compile``'s programs built from source where the trace refuses),
+``compiled``; ``source.program`` (``SourceProgram``, ``from_source``), ``source.api``.
+This ``__init__`` is the top: it hands ``Program`` the functions its methods call (printing,
+source, tracing, derivatives), which live above the IR.
 """
 
-from wengert.program import adjoint, checkpoint_steps, codegen, dot, source, tracing  # noqa: F401
+from wengert.program import adjoint, checkpoint_steps, codegen, dot, tracing  # noqa: F401
 from wengert.program.ir import Program, Statement, Variable, provide
+from wengert.program.source.program import from_source
 from wengert.program.tracing import Symbol, TracingError
 
 __all__ = ["Program", "Statement", "Variable", "Symbol", "TracingError"]
@@ -28,4 +30,4 @@ __all__ = ["Program", "Statement", "Variable", "Symbol", "TracingError"]
 provide(pretty=codegen.pretty, pretty_statement=codegen.pretty_statement, to_source=codegen.to_source,
         compile_program=codegen.compile_program, to_dot=dot.to_dot, trace_program=tracing.trace_program,
         vjp_program=adjoint.vjp_program, grad_program=adjoint.grad_program, jvp_program=adjoint.jvp_program,
-        from_source=source.from_source)
+        from_source=from_source)

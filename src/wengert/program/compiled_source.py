@@ -27,10 +27,10 @@ from wengert.core.errors import TracingError
 from wengert.core.exits import ExitError, name_of
 from wengert.program import captures as captures_module
 from wengert.program.captures import Captures
-from wengert.program.control_codegen import compile_block
 from wengert.program.ir import Program
-from wengert.program.source_adjoint import grad_source
-from wengert.program.source_inplace import update_in_place
+from wengert.program.source.adjoint import grad_source
+from wengert.program.source.codegen import compile_block
+from wengert.program.source.inplace import update_in_place
 
 __all__ = ["REFUSALS", "SourceCompiled", "from_source_instead"]
 

@@ -1,6 +1,6 @@
 """Checkpointed loops in derivative programs built from source (``source_grad(f, checkpoint=...)``).
 
-The store-all reverse pass (``source_adjoint.py``) pushes each iteration's values on a stack: memory
+The store-all reverse pass (``source/adjoint.py``) pushes each iteration's values on a stack: memory
 grows with the trip count. With ``checkpoint="binomial"`` or ``"ctz"`` a loop instead keeps a few
 *loop states* (the values of its loop-carried variables at the start of an iteration) and its
 reverse pass executes a schedule of ``wengert.api.checkpointing.schedules``:
@@ -26,10 +26,10 @@ import textwrap
 
 from wengert.api.checkpointing.schedules import POLICIES, binomial, ctz_reverse_sweep
 from wengert.api.checkpointing.schedules import check_policy as check_policy_name
-from wengert.program.control import If, Loop, TransformError, all_names, defined, reads
-from wengert.program.control_codegen import render_block, render_loop, targets_source, values_source
 from wengert.program.ir import Statement, Variable, vars_in
 from wengert.program.rendering import register_helper
+from wengert.program.source.codegen import render_block, render_loop, targets_source, values_source
+from wengert.program.source.control import If, Loop, TransformError, all_names, defined, reads
 
 __all__ = ["POLICIES", "check_policy", "checkpointed", "Checkpointed", "Sweep", "checkpoint_loop", "plain"]
 
