@@ -24,8 +24,9 @@ import warnings
 import numpy as np
 
 from wengert.program import codegen
-from wengert.program.ir import Program, Statement, placeholder
+from wengert.program.ir import Statement, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
+from wengert.program.program import Program
 from wengert.program.source.codegen import block_source, compile_block
 from wengert.program.source.control import If, Loop
 

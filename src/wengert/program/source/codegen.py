@@ -8,8 +8,7 @@ import numpy as np
 
 from wengert.core.primitive import FLOAT_PATH_ERRORS
 from wengert.program.codegen import Module, expression_source, module_head, statement_source
-from wengert.program.ir import Statement, Variable
-from wengert.program.rendering import index_expr
+from wengert.program.ir import Statement, Variable, index_expr
 from wengert.program.source.control import Assign, If, Loop, Pop, Push, Zeros, all_names, scalar_index
 from wengert.rules.indexing import index_add, index_update
 

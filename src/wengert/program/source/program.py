@@ -32,7 +32,7 @@ import numpy as np
 from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.program import rendering
 from wengert.program.captures import scan
-from wengert.program.compiled import CompiledFunction
+from wengert.program.compiled_args import Compiled
 from wengert.program.ir import Variable
 from wengert.program.source.adjoint import grad_source, jvp_source
 from wengert.program.source.builder import SourceBuilder
@@ -126,7 +126,7 @@ def _callable_kind(fun):
     ``source_grad`` and ``source_jvp`` accept; refuses what has no source to transform."""
     pre, kw = (), {}
     while True:
-        if isinstance(fun, CompiledFunction):
+        if isinstance(fun, Compiled):
             if fun.transform is not None:
                 raise TransformError(f"{fun!r} is a compiled derivative; the source transformation reads "
                                      f"Python source. Give it the function itself (source_grad(f)), or "
