@@ -20,6 +20,9 @@ Step counts: the forward loop runs all n iterations (the rest of the function ne
 so iteration n-1 runs once more than the schedule counts: ``schedule.evaluations + 1`` evaluations
 of the body in all; the states held are the schedule's snapshots plus the last iteration's state,
 kept from the forward loop until the reverse sweep starts from it.
+
+The tape's checkpointing (``wg.iterate``, ``wg.checkpoint``) is ``wengert.api.checkpointing``, whose
+docstring lists every checkpointing code path.
 """
 
 import textwrap
