@@ -48,8 +48,8 @@ from wengert.errors import (
 )
 from wengert.program import Program
 from wengert.program.compiled import compile_function as compile  # noqa: A004 - wg.compile, as jax.jit
-from wengert.program.source_api import source_grad, source_jvp
-from wengert.program.source_checkpoint import checkpointed
+from wengert.program.source.api import source_grad, source_jvp
+from wengert.program.source.checkpoint import checkpointed
 from wengert.rules.broadcasting import NotBatched
 
 __version__ = "0.1.0"

@@ -1,7 +1,8 @@
 """Checkpointing schedules as data (CTZ and Griewank's binomial schedule), and their statistics.
 
-The public face of :mod:`wengert.api.checkpointing.schedules`; ``wg.checkpoint`` and ``wg.iterate``
-execute these schedules.
+The public face of :mod:`wengert.api.checkpointing.schedules`; ``wg.checkpoint``, ``wg.iterate`` and
+``source_grad(f, checkpoint=...)`` execute these schedules. Every checkpointing code path is listed
+in ``wengert.api.checkpointing``'s docstring.
 """
 
 from wengert.api.checkpointing.schedules import (  # noqa: F401 - re-exported

@@ -36,8 +36,8 @@ from wengert.core.primitive import NoRuleError
 from wengert.engines.batching import NoBatchingRuleWarning
 from wengert.engines.saving import UnsavedValueError
 from wengert.numpy._classification import UnsupportedNumpyFunction
-from wengert.program.control import TransformError
 from wengert.program.native import NativeFallbackWarning
+from wengert.program.source.control import TransformError
 from wengert.rules.batched_indexing import DataDependentShapeError
 from wengert.rules.matrix_helpers import SingularDerivativeError, UndefinedDerivativeError
 from wengert.testing import GradientCheckError

@@ -16,10 +16,11 @@ graph_tool = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(graph_tool)
 
 ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "pipeline", "codegen", "dot", "tracing",
-         "captures", "adjoint", "checkpoint_steps", "compiled_args", "control", "control_codegen", "native",
-         "native_build", "source_inplace", "source_checkpoint", "source_values", "source_builder",
-         "source_parse", "source_nested", "source_scope", "source_loops", "source_interpreter",
-         "source_adjoint", "compiled_source", "compiled", "source", "source_api"]
+         "captures", "adjoint", "compiled_args",
+         "source", "source.control", "source.codegen", "source.inplace", "source.checkpoint", "source.values",
+         "source.builder", "source.parse", "source.nested", "source.scope", "source.loops",
+         "source.interpreter", "source.adjoint", "source.program",
+         "program", "native", "native_build", "checkpoint_steps", "compiled_source", "compiled", "source.api"]
 """Bottom to top, as ``wengert/program/__init__.py`` lists them; the package itself is the top."""
 
 BELOW = ("wengert.core", "wengert.rules", "wengert.engines", "wengert.api", "wengert.numpy", "wengert.scipy")
@@ -48,6 +49,22 @@ def test_a_program_module_imports_only_those_before_it(module):
     outside = [b for a, b, _ in _EDGES if a == name and not _in(b, PROGRAM)]
     above = [b for b in outside if not any(_in(b, x) for x in BELOW)]
     assert above == [], f"{name} imports the layer on top: {above}"
+
+
+def test_the_source_transformer_is_one_package():
+    """Its modules live in ``program/source/``, not beside the tracing compiler's under a prefix."""
+    flat = [m for m in _KNOWN if m.startswith(PROGRAM + ".") and m.count(".") == 2
+            and m.rpartition(".")[2].startswith(("source_", "control"))]
+    assert flat == []
+    assert f"{PROGRAM}.source.interpreter" in _KNOWN
+
+
+def test_program_calls_the_modules_it_names_directly():
+    """``Program``'s methods reach tracing, the source front end, derivatives, printing and the
+    drawing through plain imports (an editor follows them), not through a table filled in later."""
+    program = f"{PROGRAM}.program"
+    wanted = {f"{PROGRAM}.{m}" for m in ("tracing", "adjoint", "codegen", "dot", "source.program")}
+    assert wanted <= {b for a, b, inside in _EDGES if a == program and not inside}
 
 
 def test_no_lower_layer_imports_the_program_layer():

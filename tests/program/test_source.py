@@ -14,7 +14,7 @@ import pytest
 
 import wengert as wg
 from tests.support import source_programs as sp
-from wengert.program.source_adjoint import grad_source
+from wengert.program.source.adjoint import grad_source
 
 TAPE_CANNOT = {sp.straight_math, sp.functional_update}  # math on tensors; writing into a np.zeros array
 

@@ -12,7 +12,7 @@ import wengert as wg
 import wengert.numpy as wnp
 from tests.engines.test_views_after_writes import base_then_view, siblings
 from tests.support.engines import finite_differences as _fd
-from wengert.program.control import TransformError
+from wengert.program.source.control import TransformError
 
 V = np.array([0.5, -1.0, 2.0, 0.25, 1.5, -0.75])
 

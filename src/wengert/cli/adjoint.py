@@ -20,8 +20,8 @@ import textwrap
 
 import numpy as np
 
-from wengert.program.control import TransformError
-from wengert.program.source_api import source_grad, source_jvp
+from wengert.program.source.api import source_grad, source_jvp
+from wengert.program.source.control import TransformError
 
 __all__ = ["run", "load_function", "example_arguments", "BadInput"]
 

@@ -1,31 +1,32 @@
 """Program transformation: the SSA Wengert-list IR, lazy tracing, adjoint generation, ``compile``.
 
-``Program.from_trace(fun, *args)`` records what ``fun`` does as a straight-line program; its
-``grad``/``vjp``/``jvp`` are new programs traced from the same rules the tape uses; passes
-(``wengert.program.passes``, run in order by ``wengert.program.pipeline``) simplify them;
-``compile_function`` (``wg.compile``) caches the generated Python per input signature.
+Two subsystems share the IR. The *tracing compiler*: ``Program.from_trace(fun, *args)`` records what
+``fun`` does as a straight-line program; its ``grad``/``vjp``/``jvp`` are new programs traced from
+the same rules the tape uses; passes (``wengert.program.passes``, run in order by
+``wengert.program.pipeline``) simplify them; ``compile_function`` (``wg.compile``) caches the
+generated Python per input signature. The *source transformer* (``wengert.program.source``):
+``Program.from_source`` and ``wg.source_grad`` read a function's source, keeping its loops and
+branches.
 
 The modules build on each other in this order, each importing only those before it: ``ir``
-(``Program``, ``Statement``, ``Variable``), ``rendering``, ``liveness``, ``passes``, ``algebra``,
-``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its
-arguments), ``adjoint``, ``checkpoint_steps`` (``wg.iterate``'s step as a program),
-``compiled_args`` (static arguments, traced ints, pickling); then the source front end:
-``control`` (``If``/``Loop`` nodes), ``control_codegen``; ``native``, ``native_build`` (the Numba
-backend); ``source_inplace``, ``source_checkpoint``, ``source_values``, ``source_builder``,
-``source_parse``, ``source_nested`` (nested functions, comprehensions), ``source_scope``,
-``source_loops``, ``source_interpreter``, ``source_adjoint``; ``compiled_source`` (``wg.compile``'s
-programs built from source where the trace refuses), ``compiled``; ``source`` (``SourceProgram``,
-``from_source``), ``source_api``. This ``__init__`` is the top: it hands ``Program`` the
-functions its methods call (printing, source, tracing, derivatives), which live above the IR.
+(``Statement``, ``Variable``, their SSA notation), ``rendering``, ``liveness``, ``passes``,
+``algebra``, ``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads
+besides its arguments), ``adjoint``, ``compiled_args`` (static arguments, traced ints, pickling);
+then the source transformer (``wengert.program.source``, its modules listed in its ``__init__``):
+``source.control`` (``If``/``Loop`` nodes), ``source.codegen``, ``source.inplace``,
+``source.checkpoint``, ``source.values``, ``source.builder``, ``source.parse``, ``source.nested``,
+``source.scope``, ``source.loops``, ``source.interpreter``, ``source.adjoint``, ``source.program``
+(``SourceProgram``, ``from_source``); ``program`` (``Program``, whose methods call ``tracing``,
+``source.program``, ``adjoint``, ``codegen`` and ``dot`` directly); ``native``, ``native_build``
+(the Numba backend); ``checkpoint_steps`` (``wg.iterate``'s step as a program); ``compiled_source``
+(``wg.compile``'s programs built from source where the trace refuses), ``compiled``; ``source.api``
+(``wg.source_grad``, ``wg.source_jvp``). This ``__init__`` is the top; importing it installs
+``checkpoint_steps``'s tracer in ``wg.iterate`` (which lives in the layer below).
 """
 
-from wengert.program import adjoint, checkpoint_steps, codegen, dot, source, tracing  # noqa: F401
-from wengert.program.ir import Program, Statement, Variable, provide
+from wengert.program import checkpoint_steps  # noqa: F401  (installs wg.iterate's traced step)
+from wengert.program.ir import Statement, Variable
+from wengert.program.program import Program
 from wengert.program.tracing import Symbol, TracingError
 
 __all__ = ["Program", "Statement", "Variable", "Symbol", "TracingError"]
-
-provide(pretty=codegen.pretty, pretty_statement=codegen.pretty_statement, to_source=codegen.to_source,
-        compile_program=codegen.compile_program, to_dot=dot.to_dot, trace_program=tracing.trace_program,
-        vjp_program=adjoint.vjp_program, grad_program=adjoint.grad_program, jvp_program=adjoint.jvp_program,
-        from_source=source.from_source)

@@ -14,7 +14,7 @@ from operator import itemgetter
 import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
-from wengert.program.ir import NO_KWARGS, Program, Statement, Variable, dup, map_vars, placeholder, var_name
+from wengert.program.ir import NO_KWARGS, Statement, Variable, dup, map_vars, placeholder, var_name
 from wengert.program.pipeline import simplify
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
@@ -427,13 +427,14 @@ def vjp_program(program):
     by_input = dict(zip(wrt, grads))
     outs = [tr.result(by_input[v]) if by_input.get(v) is not None else zero_value(v) for v in program.inputs]
     in_children = program.in_tree[2]
-    result = Program(program.inputs + cts, tr.builder.statements, list(program.outputs) + outs,
-                     name=f"{program.name}_vjp", input_names=program.input_names + [v.name for v in cts],
-                     in_tree=(tuple, None, tuple(in_children) + (program.out_tree,)),
-                     in_leaves=program.in_leaves + cts,
-                     out_tree=(tuple, None, (program.out_tree,
-                                             (tuple, None, tuple(_LEAF for _ in program.inputs)))),
-                     examples=tr.builder.examples)
+    cts_tree = (tuple, None, tuple(_LEAF for _ in program.inputs))
+    result = program.with_statements(tr.builder.statements, list(program.outputs) + outs,
+                                     inputs=program.inputs + cts, name=f"{program.name}_vjp",
+                                     input_names=program.input_names + [v.name for v in cts],
+                                     in_tree=(tuple, None, tuple(in_children) + (program.out_tree,)),
+                                     in_leaves=program.in_leaves + cts,
+                                     out_tree=(tuple, None, (program.out_tree, cts_tree)),
+                                     examples=tr.builder.examples)
     return simplify(result)
 
 
@@ -518,12 +519,13 @@ def jvp_program(program):
         outs.append(tr.result(t) if t is not None else (zero_value(o) if type(o) is Variable else
                                                          zero_value(Variable.like("c", o))))
     t_tree = (tuple, None, tuple(_LEAF for _ in t_inputs))
-    result = Program(program.inputs + t_inputs, tr.builder.statements, list(program.outputs) + outs,
-                     name=f"{program.name}_jvp", input_names=program.input_names + [v.name for v in t_inputs],
-                     in_tree=(tuple, None, tuple(program.in_tree[2]) + (t_tree,)),
-                     in_leaves=program.in_leaves + t_inputs,
-                     out_tree=(tuple, None, (program.out_tree, program.out_tree)),
-                     examples=tr.builder.examples)
+    result = program.with_statements(tr.builder.statements, list(program.outputs) + outs,
+                                     inputs=program.inputs + t_inputs, name=f"{program.name}_jvp",
+                                     input_names=program.input_names + [v.name for v in t_inputs],
+                                     in_tree=(tuple, None, tuple(program.in_tree[2]) + (t_tree,)),
+                                     in_leaves=program.in_leaves + t_inputs,
+                                     out_tree=(tuple, None, (program.out_tree, program.out_tree)),
+                                     examples=tr.builder.examples)
     return simplify(result)
 
 

@@ -1,10 +1,12 @@
 """A checkpointed loop's step as generated Python (``wengert.api.checkpointing.fast``): the step is
 traced once to a program, optimized as ``wg.compile`` optimizes, and its VJP program derived from it;
-both are handed to the loop as plain functions of flat inputs."""
+both are handed to the loop as plain functions of flat inputs. Imported by ``wengert.program``'s
+``__init__``, it installs itself there (``fast.provide``): ``fast`` is in the layer below, which
+does not import this one. The other checkpointing code: see ``wengert.api.checkpointing``."""
 
 from wengert.api.checkpointing import fast
-from wengert.program.ir import Program
 from wengert.program.pipeline import lower, optimize
+from wengert.program.program import Program
 
 __all__ = ["trace_step"]
 

@@ -17,7 +17,16 @@ import re
 
 import numpy as np
 
-from wengert.program.ir import Statement, Variable, dup, vars_in
+from wengert.program.ir import (
+    Statement,
+    Variable,
+    dup,
+    index_expr,
+    pretty_statement,
+    pretty_value,
+    uniform,
+    vars_in,
+)
 from wengert.program.liveness import (
     deletions,
     fused_chooser_adds,
@@ -30,13 +39,10 @@ from wengert.program.passes import in_place_ufunc, use_counts
 from wengert.program.rendering import (
     float_literal,
     helper_sources,
-    index_expr,
     numpy_name,
-    pretty_value,
     reserved_names,
     source_value,
     sparse_adds,
-    uniform,
 )
 from wengert.rules import families
 from wengert.rules.broadcasting import astype, reshape
@@ -46,7 +52,7 @@ from wengert.rules.indexing import getitem, index_add
 from wengert.rules.reductions import add_chosen, amax, amin, prod
 from wengert.rules.shape import concatenate, stack, transpose
 
-__all__ = ["pretty", "pretty_statement", "to_source", "compile_program", "Module", "module_head",
+__all__ = ["pretty", "to_source", "compile_program", "Module", "module_head",
            "statement_source", "expression_source", "param_names"]
 
 _GETITEM, _ADD = getitem.primitive, add.primitive
@@ -55,35 +61,6 @@ _METHODS = (sum_, prod, amax, amin, reshape, transpose)  # of arrays, by the pri
 
 
 # -- SSA notation -------------------------------------------------------------------------
-
-def pretty_statement(stmt):
-    """``v2 = v_1 * v0``: one statement in SSA notation."""
-    name = stmt.prim.__name__
-    args = [pretty_value(a) for a in stmt.args]
-    outs = ", ".join(o.name for o in stmt.outs)
-    if len(stmt.outs) > 1:
-        outs = f"({outs})"
-    if stmt.inplace and stmt.prim is _ADD:
-        return f"{stmt.args[0].name} += {args[1]}"
-    if stmt.inplace and stmt.prim.operator is not None and len(args) == 2 and stmt.prim is not index_add \
-            and type(stmt.args[0]) is Variable and stmt.args[0].name == stmt.outs[0].name:
-        return f"{outs} {stmt.prim.operator}= {args[1]}"
-    if stmt.inplace and stmt.prim is index_add:
-        return f"{stmt.args[0].name}[{index_expr(stmt.args[1], pretty_value)}] += {args[2]}"
-    if stmt.prim is dup:
-        return f"{outs} = dup({args[0]})"
-    op = stmt.prim.operator
-    if op is not None and len(args) == 2 and not stmt.kwargs:
-        rhs = f"{args[0]} {op} {args[1]}"
-    elif op is not None and len(args) == 1 and not stmt.kwargs:
-        rhs = f"{op}{args[0]}"
-    elif stmt.prim is _GETITEM:
-        rhs = f"{args[0]}[{index_expr(stmt.args[1], pretty_value)}]"
-    else:
-        parts = args + [f"{k}={pretty_value(v)}" for k, v in stmt.kwargs.items()]
-        rhs = f"{name}({', '.join(parts)})"
-    return f"{outs} = {rhs}"
-
 
 def _signature(program, annotate):
     names = param_names(program)

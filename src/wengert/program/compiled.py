@@ -38,6 +38,7 @@ from wengert.program.captures import scan, with_captured_inputs
 from wengert.program.compiled_args import (
     INT64,
     STATIC,
+    Compiled,
     arguments_to_trace,
     by_reference,
     check_hashable,
@@ -50,10 +51,11 @@ from wengert.program.compiled_args import (
     with_statics_put_back,
 )
 from wengert.program.compiled_source import REFUSALS, from_source_instead
-from wengert.program.ir import Program, Variable
+from wengert.program.ir import Variable
 from wengert.program.native import check_backend
 from wengert.program.native_build import attach_native
 from wengert.program.pipeline import lower, optimize
+from wengert.program.program import Program
 from wengert.program.tracing import _param_names
 
 __all__ = ["compile_function", "CompiledFunction", "CacheInfo", "CACHE_SIZE"]
@@ -190,7 +192,7 @@ def _builder(tree, names, namespace):
     return f"{name}({', '.join(parts)})"
 
 
-class CompiledFunction:
+class CompiledFunction(Compiled):
     """``fun`` (or a derivative of it), compiled per input signature; see the module docs."""
 
     def __init__(self, fun, transform=None, argnums=0, *, static_argnums=None, static_argnames=None,

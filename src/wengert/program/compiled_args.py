@@ -28,9 +28,18 @@ from wengert.program.ir import map_vars, vars_in
 
 __all__ = ["static_positions", "StaticArgs", "int_refusal", "shape_dependence", "by_reference", "signature",
            "flat_key", "arguments_to_trace", "with_statics_put_back", "positional_signature", "STATIC",
-           "Traced", "INT64"]
+           "Traced", "INT64", "Compiled"]
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+class Compiled:
+    """What ``wg.compile`` returns (``compiled.CompiledFunction``), as the modules below it see it:
+    ``fun``, the function compiled, and ``transform``, the derivative taken (``"grad"``,
+    ``"value_and_grad"``) or None. The source transformer reads ``fun``'s source instead."""
+
+    fun: object
+    transform: str | None
 
 
 # -- the cache's keys ---------------------------------------------------------------------------------

@@ -27,10 +27,10 @@ from wengert.core.errors import TracingError
 from wengert.core.exits import ExitError, name_of
 from wengert.program import captures as captures_module
 from wengert.program.captures import Captures
-from wengert.program.control_codegen import compile_block
-from wengert.program.ir import Program
-from wengert.program.source_adjoint import grad_source
-from wengert.program.source_inplace import update_in_place
+from wengert.program.source.adjoint import grad_source
+from wengert.program.source.codegen import compile_block
+from wengert.program.source.inplace import update_in_place
+from wengert.program.source.program import from_source
 
 __all__ = ["REFUSALS", "SourceCompiled", "from_source_instead"]
 
@@ -131,7 +131,7 @@ def from_source_instead(fun, args, transform, argnums, refusal):
             f"your function itself (wg.compile(f).grad(), .value_and_grad()), or differentiate with the "
             f"tape (wg.grad)") from None
     try:
-        forward = Program.from_source(fun, *args)
+        forward = from_source(fun, *args)
         if transform is None:
             program = forward
             raw = compile_block(forward.name, forward.inputs, update_in_place(forward.body), forward.outputs)

@@ -3,8 +3,7 @@ one record per statement (``type | input | output``), ellipses for the inputs an
 """
 
 from wengert.program.codegen import param_names
-from wengert.program.ir import Variable
-from wengert.program.rendering import pretty_value
+from wengert.program.ir import Variable, pretty_value
 
 __all__ = ["to_dot"]
 

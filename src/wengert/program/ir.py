@@ -1,37 +1,22 @@
-"""The IR: a straight-line program in SSA/ANF form (a Wengert list as a program).
+"""The IR: straight-line code in SSA/ANF form (a Wengert list as a program), and its SSA notation.
 
 Every :class:`Statement` applies one primitive of the rule table (``wengert.rules``) to variables and
 constants and assigns its result to a fresh :class:`Variable`: no compound expressions, every
-variable assigned once. A :class:`Program` has named inputs, statements and outputs; it prints
-in SSA notation (``v1 = log(v_1)``), renders as plain NumPy source, and runs as a Python
-function made by ``exec`` of that source.
+variable assigned once; a statement prints in SSA notation (``v1 = log(v_1)``,
+:func:`pretty_statement`). A ``Program`` (``wengert.program.program``) has named inputs, such
+statements and outputs.
 """
 
 from types import MappingProxyType
 
 import numpy as np
 
-from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.core.primitive import Primitive
+from wengert.rules.elementwise import add
+from wengert.rules.indexing import getitem, index_add
 
-__all__ = ["Variable", "Statement", "Program", "var_name", "map_vars", "vars_in", "placeholder", "zero_of",
-           "dup", "provide", "renamed", "binary"]
-
-_PROVIDED = {}
-"""What the modules built on the IR do with a program, by the name ``Program`` knows it by: the
-printer and the code generator (``codegen``), the dot picture (``dot``), the tracer
-(``tracing``), derivative programs (``adjoint``), the source front end (``source``). The IR is
-the bottom of ``wengert.program`` and imports none of them; ``wengert.program``'s ``__init__``
-hands them over with :func:`provide` when the package is imported (before any Program exists)."""
-
-
-def provide(**functions):
-    """Registers the functions ``Program``'s methods call (see ``_PROVIDED``)."""
-    _PROVIDED.update(functions)
-
-
-def _provided(name):
-    return _PROVIDED[name]
+__all__ = ["Variable", "Statement", "var_name", "map_vars", "vars_in", "placeholder", "zero_of", "dup",
+           "renamed", "binary", "NO_KWARGS", "pretty_statement", "pretty_value", "index_expr", "uniform"]
 
 
 def _dup_impl(x, n=2):
@@ -198,165 +183,103 @@ class Statement:
                          map_vars(self.kwargs, f) if self.kwargs else None, self.inplace)
 
     def __repr__(self):
-        return _provided("pretty_statement")(self)
+        return pretty_statement(self)
 
 
 _new_variable, _new_statement = Variable.__new__, Statement.__new__
 
 
-def _same_static(a, b):
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except (TypeError, ValueError):
-        return a is b
+# -- SSA notation ------------------------------------------------------------------------------
+
+_GETITEM, _ADD = getitem.primitive, add.primitive
+
+def pretty_statement(stmt):
+    """``v2 = v_1 * v0``: one statement in SSA notation."""
+    name = stmt.prim.__name__
+    args = [pretty_value(a) for a in stmt.args]
+    outs = ", ".join(o.name for o in stmt.outs)
+    if len(stmt.outs) > 1:
+        outs = f"({outs})"
+    if stmt.inplace and stmt.prim is _ADD:
+        return f"{stmt.args[0].name} += {args[1]}"
+    if stmt.inplace and stmt.prim.operator is not None and len(args) == 2 and stmt.prim is not index_add \
+            and type(stmt.args[0]) is Variable and stmt.args[0].name == stmt.outs[0].name:
+        return f"{outs} {stmt.prim.operator}= {args[1]}"
+    if stmt.inplace and stmt.prim is index_add:
+        return f"{stmt.args[0].name}[{index_expr(stmt.args[1], pretty_value)}] += {args[2]}"
+    if stmt.prim is dup:
+        return f"{outs} = dup({args[0]})"
+    op = stmt.prim.operator
+    if op is not None and len(args) == 2 and not stmt.kwargs:
+        rhs = f"{args[0]} {op} {args[1]}"
+    elif op is not None and len(args) == 1 and not stmt.kwargs:
+        rhs = f"{op}{args[0]}"
+    elif stmt.prim is _GETITEM:
+        rhs = f"{args[0]}[{index_expr(stmt.args[1], pretty_value)}]"
+    else:
+        parts = args + [f"{k}={pretty_value(v)}" for k, v in stmt.kwargs.items()]
+        rhs = f"{name}({', '.join(parts)})"
+    return f"{outs} = {rhs}"
 
 
-class Program:
-    """A straight-line program: ``inputs`` (Variables), ``statements``, ``outputs`` (Variables or
-    constants). ``in_tree``/``in_leaves`` say how positional arguments (pytrees) map to inputs:
-    each leaf is an input Variable or a static value the program was traced with; ``out_tree`` how
-    the outputs are returned. ``input_names`` are the user's names, one per input."""
+def pretty_value(x):
+    """A constant or Variable in SSA notation (arrays summarised)."""
+    t = type(x)
+    if t is Variable:
+        return x.name
+    if t is float:
+        return repr(x)
+    if isinstance(x, np.ndarray):
+        u = uniform(x)
+        shape = ",".join(str(n) for n in x.shape)
+        if u is not None and x.ndim:
+            kind = {0: "zeros", 1: "ones"}.get(u)
+            return f"{kind}({shape})" if kind else f"full(({shape}), {u!r})"
+        if x.size <= 6:
+            return f"array({x.tolist()!r})"
+        return f"array<{x.dtype.name}[{shape}]>"
+    if isinstance(x, np.generic):
+        return repr(x.item())
+    if t is tuple:
+        inner = ", ".join(pretty_value(v) for v in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    if t is list:
+        return "[" + ", ".join(pretty_value(v) for v in x) + "]"
+    if t is slice:
+        return index_expr(x, pretty_value)
+    if x is Ellipsis:
+        return "..."
+    if isinstance(x, np.dtype):
+        return x.name
+    return repr(x)
 
-    def __init__(self, inputs, statements, outputs, *, name="f", input_names=None, in_tree=None,
-                 in_leaves=None, out_tree=None, examples=None):
-        self.inputs = list(inputs)
-        self.statements = list(statements)
-        self.outputs = list(outputs)
-        self.name = name
-        self.input_names = list(input_names) if input_names is not None else [v.name for v in self.inputs]
-        self.in_leaves = list(in_leaves) if in_leaves is not None else list(self.inputs)
-        if in_tree is None:
-            in_tree = tree_flatten(tuple(range(len(self.in_leaves))))[1]
-        self.in_tree = in_tree
-        if out_tree is None:
-            out_tree = tree_flatten(self.outputs[0] if len(self.outputs) == 1 else
-                                    tuple(range(len(self.outputs))))[1]
-        self.out_tree = out_tree
-        self.examples = examples if examples is not None else {}
-        """Variable -> the value it had when traced (abstract evaluation's examples, see
-        ``tracing``): derivative programs evaluate their rules on them. Empty is valid (then
-        placeholders are used); ``wg.compile`` keeps only its inputs' (the rest is computed again
-        from them when a derivative program is derived)."""
-        self.captures = None
-        """``wg.compile``'s programs: what the function captured (``program.captures``); its arrays
-        are the last ``len(captures.arrays)`` positional arguments, read now when they are left out."""
-        self._function = None
-        self._census = None
 
-    def census(self):
-        """``(primitives, arrays)``: the set of primitives the statements apply, and whether one of
-        them computes an array (what most passes test first to return the program unchanged).
-        Computed once per program; a pass whose result applies no primitive and makes no array its
-        input did not may hand it on (``with_statements(..., census=...)``): a superset is valid."""
-        if self._census is None:
-            prims, arrays = set(), False
-            add = prims.add
-            for s in self.statements:
-                add(s.prim)
-                if not arrays:
-                    outs = s.outs
-                    arrays = outs[0].kind == "array" or any([o.kind == "array" for o in outs[1:]])
-            self._census = (prims, arrays)
-        return self._census
+def index_expr(idx, render):
+    """``idx`` as it is written between brackets: ``1:3, None, ...``."""
+    def part(p):
+        if type(p) is slice:
+            start = "" if p.start is None else render(p.start)
+            stop = "" if p.stop is None else render(p.stop)
+            return f"{start}:{stop}" if p.step is None else f"{start}:{stop}:{render(p.step)}"
+        if p is Ellipsis:
+            return "..."
+        if p is None:
+            return "None"
+        return render(p)
 
-    # -- construction ----------------------------------------------------------------------------
-    @classmethod
-    def from_trace(cls, fun, *example_args):
-        """Trace ``fun`` on symbols shaped like ``example_args`` (lazily: no data is computed on)."""
-        return _provided("trace_program")(fun, example_args)
+    if type(idx) is tuple:
+        if not idx:
+            return "()"
+        inner = ", ".join(part(p) for p in idx)
+        return inner + "," if len(idx) == 1 else inner
+    return part(idx)
 
-    @classmethod
-    def from_source(cls, fun, *example_args):
-        """``fun``'s Python source as a program with structured control flow (``if``, loops), for
-        arguments like ``example_args`` (Python floats if none): see docs/source.md."""
-        return _provided("from_source")(fun, *example_args)
 
-    def with_statements(self, statements, outputs=None, census=None, **changes):
-        """A copy with other statements (and outputs); everything else kept. ``census``: the new
-        statements' :meth:`census`, or a superset of it, where the caller knows one."""
-        fields = dict(inputs=self.inputs, name=self.name, input_names=self.input_names,
-                      in_tree=self.in_tree, in_leaves=self.in_leaves, out_tree=self.out_tree,
-                      examples=self.examples)
-        fields.update(changes)
-        inputs = fields.pop("inputs")
-        program = Program(inputs, statements, self.outputs if outputs is None else outputs, **fields)
-        program._census = census
-        return program
-
-    # -- derivatives -----------------------------------------------------------------------------
-    def vjp(self):
-        """The reverse-mode program: inputs and one cotangent per output, returning
-        ``(outputs, input cotangents)``; the adjoints are traced from the rule table's VJP rules."""
-        return _provided("vjp_program")(self)
-
-    def grad(self, argnums=0):
-        """The gradient program of a scalar-output program (``jax.grad`` of it)."""
-        return _provided("grad_program")(self, argnums)
-
-    def value_and_grad(self, argnums=0):
-        """Returns ``(value, gradient)`` (``jax.value_and_grad`` of the program)."""
-        return _provided("grad_program")(self, argnums, with_value=True)
-
-    def jvp(self):
-        """The forward-mode program: inputs and one tangent per input, returning
-        ``(outputs, output tangents)``, from the rule table's JVP rules."""
-        return _provided("jvp_program")(self)
-
-    # -- views -----------------------------------------------------------------------------------
-    def __str__(self):
-        return _provided("pretty")(self)
-
-    def __repr__(self):
-        return (f"<wengert Program {self.name}: {len(self.inputs)} inputs, {len(self.statements)} "
-                f"statements, {len(self.outputs)} outputs>")
-
-    @property
-    def source(self):
-        """The program as Python source: plain NumPy (and ``math`` for Python floats)."""
-        return _provided("to_source")(self)
-
-    def to_dot(self):
-        """The dataflow graph in Graphviz dot: inputs, one record per statement, outputs."""
-        return _provided("to_dot")(self)
-
-    # -- running ---------------------------------------------------------------------------------
-    @property
-    def function(self):
-        """The compiled Python function (flat inputs, flat outputs), made once by exec of the source."""
-        if self._function is None:
-            self._function = _provided("compile_program")(self)
-        return self._function
-
-    def flat_inputs(self, args):
-        """The input values among ``args`` (checked against the traced structure and shapes); the
-        captured arrays' values now when ``args`` leave them out (a program of ``wg.compile``)."""
-        captures = self.captures
-        n = len(self.in_tree[2]) - len(captures.arrays) if captures is not None else -1
-        if captures is not None and captures.arrays and len(args) == n:
-            captured = captures.reader()()
-            if captured is None:
-                raise ValueError(f"program {self.name}: the captured value {captures.changed()} changed "
-                                 f"since it was traced; trace it again (wg.compile does so by itself)")
-            args = tuple(args) + captured
-        leaves, tree = tree_flatten(tuple(args))
-        if tree != self.in_tree:
-            raise TypeError(f"program {self.name}: called with arguments structured differently from "
-                            f"those it was traced with; trace it again for these arguments")
-        values = []
-        for leaf, slot in zip(leaves, self.in_leaves):
-            if type(slot) is Variable:
-                if np.shape(leaf) != slot.shape:
-                    raise ValueError(f"program {self.name}: input {slot.name} has shape {slot.shape}, "
-                                     f"got {np.shape(leaf)}; trace it again for this shape")
-                values.append(leaf)
-            elif not _same_static(leaf, slot):
-                raise ValueError(f"program {self.name}: traced with the static argument {slot!r}, called "
-                                 f"with {leaf!r}; trace it again (wg.compile does so by itself)")
-        return values
-
-    def __call__(self, *args):
-        """Run the program (``fun(*args)`` of the traced function, without tracing again)."""
-        out = self.function(*self.flat_inputs(args))
-        if len(self.outputs) == 1:
-            return tree_unflatten(self.out_tree, [out])
-        return tree_unflatten(self.out_tree, out)
+def uniform(a):
+    """The one value every element of ``a`` has, or None."""
+    if a.size == 0 or a.dtype.kind not in "biufc":
+        return None
+    first = a.flat[0]
+    if a.size <= 1 or (a == first).all():
+        return first.item()
+    return None

@@ -1,6 +1,6 @@
 """The Numba backend of derivative programs: ``backend="numba"`` of ``wg.compile`` and ``wg.source_grad``.
 
-Contract: a program's function is the same module ``codegen`` (or ``control_codegen``) writes, with every
+Contract: a program's function is the same module ``codegen`` (or ``source.codegen``) writes, with every
 function in it given to ``numba.njit`` (nopython mode, NumPy's error model: ``1.0 / 0.0`` is inf and
 ``math.log(-1.0)`` nan, as the Python backend's NumPy variant gives them), written to a file in the
 cache directory and imported from there so that Numba's disk cache keeps the machine code

@@ -1,6 +1,6 @@
 """A program's Numba function: its generated module in Numba's dialect, kept as a file, compiled.
 
-The module is the one ``codegen`` (``control_codegen`` for source programs) writes, changed in three
+The module is the one ``codegen`` (``source.codegen`` for source programs) writes, changed in three
 ways only: every function in it is given to ``numba.njit(cache=True, error_model="numpy")``; the
 NumPy names Numba lacks that codegen binds at module level (``np.add.reduce`` and the other full
 reductions) are redefined by small compiled functions of the same meaning; and a large captured array,
@@ -24,10 +24,11 @@ import warnings
 import numpy as np
 
 from wengert.program import codegen
-from wengert.program.control import If, Loop
-from wengert.program.control_codegen import block_source, compile_block
-from wengert.program.ir import Program, Statement, placeholder
+from wengert.program.ir import Statement, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
+from wengert.program.program import Program
+from wengert.program.source.codegen import block_source, compile_block
+from wengert.program.source.control import If, Loop
 
 __all__ = ["CACHE_ENV", "cache_dir", "native_function", "attach_native", "native_source", "refusals"]
 

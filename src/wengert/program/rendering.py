@@ -17,14 +17,14 @@ import textwrap
 import numpy as np
 
 from wengert.core.primitive import Primitive
-from wengert.program.ir import Variable
+from wengert.program.ir import Variable, uniform
 from wengert.rules import EXTRA_FAMILIES, families
 from wengert.rules.elementwise import masked
 from wengert.rules.indexing import may_repeat
 from wengert.rules.reductions import add_chosen
 
 __all__ = ["numpy_name", "register_helper", "helpers", "helper_sources", "helper_source", "reserved_names",
-           "pretty_value", "source_value", "float_literal", "index_expr", "uniform", "sparse_adds"]
+           "source_value", "float_literal", "sparse_adds"]
 
 
 def numpy_name(prim):
@@ -141,52 +141,10 @@ def _dtype_source(dt):
     return f"np.{dt.name}" if isinstance(getattr(np, dt.name, None), type) else f"np.dtype({dt.str!r})"
 
 
-def uniform(a):
-    """The one value every element of ``a`` has, or None."""
-    if a.size == 0 or a.dtype.kind not in "biufc":
-        return None
-    first = a.flat[0]
-    if a.size <= 1 or (a == first).all():
-        return first.item()
-    return None
-
-
 def _scalar_text(v, source):
     if isinstance(v, float):
         return float_literal(v) if source else repr(v)
     return repr(v)
-
-
-def pretty_value(x):
-    """A constant or Variable in SSA notation (arrays summarised)."""
-    t = type(x)
-    if t is Variable:
-        return x.name
-    if t is float:
-        return repr(x)
-    if isinstance(x, np.ndarray):
-        u = uniform(x)
-        shape = ",".join(str(n) for n in x.shape)
-        if u is not None and x.ndim:
-            kind = {0: "zeros", 1: "ones"}.get(u)
-            return f"{kind}({shape})" if kind else f"full(({shape}), {u!r})"
-        if x.size <= 6:
-            return f"array({x.tolist()!r})"
-        return f"array<{x.dtype.name}[{shape}]>"
-    if isinstance(x, np.generic):
-        return repr(x.item())
-    if t is tuple:
-        inner = ", ".join(pretty_value(v) for v in x)
-        return f"({inner},)" if len(x) == 1 else f"({inner})"
-    if t is list:
-        return "[" + ", ".join(pretty_value(v) for v in x) + "]"
-    if t is slice:
-        return index_expr(x, pretty_value)
-    if x is Ellipsis:
-        return "..."
-    if isinstance(x, np.dtype):
-        return x.name
-    return repr(x)
 
 
 def source_value(x, hoist):
@@ -243,27 +201,6 @@ def _array_source(a):
     if a.size == 0:
         return f"np.zeros({a.shape!r}, dtype={dt})"
     return f"np.array({text}, dtype={dt})"
-
-
-def index_expr(idx, render):
-    """``idx`` as it is written between brackets: ``1:3, None, ...``."""
-    def part(p):
-        if type(p) is slice:
-            start = "" if p.start is None else render(p.start)
-            stop = "" if p.stop is None else render(p.stop)
-            return f"{start}:{stop}" if p.step is None else f"{start}:{stop}:{render(p.step)}"
-        if p is Ellipsis:
-            return "..."
-        if p is None:
-            return "None"
-        return render(p)
-
-    if type(idx) is tuple:
-        if not idx:
-            return "()"
-        inner = ", ".join(part(p) for p in idx)
-        return inner + "," if len(idx) == 1 else inner
-    return part(idx)
 
 
 _MAX_SPARSE = 3

@@ -28,12 +28,12 @@ from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
 from wengert.engines.mutation import note_view
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
-from wengert.program.ir import NO_KWARGS, Program, Statement, Variable, map_vars, placeholder, var_name
+from wengert.program.ir import NO_KWARGS, Statement, Variable, map_vars, placeholder, var_name
 from wengert.rules import elementwise, nondiff
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import getitem, untake
 
-__all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace_program", "user_location", "is_input_leaf",
+__all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace", "user_location", "is_input_leaf",
            "python_identifier"]
 
 _GETITEM = getitem.primitive
@@ -455,8 +455,9 @@ def _param_names(fun, nargs):
     return names
 
 
-def trace_program(fun, args):
-    """``Program.from_trace``: the statements ``fun(*args)`` performs, recorded on symbols."""
+def trace(fun, args):
+    """``Program.from_trace``: the statements ``fun(*args)`` performs, recorded on symbols, as the
+    keyword arguments of the ``Program`` holding them."""
     args = tuple(args)
     leaves, in_tree = tree_flatten(args)
     arg_names = _param_names(fun, len(args))
@@ -493,9 +494,9 @@ def trace_program(fun, args):
         if type(o) in BOX_TYPES and type(o) is not Symbol:
             raise TracingError(f"{getattr(fun, '__name__', fun)} returned a {type(o).__name__} traced by "
                                f"another differentiation; a traced program's outputs are its own values")
-    return Program(inputs, builder.statements, outputs, name=python_identifier(getattr(fun, "__name__", "f")),
-                   input_names=input_names, in_tree=in_tree, in_leaves=in_leaves, out_tree=out_tree,
-                   examples=builder.examples)
+    return dict(inputs=inputs, statements=builder.statements, outputs=outputs,
+                name=python_identifier(getattr(fun, "__name__", "f")), input_names=input_names,
+                in_tree=in_tree, in_leaves=in_leaves, out_tree=out_tree, examples=builder.examples)
 
 
 def python_identifier(name):

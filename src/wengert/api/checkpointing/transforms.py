@@ -1,6 +1,6 @@
 """``wg.checkpoint`` and ``wg.iterate``: a function, or a loop, whose intermediates are recomputed in
 the backward pass instead of kept. The engine (one recomputing node per call) is ``recompute.py``;
-the schedules the loop follows are ``checkpointing.py``.
+the schedules the loop follows are ``schedules.py``; the package's docstring lists the rest.
 """
 
 from __future__ import annotations

@@ -4,24 +4,24 @@ The function body is interpreted statement by statement on symbols (``tracing.Sy
 expression is evaluated by Python itself on symbols, so operators, ``wengert.numpy``/NumPy calls
 and the rule table's primitives are recorded exactly as ``Program.from_trace`` records them (and
 ``math`` functions are sent to ``wengert.numpy``). Control flow is *not* run: an ``if`` on a traced
-value becomes an :class:`~wengert.program.control.If` node (both arms recorded, their differing
+value becomes an :class:`~wengert.program.source.control.If` node (both arms recorded, their differing
 variables merged by phi outputs), ``for`` over ``range(...)`` or over an array's first axis and
-``while`` become :class:`~wengert.program.control.Loop` nodes whose body is recorded once, with the
+``while`` become :class:`~wengert.program.source.control.Loop` nodes whose body is recorded once, with the
 loop-carried variables (names assigned in the body that exist before the loop) explicit.
 ``break``/``continue`` become flags guarding the rest of the body; the loop ends after an iteration
 whose break flag is set. Control flow on static values (ints, shapes, constants) runs at build
 time, as in ``from_trace``. Calls to other user functions are interpreted the same way, inline
 (their parsed source is cached per function), and so are nested defs, lambdas and comprehensions
-(``source_nested``: closures read at call time, comprehensions unrolled); a ``with`` block's context
+(``source.nested``: closures read at call time, comprehensions unrolled); a ``with`` block's context
 managers run around the reading of its body. The program is specialised to the arguments' shapes
 (floats when none are given): ints and other non-array arguments are static.
 
-Anything else raises :class:`~wengert.program.control.TransformError` naming the construct, the
+Anything else raises :class:`~wengert.program.source.control.TransformError` naming the construct, the
 file and the line; the tape (``wg.grad``) handles such code.
 
 This module holds :class:`SourceProgram` and :func:`from_source`; the reading is in
-``source_parse``, the interpreter in ``source_interpreter`` and ``source_loops``, the derivatives
-in ``source_adjoint``.
+``source.parse``, the interpreter in ``source.interpreter`` and ``source.loops``, the derivatives
+in ``source.adjoint``.
 """
 
 import functools
@@ -32,17 +32,17 @@ import numpy as np
 from wengert.api.tree import tree_flatten, tree_unflatten
 from wengert.program import rendering
 from wengert.program.captures import scan
-from wengert.program.compiled import CompiledFunction
-from wengert.program.control import TransformError
-from wengert.program.control_codegen import block_source, compile_block
+from wengert.program.compiled_args import Compiled
 from wengert.program.ir import Variable
-from wengert.program.source_adjoint import grad_source, jvp_source
-from wengert.program.source_builder import SourceBuilder
-from wengert.program.source_checkpoint import check_policy
-from wengert.program.source_inplace import update_in_place
-from wengert.program.source_interpreter import Interpreter
-from wengert.program.source_parse import parsed_source
-from wengert.program.source_values import unsymbolic
+from wengert.program.source.adjoint import grad_source, jvp_source
+from wengert.program.source.builder import SourceBuilder
+from wengert.program.source.checkpoint import check_policy
+from wengert.program.source.codegen import block_source, compile_block
+from wengert.program.source.control import TransformError
+from wengert.program.source.inplace import update_in_place
+from wengert.program.source.interpreter import Interpreter
+from wengert.program.source.parse import parsed_source
+from wengert.program.source.values import unsymbolic
 from wengert.program.tracing import is_input_leaf, python_identifier
 
 __all__ = ["SourceProgram", "from_source", "TransformError"]
@@ -126,7 +126,7 @@ def _callable_kind(fun):
     ``source_grad`` and ``source_jvp`` accept; refuses what has no source to transform."""
     pre, kw = (), {}
     while True:
-        if isinstance(fun, CompiledFunction):
+        if isinstance(fun, Compiled):
             if fun.transform is not None:
                 raise TransformError(f"{fun!r} is a compiled derivative; the source transformation reads "
                                      f"Python source. Give it the function itself (source_grad(f)), or "

@@ -8,8 +8,8 @@ written ``out[i] = e`` in place, the loop copying the array once before it start
 loop's ``x_bar = index_update(c, i, 0.0)`` (the adjoint of the update) is rewritten the same way.
 """
 
-from wengert.program.control import Assign, If, Loop, reads, scalar_index
 from wengert.program.ir import Statement, Variable, vars_in
+from wengert.program.source.control import Assign, If, Loop, reads, scalar_index
 from wengert.rules.elementwise import add
 from wengert.rules.indexing import getitem, index_add, index_update, untake
 

@@ -1,6 +1,6 @@
 """Checkpointed loops in derivative programs built from source (``source_grad(f, checkpoint=...)``).
 
-The store-all reverse pass (``source_adjoint.py``) pushes each iteration's values on a stack: memory
+The store-all reverse pass (``source/adjoint.py``) pushes each iteration's values on a stack: memory
 grows with the trip count. With ``checkpoint="binomial"`` or ``"ctz"`` a loop instead keeps a few
 *loop states* (the values of its loop-carried variables at the start of an iteration) and its
 reverse pass executes a schedule of ``wengert.api.checkpointing.schedules``:
@@ -20,16 +20,19 @@ Step counts: the forward loop runs all n iterations (the rest of the function ne
 so iteration n-1 runs once more than the schedule counts: ``schedule.evaluations + 1`` evaluations
 of the body in all; the states held are the schedule's snapshots plus the last iteration's state,
 kept from the forward loop until the reverse sweep starts from it.
+
+The tape's checkpointing (``wg.iterate``, ``wg.checkpoint``) is ``wengert.api.checkpointing``, whose
+docstring lists every checkpointing code path.
 """
 
 import textwrap
 
 from wengert.api.checkpointing.schedules import POLICIES, binomial, ctz_reverse_sweep
 from wengert.api.checkpointing.schedules import check_policy as check_policy_name
-from wengert.program.control import If, Loop, TransformError, all_names, defined, reads
-from wengert.program.control_codegen import render_block, render_loop, targets_source, values_source
 from wengert.program.ir import Statement, Variable, vars_in
 from wengert.program.rendering import register_helper
+from wengert.program.source.codegen import render_block, render_loop, targets_source, values_source
+from wengert.program.source.control import If, Loop, TransformError, all_names, defined, reads
 
 __all__ = ["POLICIES", "check_policy", "checkpointed", "Checkpointed", "Sweep", "checkpoint_loop", "plain"]
 

@@ -15,14 +15,14 @@ import numpy as np
 
 from wengert.program.compiled import CACHE_SIZE
 from wengert.program.compiled_args import by_reference
-from wengert.program.control import If, Loop, Pop, Push
-from wengert.program.control_codegen import block_source, render_block
 from wengert.program.ir import Statement
 from wengert.program.native import check_backend
 from wengert.program.native_build import attach_native
-from wengert.program.source import from_source
-from wengert.program.source_adjoint import grad_source, jvp_source
-from wengert.program.source_checkpoint import check_policy
+from wengert.program.source.adjoint import grad_source, jvp_source
+from wengert.program.source.checkpoint import check_policy
+from wengert.program.source.codegen import block_source, render_block
+from wengert.program.source.control import If, Loop, Pop, Push
+from wengert.program.source.program import from_source
 from wengert.program.tracing import is_input_leaf
 
 __all__ = ["source_grad", "source_jvp", "adjoint_table"]

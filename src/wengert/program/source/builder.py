@@ -20,7 +20,7 @@ class SourceBuilder(ProgramBuilder):
 
     def __init__(self, names=()):
         self._blocks = []
-        self.frames = []  # the interpreters evaluating an expression now, innermost last (source_nested)
+        self.frames = []  # the interpreters evaluating an expression now, innermost last (source.nested)
         super().__init__(names=names)
         self._seen = {}
 

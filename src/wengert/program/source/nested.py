@@ -14,9 +14,9 @@ program is built (returned by the function, or stored outside it), a filter on a
 import ast
 import inspect
 
-from wengert.program.control import TransformError
-from wengert.program.source_parse import TAPE, SourceText, assigned_names
-from wengert.program.source_values import BRK, JUMP, RET
+from wengert.program.source.control import TransformError
+from wengert.program.source.parse import TAPE, SourceText, assigned_names
+from wengert.program.source.values import BRK, JUMP, RET
 
 __all__ = ["LOCAL_PREFIX", "NestedFunction", "Enclosing", "define", "lift", "resolve", "refuse_returned"]
 
@@ -96,10 +96,10 @@ def _lowered(parsed, node):
             raise parsed.error(node, f"an async comprehension ({what} with async for)")
         for cond in reversed(gen.ifs):
             test = _at(ast.If(test=cond, body=body, orelse=[]), cond)
-            test.wg_filter = what  # a filter on a traced value is refused (source_interpreter)
+            test.wg_filter = what  # a filter on a traced value is refused (source.interpreter)
             body = [test]
         loop = _at(ast.For(target=gen.target, iter=gen.iter, body=body, orelse=[]), node)
-        loop.wg_what = what  # named in the unrolled loop's errors (source_loops)
+        loop.wg_what = what  # named in the unrolled loop's errors (source.loops)
         body = [loop]
     no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                             defaults=[])

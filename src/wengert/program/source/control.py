@@ -9,7 +9,7 @@ explicit: ``headers`` hold them during an iteration, ``inits`` enter, ``body_out
 iteration, ``outs`` hold them after the loop), and :class:`Push`/:class:`Pop` (the reverse pass's
 stack). Variables are SSA within one execution of a block; loop headers are the only names bound
 again, once per iteration, in the loop's own update. Their Python source is written by
-``control_codegen``; ``source.SourceProgram`` holds a block built from a function's source.
+``source.codegen``; ``source.SourceProgram`` holds a block built from a function's source.
 """
 
 import numpy as np
@@ -153,7 +153,7 @@ def reads(nodes, found=None):
             found.extend(n.push)
         elif t is Push:
             found.extend(n.vars)
-        elif hasattr(n, "node_reads"):  # checkpointed loops (source_checkpoint.py)
+        elif hasattr(n, "node_reads"):  # checkpointed loops (source/checkpoint.py)
             n.node_reads(found)
     return found
 

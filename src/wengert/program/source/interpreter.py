@@ -1,6 +1,6 @@
 """The interpreter of the source front end: a function's body, statement by statement, on symbols
 (``tracing.Symbol``), recording ``Statement``s, ``If`` nodes for branches on traced values, and
-loops (``source_loops``). See ``wengert.program.source`` for what is supported."""
+loops (``source.loops``). See ``wengert.program.source.program`` for what is supported."""
 
 import ast
 import operator
@@ -8,13 +8,13 @@ import operator
 import numpy as np
 
 from wengert.api.randomness import Sources, sources_of
-from wengert.program.control import If, TransformError
 from wengert.program.ir import Variable, placeholder
-from wengert.program.source_loops import LoopInterpreter
-from wengert.program.source_nested import Enclosing, define, lift, refuse_returned
-from wengert.program.source_parse import TAPE, base_name, closure_values, parsed_source
-from wengert.program.source_scope import Scope, refuse_shared_write
-from wengert.program.source_values import (
+from wengert.program.source.control import If, TransformError
+from wengert.program.source.loops import LoopInterpreter
+from wengert.program.source.nested import Enclosing, define, lift, refuse_returned
+from wengert.program.source.parse import TAPE, base_name, closure_values, parsed_source
+from wengert.program.source.scope import Scope, refuse_shared_write
+from wengert.program.source.values import (
     BRK,
     CONTAINER_TYPES,
     JUMP,
@@ -54,7 +54,7 @@ class Interpreter(LoopInterpreter):
 
     def __init__(self, fun, builder, depth=0, local=None):
         """``local``: ``(LocalSource, definer)`` for a nested def, lambda or comprehension of ``fun``
-        (``source_nested``), whose free names are read in the interpreter ``definer``."""
+        (``source.nested``), whose free names are read in the interpreter ``definer``."""
         self.fun = fun
         self.builder = builder
         self.depth = depth
@@ -84,7 +84,7 @@ class Interpreter(LoopInterpreter):
     def eval(self, expr):
         code = self._code.get(id(expr))
         if code is None:
-            tree = ast.Expression(body=lift(self.parsed, expr))  # lambdas, comprehensions: source_nested
+            tree = ast.Expression(body=lift(self.parsed, expr))  # lambdas, comprehensions: source.nested
             ast.fix_missing_locations(tree)
             code = self._code[id(expr)] = (compile(tree, self.parsed.filename, "eval"), expr)
         frames = self.builder.frames
@@ -198,7 +198,7 @@ class Interpreter(LoopInterpreter):
     def statement(self, s):
         """Interpret statement ``s``; one that draws random numbers is refused (see _refuse_draws)."""
         before = self.random.capture()
-        self.current = s  # the innermost statement running (source_scope.refuse_shared_write)
+        self.current = s  # the innermost statement running (source.scope.refuse_shared_write)
         self._statement(s)
         drew = self.random.changed(before)
         if drew:
@@ -243,7 +243,7 @@ class Interpreter(LoopInterpreter):
             self.env[JUMP] = True  # what follows runs only where this return did not
         elif t is ast.If:
             test = self.test(s.test)
-            if type(test) is Symbol and hasattr(s, "wg_filter"):  # a comprehension's (source_nested)
+            if type(test) is Symbol and hasattr(s, "wg_filter"):  # a comprehension's (source.nested)
                 raise TransformError(
                     f"at {self.where(s)} (in {self.caller.parsed.name}): the filter "
                     f"`if {ast.unparse(s.test)}` of {s.wg_filter} is a traced value, so the number of "

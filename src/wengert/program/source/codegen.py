@@ -1,16 +1,15 @@
 """Python source of structured blocks (``control``'s ``If``/``Loop``/``Assign``/``Push``/``Pop``
 nodes around ``Statement``s): one module defining one function, written as ``codegen`` writes a
 straight-line program, and that function compiled (``math`` for floats, NumPy where it raises).
-A node of another kind renders itself (``render``: the checkpointed loops of ``source_checkpoint``).
+A node of another kind renders itself (``render``: the checkpointed loops of ``source.checkpoint``).
 """
 
 import numpy as np
 
 from wengert.core.primitive import FLOAT_PATH_ERRORS
 from wengert.program.codegen import Module, expression_source, module_head, statement_source
-from wengert.program.control import Assign, If, Loop, Pop, Push, Zeros, all_names, scalar_index
-from wengert.program.ir import Statement, Variable
-from wengert.program.rendering import index_expr
+from wengert.program.ir import Statement, Variable, index_expr
+from wengert.program.source.control import Assign, If, Loop, Pop, Push, Zeros, all_names, scalar_index
 from wengert.rules.indexing import index_add, index_update
 
 __all__ = ["STACK", "render_block", "render_loop", "block_source", "compile_block"]
@@ -82,7 +81,7 @@ def render_block(nodes, mod, indent, safe=False):
                 lines += orelse
         elif t is Loop:
             lines += render_loop(n, mod, indent, safe)
-        elif hasattr(n, "render"):  # checkpointed loops (source_checkpoint.py)
+        elif hasattr(n, "render"):  # checkpointed loops (source/checkpoint.py)
             lines += n.render(mod, indent, safe)
         else:  # pragma: no cover - every node type is listed above
             raise TypeError(f"unknown node {t.__name__}")

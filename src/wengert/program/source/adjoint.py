@@ -21,7 +21,11 @@ import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved, tree_flatten, tree_unflatten
 from wengert.program.adjoint import zero_value
-from wengert.program.control import (
+from wengert.program.ir import Statement, Variable, map_vars, placeholder
+from wengert.program.source.builder import SourceBuilder
+from wengert.program.source.checkpoint import checkpoint_loop
+from wengert.program.source.codegen import block_source, compile_block
+from wengert.program.source.control import (
     Assign,
     If,
     Loop,
@@ -33,11 +37,7 @@ from wengert.program.control import (
     defined,
     reads,
 )
-from wengert.program.control_codegen import block_source, compile_block
-from wengert.program.ir import Statement, Variable, map_vars, placeholder
-from wengert.program.source_builder import SourceBuilder
-from wengert.program.source_checkpoint import checkpoint_loop
-from wengert.program.source_inplace import update_in_place
+from wengert.program.source.inplace import update_in_place
 from wengert.program.tracing import Symbol, TracingError
 from wengert.rules import elementwise as ew
 from wengert.rules.indexing import index_add, index_update, untake
@@ -363,7 +363,7 @@ def _has_push(nodes):
 def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshots=None):
     """The gradient program of a scalar-output :class:`SourceProgram`, for the arguments ``argnums``;
     loops keep every iteration's values (``checkpoint="all"``) or follow a checkpointing schedule
-    (``"binomial"``, ``"ctz"``: see ``source_checkpoint.py``)."""
+    (``"binomial"``, ``"ctz"``: see ``source/checkpoint.py``)."""
     if len(program.outputs) != 1 or np.shape(placeholder(program.outputs[0]) if type(program.outputs[0]) is
                                              Variable else program.outputs[0]) != ():
         raise TypeError(f"source_grad({program.name}): the function must return one scalar")

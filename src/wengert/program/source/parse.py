@@ -11,7 +11,7 @@ import types
 
 import numpy as np
 
-from wengert.program.control import TransformError
+from wengert.program.source.control import TransformError
 
 __all__ = ["TAPE", "parsed_source", "is_user_function", "closure_values", "assigned_names", "has_jump",
            "base_name", "mutated_names", "scope_walk", "SourceText"]
@@ -70,7 +70,7 @@ class _Parsed(SourceText):
         self.filename = filename
         self.offset = 0
         self.name = fun.__name__
-        self.local_defs = {}  # the nested defs, lambdas and comprehensions read so far (source_nested)
+        self.local_defs = {}  # the nested defs, lambdas and comprehensions read so far (source.nested)
         if fun.__name__ == "<lambda>":
             self.node = self._lambda(fun, lines, start)
         else:

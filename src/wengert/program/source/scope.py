@@ -10,10 +10,10 @@ import types
 import numpy as np
 
 import wengert.numpy as wnp
-from wengert.program.control import TransformError
-from wengert.program.source_nested import LOCAL_PREFIX, resolve
-from wengert.program.source_parse import TAPE, is_user_function
-from wengert.program.source_values import each_symbol
+from wengert.program.source.control import TransformError
+from wengert.program.source.nested import LOCAL_PREFIX, resolve
+from wengert.program.source.parse import TAPE, is_user_function
+from wengert.program.source.values import each_symbol
 from wengert.program.tracing import Symbol
 
 __all__ = ["Scope"]
@@ -96,7 +96,7 @@ class Scope(dict):
     def __missing__(self, name):
         it = self.interp
         if name.startswith(LOCAL_PREFIX):
-            return resolve(it, name)  # a lambda or comprehension of the expression (source_nested)
+            return resolve(it, name)  # a lambda or comprehension of the expression (source.nested)
         if name in it.env:
             return it.env[name]
         in_closure = name in it.closure

@@ -8,12 +8,12 @@ import itertools
 
 import numpy as np
 
-from wengert.program.control import Loop, TransformError
 from wengert.program.ir import Variable
-from wengert.program.source_checkpoint import checkpointed
-from wengert.program.source_nested import Enclosing
-from wengert.program.source_parse import TAPE, assigned_names, has_jump, mutated_names
-from wengert.program.source_values import (
+from wengert.program.source.checkpoint import checkpointed
+from wengert.program.source.control import Loop, TransformError
+from wengert.program.source.nested import Enclosing
+from wengert.program.source.parse import TAPE, assigned_names, has_jump, mutated_names
+from wengert.program.source.values import (
     BRK,
     CONTAINER_TYPES,
     JUMP,
@@ -33,7 +33,7 @@ _UNROLL_LIMIT = 10000
 
 
 class LoopInterpreter:
-    """The interpreter's loops (a part of ``source_interpreter.Interpreter``, which provides
+    """The interpreter's loops (a part of ``source.interpreter.Interpreter``, which provides
     ``eval``, ``test``, ``block``, ``builder``, ``env`` and the rest these methods use)."""
 
     def for_loop(self, s):
