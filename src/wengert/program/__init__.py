@@ -9,6 +9,7 @@ The modules build on each other in this order, each importing only those before 
 (``Program``, ``Statement``, ``Variable``), ``rendering``, ``liveness``, ``passes``, ``algebra``,
 ``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its
 arguments), ``adjoint``, ``checkpoint_steps`` (``wg.iterate``'s step as a program),
+``loop_node`` (``wg.iterate`` in a traced program: one statement),
 ``compiled_args`` (static arguments, traced ints, pickling); then the source front end:
 ``control`` (``If``/``Loop`` nodes), ``control_codegen``; ``native``, ``native_build`` (the Numba
 backend); ``source_inplace``, ``source_checkpoint``, ``source_values``, ``source_builder``,
@@ -19,7 +20,7 @@ programs built from source where the trace refuses), ``compiled``; ``source`` (`
 functions its methods call (printing, source, tracing, derivatives), which live above the IR.
 """
 
-from wengert.program import adjoint, checkpoint_steps, codegen, dot, source, tracing  # noqa: F401
+from wengert.program import adjoint, checkpoint_steps, codegen, dot, loop_node, source, tracing  # noqa: F401
 from wengert.program.ir import Program, Statement, Variable, provide
 from wengert.program.tracing import Symbol, TracingError
 
