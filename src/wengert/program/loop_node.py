@@ -107,7 +107,10 @@ def _cut(packed, like):
     parts, start = [], 0
     for v in like:
         size = int(np.prod(np.shape(v)))
-        part = packed[start] if type(v) is float else shape_ops.reshape(packed[start:start + size], np.shape(v))
+        if type(v) is float:
+            part = packed[start]
+        else:
+            part = shape_ops.reshape(packed[start:start + size], np.shape(v))
         dtype = np.result_type(v)
         parts.append(part if np.result_type(_example(part)) == dtype else part.astype(dtype))
         start += size
@@ -223,7 +226,7 @@ class _Loop(_Node):
         for _ in range(self.n - 1):
             states.append(p.advance(states[-1], 1, params))
         acc = None
-        for j in range(self.n - 1, -1, -1):
+        for _ in range(self.n):
             got = vjp(*states.pop(), *params, *ct)
             ct = list(got[k:2 * k])
             acc = list(got[2 * k:]) if acc is None else [a + c for a, c in zip(acc, got[2 * k:])]
