@@ -221,16 +221,23 @@ class _Loop(_Node):
 
     def _reverse_all(self, x0, params, ct):
         p = self.program
-        k, vjp = p.n_x, p.vjp
-        states = [x0]
-        for _ in range(self.n - 1):
-            states.append(p.advance(states[-1], 1, params))
+        k, vjp, forward = p.n_x, p.vjp, p.forward
+        if k == 1:
+            x = x0[0]
+            states = [x0]
+            for _ in range(self.n - 1):
+                x = forward(x, *params)
+                states.append((x,))
+        else:
+            states = [tuple(x0)]
+            for _ in range(self.n - 1):
+                states.append(forward(*states[-1], *params))
         acc = None
         for _ in range(self.n):
             got = vjp(*states.pop(), *params, *ct)
             ct = list(got[k:2 * k])
             acc = list(got[2 * k:]) if acc is None else [a + c for a, c in zip(acc, got[2 * k:])]
-        sched._note_evaluations(self.n)
+        sched._note_evaluations(2 * self.n - 1)
         return ct, dict(zip(p.slots, acc))
 
     def _reverse_scheduled(self, x0, params, ct):
