@@ -20,7 +20,8 @@ ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "pipeline", "codege
          "source", "source.control", "source.codegen", "source.inplace", "source.checkpoint", "source.values",
          "source.builder", "source.parse", "source.nested", "source.scope", "source.loops",
          "source.interpreter", "source.adjoint", "source.program",
-         "program", "native", "native_build", "checkpoint_steps", "compiled_source", "compiled", "source.api"]
+         "program", "native", "native_build", "checkpoint_steps", "loop_node", "compiled_source", "compiled",
+         "source.api"]
 """Bottom to top, as ``wengert/program/__init__.py`` lists them; the package itself is the top."""
 
 BELOW = ("wengert.core", "wengert.rules", "wengert.engines", "wengert.api", "wengert.numpy", "wengert.scipy")

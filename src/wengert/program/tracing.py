@@ -34,7 +34,10 @@ from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import getitem, untake
 
 __all__ = ["Symbol", "ProgramBuilder", "TracingError", "trace", "user_location", "is_input_leaf",
-           "python_identifier"]
+           "python_identifier", "TRACING"]
+
+TRACING = [0]
+"""How many :func:`trace` calls are running (``wg.iterate`` asks: ``loop_node``)."""
 
 _GETITEM = getitem.primitive
 
@@ -480,6 +483,7 @@ def trace(fun, args):
         else:
             in_leaves.append(leaf)
             boxed.append(leaf)
+    TRACING[0] += 1
     try:
         with np.errstate(all="ignore"):  # abstract evaluation on placeholders may divide by zero
             out = fun(*tree_unflatten(in_tree, boxed))
@@ -488,6 +492,8 @@ def trace(fun, args):
     except UnsupportedNumpyFunction as e:
         fname = getattr(fun, "__name__", "the function")
         raise UnsupportedNumpyFunction(f"{e} (while tracing {fname}{_traceback_location(e)})") from e
+    finally:
+        TRACING[0] -= 1
     out_leaves, out_tree = tree_flatten(out)
     outputs = [map_vars(_symbol_to_var(o), lambda v: v) for o in out_leaves]
     for o in out_leaves:

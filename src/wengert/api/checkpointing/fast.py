@@ -27,6 +27,13 @@ __all__ = ["provide", "StepProgram", "build", "reverse_sweep", "Pullback", "MIN_
 _TRACER = []
 """The one function tracing a step: ``trace(run, examples) -> (forward, vjp)`` (see :func:`provide`)."""
 
+_LOOP = []
+"""The function making a loop one statement of a program being traced (``wengert.program.loop_node``):
+``loop(step, x0, n, policy, snapshots, name) -> the final state``, or None where it does not."""
+
+_CHECKPOINT = []
+"""Likewise for ``wg.checkpoint``: ``checkpoint(fun, args, kwargs, name) -> its result``, or None."""
+
 MIN_STEPS = 32
 """Loops shorter than this run their step as before: tracing costs a few milliseconds."""
 
@@ -36,11 +43,17 @@ interpreter's, and tracing would hold a step's intermediates twice over (its own
 examples), which the memory bound of a checkpointed loop does not allow for."""
 
 
-def provide(tracer):
+def provide(tracer=None, loop=None, checkpoint=None):
     """Install ``tracer(run, examples) -> (forward, vjp)``: ``forward(*examples)`` returns ``run``'s
     outputs (one value, or a tuple of them), ``vjp(*examples, *cotangents)`` the outputs then one
-    cotangent per input. Called by ``wengert.program.checkpoint_steps`` at import."""
-    _TRACER[:] = [tracer]
+    cotangent per input (called by ``wengert.program.checkpoint_steps`` at import); ``loop`` and
+    ``checkpoint`` (see :data:`_LOOP`, :data:`_CHECKPOINT`; by ``wengert.program.loop_node``)."""
+    if tracer is not None:
+        _TRACER[:] = [tracer]
+    if loop is not None:
+        _LOOP[:] = [loop]
+    if checkpoint is not None:
+        _CHECKPOINT[:] = [checkpoint]
 
 
 class StepProgram:
@@ -111,15 +124,15 @@ def _zero_like(x):
     return 0.0 if type(x) is float else np.zeros(np.shape(x), np.result_type(x))
 
 
-def build(chain, x0, x1, slot_float, slot_plain):
+def build(chain, x0, x1, slot_float, slot_plain, force=False):
     """The step of ``chain`` (a ``recompute.Chain`` of ``wg.iterate``, step 0 evaluated from ``x0`` to
     ``x1``) as a :class:`StepProgram`, or None where the loop must run its step as before (module
-    docs)."""
-    if not _TRACER or chain.n < MIN_STEPS or chain.between is not None or chain.seq_count != 1:
+    docs). ``force``: whatever the loop's length and the state's size (a loop in a traced program)."""
+    if not _TRACER or chain.between is not None or chain.seq_count != 1:
+        return None
+    if not force and (chain.n < MIN_STEPS or sum(np.size(v) for v in x0) > MAX_STATE_SIZE):
         return None
     if not all(type(v) is float or (isinstance(v, np.ndarray) and v.dtype.kind == "f") for v in x0):
-        return None
-    if sum(np.size(v) for v in x0) > MAX_STATE_SIZE:
         return None
     sources = chain.sources
     if sources is not None and sources.changed(chain.rng0):

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from wengert.api.checkpointing import fast
 from wengert.api.checkpointing import schedules as sched
 from wengert.api.checkpointing.recompute import Chain, node_primitive
 from wengert.api.randomness import sources_of
@@ -46,6 +47,10 @@ def checkpoint(fun: Callable[..., Any] | None = None, *, generators: Any = None)
 
     @functools.wraps(fun)
     def checkpointed(*args, **kwargs):
+        if fast._CHECKPOINT and generators is None:  # in a program being traced: one statement
+            out = fast._CHECKPOINT[0](fun, args, kwargs, name)
+            if out is not None:
+                return out
         leaves, treedef = tree_flatten(tuple(args))
         roots = [v if type(v) not in BOX_TYPES and not is_inexact(v) else None for v in leaves]
         captured = []
@@ -100,6 +105,10 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
         if checkpoint != "binomial":
             raise ValueError(f"{where}: snapshots= is for checkpoint='binomial' only")
         snapshots = sched._check_snapshots(snapshots, where)
+    if fast._LOOP and until is None:  # inside a program being traced: one statement (program.loop_node)
+        out = fast._LOOP[0](step, x0, n, checkpoint, snapshots, name)
+        if out is not None:
+            return out
     if checkpoint == "all":
         return _iterate_all(step, x0, n, name)
     leaves, treedef = tree_flatten(x0)
