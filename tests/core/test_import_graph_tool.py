@@ -34,7 +34,8 @@ def test_imports_inside_functions_are_found_at_any_depth(tmp_path):
     (package / "b.py").write_text("")
     (package / "a.py").write_text(
         "import wengert.b\n"
-        "def f():\n    import wengert.b\n    class C:\n        def g(self):\n            from wengert import b\n"
+        "def f():\n    import wengert.b\n    class C:\n        def g(self):\n"
+        "            from wengert import b\n"
         "class K:\n    import wengert.b\n    async def h(self):\n        from wengert.b import x\n")
     known = {"wengert": package / "__init__.py", **{f"wengert.{m}": package / f"{m}.py" for m in "ab"}}
     assert graph_tool.edges(known) == [("wengert.a", "wengert.b", False), ("wengert.a", "wengert.b", True)]
