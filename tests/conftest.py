@@ -4,6 +4,8 @@ here), plus ``docs/``, ``benchmarks/`` and ``fuzz/``. ``tests`` is a package and
 on ``sys.path`` (``pythonpath`` in ``pyproject.toml``), so helpers are imported one way everywhere,
 ``from tests.support.rule_helpers import R``, and ``benchmarks`` imports without a path hack."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -42,6 +44,24 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "tests/engines/test_scalar_hostile.py::test_vmap_and_grad_of_scalar_reads_match_jax")
 """CLI runs in subprocesses, the demos' one-epoch runs, and the longest property tests against JAX
 (the slowest tests of the rest, by ``pytest --durations``)."""
+
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m "not slow"`` exactly (``make test``) the modules of SLOW_PATHS are not imported at
+    all: every test in them would be deselected, and importing them (Dask, matplotlib, the benchmarks)
+    cost each pytest-xdist worker seconds of collection. Any other run collects them as usual."""
+    if config.getoption("markexpr") != "not slow":
+        return None
+    try:
+        relative = collection_path.resolve().relative_to(_ROOT).as_posix()
+    except ValueError:
+        return None
+    if collection_path.is_dir():
+        relative += "/"
+    return True if relative.startswith(SLOW_PATHS) else None
 
 
 def pytest_collection_modifyitems(config, items):
