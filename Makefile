@@ -26,7 +26,8 @@ $(VENV)/.bench: pyproject.toml | $(PY)
 	touch $@
 
 # The inner loop: lint, types and every test but the slow groups (tests/conftest.py: benchmark smoke
-# runs, fuzz profiles, Dask, wheels in fresh venvs, the site build, CLI subprocesses).
+# runs, fuzz profiles, Dask, wheels in fresh venvs, the site build, CLI subprocesses, and the rule-table
+# sweeps' cases after each primitive's first).
 test: $(VENV)/.test
 	$(PY) -m ruff check .
 	$(PY) -m mypy

@@ -4,6 +4,9 @@ here), plus ``docs/``, ``benchmarks/`` and ``fuzz/``. ``tests`` is a package and
 on ``sys.path`` (``pythonpath`` in ``pyproject.toml``), so helpers are imported one way everywhere,
 ``from tests.support.rule_helpers import R``, and ``benchmarks`` imports without a path hack."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -44,8 +47,47 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
 (the slowest tests of the rest, by ``pytest --durations``)."""
 
 
+SWEEPS = ("tests/engines/test_cross_engine.py::test_compiled_value_equals_the_direct_call",
+          "tests/engines/test_cross_engine.py::test_compiled_gradient_equals_the_tape",
+          "tests/engines/test_cross_engine.py::test_jvp_program_equals_dual_numbers",
+          "tests/engines/test_cross_engine.py::test_generated_gradient_source_runs_on_its_own",
+          "tests/engines/test_reference_pass.py::test_every_rule_case",
+          "tests/engines/test_reference_pass.py::test_every_composed_case",
+          "tests/rules/test_batching.py::test_vmap_equals_the_loop",
+          "tests/rules/test_batching.py::test_vmap_of_derivatives_equals_the_loop",
+          "tests/rules/test_dask_arrays.py::test_differentiating_on_dask_stays_lazy_and_equals_numpy",
+          "tests/rules/test_dtypes.py::test_single_precision_stays_single",
+          "tests/rules/test_jacobians.py::test_jacobians_equal_one_pass_per_basis_vector",
+          "tests/rules/test_jacobians.py::test_hessians_equal_one_tangent_of_the_gradient_per_basis_vector")
+"""Rule-table sweeps: every case of the rule table (ids ``name-i``) under one more engine or transform.
+``make test`` runs each primitive's first case (``name-0``) under each of them; the other cases are in
+the slow group, which CI runs too. The rule table's own test (tests/rules/test_rule_table.py: every
+case, both modes, second order) runs every case in ``make test``."""
+
+_LATER_CASE = re.compile(r"-[1-9][0-9]*\]$")
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m "not slow"`` exactly (``make test``) the modules of SLOW_PATHS are not imported at
+    all: every test in them would be deselected, and importing them (Dask, matplotlib, the benchmarks)
+    cost each pytest-xdist worker seconds of collection. Any other run collects them as usual."""
+    if config.getoption("markexpr") != "not slow":
+        return None
+    try:
+        relative = collection_path.resolve().relative_to(_ROOT).as_posix()
+    except ValueError:
+        return None
+    if collection_path.is_dir():
+        relative += "/"
+    return True if relative.startswith(SLOW_PATHS) else None
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         node = item.nodeid
-        if node.startswith(SLOW_PATHS) or node.split("[")[0] in SLOW_TESTS:
+        function = node.split("[")[0]
+        if node.startswith(SLOW_PATHS) or function in SLOW_TESTS or (function in SWEEPS
+                                                                      and _LATER_CASE.search(node)):
             item.add_marker(pytest.mark.slow)

@@ -39,6 +39,7 @@ def edges(known):
     for name, path in known.items():
         tree = ast.parse(path.read_text(), str(path))
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        in_functions = _inside_functions(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -51,7 +52,7 @@ def edges(known):
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
             else:
                 continue
-            inside = _inside_function(tree, node)
+            inside = id(node) in in_functions
             for t in targets:
                 if t.split(".")[0] != PACKAGE:
                     continue
@@ -61,12 +62,17 @@ def edges(known):
     return sorted(set(out))
 
 
-def _inside_function(tree, target):
-    for node in ast.walk(tree):
+def _inside_functions(tree):
+    """The ids of the import statements of ``tree`` that lie inside a function (one walk of the
+    tree and one of each outermost function: the graph of the package takes a fraction of a second)."""
+    found, todo = set(), [tree]
+    while todo:
+        node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(child is target for child in ast.walk(node)):
-                return True
-    return False
+            found.update(id(n) for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom)))
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def cycles(nodes, graph):

@@ -1,9 +1,11 @@
 """Types for users' type checkers: mypy (``--strict``) on a small typed user program sees the
 transforms' results with the user function's parameters and result types (``reveal_type``), and
 flags the wrong uses JAX's annotations flag (``argnums="x"``, a wrong argument to a transformed
-function, ``nn.Linear("a", 3)``). wengert's own modules are checked under ``--strict`` as they are
-for a user who installed it (errors hidden): mypy 2.4 once crashed on one of them. One mypy run for
-the whole file (a few seconds)."""
+function, ``nn.Linear("a", 3)``); the same for ``wg.compile``'s compiled functions (called, their
+``.grad()``, ``.value_and_grad()``, ``.source()``, ``.cache_info()``), made directly, with
+``static_argnums`` and by the decorator factory ``@wg.compile(static_argnames=...)``. wengert's own
+modules are checked under ``--strict`` as they are for a user who installed it (errors hidden):
+mypy 2.4 once crashed on one of them. One mypy run for the whole file (a few seconds)."""
 
 import re
 import textwrap
@@ -35,6 +37,15 @@ def loss_aux(w: Array, x: Array) -> tuple[float, str]:
     return float(np.sum(x @ w)), "aux"
 
 
+def scaled(w: Array, n: int) -> Array:
+    return w * n
+
+
+@wg.compile(static_argnames="n")
+def by_decorator(w: Array, n: int) -> Array:
+    return w ** n
+
+
 w: Array = np.ones(3)
 x: Array = np.ones((2, 3))
 reveal_type(wg.grad(loss))  # R: def (w: Array, x: Array, scale: float) -> Any
@@ -53,6 +64,22 @@ reveal_type(wg.elementwise_grad(loss))  # R: def (w: Array, x: Array, scale: flo
 reveal_type(wg.stop_gradient(w))  # R: Array
 reveal_type(wg.tensor([1.0, 2.0], requires_grad=True))  # R: wengert.api.tensor.Tensor
 reveal_type(nn.Linear(3, 2))  # R: wengert.nn.layers.Linear
+cf = wg.compile(loss)
+reveal_type(cf)  # R: CompiledFunction[[w: Array, x: Array, scale: float], float]
+reveal_type(cf(w, x, 2.0))  # R: float
+reveal_type(cf.grad())  # R: CompiledFunction[[w: Array, x: Array, scale: float], Any]
+reveal_type(cf.grad((0, 1))(w, x, 2.0))  # R: tuple[Any, ...]
+reveal_type(cf.value_and_grad()(w, x, 2.0))  # R: tuple[float, Any]
+reveal_type(cf.value_and_grad([0, 1])(w, x, 2.0))  # R: tuple[float, tuple[Any, ...]]
+reveal_type(cf.source(w, x, 2.0))  # R: str
+reveal_type(cf.cache_info().hits)  # R: int
+reveal_type(cf.cache_info().maxsize)  # R: int | None
+reveal_type(wg.compile(cf)(w, x, 2.0))  # R: float
+reveal_type(wg.compile(scaled, static_argnums=1, cache_size=None)(w, 3))  # R: Array
+reveal_type(by_decorator(w, 3))  # R: Array
+reveal_type(by_decorator.grad()(w, 3))  # R: Any
+reveal_type(wg.compile(cache_size=8)(loss))  # R: CompiledFunction[[w: Array, x: Array, scale: float], float]
+cf.cache_clear()
 g: Any = wg.grad(loss, argnums=1)(w, x, 2.0)
 g = wg.grad(loss, argnum=1)(w, x, 2.0)  # HIPS autograd's spelling
 layer = nn.MLP([3, 4, 1], activation="tanh")
@@ -65,6 +92,17 @@ wg.value_and_grad(loss, argnums=0.5)  # E
 text: str = wg.value_and_grad(loss)(w, x, 2.0)[0]  # E
 wg.jvp(loss, w, w)  # E
 nn.Linear("a", 3)  # E
+cf(w, x)  # E
+cf(w, x, "2")  # E
+wg.compile(loss)(w, x, scale="2")  # E
+by_decorator(w, "3")  # E
+cf.grad()(x)  # E
+cf.grad(argnums="w")  # E
+wg.compile(loss, static_argnums="x")  # E
+wg.compile(loss, cache_size="64")  # E
+wg.compile(static_argnums=0.5)  # E
+words: str = cf(w, x, 2.0)  # E
+count: str = cf.cache_info().misses  # E
 '''
 
 
@@ -91,6 +129,7 @@ def test_mypy_sees_the_transforms_types_and_flags_wrong_uses(tmp_path):
     expected_reveal = {i + 1: line.split("# R: ")[1] for i, line in enumerate(lines) if "# R: " in line}
     expected_errors = {i + 1 for i, line in enumerate(lines) if line.endswith("# E")}
     revealed = {n: t.replace("numpy.ndarray[tuple[Any, ...], numpy.dtype[numpy.float64]]", "Array")
-                .replace("builtins.", "") for n, t in revealed.items()}
+                .replace("builtins.", "")
+                .replace("wengert.program.compiled.", "") for n, t in revealed.items()}
     assert revealed == expected_reveal
     assert set(errors) == expected_errors, {n: (lines[n - 1], e) for n, e in errors.items()}

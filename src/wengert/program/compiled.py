@@ -20,11 +20,14 @@ other captured values are guarded, and a change traces again (kept beside the ea
 signature, at most ``_VARIANTS``).
 """
 
+from __future__ import annotations
+
 import functools
 import inspect
 import operator
 import warnings
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, Sequence, TypeVar, overload
 
 import numpy as np
 
@@ -60,6 +63,12 @@ from wengert.program.tracing import _param_names
 
 __all__ = ["compile_function", "CompiledFunction", "CacheInfo", "CACHE_SIZE"]
 
+# The types users' type checkers see: a compiled function takes ``fun``'s parameters (P) and returns
+# its result type (R); ``.grad()`` returns gradients (``Any``: the arguments' structure, as arrays), a
+# tuple of them for a tuple ``argnums``; ``.value_and_grad()`` pairs R with them.
+P = ParamSpec("P")
+R = TypeVar("R")
+
 CACHE_SIZE = 64
 """Programs a compiled function keeps by default (``cache_size=``), the least recently used evicted."""
 
@@ -67,16 +76,18 @@ _VARIANTS = 8
 """Traces kept per signature of the arguments, for different captured values (torch.compile's
 ``cache_size_limit``): a value that keeps changing evicts the oldest, with one warning."""
 
-class CacheInfo(namedtuple("CacheInfo", ["hits", "misses", "currsize"])):
+class CacheInfo(NamedTuple("CacheInfo", [("hits", int), ("misses", int), ("currsize", int)])):
     """Like ``functools.lru_cache``'s: calls served from the cache, traces, programs held; and
     ``maxsize``, the most it holds (None: unbounded), an attribute outside the tuple."""
 
-    def __new__(cls, hits, misses, currsize, maxsize=None):
+    maxsize: int | None
+
+    def __new__(cls, hits: int, misses: int, currsize: int, maxsize: int | None = None) -> CacheInfo:
         info = super().__new__(cls, hits, misses, currsize)
         info.maxsize = maxsize
         return info
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"CacheInfo(hits={self.hits}, misses={self.misses}, currsize={self.currsize}, "
                 f"maxsize={self.maxsize})")
 
@@ -192,11 +203,13 @@ def _builder(tree, names, namespace):
     return f"{name}({', '.join(parts)})"
 
 
-class CompiledFunction(Compiled):
+class CompiledFunction(Compiled, Generic[P, R]):
     """``fun`` (or a derivative of it), compiled per input signature; see the module docs."""
 
-    def __init__(self, fun, transform=None, argnums=0, *, static_argnums=None, static_argnames=None,
-                 cache_size=CACHE_SIZE, backend="python"):
+    def __init__(self, fun: Callable[P, R], transform: str | None = None, argnums: int | Sequence[int] = 0, *,
+                 static_argnums: int | Sequence[int] | None = None,
+                 static_argnames: str | Sequence[str] | None = None, cache_size: int | None = CACHE_SIZE,
+                 backend: str = "python") -> None:
         if cache_size is not None and (type(cache_size) is not int or cache_size < 1):
             raise ValueError(f"wg.compile({getattr(fun, '__name__', fun)}): cache_size={cache_size!r}; give "
                              f"a positive int, or None for an unbounded cache")
@@ -205,7 +218,7 @@ class CompiledFunction(Compiled):
         self.transform = transform
         self.argnums = argnums
         # The keywords that .grad(), .value_and_grad(), keyword variants and pickling pass on.
-        self._options = {"static_argnums": static_argnums, "static_argnames": static_argnames,
+        self._options: dict[str, Any] = {"static_argnums": static_argnums, "static_argnames": static_argnames,
                          "cache_size": cache_size, "backend": backend}
         self._static = static_positions(fun, static_argnums, static_argnames)
         self._cache = OrderedDict()  # signature -> its entries (captured values' variants); LRU order
@@ -387,7 +400,10 @@ class CompiledFunction(Compiled):
 
     # ``f(*args)`` calls ``f._dispatch(*args)``, the last signature's dispatcher (``_Entry.dispatcher``),
     # found by a C-level getter: no Python frame of our own between the caller and the dispatcher.
-    __call__ = property(operator.attrgetter("_dispatch"))
+    if TYPE_CHECKING:
+        def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
+    else:
+        __call__ = property(operator.attrgetter("_dispatch"))
 
     def _slow(self, *args, **kwargs):
         if kwargs:
@@ -445,26 +461,34 @@ class CompiledFunction(Compiled):
             return transforms.value_and_grad(self.fun, self.argnums)(*args)
         return self.fun(*args)
 
-    def program(self, *args):
+    def program(self, *args: Any) -> Program:
         """The optimized Program that runs for arguments like ``args`` (traced if not cached)."""
         entry, _, _ = self._entry(args)
         if entry is None:
             raise TypeError("compiled function: the arguments are traced values; call it with arrays")
         return entry.program
 
-    def source(self, *args):
+    def source(self, *args: Any) -> str:
         """The generated Python source that runs for arguments like ``args``."""
         return self.program(*args).source
 
-    def grad(self, argnums=0):
+    @overload
+    def grad(self, argnums: int = 0) -> CompiledFunction[P, Any]: ...
+    @overload
+    def grad(self, argnums: Sequence[int]) -> CompiledFunction[P, tuple[Any, ...]]: ...
+    def grad(self, argnums: int | Sequence[int] = 0) -> CompiledFunction[P, Any]:
         """The compiled gradient (``jax.jit(jax.grad(fun))``)."""
         return CompiledFunction(self.fun, "grad", argnums, **self._options)
 
-    def value_and_grad(self, argnums=0):
+    @overload
+    def value_and_grad(self, argnums: int = 0) -> CompiledFunction[P, tuple[R, Any]]: ...
+    @overload
+    def value_and_grad(self, argnums: Sequence[int]) -> CompiledFunction[P, tuple[R, tuple[Any, ...]]]: ...
+    def value_and_grad(self, argnums: int | Sequence[int] = 0) -> CompiledFunction[P, Any]:
         """The compiled ``(value, gradient)`` (``jax.jit(jax.value_and_grad(fun))``)."""
         return CompiledFunction(self.fun, "value_and_grad", argnums, **self._options)
 
-    def cache_info(self):
+    def cache_info(self) -> CacheInfo:
         """Hits, misses (one trace each), the number of cached programs, and ``maxsize``
         (``functools.lru_cache``'s ``cache_info``)."""
         hits, misses, size = self._hits + self._fast_hits[0], self._misses, self._size
@@ -473,7 +497,7 @@ class CompiledFunction(Compiled):
             hits, misses, size = hits + info.hits, misses + info.misses, size + info.currsize
         return CacheInfo(hits, misses, size, self._maxsize)
 
-    def cache_clear(self):
+    def cache_clear(self) -> None:
         """Empty the cache (``functools.lru_cache``'s ``cache_clear``); the counts stay."""
         self._cache.clear()
         self._size, self._variants = 0, {}
@@ -487,7 +511,7 @@ class CompiledFunction(Compiled):
             return self.__qualname__
         return (_restore, (found, self.transform, self.argnums, self._options))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         what = f"{self.transform}({self.argnums}) of " if self.transform else ""
         return f"<wengert compiled {what}{getattr(self.fun, '__name__', self.fun)}>"
 
@@ -509,8 +533,18 @@ def _restore(fun, transform, argnums, options):
     return CompiledFunction(fun, transform, argnums, **options)
 
 
-def compile_function(fun=None, *, static_argnums=None, static_argnames=None, cache_size=CACHE_SIZE,
-                     backend="python"):
+@overload
+def compile_function(fun: Callable[P, R], *, static_argnums: int | Sequence[int] | None = None,
+                     static_argnames: str | Sequence[str] | None = None, cache_size: int | None = CACHE_SIZE,
+                     backend: str = "python") -> CompiledFunction[P, R]: ...
+@overload
+def compile_function(fun: None = None, *, static_argnums: int | Sequence[int] | None = None,
+                     static_argnames: str | Sequence[str] | None = None, cache_size: int | None = CACHE_SIZE,
+                     backend: str = "python") -> Callable[[Callable[P, R]], CompiledFunction[P, R]]: ...
+def compile_function(fun: Callable[..., Any] | None = None, *,
+                     static_argnums: int | Sequence[int] | None = None,
+                     static_argnames: str | Sequence[str] | None = None, cache_size: int | None = CACHE_SIZE,
+                     backend: str = "python") -> Any:
     """Compile ``fun``: trace it once per input signature to a Program, generate Python, cache it
     (``jax.jit``, with its ``static_argnums``/``static_argnames``; ``torch.compile``).
     ``.grad(argnums)`` and ``.value_and_grad(argnums)`` are compiled too. Python ints are traced
@@ -519,8 +553,8 @@ def compile_function(fun=None, *, static_argnums=None, static_argnames=None, cac
     again (docs/program.md). Without ``fun``, a decorator: ``@wg.compile(static_argnums=1)``.
     ``backend="numba"`` runs the generated program as Numba's machine code (docs/compiling.md)."""
     check_backend(backend, f"wg.compile({getattr(fun, '__name__', fun)})")
-    options = {"static_argnums": static_argnums, "static_argnames": static_argnames, "cache_size": cache_size,
-               "backend": backend}
+    options: dict[str, Any] = {"static_argnums": static_argnums, "static_argnames": static_argnames,
+                               "cache_size": cache_size, "backend": backend}
     if fun is None:
         return functools.partial(compile_function, **options)
     if isinstance(fun, CompiledFunction):

@@ -18,6 +18,8 @@ import functools
 import inspect
 import pickle
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +40,7 @@ class Compiled:
     ``fun``, the function compiled, and ``transform``, the derivative taken (``"grad"``,
     ``"value_and_grad"``) or None. The source transformer reads ``fun``'s source instead."""
 
-    fun: object
+    fun: Callable[..., Any]
     transform: str | None
 
 
