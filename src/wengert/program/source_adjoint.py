@@ -38,6 +38,7 @@ from wengert.program.ir import Statement, Variable, map_vars, placeholder
 from wengert.program.source_builder import SourceBuilder
 from wengert.program.source_checkpoint import checkpoint_loop
 from wengert.program.source_inplace import update_in_place
+from wengert.program.source_recompute import all_defined, recomputed, reverse_loop
 from wengert.program.tracing import Symbol, TracingError
 from wengert.rules import elementwise as ew
 from wengert.rules.indexing import index_add, index_update, untake
@@ -208,10 +209,11 @@ class _Reverser(_SymbolicPass):
             adj.pop(o, None)
         new = If(node.cond, arms[0][0], arms[1][0], node.outs, node.then_vals, node.else_vals, node.lineno)
         if self.in_loop:
-            for k, (_fwd, rev, local, _a) in enumerate(arms):
+            for k, (fwd, rev, local, _a) in enumerate(arms):
                 need = _unique(v for v in reads(rev) if v in local)
+                again, need = recomputed(fwd, need, all_defined(fwd))  # x[i] is read again, not pushed
+                rev[:0] = ([Pop(need)] if need else []) + again
                 if need:
-                    rev.insert(0, Pop(need))
                     if k == 0:
                         new.push_then = need
                     else:
@@ -271,10 +273,9 @@ class _Reverser(_SymbolicPass):
             checkpointed, sweep = checkpoint_loop(node, fwd_body, rev, count, self.b.fresh, policy, snapshots,
                                                   who)
             self.emit(sweep)
-        else:
-            if need:
-                rev.insert(0, Pop(need))
-            self.emit(Loop("repeat", rev, count=count, lineno=node.lineno))
+        else:  # recompute what is cheap (i, x[i]), store or push the rest
+            back, need, stores = reverse_loop(node, fwd_body, rev, need, count, self.b.fresh)
+            self.emit(back)
         for (_h, C), init in zip(carry, [i for h, i in zip(node.headers, node.inits) if _is_float(h)]):
             if _is_float(init):
                 self.accumulate(adj, init, self.sym(C))
@@ -283,6 +284,7 @@ class _Reverser(_SymbolicPass):
             return checkpointed
         new = node.copy(body=fwd_body, count=count)
         new.push = need
+        new.stores = stores
         return new
 
 
