@@ -11,7 +11,8 @@ The modules build on each other in this order, each importing only those before 
 arguments), ``adjoint``, ``checkpoint_steps`` (``wg.iterate``'s step as a program),
 ``compiled_args`` (static arguments, traced ints, pickling); then the source front end:
 ``control`` (``If``/``Loop`` nodes), ``control_codegen``; ``native``, ``native_build`` (the Numba
-backend); ``source_inplace``, ``source_checkpoint``, ``source_values``, ``source_builder``,
+backend); ``source_inplace``, ``source_checkpoint``, ``source_recompute`` (what a loop's reverse
+recomputes, stores, pushes), ``source_values``, ``source_builder``,
 ``source_parse``, ``source_nested`` (nested functions, comprehensions), ``source_scope``,
 ``source_loops``, ``source_interpreter``, ``source_adjoint``; ``compiled_source`` (``wg.compile``'s
 programs built from source where the trace refuses), ``compiled``; ``source`` (``SourceProgram``,
