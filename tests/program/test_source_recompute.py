@@ -205,7 +205,8 @@ def test_gradient_on_numba_equals_python(f):
 def _reverse_loop(text):
     """The body of the first reverse loop of a derivative program."""
     lines = text.split("\n")
-    at = next(k for k, line in enumerate(lines) if re.match(r"\s+for \w+ in range\(n\w* - 1, -1, -1\):", line))
+    header = re.compile(r"\s+for \w+ in range\(n\w* - 1, -1, -1\):")
+    at = next(k for k, line in enumerate(lines) if header.match(line))
     depth = len(lines[at]) - len(lines[at].lstrip())
     body = []
     for line in lines[at + 1:]:
