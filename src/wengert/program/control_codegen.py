@@ -154,7 +154,8 @@ def _buffer(buf, mod):
     (its items stay Python floats and ints)."""
     if not getattr(mod, "native", False):
         return f"[None] * {buf.shape[0]}"
-    kind = "" if buf.dtype == np.float64 else f", dtype=np.{buf.dtype.name}"
+    name = "bool_" if buf.dtype.kind == "b" else buf.dtype.name
+    kind = "" if buf.dtype == np.float64 else f", dtype=np.{name}"
     return f"np.empty({buf.shape[0]}{kind})"
 
 
