@@ -8,7 +8,9 @@ Reverse mode. Each statement's adjoint is traced from its primitive's VJP rules 
 * a loop counts its iterations (``n = 0`` ... ``n += 1``) and, at the end of each iteration, pushes
   on a stack the values of that iteration that the reverse pass reads; the reverse loop runs ``n``
   times, pops them, and carries the loop-carried variables' adjoints backwards. ``while`` loops
-  (unknown trip count) and loops left by ``break`` are reversed the same way.
+  (unknown trip count) and loops left by ``break`` are reversed the same way. What is cheap and
+  provably unchanged (the index, ``x[i]`` of an array the loop does not write) is computed again
+  instead, and scalars of a ``for`` over a known range go to a buffer (``source_recompute``).
 * Adjoints of variables defined outside a loop or an arm and used inside it are accumulated into
   buffers that the reverse pass allocated (``v_bar = zeros``), in place: ``v_bar[i] += g`` for the
   adjoint of ``v[i]`` (linear cost for element-wise loops).
