@@ -8,21 +8,20 @@ generated Python per input signature. The *source transformer* (``wengert.progra
 ``Program.from_source`` and ``wg.source_grad`` read a function's source, keeping its loops and
 branches.
 
-The modules build on each other in this order, each importing only those before it: ``ir``
-(``Statement``, ``Variable``, their SSA notation), ``rendering``, ``liveness``, ``passes``,
-``algebra``, ``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads
-besides its arguments), ``adjoint``, ``compiled_args`` (static arguments, traced ints, pickling);
-then the source transformer (``wengert.program.source``, its modules listed in its ``__init__``):
-``source.control`` (``If``/``Loop`` nodes), ``source.codegen``, ``source.inplace``,
-``source.checkpoint``, ``source.values``, ``source.builder``, ``source.parse``, ``source.nested``,
-``source.scope``, ``source.loops``, ``source.interpreter``, ``source.adjoint``, ``source.program``
-(``SourceProgram``, ``from_source``); ``program`` (``Program``, whose methods call ``tracing``,
-``source.program``, ``adjoint``, ``codegen`` and ``dot`` directly); ``native``, ``native_build``
-(the Numba backend); ``checkpoint_steps`` (``wg.iterate``'s step as a program); ``loop_node``
-(``wg.iterate`` and ``wg.checkpoint`` in a traced program: one statement); ``compiled_source``
-(``wg.compile``'s programs built from source where the trace refuses), ``compiled``; ``source.api``
-(``wg.source_grad``, ``wg.source_jvp``). This ``__init__`` is the top; importing it installs
-``checkpoint_steps``'s tracer in ``wg.iterate`` (which lives in the layer below).
+The modules build on each other in this order, each importing only those before it: ``ir`` (``Statement``,
+``Variable``, their SSA notation), ``rendering``, ``liveness``, ``passes``, ``algebra``, ``pipeline``,
+``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its arguments), ``adjoint``,
+``compiled_args`` (static arguments, traced ints, pickling); then the source transformer
+(``wengert.program.source``, its modules listed in its ``__init__``): ``source.control`` (``If``/``Loop``
+nodes), ``source.codegen``, ``source.inplace``, ``source.checkpoint``, ``source.recompute``,
+``source.values``, ``source.builder``, ``source.parse``, ``source.nested``, ``source.scope``,
+``source.loops``, ``source.interpreter``, ``source.adjoint``, ``source.program`` (``SourceProgram``,
+``from_source``); ``program`` (``Program``, whose methods call ``tracing``, ``source.program``, ``adjoint``,
+``codegen`` and ``dot`` directly); ``native``, ``native_build`` (the Numba backend); ``checkpoint_steps``
+(``wg.iterate``'s step as a program); ``loop_node`` (``wg.iterate`` and ``wg.checkpoint`` in a traced program:
+one statement); ``compiled_source`` (``wg.compile``'s programs built from source where the trace refuses),
+``compiled``; ``source.api`` (``wg.source_grad``, ``wg.source_jvp``). This ``__init__`` is the top; importing
+it installs ``checkpoint_steps``'s tracer in ``wg.iterate`` (which lives in the layer below).
 """
 
 from wengert.program import checkpoint_steps, loop_node  # noqa: F401  (install wg.iterate's traced step and loop)

@@ -76,7 +76,7 @@ def _rendered(program):
         text, mod = codegen._source(program, safe=False)
         return text, mod, program.statements, lambda: codegen.compile_program(program)
     parts = (program.name, program.inputs, program.nodes, program.outputs)
-    text, mod = block_source(*parts, stack=program.stack)
+    text, mod = block_source(*parts, stack=program.stack, native=True)
     return text, mod, list(_statements(program.nodes)), lambda: compile_block(*parts, stack=program.stack)
 
 

@@ -8,7 +8,9 @@ Reverse mode. Each statement's adjoint is traced from its primitive's VJP rules 
 * a loop counts its iterations (``n = 0`` ... ``n += 1``) and, at the end of each iteration, pushes
   on a stack the values of that iteration that the reverse pass reads; the reverse loop runs ``n``
   times, pops them, and carries the loop-carried variables' adjoints backwards. ``while`` loops
-  (unknown trip count) and loops left by ``break`` are reversed the same way.
+  (unknown trip count) and loops left by ``break`` are reversed the same way. What is cheap and
+  provably unchanged (the index, ``x[i]`` of an array the loop does not write) is computed again
+  instead, and scalars of a ``for`` over a known range go to a buffer (``source.recompute``).
 * Adjoints of variables defined outside a loop or an arm and used inside it are accumulated into
   buffers that the reverse pass allocated (``v_bar = zeros``), in place: ``v_bar[i] += g`` for the
   adjoint of ``v[i]`` (linear cost for element-wise loops).
@@ -38,6 +40,7 @@ from wengert.program.source.control import (
     reads,
 )
 from wengert.program.source.inplace import update_in_place
+from wengert.program.source.recompute import all_defined, recomputed, reverse_loop
 from wengert.program.tracing import Symbol, TracingError
 from wengert.rules import elementwise as ew
 from wengert.rules.indexing import index_add, index_update, untake
@@ -208,10 +211,11 @@ class _Reverser(_SymbolicPass):
             adj.pop(o, None)
         new = If(node.cond, arms[0][0], arms[1][0], node.outs, node.then_vals, node.else_vals, node.lineno)
         if self.in_loop:
-            for k, (_fwd, rev, local, _a) in enumerate(arms):
+            for k, (fwd, rev, local, _a) in enumerate(arms):
                 need = _unique(v for v in reads(rev) if v in local)
+                again, need = recomputed(fwd, need, all_defined(fwd))  # x[i] is read again, not pushed
+                rev[:0] = ([Pop(need)] if need else []) + again
                 if need:
-                    rev.insert(0, Pop(need))
                     if k == 0:
                         new.push_then = need
                     else:
@@ -271,10 +275,9 @@ class _Reverser(_SymbolicPass):
             checkpointed, sweep = checkpoint_loop(node, fwd_body, rev, count, self.b.fresh, policy, snapshots,
                                                   who)
             self.emit(sweep)
-        else:
-            if need:
-                rev.insert(0, Pop(need))
-            self.emit(Loop("repeat", rev, count=count, lineno=node.lineno))
+        else:  # recompute what is cheap (i, x[i]), store or push the rest
+            back, need, stores = reverse_loop(node, fwd_body, rev, need, count, self.b.fresh)
+            self.emit(back)
         for (_h, C), init in zip(carry, [i for h, i in zip(node.headers, node.inits) if _is_float(h)]):
             if _is_float(init):
                 self.accumulate(adj, init, self.sym(C))
@@ -283,6 +286,7 @@ class _Reverser(_SymbolicPass):
             return checkpointed
         new = node.copy(body=fwd_body, count=count)
         new.push = need
+        new.stores = stores
         return new
 
 

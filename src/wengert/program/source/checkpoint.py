@@ -69,7 +69,7 @@ def plain(nodes):
     for n in nodes:
         t = type(n)
         if t is Loop:
-            out.append(n.copy(count=None, push=[], body=plain(n.body)))
+            out.append(n.copy(count=None, push=[], stores=[], body=plain(n.body)))
         elif t is If:
             out.append(If(n.cond, plain(n.then), plain(n.orelse), n.outs, n.then_vals, n.else_vals, n.lineno))
         elif t is Checkpointed:
@@ -116,7 +116,7 @@ class Checkpointed:
         self.label = label
 
     def plain_loop(self):
-        return self.loop.copy(count=None, push=[], body=plain(self.loop.body))
+        return self.loop.copy(count=None, push=[], stores=[], body=plain(self.loop.body))
 
     def node_reads(self, found):
         reads([self.loop], found)

@@ -97,6 +97,8 @@ def render_loop(n, mod, indent, safe):
         lines.append(f"{pad}{targets_source(n.headers)} = {values_source(n.inits, mod)}")
     for h in n.fresh:  # the loop writes into it: its own copy, once
         lines.append(f"{pad}{h.name} = np.array({h.name}, copy=True)")
+    for v, buf in n.stores:  # each iteration's value, for the reverse loop
+        lines.append(f"{pad}{buf.name} = {_buffer(buf, mod)}  # {v.name} of each iteration")
     if n.count is not None and n.kind != "repeat":
         lines.append(f"{pad}{n.count.name} = 0")
     if n.kind == "for":
@@ -120,11 +122,15 @@ def render_loop(n, mod, indent, safe):
             body = render_block(n.cond_block, mod, indent + 1, safe)
             body.append(f"{inner}if not {mod.value(cond)}:")
             body.append(f"{inner}    break")
+    elif n.index is not None:  # the reverse loop, from the last iteration to the first
+        lines.append(f"{pad}for {n.index.name} in range({mod.value(n.count)} - 1, -1, -1):")
+        body = []
     else:
         lines.append(f"{pad}for _ in range({mod.value(n.count)}):")
         body = []
     body += render_block(n.body, mod, indent + 1, safe)
     body += render_block([Push(n.push)], mod, indent + 1, safe)
+    body += [f"{inner}{buf.name}[{n.count.name}] = {mod.value(v)}" for v, buf in n.stores]
     if n.count is not None and n.kind != "repeat":
         body.append(f"{inner}{n.count.name} += 1")
     changed = [(h, o) for h, o in zip(n.headers, n.body_outs) if o is not h]
@@ -142,10 +148,22 @@ def render_loop(n, mod, indent, safe):
     return lines
 
 
-def block_source(name, params, nodes, outputs, safe=False, stack=False):
+def _buffer(buf, mod):
+    """A new buffer for ``buf``'s values: a NumPy array on Numba (``mod.native``), a list in Python
+    (its items stay Python floats and ints)."""
+    if not getattr(mod, "native", False):
+        return f"[None] * {buf.shape[0]}"
+    name = "bool_" if buf.dtype.kind == "b" else buf.dtype.name
+    kind = "" if buf.dtype == np.float64 else f", dtype=np.{name}"
+    return f"np.empty({buf.shape[0]}{kind})"
+
+
+def block_source(name, params, nodes, outputs, safe=False, stack=False, native=False):
     """A module defining ``def name(params)`` running ``nodes`` and returning ``outputs``;
-    returns ``(text, module info)`` (see ``codegen.Module``)."""
+    returns ``(text, module info)`` (see ``codegen.Module``); ``native``: in the form Numba runs
+    best (buffers are NumPy arrays)."""
     mod = Module(all_names(nodes) | {p.name for p in params} | {STACK})
+    mod.native = native
     body = ["    " + STACK + " = []"] if stack else []
     body += render_block(nodes, mod, 1, safe)
     outs = []

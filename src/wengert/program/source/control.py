@@ -73,11 +73,13 @@ class Loop:
     computes ``cond`` before each iteration) or ``"repeat"`` (``count`` times: the reverse loop).
     ``brk``: the body's break flag (a bool Variable, True, or None). ``count``: a Variable counting
     the iterations run (set by the adjoint, which needs the trip count); ``push``: what each
-    iteration pushes on the stack for the reverse pass."""
+    iteration pushes on the stack for the reverse pass; ``stores``: ``(value, buffer)`` pairs, what
+    each iteration stores at its number in a buffer of the trip count (``source.recompute``). A
+    ``"repeat"`` loop with an ``index`` counts it down from ``count - 1`` to 0."""
 
     __slots__ = ("kind", "index", "bounds", "cond_block", "cond", "headers", "inits", "body",
                  "body_outs", "outs", "brk", "count", "push", "lineno", "fresh", "where",
-                 "checkpoint")
+                 "checkpoint", "stores")
 
     def __init__(self, kind, body, headers=(), inits=(), body_outs=(), outs=(), *, index=None, bounds=(),
                  cond_block=(), cond=None, brk=None, count=None, lineno=None):
@@ -94,6 +96,7 @@ class Loop:
         self.brk = brk
         self.count = count
         self.push = []
+        self.stores = []
         self.lineno = lineno
         self.fresh = []  # carried arrays updated in place: copied once, before the loop
         self.where = None  # "file, line N" of the loop in the user's source, for error messages
@@ -104,6 +107,7 @@ class Loop:
                    index=self.index, bounds=self.bounds, cond_block=self.cond_block, cond=self.cond,
                    brk=self.brk, count=self.count, lineno=self.lineno)
         new.push = list(self.push)
+        new.stores = list(self.stores)
         new.fresh = list(self.fresh)
         new.where = self.where
         new.checkpoint = self.checkpoint
@@ -151,6 +155,7 @@ def reads(nodes, found=None):
             reads(n.cond_block, found)
             reads(n.body, found)
             found.extend(n.push)
+            found.extend(v for v, _ in n.stores)
         elif t is Push:
             found.extend(n.vars)
         elif hasattr(n, "node_reads"):  # checkpointed loops (source/checkpoint.py)
@@ -173,6 +178,7 @@ def defined(nodes):
             out.extend(n.outs)
             if n.count is not None:
                 out.append(n.count)
+            out.extend(b for _, b in n.stores)
         elif t is Pop:
             out.extend(n.vars)
         elif hasattr(n, "node_defined"):
