@@ -16,10 +16,10 @@ graph_tool = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(graph_tool)
 
 ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "pipeline", "codegen", "dot", "tracing",
-         "captures", "adjoint", "checkpoint_steps", "compiled_args", "control", "control_codegen", "native",
-         "native_build", "source_inplace", "source_checkpoint", "source_values", "source_builder",
-         "source_parse", "source_nested", "source_scope", "source_loops", "source_interpreter",
-         "source_adjoint", "compiled_source", "compiled", "source", "source_api"]
+         "captures", "adjoint", "checkpoint_steps", "compiled_args", "control", "control_codegen",
+         "native_helpers", "native", "native_build", "source_inplace", "source_checkpoint", "source_values",
+         "source_builder", "source_parse", "source_nested", "source_scope", "source_loops",
+         "source_interpreter", "source_adjoint", "compiled_source", "compiled", "source", "source_api"]
 """Bottom to top, as ``wengert/program/__init__.py`` lists them; the package itself is the top."""
 
 BELOW = ("wengert.core", "wengert.rules", "wengert.engines", "wengert.api", "wengert.numpy", "wengert.scipy")

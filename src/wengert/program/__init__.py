@@ -10,13 +10,13 @@ The modules build on each other in this order, each importing only those before 
 ``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its
 arguments), ``adjoint``, ``checkpoint_steps`` (``wg.iterate``'s step as a program),
 ``compiled_args`` (static arguments, traced ints, pickling); then the source front end:
-``control`` (``If``/``Loop`` nodes), ``control_codegen``; ``native``, ``native_build`` (the Numba
-backend); ``source_inplace``, ``source_checkpoint``, ``source_values``, ``source_builder``,
-``source_parse``, ``source_nested`` (nested functions, comprehensions), ``source_scope``,
-``source_loops``, ``source_interpreter``, ``source_adjoint``; ``compiled_source`` (``wg.compile``'s
-programs built from source where the trace refuses), ``compiled``; ``source`` (``SourceProgram``,
-``from_source``), ``source_api``. This ``__init__`` is the top: it hands ``Program`` the
-functions its methods call (printing, source, tracing, derivatives), which live above the IR.
+``control`` (``If``/``Loop`` nodes), ``control_codegen``; ``native_helpers``, ``native``,
+``native_build`` (the Numba backend); ``source_inplace``, ``source_checkpoint``, ``source_values``,
+``source_builder``, ``source_parse``, ``source_nested`` (nested functions, comprehensions),
+``source_scope``, ``source_loops``, ``source_interpreter``, ``source_adjoint``; ``compiled_source``
+(``wg.compile``'s programs built from source where the trace refuses), ``compiled``; ``source``
+(``SourceProgram``, ``from_source``), ``source_api``. This ``__init__`` is the top: it hands
+``Program`` the functions its methods call (printing, source, tracing, derivatives), which live above the IR.
 """
 
 from wengert.program import adjoint, checkpoint_steps, codegen, dot, source, tracing  # noqa: F401

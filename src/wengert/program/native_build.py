@@ -1,7 +1,8 @@
 """A program's Numba function: its generated module in Numba's dialect, kept as a file, compiled.
 
-The module is the one ``codegen`` (``control_codegen`` for source programs) writes, changed in three
-ways only: every function in it is given to ``numba.njit(cache=True, error_model="numpy")``; the
+The module is the one ``codegen`` (``control_codegen`` for source programs) writes, changed in four
+ways only: every function in it is given to ``numba.njit(cache=True, error_model="numpy")``; a helper
+with a Numba version (``native_helpers``) is defined by that version's source, under its name; the
 NumPy names Numba lacks that codegen binds at module level (``np.add.reduce`` and the other full
 reductions) are redefined by small compiled functions of the same meaning; and a large captured array,
 which the Python module is handed in its namespace, becomes a leading parameter (Numba would freeze a
@@ -28,6 +29,8 @@ from wengert.program.control import If, Loop
 from wengert.program.control_codegen import block_source, compile_block
 from wengert.program.ir import Program, Statement, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
+from wengert.program.native_helpers import native_helper
+from wengert.program.rendering import helper_source, helpers
 
 __all__ = ["CACHE_ENV", "cache_dir", "native_function", "attach_native", "native_source", "refusals"]
 
@@ -79,9 +82,20 @@ def _rendered(program):
     return text, mod, list(_statements(program.nodes)), lambda: compile_block(*parts, stack=program.stack)
 
 
+def _native_helpers(text, mod):
+    """``text`` with each helper that has a Numba version (``native_helpers``) defined by that version,
+    under the same name (the helpers the module's helpers call included)."""
+    for name, fun in sorted({**helpers(), **mod.helpers}.items()):
+        native = native_helper(fun)
+        if native is not None:
+            text = text.replace(helper_source(name, fun), helper_source(name, native))
+    return text
+
+
 def native_source(text, mod, name, params, arrays):
     """The module ``text`` (with ``mod``, its ``codegen.Module``) in Numba's dialect; ``params``: the
     function's parameters, ``arrays``: the names of the captured arrays that become leading ones."""
+    text = _native_helpers(text, mod)
     text = re.sub(r"^def ", f"@{_NJIT}\ndef ", text, flags=re.MULTILINE)
     for pattern, spelled in _DIALECT:
         text = pattern.sub(spelled, text)
@@ -164,12 +178,15 @@ def _numpy_path(path):
 def _refused(text, mod, statements):
     """What in the module Numba cannot run, in words (empty where it may all be native): a primitive's
     Python implementation, a helper (``native_fact``), a NumPy function Numba does not know."""
+    text = _native_helpers(text, mod)  # the Numba versions' NumPy calls, not the Python helpers'
     found = []
     for ref, value in mod.foreign.items():
         if callable(value):
             names = sorted({s.prim.__name__ for s in statements if s.prim.fun is value}) or [ref]
             found += [f"primitive {n} (a Python implementation)" for n in names]
     for name, fun in sorted(mod.helpers.items()):
+        if native_helper(fun) is not None:
+            continue
         names = sorted({s.prim.__name__ for s in statements if s.prim.helper is fun})
         found += [f"primitive {n} (its helper {name} is Python)" for n in names] or \
             [f"the generated code's helper {name} (Python)"]
