@@ -51,6 +51,15 @@ def test_chooser_weights_equal_the_python_helper_on_ties_for_every_axis(data, sh
             _same(native_helpers.chooser_weights_native(out, x, axis, keepdims), want)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.sampled_from(SHAPES), st.sampled_from([np.float64, np.float32]))
+def test_extremes_over_axes_equal_numpy_with_nan_and_ties(data, shape, dtype):
+    x = data.draw(hnp.arrays(dtype, shape, elements=st.sampled_from([-1.0, 0.0, 2.0, np.inf, np.nan])))
+    for axis in _axes(len(shape)):
+        for largest, reduce in ((True, np.max), (False, np.min)):
+            _same(native_helpers.extremes_native(x, axis, largest), np.ravel(reduce(x, axis=axis)))
+
+
 def test_chooser_weights_split_repeated_maxima_equally():
     x = np.array([[2.0, 1.0, 2.0], [0.0, 0.0, 0.0]])
     _same(native_helpers.chooser_weights_native(np.max(x, axis=1), x, 1, False),
@@ -112,10 +121,12 @@ def test_the_primitives_with_a_numba_helper_count_as_native():
 # -- compiled: one program whose gradient calls every helper ------------------------------------------
 
 def _loss(x, y, m, v):
-    """maximum/minimum (ties between x and y, and x with itself), max/min over every axis form, and a
-    where(mask, ., 0): their gradients call tie_select, chooser_weights, masked and add_chosen."""
+    """maximum/minimum (ties between x and y, and x with itself), max/min over all axes and over one (with
+    and without keepdims), and a where(mask, ., 0): their gradients call tie_select, chooser_weights, masked
+    and add_chosen, their values ``native_helpers.extremes_native``."""
     total = wnp.sum(wnp.maximum(x, y) * v) + wnp.sum(wnp.minimum(x, 1.0)) + wnp.sum(wnp.maximum(x, x))
-    total = total + wnp.max(x) * 2.0 + wnp.min(x * y)
+    total = total + wnp.max(x) * 2.0 + wnp.min(x * y) + wnp.sum(wnp.max(x, axis=1) * v[0])
+    total = total + wnp.sum(wnp.min(x, axis=0, keepdims=True) * v) + wnp.sum(wnp.max(x, axis=-1, keepdims=True))
     return total + wnp.sum(wnp.where(m, x * y, 0.0))
 
 

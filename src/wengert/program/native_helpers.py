@@ -16,7 +16,7 @@ import numpy as np
 from wengert.rules.elementwise import masked, tie_select
 from wengert.rules.reductions import add_chosen, chooser_weights
 
-__all__ = ["native_helper", "NATIVE_HELPERS"]
+__all__ = ["native_helper", "NATIVE_HELPERS", "SUPPORT"]
 
 
 def masked_native(a, mask):
@@ -47,10 +47,9 @@ def tie_select_native(g, x, y):
     return out
 
 
-def chooser_weights_native(out, x, axis, keepdims):
-    """1/k on each of the k elements equal to ``out`` (the max or min along ``axis``), 0 elsewhere
-    (``chooser_weights``): ``out``'s elements, in C order, are the reduced groups' in C order."""
-    x = np.asarray(x)
+def reduced_groups(x, axis):
+    """``(group, count)``: the group of each of ``x``'s elements in C order (its index in the C-ordered
+    result of a reduction over ``axis``: None, an int or a tuple of ints) and the number of groups."""
     n = x.ndim
     reduced = np.zeros(max(n, 1), np.bool_)
     if axis is None:
@@ -60,19 +59,15 @@ def chooser_weights_native(out, x, axis, keepdims):
             reduced[a % n] = True
     shape = x.shape
     stride = np.zeros(max(n, 1), np.int64)  # a step along axis d moves the group by stride[d]
-    groups = 1
+    count = 1
     for d in range(n - 1, -1, -1):
         if not reduced[d]:
-            stride[d] = groups
-            groups *= shape[d]
-    maxima = np.asarray(out).ravel()
-    if maxima.size != groups:
-        raise ValueError("chooser_weights: the maxima do not have the reduced shape of x")
-    flat = x.ravel()
-    group = np.empty(flat.size, np.int64)
+            stride[d] = count
+            count *= shape[d]
+    group = np.empty(x.size, np.int64)
     index = np.zeros(max(n, 1), np.int64)
     at = 0
-    for i in range(flat.size):  # the group of each element, counting through x's index in C order
+    for i in range(x.size):  # counting through x's index in C order
         group[i] = at
         d = n - 1
         while d >= 0:
@@ -83,6 +78,18 @@ def chooser_weights_native(out, x, axis, keepdims):
             at -= stride[d] * shape[d]
             index[d] = 0
             d -= 1
+    return group, count
+
+
+def chooser_weights_native(out, x, axis, keepdims):
+    """1/k on each of the k elements equal to ``out`` (the max or min along ``axis``), 0 elsewhere
+    (``chooser_weights``): ``out``'s elements, in C order, are the reduced groups' in C order."""
+    x = np.asarray(x)
+    group, groups = reduced_groups(x, axis)
+    maxima = np.asarray(out).ravel()
+    if maxima.size != groups:
+        raise ValueError("chooser_weights: the maxima do not have the reduced shape of x")
+    flat = x.ravel()
     one = np.ones(1, x.dtype) / np.ones(1, x.dtype)  # 1 in true division's dtype (x's, for floats)
     counts = np.zeros(groups, one.dtype)
     for i in range(flat.size):
@@ -92,7 +99,25 @@ def chooser_weights_native(out, x, axis, keepdims):
     for i in range(flat.size):
         if flat[i] == maxima[group[i]]:
             weights[i] = one[0] / counts[group[i]]
-    return weights.reshape(shape)
+    return weights.reshape(x.shape)
+
+
+def extremes_native(x, axis, largest):
+    """The max (``largest``) or min of ``x`` over ``axis``, flat, in C order (Numba has no ``axis`` for
+    ``np.max``; the module reshapes the result): nan wins, as in NumPy."""
+    group, groups = reduced_groups(x, axis)
+    flat = x.ravel()
+    out = np.empty(groups, x.dtype)
+    seen = np.zeros(groups, np.bool_)
+    for i in range(flat.size):
+        k = group[i]
+        v = flat[i]
+        if not seen[k]:
+            out[k] = v
+            seen[k] = True
+        elif out[k] == out[k] and (v != v or (v > out[k] if largest else v < out[k])):
+            out[k] = v
+    return out
 
 
 def add_chosen_native(buf, g, out, x):
@@ -117,6 +142,10 @@ def add_chosen_native(buf, g, out, x):
 NATIVE_HELPERS = {masked: masked_native, tie_select.helper: tie_select_native,
                   chooser_weights.helper: chooser_weights_native, add_chosen: add_chosen_native}
 """The Python helper -> its Numba version."""
+
+SUPPORT = (reduced_groups, extremes_native)
+"""What the Numba versions call, and the reductions over axes Numba lacks: included in a module that
+uses any of them (under their own names)."""
 
 
 def native_helper(fun):
