@@ -126,7 +126,8 @@ def _loss(x, y, m, v):
     and add_chosen, their values ``native_helpers.extremes_native``."""
     total = wnp.sum(wnp.maximum(x, y) * v) + wnp.sum(wnp.minimum(x, 1.0)) + wnp.sum(wnp.maximum(x, x))
     total = total + wnp.max(x) * 2.0 + wnp.min(x * y) + wnp.sum(wnp.max(x, axis=1) * v[0])
-    total = total + wnp.sum(wnp.min(x, axis=0, keepdims=True) * v) + wnp.sum(wnp.max(x, axis=-1, keepdims=True))
+    total = total + wnp.sum(wnp.min(x, axis=0, keepdims=True) * v)
+    total = total + wnp.sum(wnp.max(x, axis=-1, keepdims=True))
     return total + wnp.sum(wnp.where(m, x * y, 0.0))
 
 

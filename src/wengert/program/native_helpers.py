@@ -11,8 +11,11 @@ plain NumPy too (the tests compare both ways); they are not decorated here: the 
 includes them decorates every function.
 """
 
+from typing import cast
+
 import numpy as np
 
+from wengert.core.primitive import Primitive
 from wengert.rules.elementwise import masked, tie_select
 from wengert.rules.reductions import add_chosen, chooser_weights
 
@@ -139,7 +142,7 @@ def add_chosen_native(buf, g, out, x):
             buf.flat[i] += share
 
 
-NATIVE_HELPERS = {masked: masked_native, tie_select.helper: tie_select_native,
+NATIVE_HELPERS = {masked: masked_native, cast(Primitive, tie_select).helper: tie_select_native,
                   chooser_weights.helper: chooser_weights_native, add_chosen: add_chosen_native}
 """The Python helper -> its Numba version."""
 
