@@ -26,9 +26,9 @@ def masked_native(a, mask):
     """``np.where(mask, a, 0)`` in ``a``'s dtype (the Python helper's ``masked``): the product, exact but
     where ``a`` is inf or nan and the mask false, which entries are then set to 0."""
     out = np.asarray(a * mask)
-    if not np.isfinite(out).all():
-        chosen = (np.asarray(mask) + np.zeros_like(out)).reshape(out.size)  # the mask, broadcast
-        flat = out.reshape(out.size)
+    flat = out.reshape(out.size)  # a view (0-d too: Numba's isfinite of a 0-d array is a bool)
+    if not np.isfinite(flat).all():
+        chosen = np.asarray(np.asarray(mask) + np.zeros_like(out)).reshape(out.size)  # the mask, broadcast
         for i in range(flat.size):
             if chosen[i] == 0:
                 flat[i] = 0
@@ -41,9 +41,9 @@ def tie_select_native(g, x, y):
     g = np.asarray(g)
     weight = np.asarray((x > y) + 0.5 * (x == y)).astype(g.dtype)
     out = np.asarray(g * weight)
-    if not np.isfinite(out).all():
-        chosen = (weight + np.zeros_like(out)).reshape(out.size)  # the weights, broadcast
-        flat = out.reshape(out.size)
+    flat = out.reshape(out.size)  # a view (0-d too: Numba's isfinite of a 0-d array is a bool)
+    if not np.isfinite(flat).all():
+        chosen = np.asarray(weight + np.zeros_like(out)).reshape(out.size)  # the weights, broadcast
         for i in range(flat.size):
             if chosen[i] == 0:
                 flat[i] = 0
