@@ -6,10 +6,15 @@
   (one batched backward pass) and ``wg.jacfwd``, against one VJP of the same map (the goal: at most
   three VJPs' time) and the peers' ``jacrev``.
 - ``per-example-grads``: the gradient of each of 128 examples' losses for an MLP 784-512-512-10 in
-  float32, by ``wg.vmap(wg.grad(loss), in_axes=(None, 0, 0))``, against ``torch.func.vmap(grad)``, a
+  float32, by ``wg.vmap(wg.grad(loss), in_axes=(None, 0, 0))`` and the same compiled (``wg.compile`` of
+  it, on the Python and the Numba backend), against ``torch.func.vmap(grad)``, a
   loop of ``wg.grad`` that stacks the gradients, a PyTorch loop that discards each one (less memory
   traffic: a reference point, not a peer), and the per-example formula by hand.
 """
+
+import importlib
+import time
+import warnings
 
 import numpy as np
 
@@ -199,6 +204,28 @@ def per_example_grads(sizes=(784, 512, 512, 10), batch=128, dtype=np.float32, ro
         return Impl(lambda: per(params, X, targets), lambda g: (None, [np.asarray(v) for v in g]),
                     note="wg.vmap(wg.grad(loss))")
 
+    def compiled_impl(backend="python"):
+        per = wg.compile(wg.vmap(wg.grad(lambda p, x, k: _example_loss(wnp, p, x, k)), in_axes=(None, 0, 0)),
+                         backend=backend)
+        start = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            per(params, X, targets)
+        build = time.perf_counter() - start
+        fell = [str(w.message) for w in caught if type(w.message).__name__.endswith("FallbackWarning")]
+        spelled = "" if backend == "python" else f", backend={backend!r}"
+        note = f"wg.compile(wg.vmap(wg.grad(loss)){spelled}), trace+compile {build:.1f} s"
+        if fell:
+            note += f"; fell back: {fell[0]}"
+        return Impl(lambda: per(params, X, targets), lambda g: (None, [np.asarray(v) for v in g]), note=note)
+
+    def compiled_numba_impl():
+        try:
+            importlib.import_module("numba")
+        except ImportError:
+            raise peers.PeerUnavailable("Numba is not installed") from None
+        return compiled_impl("numba")
+
     def tape_impl():
         g = wg.grad(lambda p, x, k: _example_loss(wnp, p, x, k))
 
@@ -247,10 +274,13 @@ def per_example_grads(sizes=(784, 512, 512, 10), batch=128, dtype=np.float32, ro
         description=f"The {batch} gradients of all {len(params)} parameters are "
                     f"{batch * sum(p.nbytes for p in params) / 1e6:.0f} MB: the work is memory-bound.",
         params=tuple(names), rtol=2e-3, reference=lambda: (None, per_example_by_hand(params, X, labels)),
-        factories={"hand": hand_impl, "wengert": wengert_impl, "grad-loop": tape_impl, "torch": torch_impl,
+        factories={"hand": hand_impl, "wengert": wengert_impl, "wg.compile": compiled_impl,
+                   "compile-numba": compiled_numba_impl, "grad-loop": tape_impl, "torch": torch_impl,
                    "torch-loop": torch_loop_impl, "jit": jit_impl},
         rounds=rounds, sample_s=0.2, max_calls=5,
         targets=[Target("wengert within 1.5x of torch.func vmap(grad)", "torch", 1.5, kind="within"),
+                 Target("wg.compile within 0.5x of torch.func vmap(grad)", "torch", 0.5, kind="within",
+                        subject="wg.compile"),
                  Target("wengert faster than a loop of wg.grad that stacks", "grad-loop", 1.0)])
 
 

@@ -161,7 +161,36 @@ def test_every_primitive_runs_natively_or_warns(name):
 
 
 @pytest.mark.parametrize("name", ["add", "multiply", "true_divide", "sin", "exp", "log", "tanh", "square",
-                                  "transpose", "concatenate", "cumsum", "clip"])
+                                  "transpose", "concatenate", "cumsum", "clip", "maximum", "minimum", "max",
+                                  "min", "where", "tie_select"])
 def test_the_common_primitives_are_native(name):
     """The sweep can fail: these compile natively (a fallback here would hide behind the warning)."""
     assert [_RESULTS[label] for label in _labels(name)] == [None] * len(_labels(name))
+
+
+def _per_example_loss(params, x, target):
+    """One example's softmax cross-entropy through a tanh layer (its max: chooser_weights, batched)."""
+    h = wnp.tanh(x @ params[0] + params[1])
+    z = h @ params[2] + params[3]
+    m = wnp.max(z)
+    return m + wnp.log(wnp.sum(wnp.exp(z - m))) - wnp.sum(z * target)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_per_example_gradients_with_a_max_compile_natively(dtype):
+    """wg.compile(wg.vmap(wg.grad(loss))) on Numba: the batched max's weights (chooser_weights over the
+    example axes) run natively, equal to the Python backend's; logits with repeated maxima (zero weights)."""
+    rng = np.random.default_rng(0)
+    params = [rng.standard_normal((6, 5)).astype(dtype), np.zeros(5, dtype), np.zeros((5, 4), dtype),
+              np.zeros(4, dtype)]
+    X = rng.standard_normal((3, 6)).astype(dtype)
+    targets = np.eye(4, dtype=dtype)[[0, 3, 1]]
+    per = wg.vmap(wg.grad(_per_example_loss), in_axes=(None, 0, 0))
+    want = wg.compile(per)(params, X, targets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wg.NativeFallbackWarning)
+        got = wg.compile(per, backend="numba")(params, X, targets)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol)

@@ -408,7 +408,8 @@ def render():
 
 def _native_lines():
     """Which primitives the Numba backend (``backend="numba"``) compiles: those whose generated code is an
-    operator, indexing or a NumPy function Numba has (``native.native_fact``); the others by reason."""
+    operator, indexing, a NumPy function Numba has or a helper with a Numba version (``native.native_fact``);
+    the others by reason."""
     try:
         importlib.import_module("numba")
     except ImportError:
@@ -421,8 +422,9 @@ def _native_lines():
         else:
             reason = "helpers of generated code (Python)" if how.startswith("a helper") else how
             other.setdefault(reason, []).append(prim.__name__)
-    head = (f'backend="numba": {len(native)} primitives compile natively (an operator, indexing or a NumPy '
-            f"function Numba has; a signature Numba lacks falls back when compiled): {', '.join(native)}")
+    head = (f'backend="numba": {len(native)} primitives compile natively (an operator, indexing, a NumPy '
+            f"function Numba has or a helper with a Numba version; a signature Numba lacks falls back when "
+            f"compiled): {', '.join(native)}")
     lines = [""] + textwrap.wrap(head, 110, subsequent_indent="    ")
     lines.append("  the others run as Python (the program falls back, with a NativeFallbackWarning):")
     for reason, names in sorted(other.items()):

@@ -17,11 +17,12 @@ nodes), ``source.codegen``, ``source.inplace``, ``source.checkpoint``, ``source.
 ``source.values``, ``source.builder``, ``source.parse``, ``source.nested``, ``source.scope``,
 ``source.loops``, ``source.interpreter``, ``source.adjoint``, ``source.program`` (``SourceProgram``,
 ``from_source``); ``program`` (``Program``, whose methods call ``tracing``, ``source.program``, ``adjoint``,
-``codegen`` and ``dot`` directly); ``native``, ``native_build`` (the Numba backend); ``checkpoint_steps``
-(``wg.iterate``'s step as a program); ``loop_node`` (``wg.iterate`` and ``wg.checkpoint`` in a traced program:
-one statement); ``compiled_source`` (``wg.compile``'s programs built from source where the trace refuses),
-``compiled``; ``source.api`` (``wg.source_grad``, ``wg.source_jvp``). This ``__init__`` is the top; importing
-it installs ``checkpoint_steps``'s tracer in ``wg.iterate`` (which lives in the layer below).
+``codegen`` and ``dot`` directly); ``native_helpers``, ``native``, ``native_build`` (the Numba backend);
+``checkpoint_steps`` (``wg.iterate``'s step as a program); ``loop_node`` (``wg.iterate`` and
+``wg.checkpoint`` in a traced program: one statement); ``compiled_source`` (``wg.compile``'s programs built
+from source where the trace refuses), ``compiled``; ``source.api`` (``wg.source_grad``, ``wg.source_jvp``).
+This ``__init__`` is the top; importing it installs ``checkpoint_steps``'s tracer in ``wg.iterate`` (which
+lives in the layer below).
 """
 
 from wengert.program import checkpoint_steps, loop_node  # noqa: F401  (install wg.iterate's traced step and loop)

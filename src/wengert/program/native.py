@@ -11,7 +11,8 @@ Whether a primitive runs natively is a fact read from the rule table and from Nu
 its spelling in generated code (an operator, indexing, ``np.<name>``, a helper, or its Python
 implementation) and, for ``np.<name>``, whether Numba knows that function. Helpers are Python: they
 take any array library's arrays (their type checks are what Numba cannot compile, and trying costs
-seconds each). A program with a primitive
+seconds each); those with a Numba version (``native_helpers``: ``tie_select``, ``chooser_weights``,
+``masked``, ``add_chosen``) are native, that version taking the helper's place. A program with a primitive
 that is not native, or that Numba fails to compile (a signature Numba lacks, found at compile time),
 stays the Python program, with one ``NativeFallbackWarning`` naming the primitive: never an error,
 never a different number. Docs: docs/compiling.md.
@@ -23,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from wengert.program.native_helpers import native_helper
 from wengert.program.rendering import numpy_name
 from wengert.rules.indexing import getitem
 
@@ -94,6 +96,8 @@ def native_fact(prim):
         fact = (True, f"operator {prim.operator}")
     elif prim is getitem.primitive:
         fact = (True, "indexing")
+    elif prim.helper is not None and native_helper(prim.helper) is not None:
+        fact = (True, f"helper {prim.helper.__name__}, its Numba version")
     elif prim.helper is not None:
         fact = (False, f"a helper of generated code, {prim.helper.__name__}, written for any array library")
     elif numpy_name(prim) is not None:

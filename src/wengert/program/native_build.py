@@ -1,7 +1,8 @@
 """A program's Numba function: its generated module in Numba's dialect, kept as a file, compiled.
 
-The module is the one ``codegen`` (``source.codegen`` for source programs) writes, changed in three
-ways only: every function in it is given to ``numba.njit(cache=True, error_model="numpy")``; the
+The module is the one ``codegen`` (``source.codegen`` for source programs) writes, changed in four
+ways only: every function in it is given to ``numba.njit(cache=True, error_model="numpy")``; a helper
+with a Numba version (``native_helpers``) is defined by that version's source, under its name; the
 NumPy names Numba lacks that codegen binds at module level (``np.add.reduce`` and the other full
 reductions) are redefined by small compiled functions of the same meaning; and a large captured array,
 which the Python module is handed in its namespace, becomes a leading parameter (Numba would freeze a
@@ -13,6 +14,7 @@ second process (or a second program with the same text) finds Numba's machine co
 ``__pycache__`` and pays no compilation. Programs of the same text share one module in a process.
 """
 
+import ast
 import functools
 import hashlib
 import importlib.util
@@ -24,9 +26,11 @@ import warnings
 import numpy as np
 
 from wengert.program import codegen
-from wengert.program.ir import Statement, placeholder
+from wengert.program.ir import Statement, Variable, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
+from wengert.program.native_helpers import SUPPORT, native_helper
 from wengert.program.program import Program
+from wengert.program.rendering import helper_source, helpers
 from wengert.program.source.codegen import block_source, compile_block
 from wengert.program.source.control import If, Loop
 
@@ -80,9 +84,49 @@ def _rendered(program):
     return text, mod, list(_statements(program.nodes)), lambda: compile_block(*parts, stack=program.stack)
 
 
-def native_source(text, mod, name, params, arrays):
+_EXTREME = re.compile(r"^( +)(\w+) = (\w+)\.(max|min)\(axis=(\([-\d, ]*\)|-?\d+)(, keepdims=True)?\)$",
+                      re.MULTILINE)
+
+
+def _extremes(text, ndims):
+    """``text`` with each ``x.max(axis=...)`` (``min``; Numba has no ``axis`` there) written as
+    ``extremes_native``'s flat result, reshaped to the reduction's shape; ``ndims``: name -> ndim."""
+    def spelled(m):
+        indent, out, x, which, axis, keep = m.groups()
+        n = ndims.get(x)
+        if not n:
+            return m.group(0)
+        given = ast.literal_eval(axis)
+        axes = {a % n for a in (given if type(given) is tuple else (given,))}
+        dims = [("1" if keep else "") if d in axes else f"{x}.shape[{d}]" for d in range(n)]
+        dims = [d for d in dims if d]
+        if not dims:  # a 0-d result: left to Numba (which refuses it, and the program falls back)
+            return m.group(0)
+        return f"{indent}{out} = extremes_native({x}, {axis}, {which == 'max'}).reshape(({', '.join(dims)},))"
+    return _EXTREME.sub(spelled, text)
+
+
+def _native_helpers(text, mod, statements=()):
+    """``text`` with each helper that has a Numba version (``native_helpers``) defined by that version,
+    under the same name (the helpers the module's helpers call included), and reductions over axes
+    that Numba lacks written with ``native_helpers.SUPPORT``, whose sources are then added."""
+    before = text
+    for name, fun in sorted({**helpers(), **mod.helpers}.items()):
+        native = native_helper(fun)
+        if native is not None:
+            text = text.replace(helper_source(name, fun), helper_source(name, native))
+    ndims = {v.name: len(v.shape) for s in statements for v in (*s.outs, *s.args)
+             if type(v) is Variable and v.kind == "array" and v.shape is not None}
+    text = _extremes(text, ndims)
+    if text != before:
+        text += "\n\n" + "\n\n\n".join(helper_source(f.__name__, f) for f in SUPPORT) + "\n"
+    return text
+
+
+def native_source(text, mod, name, params, arrays, statements=()):
     """The module ``text`` (with ``mod``, its ``codegen.Module``) in Numba's dialect; ``params``: the
     function's parameters, ``arrays``: the names of the captured arrays that become leading ones."""
+    text = _native_helpers(text, mod, statements)
     text = re.sub(r"^def ", f"@{_NJIT}\ndef ", text, flags=re.MULTILINE)
     for pattern, spelled in _DIALECT:
         text = pattern.sub(spelled, text)
@@ -165,12 +209,15 @@ def _numpy_path(path):
 def _refused(text, mod, statements):
     """What in the module Numba cannot run, in words (empty where it may all be native): a primitive's
     Python implementation, a helper (``native_fact``), a NumPy function Numba does not know."""
+    text = _native_helpers(text, mod, statements)  # the Numba versions' NumPy calls, not the helpers'
     found = []
     for ref, value in mod.foreign.items():
         if callable(value):
             names = sorted({s.prim.__name__ for s in statements if s.prim.fun is value}) or [ref]
             found += [f"primitive {n} (a Python implementation)" for n in names]
     for name, fun in sorted(mod.helpers.items()):
+        if native_helper(fun) is not None:
+            continue
         names = sorted({s.prim.__name__ for s in statements if s.prim.helper is fun})
         found += [f"primitive {n} (its helper {name} is Python)" for n in names] or \
             [f"the generated code's helper {name} (Python)"]
@@ -228,7 +275,7 @@ def native_function(program):
     else:
         params = [p.name for p in program.inputs]
     name = getattr(mod, "function_name", program.name)  # codegen's free name (wg.compile(np.sin): sin_)
-    source = native_source(text, mod, name, params, arrays)
+    source = native_source(text, mod, name, params, arrays, statements)
     module = _import(source, numba)
     dispatcher = getattr(module, name)
     try:

@@ -1,0 +1,156 @@
+"""Numba versions of generated code's helpers: the same values as the Python helper, in Numba's dialect.
+
+A helper (``rendering``: a function of NumPy alone whose source a generated module includes) is
+written for any array library, with type checks Numba cannot compile. Its Numba version here is a
+plain function of the same signature and values (ties split exactly as the Python helper splits
+them, ``0 * inf`` never made, the result in the Python helper's dtype) written with what Numba
+compiles for scalars and arrays of any rank alike; ``native_build`` puts its source in place of the
+Python helper's in a program's Numba module (under the name generated code calls), and
+``native.native_fact`` counts a primitive whose helper has one as native. The functions run as
+plain NumPy too (the tests compare both ways); they are not decorated here: the module that
+includes them decorates every function.
+"""
+
+from typing import cast
+
+import numpy as np
+
+from wengert.core.primitive import Primitive
+from wengert.rules.elementwise import masked, tie_select
+from wengert.rules.reductions import add_chosen, chooser_weights
+
+__all__ = ["native_helper", "NATIVE_HELPERS", "SUPPORT"]
+
+
+def masked_native(a, mask):
+    """``np.where(mask, a, 0)`` in ``a``'s dtype (the Python helper's ``masked``): the product, exact but
+    where ``a`` is inf or nan and the mask false, which entries are then set to 0."""
+    out = np.asarray(a * mask)
+    flat = out.reshape(out.size)  # a view (0-d too: Numba's isfinite of a 0-d array is a bool)
+    if not np.isfinite(flat).all():
+        chosen = np.asarray(np.asarray(mask) + np.zeros_like(out)).reshape(out.size)  # the mask, broadcast
+        for i in range(flat.size):
+            if chosen[i] == 0:
+                flat[i] = 0
+    return out
+
+
+def tie_select_native(g, x, y):
+    """``g`` where x > y, ``g / 2`` where x == y, 0 elsewhere, in ``g``'s dtype (``tie_select``): ``g``
+    times weights 1, 0.5 or 0 (exact products), 0 set where the weight is 0 and ``g`` inf or nan."""
+    g = np.asarray(g)
+    weight = np.asarray((x > y) + 0.5 * (x == y)).astype(g.dtype)
+    out = np.asarray(g * weight)
+    flat = out.reshape(out.size)  # a view (0-d too: Numba's isfinite of a 0-d array is a bool)
+    if not np.isfinite(flat).all():
+        chosen = np.asarray(weight + np.zeros_like(out)).reshape(out.size)  # the weights, broadcast
+        for i in range(flat.size):
+            if chosen[i] == 0:
+                flat[i] = 0
+    return out
+
+
+def reduced_groups(x, axis):
+    """``(group, count)``: the group of each of ``x``'s elements in C order (its index in the C-ordered
+    result of a reduction over ``axis``: None, an int or a tuple of ints) and the number of groups."""
+    n = x.ndim
+    reduced = np.zeros(max(n, 1), np.bool_)
+    if axis is None:
+        reduced[:] = True
+    else:
+        for a in np.atleast_1d(np.asarray(axis)):
+            reduced[a % n] = True
+    shape = x.shape
+    stride = np.zeros(max(n, 1), np.int64)  # a step along axis d moves the group by stride[d]
+    count = 1
+    for d in range(n - 1, -1, -1):
+        if not reduced[d]:
+            stride[d] = count
+            count *= shape[d]
+    group = np.empty(x.size, np.int64)
+    index = np.zeros(max(n, 1), np.int64)
+    at = 0
+    for i in range(x.size):  # counting through x's index in C order
+        group[i] = at
+        d = n - 1
+        while d >= 0:
+            index[d] += 1
+            at += stride[d]
+            if index[d] < shape[d]:
+                break
+            at -= stride[d] * shape[d]
+            index[d] = 0
+            d -= 1
+    return group, count
+
+
+def chooser_weights_native(out, x, axis, keepdims):
+    """1/k on each of the k elements equal to ``out`` (the max or min along ``axis``), 0 elsewhere
+    (``chooser_weights``): ``out``'s elements, in C order, are the reduced groups' in C order."""
+    x = np.asarray(x)
+    group, groups = reduced_groups(x, axis)
+    maxima = np.asarray(out).ravel()
+    if maxima.size != groups:
+        raise ValueError("chooser_weights: the maxima do not have the reduced shape of x")
+    flat = x.ravel()
+    one = np.ones(1, x.dtype) / np.ones(1, x.dtype)  # 1 in true division's dtype (x's, for floats)
+    counts = np.zeros(groups, one.dtype)
+    for i in range(flat.size):
+        if flat[i] == maxima[group[i]]:
+            counts[group[i]] += 1
+    weights = np.zeros(flat.size, one.dtype)
+    for i in range(flat.size):
+        if flat[i] == maxima[group[i]]:
+            weights[i] = one[0] / counts[group[i]]
+    return weights.reshape(x.shape)
+
+
+def extremes_native(x, axis, largest):
+    """The max (``largest``) or min of ``x`` over ``axis``, flat, in C order (Numba has no ``axis`` for
+    ``np.max``; the module reshapes the result): nan wins, as in NumPy."""
+    group, groups = reduced_groups(x, axis)
+    flat = x.ravel()
+    out = np.empty(groups, x.dtype)
+    seen = np.zeros(groups, np.bool_)
+    for i in range(flat.size):
+        k = group[i]
+        v = flat[i]
+        if not seen[k]:
+            out[k] = v
+            seen[k] = True
+        elif out[k] == out[k] and (v != v or (v > out[k] if largest else v < out[k])):
+            out[k] = v
+    return out
+
+
+def add_chosen_native(buf, g, out, x):
+    """``buf += g * chooser_weights(out, x, None, False)`` in place, nothing added where ``g`` is 0
+    (``add_chosen``)."""
+    share = np.asarray(g).ravel()[0]
+    if share == 0:
+        return
+    top = np.asarray(out).ravel()[0]
+    flat = np.asarray(x).ravel()
+    count = 0
+    for i in range(flat.size):
+        if flat[i] == top:
+            count += 1
+    if count != 1:  # 1/k in x's dtype, as the Python helper's np.ones((), x.dtype) / k
+        share = share * (np.ones(1, flat.dtype) / np.full(1, count, flat.dtype))[0]
+    for i in range(flat.size):
+        if flat[i] == top:
+            buf.flat[i] += share
+
+
+NATIVE_HELPERS = {masked: masked_native, cast(Primitive, tie_select).helper: tie_select_native,
+                  chooser_weights.helper: chooser_weights_native, add_chosen: add_chosen_native}
+"""The Python helper -> its Numba version."""
+
+SUPPORT = (reduced_groups, extremes_native)
+"""What the Numba versions call, and the reductions over axes Numba lacks: included in a module that
+uses any of them (under their own names)."""
+
+
+def native_helper(fun):
+    """The Numba version of helper ``fun`` (a function of :data:`NATIVE_HELPERS`), or None."""
+    return NATIVE_HELPERS.get(fun)
