@@ -90,7 +90,8 @@ class _Tracer:
         for s in self.program.statements:
             if s.prim.nondiff:
                 continue
-            for u in s.uses():
+            uses = s._uses  # s.uses(), once computed
+            for u in uses if uses is not None else s.uses():
                 if u in active:
                     active.update([o for o in s.outs if o.dtype.kind in "fc"])
                     break
@@ -143,7 +144,9 @@ class _Replay:
                     pick = itemgetter(*index)
                 else:
                     pick = _no_arguments
-            picked.append((prim, pick, args, kwargs, metas))
+            # the arguments are all variables: they are the statement's uses (Statement.uses)
+            only_variables = not nested and not kwargs and all([type(a) is _Ref for a in args])
+            picked.append((prim, pick, args, kwargs, metas, only_variables))
         self.steps = tuple(picked)
         self.result = result
         self.consts = consts
@@ -179,6 +182,8 @@ def _signature(inputs):
             return None
         if v in seen:  # the position of that input (an int: no shape, dtype, kind or constant is one)
             key.append(seen.index(v))
+        elif v.kind == "float":  # a Python float: shape () and float64 always (Variable.like)
+            key.append("float")
         else:
             key += (v.shape, v.dtype, v.kind)
         seen.append(v)
@@ -254,7 +259,7 @@ def _replayed(builder, replay, inputs, sym):
     offset = len(replay.consts)
     statements, examples, names, k = builder.statements, builder.examples, builder.names, builder.counter
     new_variable, new_statement, new_symbol = Variable.__new__, Statement.__new__, Symbol.__new__
-    for prim, pick, args, kwargs, metas in replay.steps:
+    for prim, pick, args, kwargs, metas, only_variables in replay.steps:
         outs = []
         for shape, dtype, kind, example in metas:
             name = f"v{k}" if k >= 0 else var_name(k)
@@ -277,6 +282,8 @@ def _replayed(builder, replay, inputs, sym):
         else:
             st.args = pick(values)
         st.kwargs = _resolve(kwargs, values, offset) if kwargs else NO_KWARGS
+        if only_variables:
+            st._uses = st.args
         statements.append(st)
     builder.counter = k
     if type(r) is not _Ref:
@@ -373,7 +380,12 @@ def _backward_sweep(tr, seeds, wrt):
         if type(c) is Symbol and c.variable not in named:  # tr.name(c, var.name, "_bar"), inline
             v = c.variable
             names.discard(v.name)
-            v.name = fresh(var.name + "_bar")
+            name = var.name + "_bar"
+            if name in names:
+                name = fresh(name)  # name2, name3, ...
+            else:
+                names.add(name)
+            v.name = name
             named.add(v)
         adj[var] = c
 
