@@ -174,7 +174,7 @@ def _signature(inputs):
             v = x.variable
         elif t is Variable:
             v = x
-        elif _simple(x):
+        elif t is float or _simple(x):
             key.append((t, repr(x)))
             seen.append(None)
             continue
@@ -272,7 +272,7 @@ def _replayed(builder, replay, inputs, sym):
             v.name, v.shape, v.dtype, v.kind = name, shape, dtype, kind
             examples[v] = example
             outs.append(v)
-            values.append(v)
+        values += outs
         st = new_statement(Statement)
         st.outs, st.prim, st.inplace, st._uses = tuple(outs), prim, False, None
         if pick is None:
@@ -339,6 +339,7 @@ def _check_wrt(program, var):
 
 
 _ADD = object()  # the replay tag of adding two cotangents
+_FLOATS = ("float", "float")  # the _signature of two Python float variables
 
 
 def _traced_cotangent(tr, stmt, i, g):
@@ -371,7 +372,11 @@ def _backward_sweep(tr, seeds, wrt):
         prev = adj.get(var)
         if prev is not None:
             inputs = (prev, c)
-            sig = _signature(inputs)
+            if type(prev) is Symbol and type(c) is Symbol and prev.variable.kind == "float" \
+                    and c.variable.kind == "float" and prev.variable is not c.variable:
+                sig = _FLOATS  # _signature(inputs) of two Python floats, inline
+            else:
+                sig = _signature(inputs)
             recorded = replays.get((_ADD, sig)) if sig is not None else None
             if recorded is not None:  # tr.replay's common case, inline
                 c = _replayed(builder, recorded, inputs, sym)
