@@ -272,9 +272,9 @@ def _replayed(builder, replay, inputs, sym):
             v.name, v.shape, v.dtype, v.kind = name, shape, dtype, kind
             examples[v] = example
             outs.append(v)
-        values += outs
+            values.append(v)
         st = new_statement(Statement)
-        st.outs, st.prim, st.inplace, st._uses = tuple(outs), prim, False, None
+        st.outs, st.prim, st.inplace, st._uses = (v,) if len(outs) == 1 else tuple(outs), prim, False, None
         if pick is None:
             st.args = tuple(_resolve(args, values, offset))
         elif type(pick) is int:

@@ -242,8 +242,10 @@ def _factors(x, out, producer, counts, walked):
     used once and of ``out``'s type; None if ``x`` is no such product or an operand is of another
     type than ``out`` but a Python float. The products passed through are appended to ``walked``."""
     shape, dtype, kind = out.shape, out.dtype, out.kind
+    floats = kind == "float"  # then _same_as is x.kind == "float" (a Python float: (), float64)
     s = producer.get(x)
-    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not _same_as(x, shape, dtype, kind):
+    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 \
+            or not (x.kind == "float" if floats else _same_as(x, shape, dtype, kind)):
         return None  # not a product of out's type used only here
     walked.append(x)
     found = []
@@ -255,7 +257,7 @@ def _factors(x, out, producer, counts, walked):
                 return None
             found.append(x)
             continue
-        if not _same_as(x, shape, dtype, kind):
+        if not (x.kind == "float" if floats else _same_as(x, shape, dtype, kind)):
             return None
         s = producer.get(x)
         if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1:
