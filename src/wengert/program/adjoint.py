@@ -90,7 +90,8 @@ class _Tracer:
         for s in self.program.statements:
             if s.prim.nondiff:
                 continue
-            for u in s.uses():
+            uses = s._uses  # s.uses(), once computed
+            for u in uses if uses is not None else s.uses():
                 if u in active:
                     active.update([o for o in s.outs if o.dtype.kind in "fc"])
                     break
@@ -143,7 +144,9 @@ class _Replay:
                     pick = itemgetter(*index)
                 else:
                     pick = _no_arguments
-            picked.append((prim, pick, args, kwargs, metas))
+            # the arguments are all variables: they are the statement's uses (Statement.uses)
+            only_variables = not nested and not kwargs and all([type(a) is _Ref for a in args])
+            picked.append((prim, pick, args, kwargs, metas, only_variables))
         self.steps = tuple(picked)
         self.result = result
         self.consts = consts
@@ -171,7 +174,7 @@ def _signature(inputs):
             v = x.variable
         elif t is Variable:
             v = x
-        elif _simple(x):
+        elif t is float or _simple(x):
             key.append((t, repr(x)))
             seen.append(None)
             continue
@@ -179,6 +182,8 @@ def _signature(inputs):
             return None
         if v in seen:  # the position of that input (an int: no shape, dtype, kind or constant is one)
             key.append(seen.index(v))
+        elif v.kind == "float":  # a Python float: shape () and float64 always (Variable.like)
+            key.append("float")
         else:
             key += (v.shape, v.dtype, v.kind)
         seen.append(v)
@@ -254,7 +259,7 @@ def _replayed(builder, replay, inputs, sym):
     offset = len(replay.consts)
     statements, examples, names, k = builder.statements, builder.examples, builder.names, builder.counter
     new_variable, new_statement, new_symbol = Variable.__new__, Statement.__new__, Symbol.__new__
-    for prim, pick, args, kwargs, metas in replay.steps:
+    for prim, pick, args, kwargs, metas, only_variables in replay.steps:
         outs = []
         for shape, dtype, kind, example in metas:
             name = f"v{k}" if k >= 0 else var_name(k)
@@ -269,7 +274,7 @@ def _replayed(builder, replay, inputs, sym):
             outs.append(v)
             values.append(v)
         st = new_statement(Statement)
-        st.outs, st.prim, st.inplace, st._uses = tuple(outs), prim, False, None
+        st.outs, st.prim, st.inplace, st._uses = (v,) if len(outs) == 1 else tuple(outs), prim, False, None
         if pick is None:
             st.args = tuple(_resolve(args, values, offset))
         elif type(pick) is int:
@@ -277,6 +282,8 @@ def _replayed(builder, replay, inputs, sym):
         else:
             st.args = pick(values)
         st.kwargs = _resolve(kwargs, values, offset) if kwargs else NO_KWARGS
+        if only_variables:
+            st._uses = st.args
         statements.append(st)
     builder.counter = k
     if type(r) is not _Ref:
@@ -332,6 +339,7 @@ def _check_wrt(program, var):
 
 
 _ADD = object()  # the replay tag of adding two cotangents
+_FLOATS = ("float", "float")  # the _signature of two Python float variables
 
 
 def _traced_cotangent(tr, stmt, i, g):
@@ -364,7 +372,11 @@ def _backward_sweep(tr, seeds, wrt):
         prev = adj.get(var)
         if prev is not None:
             inputs = (prev, c)
-            sig = _signature(inputs)
+            if type(prev) is Symbol and type(c) is Symbol and prev.variable.kind == "float" \
+                    and c.variable.kind == "float" and prev.variable is not c.variable:
+                sig = _FLOATS  # _signature(inputs) of two Python floats, inline
+            else:
+                sig = _signature(inputs)
             recorded = replays.get((_ADD, sig)) if sig is not None else None
             if recorded is not None:  # tr.replay's common case, inline
                 c = _replayed(builder, recorded, inputs, sym)
@@ -373,7 +385,12 @@ def _backward_sweep(tr, seeds, wrt):
         if type(c) is Symbol and c.variable not in named:  # tr.name(c, var.name, "_bar"), inline
             v = c.variable
             names.discard(v.name)
-            v.name = fresh(var.name + "_bar")
+            name = var.name + "_bar"
+            if name in names:
+                name = fresh(name)  # name2, name3, ...
+            else:
+                names.add(name)
+            v.name = name
             named.add(v)
         adj[var] = c
 

@@ -242,8 +242,10 @@ def _factors(x, out, producer, counts, walked):
     used once and of ``out``'s type; None if ``x`` is no such product or an operand is of another
     type than ``out`` but a Python float. The products passed through are appended to ``walked``."""
     shape, dtype, kind = out.shape, out.dtype, out.kind
+    floats = kind == "float"  # then _same_as is x.kind == "float" (a Python float: (), float64)
     s = producer.get(x)
-    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 or not _same_as(x, shape, dtype, kind):
+    if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1 \
+            or not (x.kind == "float" if floats else _same_as(x, shape, dtype, kind)):
         return None  # not a product of out's type used only here
     walked.append(x)
     found = []
@@ -255,7 +257,7 @@ def _factors(x, out, producer, counts, walked):
                 return None
             found.append(x)
             continue
-        if not _same_as(x, shape, dtype, kind):
+        if not (x.kind == "float" if floats else _same_as(x, shape, dtype, kind)):
             return None
         s = producer.get(x)
         if s is None or s.kwargs or s.inplace or counts.get(x, 0) != 1:
@@ -281,7 +283,7 @@ def factor_products(program):
         return program
     counts = use_counts(program)
     producer = {}  # Variable -> the multiplication computing it
-    stmts, dead, fresh = [], set(), [0]
+    stmts, dead, fresh, common_reads, made = [], set(), [0], {}, []
     mul, plus, minus = _MUL, _ADD, subtract.primitive
 
     def product(parts, like):
@@ -289,6 +291,7 @@ def factor_products(program):
         for part in parts[1:]:
             fresh[0] += 1
             v = renamed(like, f"{like.name}_p{fresh[0]}")
+            made.append(v)
             stmts.append(binary(v, mul, cur, part))
             producer[v] = stmts[-1]
             cur = v
@@ -316,13 +319,32 @@ def factor_products(program):
                     break
             if common is not None:
                 inner = renamed(out, f"{out.name}_d")
+                made.append(inner)
                 stmts.append(binary(inner, s.prim, product(rest_p, out), product(rest_q, out)))
                 producer[inner] = stmts[-1]
                 s = binary(out, mul, common, inner)
                 producer[out] = s
                 dead.update(walked)  # the products were read only by the sum they were taken from
+                common_reads[common] = common_reads.get(common, 0) + 1
         stmts.append(s)
     if not dead:
         return program
     # it applies only multiplications and the sums it rewrote, of the types of results it had
-    return program.with_statements([s for s in stmts if s.outs[0] not in dead], census=program.census())
+    result = program.with_statements([s for s in stmts if s.outs[0] not in dead], census=program.census())
+    result._counts = _counts_after(counts, dead, common_reads, made)
+    return result
+
+
+def _counts_after(counts, dead, common_reads, made):
+    """``use_counts`` of ``factor_products``' result from its argument's (``counts``, left unchanged):
+    each rewrite reads the operands of the products it removes (``dead``) once each, as they did,
+    but the common factor once instead of twice (``common_reads``: how many times each was the
+    common one), and its new variables (``made``) once each."""
+    after = dict(counts)
+    for v in dead:
+        del after[v]
+    for v, n in common_reads.items():
+        after[v] -= n
+    for v in made:
+        after[v] = 1
+    return after

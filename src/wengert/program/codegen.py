@@ -482,7 +482,8 @@ def _source(program, safe, fallback=None, defined=None, names=None):
         if (out.kind == "float" and len(s.outs) == 1 and not s.inplace and counts.get(out) == 1
                 and s.prim is not dup and out not in outputs):
             depth = 0  # one more than the deepest inlined operand
-            for v in s.uses():
+            uses = s._uses  # s.uses(), once computed
+            for v in uses if uses is not None else s.uses():
                 inlined = inline.get(v)
                 if inlined is not None and inlined[2] > depth:
                     depth = inlined[2]

@@ -80,7 +80,8 @@ def renamed(var, name):
 def binary(out, prim, x, y):
     """``Statement((out,), prim, (x, y))``, made field by field (passes make many)."""
     s = _new_statement(Statement)
-    s.outs, s.prim, s.args, s.kwargs, s.inplace, s._uses = (out,), prim, (x, y), NO_KWARGS, False, None
+    s.outs, s.prim, s.args, s.kwargs, s.inplace = (out,), prim, (x, y), NO_KWARGS, False
+    s._uses = s.args if type(x) is Variable and type(y) is Variable else None
     return s
 
 

@@ -33,7 +33,12 @@ __all__ = ["use_counts", "eliminate_dead_code", "eliminate_common_subexpressions
 
 
 def use_counts(program):
-    """How many times each Variable is read (by statements and as an output)."""
+    """How many times each Variable is read (by statements and as an output). Computed once per
+    program (``eliminate_dead_code`` and ``algebra.factor_products`` hand theirs on): the dict is
+    shared, read it only (copy it to change it)."""
+    counts = program._counts
+    if counts is not None:
+        return counts
     counts = {}
     get = counts.get
     for s in program.statements:
@@ -43,6 +48,7 @@ def use_counts(program):
     for o in program.outputs:
         if type(o) is Variable:
             counts[o] = counts.get(o, 0) + 1
+    program._counts = counts
     return counts
 
 
@@ -73,17 +79,25 @@ def _rewritten(s, alias, look):
 
 
 def eliminate_dead_code(program):
-    """Only the statements the outputs depend on, in their order."""
-    live = {o for o in program.outputs if type(o) is Variable}
+    """Only the statements the outputs depend on, in their order. The result's ``use_counts`` are
+    counted on the way (the live variables are those read)."""
+    counts = {}  # the variables read so far (by the statements kept and the outputs): the live ones
+    get = counts.get
+    for o in program.outputs:
+        if type(o) is Variable:
+            counts[o] = get(o, 0) + 1
     kept = []
     for s in reversed(program.statements):
         outs = s.outs
-        if outs[0] in live or (len(outs) > 1 and any(o in live for o in outs)):
+        if outs[0] in counts or (len(outs) > 1 and any([o in counts for o in outs])):
             kept.append(s)
             uses = s._uses  # s.uses(), once computed
-            live.update(uses if uses is not None else s.uses())
+            for v in uses if uses is not None else s.uses():
+                counts[v] = get(v, 0) + 1
     kept.reverse()
-    return program.with_statements(kept, census=program._census)  # a subset: its census holds
+    result = program.with_statements(kept, census=program._census)  # a subset: its census holds
+    result._counts = counts
+    return result
 
 
 def _key(x):
@@ -265,7 +279,7 @@ def accumulate_in_place(program):
     buffer it is written into: written as a plain assignment (``a = a * b``) it is still right."""
     if not has_arrays(program):  # only arrays are buffers
         return program
-    counts = use_counts(program)
+    counts = dict(use_counts(program))  # changed below
     producer = {o: s for s in program.statements for o in s.outs}
     owned = set()
     alias, stmts, dropped = {}, [], set()

@@ -61,26 +61,34 @@ def fold_and_merge(program):
 
     for s in program.statements:
         args = s.args
-        if alias:  # passes._rewritten(s, alias, look), inline
-            for a in args:
-                t = type(a)
-                if (t is Variable and a in alias) or t is tuple or t is list or t is dict:
+        # Variables only, none aliased (the common case): no folding rule applies, as each needs
+        # a constant, but for zeros_like and ones_like, which read only the shape; their key is
+        # the primitive and the Variables (as _statement_key makes it)
+        plain = True
+        for a in args:
+            t = type(a)
+            if t is not Variable:
+                plain = False
+                if alias and (t is tuple or t is list or t is dict):  # passes._rewritten, inline
                     s = s.replaced(look)
+                    args = s.args
                     break
-            else:
-                if s.kwargs:
-                    s = s.replaced(look)
-            args = s.args
-        # Variables only (the common case): no folding rule applies, as each needs a constant,
-        # but for zeros_like and ones_like, which read only the shape; their key is the primitive
-        # and the Variables (as _statement_key makes it)
-        plain = bool(args) and len(s.outs) == 1 and not s.kwargs and s.prim is not dup \
+            elif a in alias:
+                s = s.replaced(look)
+                args = s.args
+                plain = False
+                for a in args:  # read through the aliases, it may hold constants now
+                    if type(a) is not Variable:
+                        break
+                else:
+                    plain = True
+                break
+        else:
+            if alias and s.kwargs:
+                s = s.replaced(look)
+                args = s.args
+        plain = plain and bool(args) and len(s.outs) == 1 and not s.kwargs and s.prim is not dup \
             and not s.prim.shape_only
-        if plain:
-            for a in args:
-                if type(a) is not Variable:
-                    plain = False
-                    break
         if not plain and s.prim is mul and len(args) == 2 and not s.kwargs:
             # a Variable times a Python float other than 0, 1 and -1 (as 0.5 * sin(x)): nothing
             # folds it (_negated, _fold), and its key is _statement_key's

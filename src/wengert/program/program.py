@@ -53,6 +53,7 @@ class Program:
         are the last ``len(captures.arrays)`` positional arguments, read now when they are left out."""
         self._function = None
         self._census = None
+        self._counts = None  # passes.use_counts, where a pass computed it on the way (read-only)
 
     def census(self):
         """``(primitives, arrays)``: the set of primitives the statements apply, and whether one of
@@ -60,14 +61,14 @@ class Program:
         Computed once per program; a pass whose result applies no primitive and makes no array its
         input did not may hand it on (``with_statements(..., census=...)``): a superset is valid."""
         if self._census is None:
-            prims, arrays = set(), False
-            add = prims.add
-            for s in self.statements:
-                add(s.prim)
-                if not arrays:
-                    outs = s.outs
-                    arrays = outs[0].kind == "array" or any([o.kind == "array" for o in outs[1:]])
-            self._census = (prims, arrays)
+            statements = self.statements
+            arrays = False
+            for s in statements:
+                outs = s.outs
+                if outs[0].kind == "array" or (len(outs) > 1 and any([o.kind == "array" for o in outs])):
+                    arrays = True
+                    break
+            self._census = ({s.prim for s in statements}, arrays)
         return self._census
 
     # -- construction ----------------------------------------------------------------------------

@@ -255,6 +255,7 @@ class ProgramBuilder(Trace):
     def apply(self, prim, args, kwargs):
         ex_args = var_args = None
         numbers = True  # every example a Python float or int: no array example to share (_shape_key)
+        only_symbols = not kwargs  # every argument a symbol: the variables are the statement's uses
         if not kwargs:  # the common case first: symbols of this trace and numbers
             ex_args, var_args = [], []
             for a in args:
@@ -267,8 +268,10 @@ class ProgramBuilder(Trace):
                 elif t is float or t is int:
                     ex_args.append(a)
                     var_args.append(a)
+                    only_symbols = False
                 else:
                     ex_args = var_args = None
+                    only_symbols = False
                     break
         if ex_args is None:
             if not prim.nondiff:
@@ -306,7 +309,8 @@ class ProgramBuilder(Trace):
         if var_args is None:
             var_args = _map_leaves(args, _symbol_to_var)
         st = _new_statement(Statement)  # Statement((var,), prim, var_args, kwargs), field by field
-        st.outs, st.prim, st.args, st.inplace, st._uses = (var,), prim, tuple(var_args), False, None
+        st.outs, st.prim, st.args, st.inplace = (var,), prim, tuple(var_args), False
+        st._uses = st.args if only_symbols else None
         st.kwargs = _map_leaves(kwargs, _symbol_to_var) if kwargs else NO_KWARGS
         self.statements.append(st)
         symbol = _new_symbol(Symbol)  # Symbol(var, example, self)
