@@ -477,8 +477,9 @@ class CompiledFunction(Compiled, Generic[P, R]):
     @overload
     def grad(self, argnums: Sequence[int]) -> CompiledFunction[P, tuple[Any, ...]]: ...
     def grad(self, argnums: int | Sequence[int] = 0) -> CompiledFunction[P, Any]:
-        """The compiled gradient (``jax.jit(jax.grad(fun))``)."""
-        return CompiledFunction(self.fun, "grad", argnums, **self._options)
+        """The compiled gradient (``jax.jit(jax.grad(fun))``); of a compiled gradient, the second
+        derivative (``jax.jit(jax.grad(jax.grad(fun)))``)."""
+        return CompiledFunction(self._differentiable("grad"), "grad", argnums, **self._options)
 
     @overload
     def value_and_grad(self, argnums: int = 0) -> CompiledFunction[P, tuple[R, Any]]: ...
@@ -486,7 +487,21 @@ class CompiledFunction(Compiled, Generic[P, R]):
     def value_and_grad(self, argnums: Sequence[int]) -> CompiledFunction[P, tuple[R, tuple[Any, ...]]]: ...
     def value_and_grad(self, argnums: int | Sequence[int] = 0) -> CompiledFunction[P, Any]:
         """The compiled ``(value, gradient)`` (``jax.jit(jax.value_and_grad(fun))``)."""
-        return CompiledFunction(self.fun, "value_and_grad", argnums, **self._options)
+        return CompiledFunction(self._differentiable("value_and_grad"), "value_and_grad", argnums,
+                                **self._options)
+
+    def _differentiable(self, what: str) -> Callable[..., Any]:
+        """The function this compiled function computes, to differentiate again: ``fun`` itself, or
+        ``wg.grad(fun, argnums)`` where this is a compiled gradient (never ``fun`` there: that would
+        give the first derivative where the second was asked for)."""
+        if self.transform is None:
+            return self.fun
+        if self.transform == "grad":
+            return transforms.grad(self.fun, self.argnums)
+        name = getattr(self.fun, "__name__", "f")
+        raise TypeError(f"wg.compile({name}).value_and_grad().{what}(): the function returns a pair "
+                        f"(value, gradient), not a scalar; differentiate the gradient instead: "
+                        f"wg.compile({name}).grad().{what}()")
 
     def cache_info(self) -> CacheInfo:
         """Hits, misses (one trace each), the number of cached programs, and ``maxsize``
