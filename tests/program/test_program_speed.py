@@ -139,8 +139,8 @@ def test_a_users_weights_are_added_in_place_by_their_adds_scaled_fact():
     relu_total = wg.primitive(lambda x: np.sum(np.maximum(x, 0.0)), name="relu_total")
     wg.defvjp(relu_total, lambda g, out, x: g * positive(x))
 
-    def f(x, y):
-        return wnp.sum(x * x) + y * relu_total(x)
+    def f(x, y):  # relu_total's contribution to x's adjoint comes last: added into the buffer
+        return y * relu_total(x) + wnp.sum(x * x)
 
     x = np.array([[1.0, -3.0], [0.5, -2.0]])
     g = wg.compile(f).grad(0)

@@ -66,7 +66,7 @@ def add_chosen(buf, g, out, x, axis=None, keepdims=False):
     """``buf += g * chooser_weights(out, x, axis, keepdims)`` in place, ``g`` a scalar: over all axes, ``g``
     shared by the maxima (minima) of ``x`` in one update of those alone, no dense array of weights, and
     nothing added where ``g`` is 0. ``chooser_weights``' ``adds_scaled`` fact: generated code's form of
-    the accumulation into a max's adjoint buffer (``liveness.fused_chooser_adds``); NumPy alone."""
+    the accumulation into a max's adjoint buffer (``liveness.scaled_adds``); NumPy alone."""
     if axis is not None:
         buf += g * chooser_weights(out, x, axis, keepdims)
         return
