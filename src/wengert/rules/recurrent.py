@@ -100,7 +100,7 @@ def _tangent(t_gates, t_c, gates, c):
 
 lstm_cell = Primitive(_lstm_cell_impl, name="lstm_cell", grad_post=broadcasting.unbroadcast)
 defvjp(lstm_cell, joint=_vjp)
-defjvp(lstm_cell, joint=lambda tangents, out, gates, c: _tangent(*tangents, gates, c))
+defjvp(lstm_cell, joint=lambda tangents, out, gates, c: _tangent(tangents[0], tangents[1], gates, c))
 facts(lstm_cell, fresh=True, saves=(0, 1))
 
 
