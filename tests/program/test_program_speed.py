@@ -122,6 +122,34 @@ def test_add_chosen_skips_a_zero_cotangent_and_shares_ties():
         np.testing.assert_allclose(g(z), np.exp(z) / np.exp(z).sum(), rtol=1e-14, atol=1e-16)
 
 
+def _add_positive(buf, s, x):
+    """``buf += s * (x > 0)``, at the positive elements alone."""
+    where = x > 0
+    buf[where] += s
+
+
+def test_a_users_weights_are_added_in_place_by_their_adds_scaled_fact():
+    """``liveness.scaled_adds`` reads the fact, not a particular primitive: a user's weights primitive
+    declaring ``adds_scaled`` is fused like ``chooser_weights`` (its function called in generated code,
+    no dense array of weights), with the gradient the tape gives."""
+    from wengert.core.extend import nondiff_primitive
+
+    positive = wg.facts(nondiff_primitive(lambda x: (x > 0).astype(x.dtype), name="positive_weights"),
+                        adds_scaled=_add_positive)
+    relu_total = wg.primitive(lambda x: np.sum(np.maximum(x, 0.0)), name="relu_total")
+    wg.defvjp(relu_total, lambda g, out, x: g * positive(x))
+
+    def f(x, y):  # relu_total's contribution to x's adjoint comes last: added into the buffer
+        return y * relu_total(x) + wnp.sum(x * x)
+
+    x = np.array([[1.0, -3.0], [0.5, -2.0]])
+    g = wg.compile(f).grad(0)
+    assert "_add_positive(" in g.source(x, 2.0) and "positive_weights" not in g.source(x, 2.0)
+    for y in (2.0, 0.0, -1.5):
+        np.testing.assert_array_equal(g(x, y), wg.grad(f)(x, y))
+        np.testing.assert_array_equal(g(x, y), 2.0 * x + y * (x > 0))
+
+
 def test_results_of_every_structure_come_back_through_the_dispatcher():
     from collections import namedtuple
 

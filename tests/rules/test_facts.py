@@ -32,7 +32,8 @@ NONDIFF_SAMPLES = {
     "chooser_weights": [((1.0, np.array([1.0, 0.5, 1.0]), None, False), {}),
                         ((np.array([2.0, 3.0]), np.array([[2.0, 3.0], [1.0, 3.0]]), 0, False), {}),
                         ((np.array([[2.0], [3.0]]), np.array([[2.0, 2.0], [1.0, 3.0]]), -1, True), {}),
-                        ((np.float64(0.5), 0.5, None, False), {})],
+                        ((np.float64(0.5), 0.5, None, False), {}),
+                        ((3.0, np.array([[1.0, 3.0], [3.0, -2.0]]), None, True), {})],
     "positive_mask": [((R(2, 3),), {}), ((R(),), {})],
     "one_hot": [((np.array([0, 2]), (2, 3), np.float64), {})],
     **{p.__name__: [((R(3),), {}), ((R(2, 3),), {}), ((R(),), {}), ((np.arange(4),), {}),
@@ -56,8 +57,10 @@ def _declares(prim):
                                                             "math_name", "helper"))
 
 
-ALGEBRA = ("units", "negates", "linear_jointly", "identity_if_unchanged", "shape_only", "constants")
-"""The facts constant folding reads (``passes._fold``, ``passes._negated``)."""
+ALGEBRA = ("units", "negates", "linear_jointly", "identity_if_unchanged", "shape_only", "constants",
+           "adds_scaled")
+"""The facts programs are rewritten by: constant folding (``passes._fold``, ``passes._negated``), and
+in-place accumulation by a function of the primitive's own (``liveness.scaled_adds``)."""
 
 
 PRIMS = _with_facts()
@@ -258,9 +261,37 @@ def check_shape_only(prim, samples):
     return checked
 
 
+def check_adds_scaled(prim, samples):
+    """``adds_scaled(buf, s, *args)`` adds ``s * f(*args)`` into ``buf`` in place, for scalars ``s``
+    (0: nothing, as constant folding takes ``0 * w``, even where ``w`` is nan), as called and as its
+    source runs in generated code; returns how many were checked."""
+    rng = np.random.default_rng(3)
+    fun = prim.adds_scaled
+    generated = _exec_helpers({fun.__name__: fun})[fun.__name__]
+    checked = 0
+    no_max = ((np.nan, np.array([[1.0, np.nan]]), None, False), {})  # no element equals the max
+    extra = [no_max] if prim is reductions.chooser_weights else []
+    for args, kwargs in list(samples) + extra:
+        with np.errstate(all="ignore"):
+            w = np.asarray(prim.fun(*args, **kwargs))
+        if w.dtype.kind not in "fc" or kwargs:
+            continue
+        for scale in (2.5, np.float64(-1.0), 1.0, 0.0):
+            buf = rng.uniform(-1.0, 1.0, w.shape).astype(w.dtype)
+            with np.errstate(all="ignore"):
+                want = buf + scale * w if scale != 0 else buf
+            for add in (fun, generated):
+                got = buf.copy()
+                with np.errstate(all="ignore"):
+                    assert add(got, scale, *copy.deepcopy(args)) is None, f"{prim.__name__}: returns nothing"
+                _close(got, want)
+                checked += 1
+    return checked
+
+
 CHECKS = {"units": check_units, "negates": check_negates, "linear_jointly": check_linear_jointly,
           "identity_if_unchanged": check_identity_if_unchanged, "shape_only": check_shape_only,
-          "constants": check_constants}
+          "constants": check_constants, "adds_scaled": check_adds_scaled}
 
 
 @pytest.mark.parametrize("fact, name", [(fact, name) for fact in ALGEBRA for name in _names(fact)])
@@ -278,11 +309,17 @@ def test_the_algebra_folding_relies_on_is_declared():
     assert PRIMS["power"].constants == {1: (0, 1)}
     assert _names("identity_if_unchanged") == ["astype", "broadcast_to", "reshape"]
     assert _names("shape_only") == ["ones_like", "zeros_like"]
+    assert _names("adds_scaled") == ["chooser_weights"]
 
 
 def _user(fun, **known):
     prim = primitive(fun, name="wrong")
     return facts(prim, **known)
+
+
+def _add_positive_part(buf, s, x):
+    """``buf += s * (x > 0)``: not ``s * maximum(x, 0)`` (a wrong ``adds_scaled`` fact)."""
+    buf += s * (x > 0)
 
 
 _X, _Y = np.array([[0.5, -1.0, 2.0], [0.25, 1.5, -3.0]]), np.array([2.0, -0.5, 3.0])
@@ -294,6 +331,7 @@ WRONG_FACTS = {
                               [((_X[:, :2], ), {})]),  # a square matrix keeps its shape, not its values
     "shape_only": (_user(lambda x: np.zeros_like(x) + x[..., :1], shape_only=True), [((_X,), {})]),
     "constants": (_user(lambda x, y: x * y + 1.0, constants={1: (0, 1)}), [((_X, _Y), {})]),  # nan * 0
+    "adds_scaled": (_user(lambda x: np.maximum(x, 0.0), adds_scaled=_add_positive_part), [((_X,), {})]),
 }
 
 

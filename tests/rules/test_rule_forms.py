@@ -1,4 +1,4 @@
-"""One form per reverse rule: every primitive states its reverse rule once.
+"""One form per rule: every primitive states its reverse rule once, and its forward rule once.
 
 A primitive's reverse rule is given per argument (``defvjp(prim, r0, r1)``), once for all arguments
 (``variadic=``) or jointly, every argument's share in one call (``joint=``); the engines derive the
@@ -8,6 +8,10 @@ could disagree unseen: the table is scanned for that, against a short named list
 The faster forms (``vjp_accumulate``, ``vjp_inplace``, ``float_vjp``) are not second statements but
 fast paths, each checked against the ordinary rule on the rule table's cases (``test_saves.py``'s
 ``_contributions``, ``tests/core/test_float_vjp.py``, ``tests/engines/test_reference_pass.py``).
+
+Forward rules likewise: per argument (``defjvp(prim, r0, r1)``), one for all (``variadic=``) or jointly,
+the tangent from every argument's in one call (``joint=``, which ``Primitive.jvp_rule`` gives one
+argument's tangent alone where an engine asks for that); a later ``defjvp`` replaces the earlier form.
 """
 
 import numpy as np
@@ -19,7 +23,8 @@ import wengert as wg
 import wengert.numpy as wnp
 from wengert.core.extend import defjvp, defvjp, primitive
 from wengert.core.primitive import NoRuleError, Primitive
-from wengert.rules import rule_table
+from wengert.program import Program
+from wengert.rules import recurrent, rule_table
 from wengert.rules import shape as shape_rules
 
 BOTH_FORMS = {}
@@ -72,6 +77,147 @@ def test_a_later_defvjp_replaces_the_form_given_before():
         p.vjp_rule(1)
     defvjp(p, joint=lambda needed, g, out, a, b: [g * b, g * a])
     assert _forms(p) == ["joint (vjp_joint)"] and p.vjps == ()
+
+
+# -- forward rules: one form each -------------------------------------------------------------------
+
+BOTH_FORWARD_FORMS = {}
+"""Primitives allowed a joint forward rule beside per-argument ones, by name, with the reason (none)."""
+
+
+def _jvp_forms(prim):
+    """The forms in which ``prim`` states its forward rule."""
+    found = []
+    if any(r is not None for r in prim.jvps):
+        found.append("per-argument (jvps)")
+    if prim.jvp_argnum is not None:
+        found.append("one for all (jvp_argnum)")
+    if prim.jvp_joint is not None:
+        found.append("joint (jvp_joint)")
+    return found
+
+
+def test_no_primitive_states_its_forward_rule_in_two_forms():
+    twice = {name: _jvp_forms(p) for name, p in rule_table().items() if len(_jvp_forms(p)) > 1}
+    unexplained = {name: forms for name, forms in twice.items() if name not in BOTH_FORWARD_FORMS}
+    assert not unexplained, f"forward rule stated in more than one form: {unexplained}"
+    stale = set(BOTH_FORWARD_FORMS) - set(twice)
+    assert not stale, f"listed in BOTH_FORWARD_FORMS but stating one form now (remove them): {sorted(stale)}"
+
+
+def test_the_forward_scan_sees_a_second_form():
+    """The check above can fail: per-argument forward rules beside a joint one are found."""
+    p = Primitive(lambda a, b: a + b, name="twice_stated_forward")
+    defjvp(p, lambda t, out, a, b: t, lambda t, out, a, b: t)
+    p.jvp_joint = lambda tangents, out, a, b: sum(t for t in tangents if t is not None)  # the old concatenate
+    assert _jvp_forms(p) == ["per-argument (jvps)", "joint (jvp_joint)"]
+
+
+@pytest.mark.parametrize("prim", [shape_rules.concatenate, shape_rules.stack, recurrent.lstm_cell,
+                                  recurrent.lstm_sequence], ids=lambda p: p.__name__)
+def test_the_joint_forward_rule_is_the_only_forward_rule_of(prim):
+    assert _jvp_forms(prim) == ["joint (jvp_joint)"]
+
+
+def test_a_later_defjvp_replaces_the_forward_form_given_before():
+    p = Primitive(lambda a, b: a * b, name="restated_forward")
+    defjvp(p, joint=lambda tangents, out, a, b: 0.0)
+    defjvp(p, lambda t, out, a, b: t * b, None)
+    assert _jvp_forms(p) == ["per-argument (jvps)"]
+    no_rule = "'restated_forward' has no JVP \\(forward-mode\\) rule for its argument 1"
+    with pytest.raises(NoRuleError, match=no_rule):
+        p.jvp_rule(1)
+    defjvp(p, variadic=lambda i, t, out, a, b: t * (b if i == 0 else a))
+    assert _jvp_forms(p) == ["one for all (jvp_argnum)"]
+    defjvp(p, joint=lambda tangents, out, a, b: 0.0)
+    assert _jvp_forms(p) == ["joint (jvp_joint)"] and p.jvps == () and p.jvp_argnum is None
+
+
+def _user_forward_product():
+    """A user primitive ``a * b`` whose forward rule is joint, recording the tangents each call gets."""
+    calls = []
+
+    @primitive
+    def product(a, b):
+        return a * b
+
+    def joint(tangents, out, a, b):
+        calls.append([t is not None for t in tangents])
+        ta, tb = tangents
+        if ta is None:
+            return a * tb
+        return ta * b if tb is None else ta * b + a * tb
+
+    defjvp(product, joint=joint)
+    defvjp(product, lambda g, out, a, b: g * b, lambda g, out, a, b: g * a)
+    return product, calls
+
+
+def test_a_user_primitive_with_a_joint_forward_rule_differentiates_through_every_engine():
+    product, calls = _user_forward_product()
+    a, b = np.array([0.5, -1.0, 2.0]), np.array([3.0, 0.25, -2.0])
+    ta, tb = np.array([1.0, 2.0, -1.0]), np.array([0.5, 0.0, 3.0])
+
+    def f(a, b):
+        return wnp.sum(product(a, b) ** 2)
+
+    _, got = wg.jvp(f, (a, b), (ta, tb))
+    assert calls == [[True, True]]  # one call for both tangents
+    np.testing.assert_allclose(got, np.sum(2 * a * b * (ta * b + a * tb)), rtol=1e-14)
+    _, got_b = wg.jvp(lambda b: f(a, b), (b,), (tb,))
+    assert calls[-1] == [False, True]
+    np.testing.assert_allclose(got_b, np.sum(2 * a * b * a * tb), rtol=1e-14)
+    np.testing.assert_allclose(wg.jacfwd(lambda a: product(a, b))(a), np.diag(b), rtol=1e-14)
+    program = Program.from_trace(f, a, b)  # the program transformer: each argument's tangent alone
+    out, t = program.jvp()(a, b, (ta, tb))
+    np.testing.assert_allclose(t, np.sum(2 * a * b * (ta * b + a * tb)), rtol=1e-14)
+    hess = wg.jacfwd(wg.grad(lambda a: f(a, b)))(a)  # forward over reverse: the joint rule again
+    np.testing.assert_allclose(hess, np.diag(2 * b * b), rtol=1e-14)
+
+
+def test_a_user_joint_forward_rule_with_a_wrong_shape_is_refused_by_name():
+    @primitive
+    def scaled_jvp(a, b):
+        return a * b
+
+    defjvp(scaled_jvp, joint=lambda tangents, out, a, b: wnp.sum(tangents[0]) * wnp.ones(4))
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    wrong = "JVP rule of primitive 'scaled_jvp' for argument 0 returned shape \\(4,\\)"
+    with pytest.raises(ValueError, match=wrong):
+        wg.jvp(lambda a: scaled_jvp(a, b), (a,), (a,))
+    with pytest.raises(ValueError, match="for argument 0, 1 returned shape"):
+        wg.jvp(scaled_jvp, (a, b), (a, b))
+    defjvp(scaled_jvp, joint=lambda tangents, out, a, b: None)
+    with pytest.raises(TypeError, match="JVP rule of primitive 'scaled_jvp' for argument 1 returned None"):
+        wg.jvp(lambda b: scaled_jvp(a, b), (b,), (b,))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=4), st.integers(0, 1), st.booleans(),
+       st.lists(st.booleans(), min_size=4, max_size=4))
+def test_joined_pieces_have_one_tangent_in_every_engine(lengths, axis, use_stack, tangent_given):
+    """Concatenating or stacking pieces, some constant (no tangent): dual numbers (the joint rule, one
+    call, None for the constants), the program transformer's forward program (each argument's tangent
+    alone, by ``jvp_rule``, summed) and the formula agree."""
+    rng = np.random.default_rng(len(lengths) * 11 + axis)
+    n = max(lengths)
+    xs = [rng.normal(size=(2, n if use_stack else k)) for k in lengths]
+    moving = [i for i, g in enumerate(tangent_given[:len(xs)]) if g] or [0]
+    ts = {i: rng.normal(size=xs[i].shape) for i in moving}
+
+    def f(*pieces):
+        full = list(xs)
+        for i, p in zip(moving, pieces):
+            full[i] = p
+        return wnp.stack(full, axis=axis) if use_stack else wnp.concatenate(full, axis=1)
+
+    every = [ts.get(i, np.zeros_like(x)) for i, x in enumerate(xs)]
+    want = np.stack(every, axis=axis) if use_stack else np.concatenate(every, axis=1)
+    primals, tangents = tuple(xs[i] for i in moving), tuple(ts[i] for i in moving)
+    _, dual = wg.jvp(f, primals, tangents)
+    np.testing.assert_array_equal(dual, want)
+    _, programmed = Program.from_trace(f, *primals).jvp()(*primals, tangents)
+    np.testing.assert_array_equal(programmed, want)
 
 
 def _user_product():
@@ -163,6 +309,57 @@ def test_joined_pieces_differentiate_alike_on_the_tape_and_compiled(lengths, axi
     for x, wi, t, c in zip(xs, weights, taped, compiled):
         np.testing.assert_allclose(t, np.cos(x) * wi, rtol=1e-13)
         np.testing.assert_allclose(c, np.cos(x) * wi, rtol=1e-13)
+
+
+# -- getitem: one reverse rule (untake), and the forms the engines take of it --------------------------
+
+INDICES = [2, -1, slice(1, 4), (slice(None), 1), np.array([0, 2, 0, 3]), [1, 1, 1], (np.array([0, 1, 1]), 2),
+           np.array([True, False, True, False, True]), Ellipsis, (None, 3)]
+
+
+@pytest.mark.parametrize("idx", INDICES, ids=repr)
+def test_getitems_accumulate_form_and_index_add_equal_untake(idx):
+    """``x[idx]``'s cotangent ``untake(g, idx, x.shape)`` added to an adjoint ``a``, three ways: the rule
+    (``a + untake``), the tape's accumulate form (``vjp_accumulate``, in place into ``a``) and the
+    program transformer's ``index_add(a, idx, g)``; repeated indices add up in all three."""
+    from wengert.rules.indexing import getitem, index_add, untake
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(5, 4)) if not (type(idx) is np.ndarray and idx.dtype == bool) else rng.normal(size=5)
+    out = x[idx]
+    g, a = rng.normal(size=np.shape(out)), rng.normal(size=x.shape)
+    want = a + untake(g, idx, x.shape)
+    buffer = a.copy()
+    getitem.primitive.vjp_accumulate[0](buffer, g, out, x, idx)
+    np.testing.assert_allclose(buffer, want, rtol=1e-15, atol=1e-15)  # repeats: added one by one
+    np.testing.assert_allclose(index_add(a, idx, g), want, rtol=1e-15, atol=1e-15)
+    np.testing.assert_array_equal(untake(g, idx, x.shape), getitem.primitive.vjp_rule(0)(g, out, x, idx))
+
+
+def test_float_reads_gather_as_getitems_accumulate_form():
+    """The backward pass's gathering of float reads ``v[i]`` (``_into_reads``: ``acc[i] += c`` into a list)
+    is getitem's accumulate form with a list for its buffer: the rule, run on a list, gives what the pass
+    gives, and both what the reference pass (the table's ``untake``) gives."""
+    from wengert.api import transforms
+    from wengert.engines import reference
+    from wengert.rules.indexing import getitem
+
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=6)
+    reads = [(int(i), float(c)) for i, c in zip(rng.integers(0, 6, size=20), rng.normal(size=20))]
+    gathered = [0.0] * len(v)
+    for i, c in reads:
+        getitem.primitive.vjp_accumulate[0](gathered, c, v[i], v, i)
+
+    def f(v):
+        return sum(c * v[i] for i, c in reads)
+
+    np.testing.assert_allclose(wg.grad(f)(v), gathered, rtol=1e-13)
+    saved, transforms.backward_pass = transforms.backward_pass, reference.backward_pass
+    try:
+        np.testing.assert_allclose(wg.grad(f)(v), gathered, rtol=1e-13)
+    finally:
+        transforms.backward_pass = saved
 
 
 # -- softmax_cross_entropy batches as itself (its batching rule no longer re-derives the function) ----

@@ -65,7 +65,8 @@ def _covered(rules, argnum, letter):
 def _mode_list(prim):
     """Every mode's state: ``[rev..., fwd..., vmap or no vmap]`` (``float`` left out)."""
     for_all = prim.vjp_argnum or prim.vjp_joint  # one rule for every argument
-    return [_covered(prim.vjps, for_all, "rev"), _covered(prim.jvps, prim.jvp_argnum, "fwd"),
+    fwd_for_all = prim.jvp_argnum or prim.jvp_joint
+    return [_covered(prim.vjps, for_all, "rev"), _covered(prim.jvps, fwd_for_all, "fwd"),
             "vmap" if batching_rule(prim) is not None else "no vmap"]
 
 

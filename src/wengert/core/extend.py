@@ -73,6 +73,9 @@ def _checked(prim, mode, argnum, rule):
     def checked(*rule_args, **kwargs):
         result = rule(*rule_args, **kwargs)
         i, (out, *args) = (argnum, rule_args[1:]) if type(argnum) is int else (rule_args[0], rule_args[2:])
+        if argnum == "joint" and mode == "JVP":  # one tangent, from the tangents given (not None)
+            given = ", ".join(str(j) for j, t in enumerate(i) if t is not None)
+            return _check_result(prim, mode, given, result, rule_args[2:], rule_args[1]) or result
         for j in [i] if argnum != "joint" else [j for j, need in enumerate(i) if need]:  # joint: a list
             _check_result(prim, mode, j, result if argnum != "joint" else result[j], args, out)
         return result
@@ -192,16 +195,15 @@ def defvjp(prim, *rules, variadic=None, joint=None, accumulate=None, inplace=Non
     return prim
 
 
-def defjvp(prim, *rules, variadic=None):
+def defjvp(prim, *rules, variadic=None, joint=None):
     """Give ``prim`` one JVP rule per positional argument: ``rule(t, out, *args, **kwargs)`` returns
     the output's tangent contributed by the argument's tangent ``t``; None marks an argument not
-    differentiable. ``variadic=rule``: one rule for every argument, ``rule(argnum, t, out, *args)``."""
+    differentiable. ``variadic=rule``: one rule for every argument, ``rule(argnum, t, out, *args)``;
+    ``joint=rule(tangents, out, *args)``: the output's tangent from all at once (None where absent)."""
     prim = _as_primitive(prim, "defjvp" if variadic is None else "defjvp_argnum")
-    if variadic is not None:
-        prim.jvp_argnum = _checked(prim, "JVP", None, variadic)
-    else:
-        prim.jvps = _rules(prim, rules, "defjvp", "JVP")
-        prim.jvp_argnum = None
+    prim.jvp_argnum = None if variadic is None else _checked(prim, "JVP", None, variadic)
+    prim.jvp_joint = None if joint is None else _checked(prim, "JVP", "joint", joint)  # one form: the last
+    prim.jvps = () if variadic is not None or joint is not None else _rules(prim, rules, "defjvp", "JVP")
     return prim
 
 
@@ -307,9 +309,8 @@ def with_float_path(np_fun, float_fun, n):
                 except FLOAT_PATH_ERRORS:
                     return np_fun(x, y).item()
             return np_fun(x, y)
-    impl.__name__ = getattr(np_fun, "__name__", "elementwise")
+    impl.__name__, impl.__wrapped__ = getattr(np_fun, "__name__", "elementwise"), np_fun
     impl.__doc__ = f"numpy.{impl.__name__}, elementwise."
-    impl.__wrapped__ = np_fun
     return impl
 
 
@@ -415,7 +416,7 @@ def _on_floats(d, memo=None):
 
 def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math_name=None, helper=None,
           saves=None, updates_view=None, units=None, negates=None, linear_jointly=None, shape_only=None,
-          identity_if_unchanged=None, constants=None):
+          identity_if_unchanged=None, constants=None, adds_scaled=None):
     """Record facts about ``prim`` that passes, renderers and code generators read from it:
     - ``linear``: the positional arguments the result is linear in, others fixed (``true_divide``: ``(0,)``);
       ``linear_jointly``: arguments it is linear in taken together (``where``: ``(1, 2)``);
@@ -432,6 +433,7 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
       Python floats (``"asin"``) generated code writes for it;
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
       (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation;
+      ``adds_scaled``: one doing ``buf += s * prim(*args)`` in place, ``s`` a scalar (``chooser_weights``);
     - ``saves``: what its VJP rules read (``"out"``, argument indices or names), the tape keeps only
       that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}``.
     Returns ``prim``. The test suite checks every declared fact numerically."""

@@ -55,13 +55,13 @@ class Primitive:
     - fast forms of the same rule: ``vjp_accumulate`` (add into the adjoint buffer the backward pass
       owns), ``vjp_inplace`` (in ``g``'s memory), ``float_vjp`` (all shares at once on Python floats);
       ``vjp_extra``: True when more than ``vjps`` is declared, the backward pass's one test;
-    - forward rule: ``jvps``/``jvp_argnum`` likewise, ``jvp_joint`` (``rule(tangents, out, *args)``) a
-      faster form for several tangents at once; ``grad_post(c, arg)``/``tangent_post(t, out)`` adjust
-      every rule's result (broadcasting's sums: the one place that bookkeeping lives);
+    - forward rule, in ONE form likewise: ``jvps``, ``jvp_argnum`` or ``jvp_joint`` (the tangent from
+      every argument's at once, ``rule(tangents, out, *args)``, None where absent; :meth:`jvp_rule` derives
+      one argument's); ``grad_post(c, arg)``/``tangent_post(t, out)`` adjust every rule's result;
     - ``batch``: ``vmap``'s rule (``defbatch``); ``nondiff``: the result carries no derivative;
     - facts (``linear``, ``linear_jointly``, ``units``, ``negates``, ``identity_if_unchanged``,
       ``shape_only``, ``fresh``, ``updates_view``, ``broadcasts``, ``operator``, ``math_name``, ``helper``,
-      ``saves``, ``constants``, ``derivatives``): documented at :func:`wengert.facts`.
+      ``saves``, ``constants``, ``adds_scaled``, ``derivatives``): documented at :func:`wengert.facts`.
     """
 
     def __init__(self, fun, name=None, grad_post=None, tangent_post=None, nondiff=False, broadcasts=False):
@@ -73,7 +73,7 @@ class Primitive:
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
         self.vjps = self.jvps = ()
-        self.vjp_argnum = self.jvp_argnum = self.vjp_joint = self.jvp_joint = None
+        self.vjp_argnum = self.jvp_argnum = self.vjp_joint = self.jvp_joint = self.batch = None
         self.grad_post, self.tangent_post = grad_post, tangent_post
         self.nondiff, self.vjp_missing = nondiff, _ALL_MISSING
         self.vjp_accumulate = self.vjp_inplace = self.vjp_extra = self.float_vjp = self.float_fun = None
@@ -81,7 +81,7 @@ class Primitive:
         self.fresh = self.shape_only = self.identity_if_unchanged = False
         self.broadcasts = broadcasts  # elementwise broadcasting (grad_post alone may sum batch axes)
         self.operator = self.math_name = self.helper = self.derivatives = self.units = self.negates = None
-        self.saves = self.updates_view = self.constants = self.batch = None  # saves None: rules read all
+        self.saves = self.updates_view = self.constants = self.adds_scaled = None  # saves None: all read
 
     def __call__(self, *args, **kwargs):
         top = None
@@ -120,19 +120,10 @@ class Primitive:
         return _rule(self, self.vjps, self.vjp_argnum, argnum, "VJP (reverse-mode)", "defvjp")
 
     def jvp_rule(self, argnum):
-        """The JVP rule for positional argument ``argnum``, or raise :class:`NoRuleError`."""
+        """The JVP rule for argument ``argnum`` (a joint rule's, given that tangent alone), or NoRuleError."""
+        if self.jvp_joint is not None:
+            return _JointTangent(self.jvp_joint, argnum)
         return _rule(self, self.jvps, self.jvp_argnum, argnum, "JVP (forward-mode)", "defjvp")
-
-    def jvp(self, argnum, t, out, args, kwargs):
-        """Tangent of ``out`` contributed by the tangent ``t`` of argument ``argnum``."""
-        rule = self.jvp_rule(argnum)
-        try:
-            d = rule(t, out, *args, **kwargs)
-        except FLOAT_PATH_ERRORS as e:  # Python floats refused (1.0 / 0.0): on np.float64, as NumPy
-            d = on_float64(rule, (t, out, *args), kwargs, e)
-        if self.tangent_post is not None:
-            d = self.tangent_post(d, out)
-        return d
 
 
 def explained(prim, args, error):
@@ -162,6 +153,13 @@ class _JointShare(_ArgnumRule):
 
     def __call__(self, g, out, *args, **kwargs):
         return self.rule([i == self.argnum for i in range(len(args))], g, out, *args, **kwargs)[self.argnum]
+
+
+class _JointTangent(_ArgnumRule):
+    """Argument ``argnum``'s tangent alone, through a joint rule ``rule(tangents, out, *args)``."""
+
+    def __call__(self, t, out, *args, **kwargs):
+        return self.rule([t if i == self.argnum else None for i in range(len(args))], out, *args, **kwargs)
 
 
 def _rule(prim, rules, variadic, argnum, mode, definer):

@@ -9,12 +9,25 @@ import operator
 
 import numpy as np
 
+from wengert.core.primitive import FLOAT_PATH_ERRORS, on_float64
 from wengert.core.trace import BOX_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
 from wengert.engines.mutation import array_of, note_view, view_of_buffer
 from wengert.engines.reverse import is_inexact
 
 __all__ = ["Dual", "ForwardTrace"]
+
+
+def _tangent(prim, argnum, t, out, args, kwargs):
+    """The tangent of ``out`` contributed by the tangent ``t`` of argument ``argnum``, by ``prim``'s rule."""
+    rule = prim.jvp_rule(argnum)
+    try:
+        d = rule(t, out, *args, **kwargs)
+    except FLOAT_PATH_ERRORS as e:  # Python floats refused (1.0 / 0.0): on np.float64, as NumPy
+        d = on_float64(rule, (t, out, *args), kwargs, e)
+    if prim.tangent_post is not None:
+        d = prim.tangent_post(d, out)
+    return d
 
 
 @register_box
@@ -90,15 +103,18 @@ class ForwardTrace(Trace):
                 if held is not None:
                     return held
             return out
-        if prim.jvp_joint is not None and len(tangents) > 1:  # one call for all (concatenate's)
+        if prim.jvp_joint is not None:  # the rule given for all arguments at once (concatenate's)
             given = [None] * len(args)
             for i, t in tangents:
                 given[i] = t
-            return Dual(out, prim.jvp_joint(given, out, *unboxed, **kwargs), self)  # a new array
-        t_out = None
-        for i, t in tangents:
-            d = prim.jvp(i, t, out, unboxed, kwargs)
-            t_out = d if t_out is None else t_out + d
+            t_out = prim.jvp_joint(given, out, *unboxed, **kwargs)
+            if prim.tangent_post is not None:
+                t_out = prim.tangent_post(t_out, out)
+        else:
+            t_out = None
+            for i, t in tangents:
+                d = _tangent(prim, i, t, out, unboxed, kwargs)
+                t_out = d if t_out is None else t_out + d
         dual = Dual(out, t_out, self)
         array = array_of(out)  # beneath a lower level's box, where nested
         if type(array) is np.ndarray and array.base is not None:  # a view: of an argument? (mutation.py)

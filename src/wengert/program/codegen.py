@@ -29,10 +29,10 @@ from wengert.program.ir import (
 )
 from wengert.program.liveness import (
     deletions,
-    fused_chooser_adds,
     has_arrays,
     negated_sums,
     read_through,
+    scaled_adds,
     with_deletions,
 )
 from wengert.program.passes import in_place_ufunc, use_counts
@@ -49,7 +49,7 @@ from wengert.rules.broadcasting import astype, reshape
 from wengert.rules.broadcasting import sum as sum_
 from wengert.rules.elementwise import add, masked, multiply, where
 from wengert.rules.indexing import getitem, index_add
-from wengert.rules.reductions import add_chosen, amax, amin, prod
+from wengert.rules.reductions import amax, amin, prod
 from wengert.rules.shape import concatenate, stack, transpose
 
 __all__ = ["pretty", "to_source", "compile_program", "Module", "module_head",
@@ -463,7 +463,7 @@ def _source(program, safe, fallback=None, defined=None, names=None):
         body = [f"    {', '.join(floats)} = {', '.join(f'np.float64({n})' for n in floats)}"] + body
     counts = use_counts(program)
     arrays = has_arrays(program)
-    fused = fused_chooser_adds(program, counts) if arrays else {}  # both rewrite arrays only
+    fused = scaled_adds(program, counts) if arrays else {}  # both rewrite arrays only
     for s, x in (negated_sums(program, counts) if arrays else {}).items():
         mod.negated[s.out] = x
         fused[s] = None
@@ -473,9 +473,10 @@ def _source(program, safe, fallback=None, defined=None, names=None):
         out = s.outs[0]
         if fused and s in fused:
             if fused[s] is not None:
-                body.append(f"    {mod.use_helper(add_chosen)}({', '.join(mod.value(v) for v in fused[s])})")
+                fun, args = fused[s]  # buf += g * w by w's adds_scaled fact (a max's cotangent)
+                body.append(f"    {mod.use_helper(fun)}({', '.join(mod.value(v) for v in args)})")
                 if arrays:
-                    reads.append(vars_in(fused[s]))
+                    reads.append(vars_in(args))
                     writes.append(())
                     ends.append(len(body))
             continue

@@ -8,8 +8,9 @@
   all that the adjoint keeps (as a hand-written adjoint of ``a sin(x) + 0.1 x`` keeps only ``x``).
 - :func:`deletions`: for the code generator, after which statement each array buffer is read
   for the last time, so that the generated function can ``del`` it there.
-- :func:`fused_chooser_adds`, :func:`negated_sums`: for the code generator, array statements
-  written without a buffer of their own (a max's cotangent added in place, ``-sum(x)``).
+- :func:`scaled_adds`, :func:`negated_sums`: for the code generator, array statements written
+  without a buffer of their own (``buf += g * w`` by ``w``'s ``adds_scaled`` fact: a max's
+  cotangent added at the maxima alone; ``-sum(x)``).
 """
 
 import numpy as np
@@ -17,9 +18,8 @@ import numpy as np
 from wengert.program.ir import Statement, Variable
 from wengert.rules.broadcasting import sum as sum_
 from wengert.rules.elementwise import add, multiply, negative
-from wengert.rules.reductions import chooser_weights
 
-__all__ = ["rematerialize", "deletions", "read_through", "with_deletions", "fused_chooser_adds",
+__all__ = ["rematerialize", "deletions", "read_through", "with_deletions", "scaled_adds",
            "negated_sums", "has_arrays", "REMAT_MIN_SIZE", "REMAT_MIN_GAP"]
 
 _ADD, _MUL, _NEG = add.primitive, multiply.primitive, negative.primitive
@@ -162,10 +162,11 @@ def with_deletions(body, ends, dels):
     return out
 
 
-def fused_chooser_adds(program, counts):
-    """In-place accumulation for max/min over all axes: ``buf += g * chooser_weights(out, x)``
-    (three statements, a dense array of weights nearly all 0) is written as one in-place update of
-    the maxima only, ``add_chosen(buf, g, out, x)``. Returns {statement: arguments, or None to skip}."""
+def scaled_adds(program, counts):
+    """In-place accumulation ``buf += g * w``, ``g`` a scalar and ``w = f(*args)`` read only there, where
+    ``f`` declares ``adds_scaled`` (``wengert.facts``): the three statements (and the dense ``w``:
+    ``chooser_weights``', a max's cotangent, nearly all 0) written as one call ``adds_scaled(buf, g,
+    *args)`` (the maxima updated alone). Returns {statement: (function, arguments), or None to skip}."""
     producer = {st.outs[0]: st for st in program.statements}
     fused = {}
     for st in program.statements:
@@ -176,12 +177,11 @@ def fused_chooser_adds(program, counts):
             continue
         g, w = m.args if type(m.args[1]) is Variable and m.args[1] in producer else m.args[::-1]
         c = producer.get(w) if type(w) is Variable else None
-        if (c is None or c.prim is not chooser_weights or counts.get(w) != 1 or c.kwargs
-                or c.args[2:] != (None, False) or np.shape(g) != () or type(g) is not Variable
-                or c.args[1].shape != st.args[0].shape):
+        if (c is None or c.prim.adds_scaled is None or counts.get(w) != 1 or c.kwargs or len(c.outs) != 1
+                or np.shape(g) != () or type(g) is not Variable or w.shape != st.args[0].shape):
             continue
         fused[c] = fused[m] = None
-        fused[st] = (st.args[0], g, c.args[0], c.args[1])
+        fused[st] = (c.prim.adds_scaled, (st.args[0], g, *c.args))
     return fused
 
 

@@ -21,7 +21,6 @@ from wengert.program.ir import Variable, uniform
 from wengert.rules import EXTRA_FAMILIES, families
 from wengert.rules.elementwise import masked
 from wengert.rules.indexing import may_repeat
-from wengert.rules.reductions import add_chosen
 
 __all__ = ["numpy_name", "register_helper", "helpers", "helper_sources", "helper_source", "reserved_names",
            "source_value", "float_literal", "sparse_adds"]
@@ -60,7 +59,6 @@ def register_helper(fun, name=None):
 
 register_helper(masked)  # where(c, x, 0) is written masked(x, c); tie_select calls it
 register_helper(may_repeat)  # untake and index_add call it
-register_helper(add_chosen)  # a max's cotangent added in place (liveness.fused_chooser_adds)
 
 
 def _survey():
@@ -73,6 +71,8 @@ def _survey():
                 if isinstance(prim, Primitive):
                     if prim.helper is not None:
                         found.setdefault(prim.__name__, prim.helper)
+                    if prim.adds_scaled is not None:  # buf += s * prim(*args) (liveness.scaled_adds)
+                        found.setdefault(prim.adds_scaled.__name__, prim.adds_scaled)
                     if prim.math_name is not None:
                         math_names.add(prim.math_name)
         found.update(_REGISTERED)

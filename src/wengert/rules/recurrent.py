@@ -9,16 +9,17 @@
 
 Composed from primitives this is about fifteen tape nodes per time step (four slices, three
 sigmoids, two tanh, five products and sums); as one node it is one, with one backward step.
-The VJP rules are written with wengert's functions (so that second derivatives work) and the
-reverse rule is joint (``defvjp(joint=...)``): both arguments' shares from one computation. The sigmoid
-is ``(1 + tanh(x / 2)) / 2``, which never overflows. float32 stays float32.
+The rules are written with wengert's functions (so that second derivatives work), each in the joint
+form (``defvjp(joint=...)``, ``defjvp(joint=...)``): both arguments' shares, or the tangent from both,
+from one computation. The sigmoid is ``(1 + tanh(x / 2)) / 2``, which never overflows. float32 stays
+float32.
 """
 
 import weakref
 
 import numpy as np
 
-from wengert.core.extend import defjvp, defjvp_argnum, defvjp, facts
+from wengert.core.extend import defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, shape
 
@@ -99,8 +100,7 @@ def _tangent(t_gates, t_c, gates, c):
 
 lstm_cell = Primitive(_lstm_cell_impl, name="lstm_cell", grad_post=broadcasting.unbroadcast)
 defvjp(lstm_cell, joint=_vjp)
-defjvp(lstm_cell, lambda t, out, gates, c: _tangent(t, None, gates, c),
-       lambda t, out, gates, c: _tangent(None, t, gates, c))
+defjvp(lstm_cell, joint=lambda tangents, out, gates, c: _tangent(tangents[0], tangents[1], gates, c))
 facts(lstm_cell, fresh=True, saves=(0, 1))
 
 
@@ -273,7 +273,8 @@ def _plain_backward(needed, cot, out, acts, h0, c0, w_hh):
 
 
 def _sequence_tangent(tangents, out, proj, h0, c0, w_hh):
-    """The result's tangent for the arguments' tangents (None where absent), step by step."""
+    """The result's tangent for the arguments' tangents (None where absent), step by step: the forward
+    rule, in the joint form."""
     t_proj, t_h0, t_c0, t_w = tangents
     L = broadcasting.shape_of(proj)[0]
     H = broadcasting.shape_of(w_hh)[1]
@@ -298,14 +299,9 @@ def _sequence_tangent(tangents, out, proj, h0, c0, w_hh):
     return shape.stack(*steps, axis=0)
 
 
-def _sequence_jvp(argnum, t, out, *args):
-    return _sequence_tangent([t if i == argnum else None for i in range(4)], out, *args)
-
-
 lstm_sequence = Primitive(_sequence_impl, name="lstm_sequence", grad_post=broadcasting.unbroadcast)
 defvjp(lstm_sequence, joint=_sequence_backward)
-defjvp_argnum(lstm_sequence, _sequence_jvp)
-lstm_sequence.jvp_joint = lambda tangents, out, *args: _sequence_tangent(list(tangents), out, *args)
+defjvp(lstm_sequence, joint=_sequence_tangent)
 facts(lstm_sequence, fresh=True, saves=("out", 0, 1, 2, 3))
 
 

@@ -62,23 +62,29 @@ def _chooser_weights_impl(out, x, axis, keepdims):
     return hit / hit.sum(axis=axis, keepdims=True).astype(x.dtype)
 
 
-# The weights are piecewise constant in x: no derivative flows through them.
-chooser_weights = nondiff_primitive(_chooser_weights_impl, "chooser_weights")
-facts(chooser_weights, fresh=True, helper=True)
-
-
-def add_chosen(buf, g, out, x):
-    """``buf += g * chooser_weights(out, x, None, False)`` in place: ``g`` shared by the maxima (minima)
-    of ``x``, nothing added where ``g`` is 0. Generated code's form of the accumulation into a max's
-    adjoint buffer (one update of the maxima, no dense array of weights); NumPy alone."""
+def add_chosen(buf, g, out, x, axis=None, keepdims=False):
+    """``buf += g * chooser_weights(out, x, axis, keepdims)`` in place, ``g`` a scalar: over all axes, ``g``
+    shared by the maxima (minima) of ``x`` in one update of those alone, no dense array of weights, and
+    nothing added where ``g`` is 0. ``chooser_weights``' ``adds_scaled`` fact: generated code's form of
+    the accumulation into a max's adjoint buffer (``liveness.scaled_adds``); NumPy alone."""
+    if axis is not None:
+        buf += g * chooser_weights(out, x, axis, keepdims)
+        return
     if g == 0:
         return
     x = np.asarray(x)
     where = (x == out).ravel().nonzero()[0]
     if len(where) == 1:
         buf.flat[where[0]] += g
-    else:
+    elif len(where):
         buf.flat[where] += g * (np.ones((), x.dtype) / len(where))
+    else:  # no element equals the maximum (a nan): the weights' 0 / 0 everywhere
+        buf += g * chooser_weights(out, x, axis, keepdims)
+
+
+# The weights are piecewise constant in x: no derivative flows through them.
+chooser_weights = nondiff_primitive(_chooser_weights_impl, "chooser_weights")
+facts(chooser_weights, fresh=True, helper=True, adds_scaled=add_chosen)
 
 
 def _chooser_weights(out, x, axis, keepdims):

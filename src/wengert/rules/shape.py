@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from wengert.core.extend import defbatch, defjvp, defjvp_argnum, defvjp, facts
+from wengert.core.extend import defbatch, defjvp, defvjp, facts
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, indexing
 from wengert.rules.broadcasting import astype, reshape
@@ -74,14 +74,10 @@ def _referent(x):
         return lambda: x
 
 
-def _concatenate_jvp(argnum, t, out, *arrays, axis=0):
-    parts = [t if i == argnum else elementwise.zeros_of(a) for i, a in enumerate(arrays)]
-    return concatenate(*parts, axis=axis)
-
-
-def _concatenate_jvp_joint(tangents, out, *arrays, axis=0):
-    """Every argument's tangent at once: their concatenation (zeros for arguments without one) --
-    linear in the number of arguments, where a sum of one-argument rules would be quadratic."""
+def _concatenate_jvp(tangents, out, *arrays, axis=0):
+    """The tangent from every argument's at once: their concatenation (zeros for arguments without one),
+    the forward rule in the joint form -- linear in the number of arguments, where a sum of one-argument
+    rules would be quadratic."""
     parts = [elementwise.zeros_of(a) if t is None else t for t, a in zip(tangents, arrays)]
     return concatenate(*parts, axis=axis)
 
@@ -118,13 +114,8 @@ def _stack_vjp(needed, g, out, *arrays, axis=0):
     return [indexing.getitem(g, lead + (i,)) if need else None for i, need in enumerate(needed)]
 
 
-def _stack_jvp(argnum, t, out, *arrays, axis=0):
-    parts = [t if i == argnum else elementwise.zeros_of(a) for i, a in enumerate(arrays)]
-    return stack(*parts, axis=axis)
-
-
-def _stack_jvp_joint(tangents, out, *arrays, axis=0):
-    """Every argument's tangent at once: their stack (zeros for arguments without one)."""
+def _stack_jvp(tangents, out, *arrays, axis=0):
+    """The tangent from every argument's at once: their stack (zeros for arguments without one)."""
     parts = [elementwise.zeros_of(a) if t is None else t for t, a in zip(tangents, arrays)]
     return stack(*parts, axis=axis)
 
@@ -135,21 +126,19 @@ def _fit(c, arg):
     return broadcasting.unbroadcast(c, arg)
 
 
-def _joining(impl, name, vjp, jvp, jvp_joint):
+def _joining(impl, name, vjp, jvp):
     """A primitive joining any number of arrays: its reverse rule gives every argument's cotangent in one
-    call (each argument's alone is derived from it), its forward rule one argument's tangent, with a
-    joint form the forward engine calls instead for several (linear, not quadratic, in their number)."""
+    call, its forward rule the tangent from every argument's (each argument's alone is derived from them:
+    ``Primitive.vjp_rule``, ``jvp_rule``), linear, not quadratic, in their number."""
     prim = Primitive(impl, name=name, grad_post=_fit)
     defvjp(prim, joint=vjp)
-    defjvp_argnum(prim, jvp)
-    prim.jvp_joint = jvp_joint
+    defjvp(prim, joint=jvp)
     return facts(prim, fresh=True)
 
 
-concatenate = _joining(_concatenate_impl, "concatenate", _concatenate_vjp, _concatenate_jvp,
-                       _concatenate_jvp_joint)
+concatenate = _joining(_concatenate_impl, "concatenate", _concatenate_vjp, _concatenate_jvp)
 facts(concatenate, saves=())  # its VJP reads the pieces' shapes only
-stack = _joining(stack_arrays, "stack", _stack_vjp, _stack_jvp, _stack_jvp_joint)
+stack = _joining(stack_arrays, "stack", _stack_vjp, _stack_jvp)
 facts(stack, saves=())  # its VJP reads the output's shape only
 
 
