@@ -43,7 +43,7 @@ def _axes(ndim):
 @settings(max_examples=40, deadline=None)
 @given(st.data(), st.sampled_from(SHAPES), st.sampled_from([np.float64, np.float32]), st.booleans())
 def test_chooser_weights_equal_the_python_helper_on_ties_for_every_axis(data, shape, dtype, use_min):
-    x = data.draw(hnp.arrays(dtype, shape, elements=TIES))
+    x = data.draw(hnp.arrays(dtype, shape, elements=TIES | st.just(np.nan)))  # a nan: no element is the max
     for axis in _axes(len(shape)):
         for keepdims in (False, True):
             out = (np.min if use_min else np.max)(x, axis=axis, keepdims=keepdims)
@@ -102,13 +102,16 @@ def test_masked_equals_the_python_helper_on_all_false_masks_and_infinities(data,
 
 
 @settings(max_examples=30, deadline=None)
-@given(hnp.arrays(np.float64, st.sampled_from(SHAPES), elements=TIES), st.sampled_from([0.0, 1.5, -2.0]))
-def test_add_chosen_equals_the_python_helper(x, g):
-    top = float(np.max(x))
-    want, got = np.ones_like(x), np.ones_like(x)
-    reductions.add_chosen(want, g, top, x)
-    native_helpers.add_chosen_native(got, g, top, x)
-    _same(got, want)
+@given(st.data(), st.sampled_from(SHAPES), st.sampled_from([0.0, 1.5, -2.0]), st.booleans())
+def test_add_chosen_equals_the_python_helper(data, shape, g, use_min):
+    x = data.draw(hnp.arrays(np.float64, shape, elements=TIES | st.just(np.nan)))
+    for axis in (None, 0, -1):
+        for keepdims in (False, True):
+            top = (np.min if use_min else np.max)(x, axis=axis, keepdims=keepdims)
+            want, got = np.ones_like(x), np.ones_like(x)
+            reductions.add_chosen(want, g, top, x, axis, keepdims)
+            native_helpers.add_chosen_native(got, g, top, x, axis, keepdims)
+            _same(got, want)
 
 
 def test_the_primitives_with_a_numba_helper_count_as_native():
@@ -128,6 +131,7 @@ def _loss(x, y, m, v):
     total = total + wnp.max(x) * 2.0 + wnp.min(x * y) + wnp.sum(wnp.max(x, axis=1) * v[0])
     total = total + wnp.sum(wnp.min(x, axis=0, keepdims=True) * v)
     total = total + wnp.sum(wnp.max(x, axis=-1, keepdims=True))
+    total = total + wnp.max(x) * wnp.min(y)  # x's cotangent accumulated at its maxima: add_chosen
     return total + wnp.sum(wnp.where(m, x * y, 0.0))
 
 
@@ -166,8 +170,32 @@ def test_the_gradients_of_extremes_and_masks_run_natively(compiled_pair):
     assert isinstance(getattr(function, "func", function), numba.core.dispatcher.Dispatcher)
 
 
+def test_the_fused_accumulation_at_the_maxima_runs_natively(compiled_pair):
+    x = np.array([[2.0, 1.0, 2.0], [0.0, 2.0, -1.0], [1.0, 1.0, 1.0], [-1.0, 0.0, 2.0]])
+    python = compiled_pair[0]
+    assert "add_chosen(" in python.source(x, x, np.zeros(SHAPE, bool), np.ones(SHAPE[1]))
+    _check(compiled_pair, x, x + 1.0, np.ones(SHAPE, bool))
+
+
+def test_a_nan_gives_the_python_backends_gradient(compiled_pair):
+    x = np.array([[2.0, np.nan, 2.0], [0.0, 2.0, -1.0], [1.0, 1.0, 1.0], [-1.0, 0.0, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _check(compiled_pair, x, np.ones(SHAPE), np.ones(SHAPE, bool))
+
+
 @settings(max_examples=25, deadline=None)
-@given(hnp.arrays(np.float64, SHAPE, elements=TIES), hnp.arrays(np.float64, SHAPE, elements=TIES),
-       hnp.arrays(np.bool_, SHAPE))
+@given(hnp.arrays(np.float64, SHAPE, elements=TIES | st.just(np.nan)),
+       hnp.arrays(np.float64, SHAPE, elements=TIES), hnp.arrays(np.bool_, SHAPE))
 def test_native_gradients_equal_python_on_ties(compiled_pair, x, y, m):
     _check(compiled_pair, x, y, m)
+
+
+def test_every_numba_version_takes_the_python_helpers_arguments():
+    """Generated code calls a helper by the Python one's signature (``add_chosen`` gained ``axis`` and
+    ``keepdims``, and its Numba version once lacked them: every call fell back)."""
+    import inspect
+
+    for python, native in native_helpers.NATIVE_HELPERS.items():
+        names = [p.name for p in inspect.signature(python).parameters.values()]
+        assert [p.name for p in inspect.signature(native).parameters.values()] == names, python.__name__

@@ -102,6 +102,8 @@ def chooser_weights_native(out, x, axis, keepdims):
     for i in range(flat.size):
         if flat[i] == maxima[group[i]]:
             weights[i] = one[0] / counts[group[i]]
+        elif counts[group[i]] == 0:  # no element equals the maximum (a nan): the Python helper's 0 / 0
+            weights[i] = np.nan
     return weights.reshape(x.shape)
 
 
@@ -123,9 +125,13 @@ def extremes_native(x, axis, largest):
     return out
 
 
-def add_chosen_native(buf, g, out, x):
-    """``buf += g * chooser_weights(out, x, None, False)`` in place, nothing added where ``g`` is 0
-    (``add_chosen``)."""
+def add_chosen_native(buf, g, out, x, axis, keepdims):
+    """``buf += g * chooser_weights(out, x, axis, keepdims)`` in place, as ``add_chosen``: over some
+    axes (or where no element equals the maximum: a nan) the dense weights; over all, nothing added
+    where ``g`` is 0, and ``g`` shared by the maxima alone."""
+    if axis is not None:
+        buf += g * chooser_weights_native(out, x, axis, keepdims)
+        return
     share = np.asarray(g).ravel()[0]
     if share == 0:
         return
@@ -135,6 +141,9 @@ def add_chosen_native(buf, g, out, x):
     for i in range(flat.size):
         if flat[i] == top:
             count += 1
+    if count == 0:
+        buf += g * chooser_weights_native(out, x, axis, keepdims)
+        return
     if count != 1:  # 1/k in x's dtype, as the Python helper's np.ones((), x.dtype) / k
         share = share * (np.ones(1, flat.dtype) / np.full(1, count, flat.dtype))[0]
     for i in range(flat.size):
@@ -146,7 +155,7 @@ NATIVE_HELPERS = {masked: masked_native, cast(Primitive, tie_select).helper: tie
                   chooser_weights.helper: chooser_weights_native, add_chosen: add_chosen_native}
 """The Python helper -> its Numba version."""
 
-SUPPORT = (reduced_groups, extremes_native)
+SUPPORT = (reduced_groups, extremes_native, chooser_weights_native)
 """What the Numba versions call, and the reductions over axes Numba lacks: included in a module that
 uses any of them (under their own names)."""
 
