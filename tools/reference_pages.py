@@ -169,6 +169,8 @@ def _signature(name, obj, fallback=None):
         if kinds == {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD} and candidate is obj:
             continue
         text = re.sub(r"<object object at 0x[0-9a-f]+>", "<unset>", f"{name}{signature}")
+        text = re.sub(r"\bwengert\.(?:\w+\.)+(\w+)", r"\1", text)  # annotations: no internal module paths
+        text = re.sub(r"(?<=[\[, ])~(?=[A-Za-z_])", "", text.replace("typing.", ""))  # ~P: a ParamSpec
         return text.removesuffix(" -> Any")  # the docstring says what it returns
     return f"{name}(...)"
 
