@@ -191,7 +191,7 @@ class _Reverser(_SymbolicPass):
         return out
 
     def if_(self, node, adj):
-        inner_defs = _all_defined([node])
+        inner_defs = all_defined([node])
         free = self._free(reads([node]), inner_defs)
         opened = self._open(free)
         outer = self.b.statements
@@ -236,7 +236,7 @@ class _Reverser(_SymbolicPass):
             raise TransformError(f"{who}: the loop at {node.where} is checkpointed but the loop around it "
                                  f"keeps every iteration; checkpoint the outer loop too (wg.checkpointed "
                                  f"around its range, or source_grad's checkpoint=)")
-        inner_defs = _all_defined([node]) | set(node.headers) | ({node.index} if node.index else set())
+        inner_defs = all_defined([node]) | set(node.headers) | ({node.index} if node.index else set())
         body_reads = reads(node.body) + [v for v in node.body_outs if type(v) is Variable]
         free = self._free(body_reads, inner_defs)
         opened = self._open(free)
@@ -297,23 +297,6 @@ def _unique(vs):
             seen.add(v)
             out.append(v)
     return out
-
-
-def _all_defined(nodes, found=None):
-    """Every Variable bound inside ``nodes``, at any depth."""
-    found = set() if found is None else found
-    for n in nodes:
-        found.update(defined([n]))
-        if type(n) is If:
-            _all_defined(n.then, found)
-            _all_defined(n.orelse, found)
-        elif type(n) is Loop:
-            found.update(n.headers)
-            if n.index is not None:
-                found.add(n.index)
-            _all_defined(n.cond_block, found)
-            _all_defined(n.body, found)
-    return found
 
 
 class GradProgram:
