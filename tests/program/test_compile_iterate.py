@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
+from tests.support.engines import finite_differences
 from wengert.core.errors import TracingError
 
 POLICIES = ["all", "binomial", "ctz"]
@@ -23,20 +24,13 @@ def scalar_loss(x, a, n=40, policy="binomial"):
     return decay(x, a, n, policy) ** 2
 
 
-def _fd(f, args, k, eps=1e-6):
+def _fd(f, args, k):
     """Central finite difference of scalar f with respect to argument k (a float or an array)."""
-    x = np.asarray(args[k], dtype=float)
-    grad = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        hi, lo = x.copy(), x.copy()
-        hi[idx] += eps
-        lo[idx] -= eps
-        up = list(args)
-        dn = list(args)
-        up[k] = hi if x.ndim else float(hi)
-        dn[k] = lo if x.ndim else float(lo)
-        grad[idx] = (f(*up) - f(*dn)) / (2 * eps)
-    return grad
+    def along(v):
+        moved = list(args)
+        moved[k] = v if np.ndim(args[k]) else float(v)
+        return f(*moved)
+    return finite_differences(along, args[k])
 
 
 def _statements(cf, *args):

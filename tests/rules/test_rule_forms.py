@@ -31,25 +31,30 @@ BOTH_FORMS = {}
 """Primitives allowed a joint reverse rule beside per-argument ones, by name, with the reason (none
 today: concatenate, stack, lstm_cell and lstm_sequence state only their joint rule)."""
 
+BOTH_FORWARD_FORMS = {}
+"""Primitives allowed a joint forward rule beside per-argument ones, by name, with the reason (none)."""
 
-def _forms(prim):
-    """The forms in which ``prim`` states its reverse rule."""
+
+def _forms(prim, rule="vjp"):
+    """The forms in which ``prim`` states its reverse (``"vjp"``) or forward (``"jvp"``) rule."""
     found = []
-    if any(r is not None for r in prim.vjps):
-        found.append("per-argument (vjps)")
-    if prim.vjp_argnum is not None:
-        found.append("one for all (vjp_argnum)")
-    if prim.vjp_joint is not None:
-        found.append("joint (vjp_joint)")
+    if any(r is not None for r in getattr(prim, f"{rule}s")):
+        found.append(f"per-argument ({rule}s)")
+    if getattr(prim, f"{rule}_argnum") is not None:
+        found.append(f"one for all ({rule}_argnum)")
+    if getattr(prim, f"{rule}_joint") is not None:
+        found.append(f"joint ({rule}_joint)")
     return found
 
 
-def test_no_primitive_states_its_reverse_rule_in_two_forms():
-    twice = {name: _forms(p) for name, p in rule_table().items() if len(_forms(p)) > 1}
-    unexplained = {name: forms for name, forms in twice.items() if name not in BOTH_FORMS}
-    assert not unexplained, f"reverse rule stated in more than one form: {unexplained}"
-    stale = set(BOTH_FORMS) - set(twice)
-    assert not stale, f"listed in BOTH_FORMS but stating one form now (remove them): {sorted(stale)}"
+@pytest.mark.parametrize("rule", ["vjp", "jvp"])
+def test_no_primitive_states_a_rule_in_two_forms(rule):
+    allowed = {"vjp": BOTH_FORMS, "jvp": BOTH_FORWARD_FORMS}[rule]
+    twice = {name: _forms(p, rule) for name, p in rule_table().items() if len(_forms(p, rule)) > 1}
+    unexplained = {name: forms for name, forms in twice.items() if name not in allowed}
+    assert not unexplained, f"{rule} rule stated in more than one form: {unexplained}"
+    stale = set(allowed) - set(twice)
+    assert not stale, f"listed as allowed two {rule} forms but stating one now (remove them): {sorted(stale)}"
 
 
 def test_the_scan_sees_a_second_form():
@@ -81,56 +86,32 @@ def test_a_later_defvjp_replaces_the_form_given_before():
 
 # -- forward rules: one form each -------------------------------------------------------------------
 
-BOTH_FORWARD_FORMS = {}
-"""Primitives allowed a joint forward rule beside per-argument ones, by name, with the reason (none)."""
-
-
-def _jvp_forms(prim):
-    """The forms in which ``prim`` states its forward rule."""
-    found = []
-    if any(r is not None for r in prim.jvps):
-        found.append("per-argument (jvps)")
-    if prim.jvp_argnum is not None:
-        found.append("one for all (jvp_argnum)")
-    if prim.jvp_joint is not None:
-        found.append("joint (jvp_joint)")
-    return found
-
-
-def test_no_primitive_states_its_forward_rule_in_two_forms():
-    twice = {name: _jvp_forms(p) for name, p in rule_table().items() if len(_jvp_forms(p)) > 1}
-    unexplained = {name: forms for name, forms in twice.items() if name not in BOTH_FORWARD_FORMS}
-    assert not unexplained, f"forward rule stated in more than one form: {unexplained}"
-    stale = set(BOTH_FORWARD_FORMS) - set(twice)
-    assert not stale, f"listed in BOTH_FORWARD_FORMS but stating one form now (remove them): {sorted(stale)}"
-
-
 def test_the_forward_scan_sees_a_second_form():
     """The check above can fail: per-argument forward rules beside a joint one are found."""
     p = Primitive(lambda a, b: a + b, name="twice_stated_forward")
     defjvp(p, lambda t, out, a, b: t, lambda t, out, a, b: t)
     p.jvp_joint = lambda tangents, out, a, b: sum(t for t in tangents if t is not None)  # the old concatenate
-    assert _jvp_forms(p) == ["per-argument (jvps)", "joint (jvp_joint)"]
+    assert _forms(p, "jvp") == ["per-argument (jvps)", "joint (jvp_joint)"]
 
 
 @pytest.mark.parametrize("prim", [shape_rules.concatenate, shape_rules.stack, recurrent.lstm_cell,
                                   recurrent.lstm_sequence], ids=lambda p: p.__name__)
 def test_the_joint_forward_rule_is_the_only_forward_rule_of(prim):
-    assert _jvp_forms(prim) == ["joint (jvp_joint)"]
+    assert _forms(prim, "jvp") == ["joint (jvp_joint)"]
 
 
 def test_a_later_defjvp_replaces_the_forward_form_given_before():
     p = Primitive(lambda a, b: a * b, name="restated_forward")
     defjvp(p, joint=lambda tangents, out, a, b: 0.0)
     defjvp(p, lambda t, out, a, b: t * b, None)
-    assert _jvp_forms(p) == ["per-argument (jvps)"]
+    assert _forms(p, "jvp") == ["per-argument (jvps)"]
     no_rule = "'restated_forward' has no JVP \\(forward-mode\\) rule for its argument 1"
     with pytest.raises(NoRuleError, match=no_rule):
         p.jvp_rule(1)
     defjvp(p, variadic=lambda i, t, out, a, b: t * (b if i == 0 else a))
-    assert _jvp_forms(p) == ["one for all (jvp_argnum)"]
+    assert _forms(p, "jvp") == ["one for all (jvp_argnum)"]
     defjvp(p, joint=lambda tangents, out, a, b: 0.0)
-    assert _jvp_forms(p) == ["joint (jvp_joint)"] and p.jvps == () and p.jvp_argnum is None
+    assert _forms(p, "jvp") == ["joint (jvp_joint)"] and p.jvps == () and p.jvp_argnum is None
 
 
 def _user_forward_product():
