@@ -13,15 +13,9 @@ from wengert.engines.mutation import add_at  # np.add.at on a traced array rebin
 from wengert.numpy import _classification as _table
 from wengert.numpy._classification import UnsupportedNumpyFunction, unsupported
 
-try:
-    import scipy.special as _scipy_special
-
-    from wengert.rules import special_scaled as _special_scaled
-    from wengert.rules.special import UFUNCS as _SPECIAL_UFUNCS
-    _SCIPY_UFUNCS = {**_SPECIAL_UFUNCS, _scipy_special.ive: _special_scaled.ive,
-                     _scipy_special.gammasgn: _special_scaled.gammasgn}
-except ImportError:  # SciPy (an optional dependency) is missing
-    _SCIPY_UFUNCS = {}
+_SCIPY_UFUNCS: dict = {}
+"""scipy.special's ufuncs -> wengert's primitives, filled the first time a ufunc that is not NumPy's
+arrives (SciPy is imported only then: ``import wengert`` does not pay for it)."""
 
 __all__ = ["UnsupportedNumpyFunction", "unsupported", "ufunc_call", "function_call", "scipy_caller",
            "scipy_refusal", "has_wengert_version"]
@@ -90,8 +84,15 @@ def _ufunc_name(ufunc):
 
 def _scipy_ufunc(ufunc):
     """The wengert primitive for a scipy.special ufunc, or None (also when SciPy is missing)."""
-    if getattr(np, ufunc.__name__, None) is ufunc:
-        return None
+    if getattr(np, ufunc.__name__, None) is ufunc or "scipy.special" not in sys.modules:
+        return None  # a scipy.special ufunc exists only once scipy.special is imported
+    if not _SCIPY_UFUNCS:
+        import scipy.special as sp
+
+        from wengert.rules import special_scaled
+        from wengert.rules.special import UFUNCS as special_ufuncs
+        _SCIPY_UFUNCS.update(special_ufuncs)
+        _SCIPY_UFUNCS.update({sp.ive: special_scaled.ive, sp.gammasgn: special_scaled.gammasgn})
     return _SCIPY_UFUNCS.get(ufunc)
 
 
