@@ -251,3 +251,21 @@ def test_odeint_takes_pytrees_in_args_as_autograd_does():
                                wg.tree_ravel(g)[0], rtol=1e-6)
     flat, unravel = wg.tree_ravel(params)
     check_grads(lambda v: loss(unravel(v)), flat, modes=("rev",), order=1, rtol=1e-4, atol=1e-6)
+
+
+def test_import_wengert_leaves_scipy_unimported_until_a_scipy_ufunc_arrives():
+    """SciPy costs about a second to import: ``import wengert`` must not pay it, and a
+    scipy.special ufunc on a traced value still differentiates once the user imports SciPy."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, wengert as wg\n"
+            "before = sorted(m for m in sys.modules if m.split('.')[0] == 'scipy')\n"
+            "import scipy.special as sp\n"
+            "g = wg.grad(lambda x: np.sum(sp.erf(x)))(np.array([0.1, 0.5]))\n"
+            "print(before, list(g))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    before, grads = out.split("] ")
+    assert before == "["
+    expected = 2 / np.sqrt(np.pi) * np.exp(-np.array([0.1, 0.5]) ** 2)
+    np.testing.assert_allclose(eval(grads, {"np": np}), expected, rtol=1e-12)
