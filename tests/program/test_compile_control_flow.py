@@ -752,9 +752,9 @@ _ARRAY_COMPILED = {f: (wg.compile(f), wg.compile(f).grad())
 
 # -- what the six constructs read from source do (issue 29) -------------------------------------------
 
-NEW = ["traced_conditional_expression", "nested_conditional_expressions", "conditional_expression_in_a_while_test",
-       "for_else", "while_else", "nested_for_else", "range_of_a_traced_int", "list_with_branches",
-       "rows_changed_in_an_arm"]
+NEW = ["traced_conditional_expression", "nested_conditional_expressions",
+       "conditional_expression_in_a_while_test", "for_else", "while_else", "nested_for_else",
+       "range_of_a_traced_int", "list_with_branches", "rows_changed_in_an_arm"]
 
 
 @pytest.mark.parametrize("name, k", [c for c in CASES if c.values[0] in NEW])

@@ -178,7 +178,8 @@ class _LoopElse(ast.NodeTransformer):
             return ast.fix_missing_locations(ast.copy_location(new, node))
 
         def setting(value):
-            return at(ast.Assign(targets=[at(ast.Name(id=flag, ctx=ast.Store()))], value=at(ast.Constant(value))))
+            target = at(ast.Name(id=flag, ctx=ast.Store()))
+            return at(ast.Assign(targets=[target], value=at(ast.Constant(value))))
 
         node.body = _flag_breaks(node.body, lambda brk: [ast.copy_location(setting(False), brk), brk])
         after = at(ast.If(test=at(ast.Name(id=flag, ctx=ast.Load())), body=node.orelse, orelse=[]))
@@ -198,7 +199,7 @@ def _flag_breaks(stmts, replace):
         if isinstance(s, ast.Break):
             out.extend(replace(s))
             continue
-        if isinstance(s, (ast.If, ast.With, ast.Try)) or (hasattr(ast, "TryStar") and isinstance(s, ast.TryStar)):
+        if isinstance(s, (ast.If, ast.With, ast.Try, getattr(ast, "TryStar", ast.Try))):
             for field in ("body", "orelse", "finalbody"):
                 if getattr(s, field, None):
                     setattr(s, field, _flag_breaks(getattr(s, field), replace))

@@ -124,7 +124,8 @@ def _int(x=0, *args, **kwargs):
     """``int(x)`` as the function reads it: of a traced 0-d number, that number truncated toward zero as a
     traced int64 (``range(int(a))`` loops ``int(a)`` times, decided at run time), whose derivative is zero
     (PyTorch's ``int(t)``, JAX's ``a.astype(int)``); otherwise Python's ``int``."""
-    if type(x) is not Symbol or args or kwargs or x.variable.shape != () or x.variable.dtype.kind not in "biuf":
+    if type(x) is not Symbol or args or kwargs or x.variable.shape != () or \
+            x.variable.dtype.kind not in "biuf":
         return int(x, *args, **kwargs)
     if x.variable.dtype.kind == "f":
         x = wnp.trunc(x)

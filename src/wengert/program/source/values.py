@@ -6,8 +6,8 @@ import numpy as np
 
 from wengert.program.tracing import Symbol
 
-__all__ = ["JUMP", "BRK", "RET", "HIDDEN", "CONTAINER_TYPES", "zero_like", "each_symbol", "clean_name", "example_of",
-           "unsymbolic", "is_numeric", "is_float", "static_equal", "containers_snapshot",
+__all__ = ["JUMP", "BRK", "RET", "HIDDEN", "CONTAINER_TYPES", "zero_like", "each_symbol", "clean_name",
+           "example_of", "unsymbolic", "is_numeric", "is_float", "static_equal", "containers_snapshot",
            "changed_containers", "restore_containers"]
 
 JUMP, BRK, RET = "__jump", "__break", "__return"
