@@ -4,7 +4,10 @@ NumPy buffer, a list given to a NumPy function): built from source instead (``co
 The functions below are written for this file, in the categories of Google Tangent's test functions
 that ``wg.compile`` refused: ``if``/``elif``/``else`` on traced scalars, ``while`` loops with traced
 conditions, ``for`` with ``break``/``continue``, nested loops, buffers filled in loops, lists
-appended then stacked. Each one's compiled value must be the function's own (bit for bit), its
+appended then stacked; and (issue 29) conditional expressions on traced values, ``for``/``while``
+... ``else``, ``range(int(a))`` of a traced ``a`` (the tape takes ``int(wg.stop_gradient(a))``: its
+twin, ``TAPE_TWINS``; torch's ``int()`` agrees) and lists changed alike in both arms of a traced
+``if``. Each one's compiled value must be the function's own (bit for bit), its
 compiled gradient and ``value_and_grad`` those of ``wg.grad`` (or ``wg.source_grad`` where the tape
 refuses a plain buffer) and of central finite differences, and of ``jax.grad`` where JAX can run
 it (no jit: JAX follows Python control flow on concrete values). ``PROBES`` are constructs outside
