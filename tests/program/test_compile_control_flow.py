@@ -851,3 +851,43 @@ def test_try_except_is_refused_saying_where_and_what_to_do():
     message = str(info.value)
     assert f"try/except at {__file__}, line {try_except.__code__.co_firstlineno + 1}" in message, message
     assert "move the try/except out of the function" in message
+
+
+def choice_in_a_lambda(a):
+    g = lambda t: t * t if t > 0 else -t  # noqa: E731 - the lambda's body is read as it runs
+    return g(a) + g(a - 2.0)
+
+
+def choice_in_a_comprehension(x):
+    return np.sum(np.stack([v * v if v > 0 else -v for v in x]))
+
+
+def choice_as_an_index(x, a):
+    out = np.zeros(3)
+    out[1 if a > 0 else 2] = a * a  # a traced index into a buffer: wg.source_grad's (the tape refuses)
+    return np.sum(out * x)
+
+
+@pytest.mark.parametrize("f, args", [(choice_in_a_lambda, (a,)) for a in (1.5, 3.0, -1.0)]
+                         + [(choice_in_a_comprehension, (X3,)), (choice_in_a_comprehension, (-X3,))]
+                         + [(choice_as_an_index, (X3, a)) for a in (1.5, -1.5)],
+                         ids=lambda v: getattr(v, "__name__", None))
+def test_conditional_expressions_in_lambdas_comprehensions_and_indices(f, args):
+    assert wg.compile(f)(*args) == f(*args)
+    got = _as_tuple(wg.compile(f).grad(_argnums(args))(*args), args)
+    for g, fd in zip(got, _finite_differences(f, args)):
+        np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    if f is not choice_as_an_index:
+        for g, w in zip(got, _as_tuple(wg.grad(f, _argnums(args))(*args), args)):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+def test_int_of_what_does_not_stay_traced_names_it_and_the_line():
+    def complex_count(a):
+        return int(a * 1j)
+
+    with pytest.raises(wg.TransformError) as info:
+        wg.source_grad(complex_count)(1.0)
+    message = str(info.value)
+    assert f"{__file__}, line {complex_count.__code__.co_firstlineno + 1}" in message, message
+    assert "int() of a traced value" in message and "0-d real number" in message

@@ -110,6 +110,11 @@ class Interpreter(LoopInterpreter):
                 return eval(code[0], self.fun.__globals__, Scope(self))  # noqa: S307 - the user's own code
         except TracingError as e:
             what = str(e).split(" of the traced value", 1)[0]  # "Python control flow (if, ...) on the value"
+            if not what.startswith("Python control flow"):  # int() of an array, float(), an index
+                raise TransformError(
+                    f"at {self.where(expr)} (in {self.parsed.name}): {what} of a traced value is outside "
+                    f"the subset the source front end reads (int() takes a traced 0-d real number and stays "
+                    f"traced); keep the value an array (wnp.floor, .astype, wnp.where). {TAPE}") from None
             raise TransformError(
                 f"at {self.where(expr)} (in {self.parsed.name}): {what}: inside an expression (and/or, "
                 f"chained comparisons, bool()) this is outside the subset the source front end reads; "
