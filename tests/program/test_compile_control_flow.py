@@ -414,6 +414,29 @@ def rows_changed_in_an_arm(x):
     return np.sum(np.stack(rows) * np.array([1.0, 2.0, 3.0]))
 
 
+SCALES = {"a": 2.0}
+
+
+def static_try_except(a):
+    try:
+        scale = SCALES["b"]  # no "b": a KeyError while the program is built, as at every call
+    except KeyError as missing:
+        scale = 3.0 + len(missing.args)
+    else:
+        scale = scale + 1.0
+    finally:
+        a = a * 1.5
+    try:
+        n = len(SCALES)
+    except TypeError:
+        n = 0
+    else:
+        n = n + 1  # no exception: the else block
+    if a > 0:  # traced: wg.compile builds the program from source
+        return a * scale * n
+    return a - scale
+
+
 # -- outside the source transformation's subset (the error names both attempts) ------------------------
 
 
@@ -497,6 +520,7 @@ FUNCTIONS = {
     "range_of_a_traced_int": (range_of_a_traced_int, [(3.5,), (-2.5,), (0.7,), (6.2,)], False),
     "list_with_branches": (list_with_branches, [(X4,), (-X4,)], False),
     "rows_changed_in_an_arm": (rows_changed_in_an_arm, [(X3,), (X4[:3].copy(),)], False),
+    "static_try_except": (static_try_except, [(1.5,), (-1.5,)], True),
 }
 
 TRACEABLE = {"stacked_list"}
@@ -727,7 +751,7 @@ _HYPOTHESIS = {name: (FUNCTIONS[name][0], wg.compile(FUNCTIONS[name][0]),
                for name in ("relu_square", "piecewise", "nested_if", "serial_ifs", "if_on_abs",
                             "halve_until_small", "while_with_branches", "for_with_break",
                             "squares_while_small", "traced_conditional_expression", "for_else", "while_else",
-                            "conditional_expression_in_a_while_test")}
+                            "conditional_expression_in_a_while_test", "static_try_except")}
 
 
 @settings(max_examples=60, deadline=None)
@@ -757,7 +781,7 @@ _ARRAY_COMPILED = {f: (wg.compile(f), wg.compile(f).grad())
 
 NEW = ["traced_conditional_expression", "nested_conditional_expressions",
        "conditional_expression_in_a_while_test", "for_else", "while_else", "nested_for_else",
-       "range_of_a_traced_int", "list_with_branches", "rows_changed_in_an_arm"]
+       "range_of_a_traced_int", "list_with_branches", "rows_changed_in_an_arm", "static_try_except"]
 
 
 @pytest.mark.parametrize("name, k", [c for c in CASES if c.values[0] in NEW])
@@ -845,12 +869,39 @@ def test_a_list_changed_in_one_arm_only_names_the_line_and_what_to_do():
     assert "rows" in message and "append in each" in message and "wnp.where" in message
 
 
-def test_try_except_is_refused_saying_where_and_what_to_do():
+def test_a_try_body_computing_with_traced_values_is_refused_saying_where_and_what_to_do():
     with pytest.raises(wg.TransformError) as info:
         wg.source_grad(try_except)(1.0)
     message = str(info.value)
     assert f"try/except at {__file__}, line {try_except.__code__.co_firstlineno + 1}" in message, message
-    assert "move the try/except out of the function" in message
+    assert "computes with traced values" in message and "move the try/except out of the function" in message
+
+
+def test_a_try_body_raising_on_a_traced_value_is_refused_not_sent_to_the_except_arm():
+    # len() of a 0-d traced value raises as NumPy's would, but what a library raises for a traced value
+    # is not taken for what it raises for the array at run time: refused, never the except arm
+    def sized(x):
+        try:
+            n = len(x)
+        except TypeError:
+            n = 1
+        return np.sum(x) * n
+
+    with pytest.raises(wg.TransformError, match=r"try/except at .*raised TypeError on a traced value"):
+        wg.source_grad(sized)(1.5)
+    assert wg.source_grad(sized)(np.ones(2)).tolist() == [2.0, 2.0]  # no exception: the body, as Python
+
+
+def test_an_exception_the_except_arms_do_not_list_propagates():
+    def unlisted(a):
+        try:
+            scale = SCALES["b"]
+        except TypeError:
+            scale = 1.0
+        return a * scale
+
+    with pytest.raises(KeyError):
+        wg.source_grad(unlisted)(1.0)
 
 
 def choice_in_a_lambda(a):

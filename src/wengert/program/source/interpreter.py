@@ -12,7 +12,15 @@ from wengert.program.ir import Variable, placeholder
 from wengert.program.source.control import If, TransformError
 from wengert.program.source.loops import LoopInterpreter
 from wengert.program.source.nested import Enclosing, define, lift, refuse_returned
-from wengert.program.source.parse import TAPE, base_name, choices, closure_values, parsed_source
+from wengert.program.source.parse import (
+    TAPE,
+    TRY_ADVICE,
+    base_name,
+    choices,
+    closure_values,
+    parsed_source,
+    raised_in_library,
+)
 from wengert.program.source.scope import Scope, refuse_shared_write
 from wengert.program.source.values import (
     BRK,
@@ -293,6 +301,8 @@ class Interpreter(LoopInterpreter):
             self.env[s.name] = define(self, s)
         elif t is ast.With:
             self.with_block(s, s.items)
+        elif t is ast.Try:
+            self.try_block(s)
         else:
             raise self.error(s, f"a {t.__name__} statement")
 
@@ -322,6 +332,53 @@ class Interpreter(LoopInterpreter):
                     f"a program built from source cannot skip the rest of the block. {TAPE}") from e
             raise
         kind.__exit__(manager, None, None, None)
+
+    def try_block(self, s):
+        """``try``/``except``/``else``/``finally`` whose try body computes nothing with traced values (it
+        reads shapes, static arguments, dicts, globals): run as Python runs it, while the program is built;
+        an exception raised then takes the first matching except arm, with the state as the failing
+        statement left it. A try body that records a computation is refused: whether it raises, and so
+        which arm runs, would be known only when the program runs."""
+        outer, names = self.builder.statements, len(self.builder.names)
+
+        def refuse_recorded(error=None):
+            traced = error is not None and (raised_in_library(error)
+                                            or type(getattr(error, "obj", None)) is Symbol)
+            if len(self.builder.names) != names or traced:
+                self.builder.statements = outer
+                how = (f"raised {type(error).__name__} on a traced value while the program was built (an "
+                       f"array might not)" if traced else "computes with traced values")
+                raise TransformError(
+                    f"try/except at {self.where(s)} (in {self.parsed.name}): its try body {how}, so whether "
+                    f"it raises (and which arm runs) is known only when the program runs; a program built "
+                    f"from source cannot take the except arm then (only a try body that reads static values, "
+                    f"dicts or globals is run while the program is built). Instead, {TRY_ADVICE}. "
+                    f"{TAPE}") from error
+
+        try:
+            try:
+                self.block(s.body)
+            except (TransformError, TracingError):
+                raise  # the reading's own refusals: never the user's except arms
+            except Exception as e:  # noqa: BLE001 - matched against the user's except arms below
+                refuse_recorded(e)
+                self.builder.statements = outer
+                for handler in s.handlers:
+                    kinds = BaseException if handler.type is None else self.eval(handler.type)
+                    if isinstance(e, kinds):
+                        if handler.name:
+                            self.env[handler.name] = e
+                        self.block(handler.body)
+                        if handler.name:
+                            self.env.pop(handler.name, None)  # as Python deletes it
+                        break
+                else:
+                    raise
+            else:
+                refuse_recorded()
+                self.block(s.orelse)
+        finally:
+            self.block(s.finalbody)
 
     def assign(self, target, value, mark, node):
         t = type(target)

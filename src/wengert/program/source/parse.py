@@ -15,16 +15,15 @@ import numpy as np
 from wengert.program.source.control import TransformError
 from wengert.program.source.values import HIDDEN
 
-__all__ = ["TAPE", "parsed_source", "is_user_function", "closure_values", "assigned_names", "has_jump",
-           "base_name", "mutated_names", "scope_walk", "SourceText", "choices"]
+__all__ = ["TAPE", "TRY_ADVICE", "parsed_source", "is_user_function", "raised_in_library", "closure_values",
+           "assigned_names", "has_jump", "base_name", "mutated_names", "scope_walk", "SourceText", "choices"]
 
 TAPE = "The tape (wg.grad) handles it: differentiate this function with wg.grad instead."
+TRY_ADVICE = ("move the try/except out of the function, around the call of the compiled or differentiated "
+              "function, or test the failing condition with an if")
 
 
 _UNSUPPORTED = {
-    ast.Try: ("try/except", "move the try/except out of the function, around the call of the compiled or "
-                            "differentiated function, or test the failing condition with an if (the "
-                            "program cannot tell at run time which statement of the try body would raise)"),
     ast.AsyncWith: "async with",
     ast.AsyncFor: "async for", ast.Global: "a global statement",
     ast.Nonlocal: ("a nonlocal statement (a nested function assigning a variable of the function around it)",
@@ -39,7 +38,7 @@ _UNSUPPORTED = {
     ast.Starred: "starred arguments (*args)",
 }
 if hasattr(ast, "TryStar"):
-    _UNSUPPORTED[ast.TryStar] = ("try/except*", _UNSUPPORTED[ast.Try][1])
+    _UNSUPPORTED[ast.TryStar] = ("try/except*", TRY_ADVICE)
 if hasattr(ast, "Match"):
     _UNSUPPORTED[ast.Match] = "a match statement"
 
@@ -247,6 +246,16 @@ def is_user_function(f):
         return False
     path = os.path.abspath(f.__code__.co_filename)
     return not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR))
+
+
+def raised_in_library(error):
+    """Whether ``error`` was raised inside wengert or NumPy (given a traced value, perhaps: a real array
+    might not raise there) rather than by the user's code or Python's builtins on static values."""
+    tb, last = error.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    path = os.path.abspath(last.tb_frame.f_code.co_filename) if last is not None else ""
+    return path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)
 
 
 def closure_values(fun, parsed):
