@@ -942,3 +942,15 @@ def test_int_of_what_does_not_stay_traced_names_it_and_the_line():
     message = str(info.value)
     assert f"{__file__}, line {complex_count.__code__.co_firstlineno + 1}" in message, message
     assert "int() of a traced value" in message and "0-d real number" in message
+
+
+@pytest.mark.parametrize("name, k", [c for c in CASES if c.values[0] in NEW])
+def test_forward_mode_from_source_is_the_tapes(name, k):
+    f, arg_sets, _ = FUNCTIONS[name]
+    args = arg_sets[k]
+    tangents = tuple(np.linspace(0.3, 0.9, np.size(a)).reshape(np.shape(a)) if np.ndim(a) else 0.7
+                     for a in args)
+    value, tangent = wg.source_jvp(f)(args, tangents)
+    want_value, want_tangent = wg.jvp(TAPE_TWINS.get(f, f), args, tangents)
+    assert value == want_value
+    np.testing.assert_allclose(tangent, want_tangent, rtol=1e-12, atol=1e-14)
