@@ -954,3 +954,14 @@ def test_forward_mode_from_source_is_the_tapes(name, k):
     want_value, want_tangent = wg.jvp(TAPE_TWINS.get(f, f), args, tangents)
     assert value == want_value
     np.testing.assert_allclose(tangent, want_tangent, rtol=1e-12, atol=1e-14)
+
+
+def test_a_finally_block_runs_after_a_return_in_the_try_body_as_in_python():
+    def returns_early(a):
+        log = {}
+        try:
+            return a * log.get("scale", 2.0)
+        finally:
+            log["done"] = True  # read, though the try body returned
+
+    assert wg.source_grad(returns_early)(1.5) == wg.grad(returns_early)(1.5) == 2.0

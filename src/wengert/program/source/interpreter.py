@@ -338,13 +338,14 @@ class Interpreter(LoopInterpreter):
         reads shapes, static arguments, dicts, globals): run as Python runs it, while the program is built;
         an exception raised then takes the first matching except arm, with the state as the failing
         statement left it. A try body that records a computation is refused: whether it raises, and so
-        which arm runs, would be known only when the program runs."""
+        which arm runs, would be known only when the program runs (a ``try``/``finally`` without except
+        arms has none to take: its body is read as any other, then its finally block)."""
         outer, names = self.builder.statements, len(self.builder.names)
 
         def refuse_recorded(error=None):
             traced = error is not None and (raised_in_library(error)
                                             or type(getattr(error, "obj", None)) is Symbol)
-            if len(self.builder.names) != names or traced:
+            if s.handlers and (len(self.builder.names) != names or traced):  # try/finally: no arm to take
                 self.builder.statements = outer
                 how = (f"raised {type(error).__name__} on a traced value while the program was built (an "
                        f"array might not)" if traced else "computes with traced values")
@@ -356,29 +357,31 @@ class Interpreter(LoopInterpreter):
                     f"{TAPE}") from error
 
         try:
-            try:
-                self.block(s.body)
-            except (TransformError, TracingError):
-                raise  # the reading's own refusals: never the user's except arms
-            except Exception as e:  # noqa: BLE001 - matched against the user's except arms below
-                refuse_recorded(e)
-                self.builder.statements = outer
-                for handler in s.handlers:
-                    kinds = BaseException if handler.type is None else self.eval(handler.type)
-                    if isinstance(e, kinds):
-                        if handler.name:
-                            self.env[handler.name] = e
-                        self.block(handler.body)
-                        if handler.name:
-                            self.env.pop(handler.name, None)  # as Python deletes it
-                        break
-                else:
-                    raise
+            self.block(s.body)
+        except (TransformError, TracingError):
+            raise  # the reading's own refusals: never the user's except arms
+        except Exception as e:  # noqa: BLE001 - matched against the user's except arms below
+            refuse_recorded(e)
+            self.builder.statements = outer
+            for handler in s.handlers:
+                kinds = BaseException if handler.type is None else self.eval(handler.type)
+                if isinstance(e, kinds):
+                    if handler.name:
+                        self.env[handler.name] = e
+                    self.block(handler.body)
+                    if handler.name:
+                        self.env.pop(handler.name, None)  # as Python deletes it
+                    break
             else:
-                refuse_recorded()
-                self.block(s.orelse)
-        finally:
+                raise  # no arm lists it: the function raises it (its finally block is not read)
+        else:
+            refuse_recorded()
+            self.block(s.orelse)
+        if s.finalbody:  # run after a return or break in the arms too, as Python runs it
+            jump = self.env.get(JUMP, False)
+            self.env[JUMP] = False
             self.block(s.finalbody)
+            self.env[JUMP] = self.env[JUMP] or jump
 
     def assign(self, target, value, mark, node):
         t = type(target)
