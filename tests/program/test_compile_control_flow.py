@@ -4,7 +4,10 @@ NumPy buffer, a list given to a NumPy function): built from source instead (``co
 The functions below are written for this file, in the categories of Google Tangent's test functions
 that ``wg.compile`` refused: ``if``/``elif``/``else`` on traced scalars, ``while`` loops with traced
 conditions, ``for`` with ``break``/``continue``, nested loops, buffers filled in loops, lists
-appended then stacked. Each one's compiled value must be the function's own (bit for bit), its
+appended then stacked; and (issue 29) conditional expressions on traced values, ``for``/``while``
+... ``else``, ``range(int(a))`` of a traced ``a`` (the tape takes ``int(wg.stop_gradient(a))``: its
+twin, ``TAPE_TWINS``; torch's ``int()`` agrees) and lists changed alike in both arms of a traced
+``if``. Each one's compiled value must be the function's own (bit for bit), its
 compiled gradient and ``value_and_grad`` those of ``wg.grad`` (or ``wg.source_grad`` where the tape
 refuses a plain buffer) and of central finite differences, and of ``jax.grad`` where JAX can run
 it (no jit: JAX follows Python control flow on concrete values). ``PROBES`` are constructs outside
@@ -324,37 +327,23 @@ def summed_list(a):
     return np.mean(b)
 
 
-def list_while(a):
-    values = []
-    while a < 5.0:
-        values.append(a)
-        a = a * 1.6
-    return np.sum(np.stack(values)) + a
-
-
-def list_with_branches(x):
-    rows = []
-    for i in range(len(x)):
-        if x[i] > 0:
-            rows.append(x[i] * x[i])
-        else:
-            rows.append(-x[i])
-    return np.sum(np.stack(rows))
-
-
-# -- outside the source transformation's subset (the error names both attempts) ------------------------
-
-
-def range_of_a_traced_int(a):
-    s = 0.0
-    for i in range(int(a)):
-        s = s + a * i
-    return s
+# -- conditional expressions, loop else, int() of a traced value, lists changed alike in both arms -----
 
 
 def traced_conditional_expression(a):
     y = a * a if a > 0 else -a
     return 2.0 * y
+
+
+def nested_conditional_expressions(a, b):
+    y = (a * b if b > 0 else a + b) if a > 0 else (b * b if b < -1.0 else -a * b)
+    return y * 2.0 + (a if a > b else 0.5 * b * b)
+
+
+def conditional_expression_in_a_while_test(a):
+    while (a if a > 0 else -a) > 0.1:
+        a = a * 0.5
+    return a
 
 
 def for_else(a):
@@ -367,6 +356,90 @@ def for_else(a):
     return a
 
 
+def while_else(a):
+    n = 0
+    while a < 10.0:
+        a = a * 1.5
+        n = n + 1
+        if n > 4:
+            break
+    else:
+        a = a - 1.0
+    return a * a
+
+
+def nested_for_else(x):
+    s = 0.0
+    for i in range(3):
+        for j in range(3):
+            if x[i] * x[j] > 0.3:
+                break
+        else:
+            s = s + x[i]  # no pair of x[i] above 0.3
+            continue
+        s = s + x[i] * x[i]
+    return s
+
+
+def range_of_a_traced_int(a):
+    s = 0.0
+    for i in range(int(a)):
+        s = s + a * i
+    return s
+
+
+def range_of_a_stopped_int(a):
+    """range_of_a_traced_int as the tape takes it (int() of a value it differentiates is refused there)."""
+    s = 0.0
+    for i in range(int(wg.stop_gradient(a))):
+        s = s + a * i
+    return s
+
+
+def list_with_branches(x):
+    rows = []
+    for i in range(len(x)):
+        if x[i] > 0:
+            rows.append(x[i] * x[i])
+        else:
+            rows.append(-x[i])
+    return np.sum(np.stack(rows))
+
+
+def rows_changed_in_an_arm(x):
+    rows = [x[0], x[1], x[2]]
+    for i in range(3):
+        if x[i] > 0.2:
+            rows[i] = rows[i] * x[i]
+    return np.sum(np.stack(rows) * np.array([1.0, 2.0, 3.0]))
+
+
+SCALES = {"a": 2.0}
+
+
+def static_try_except(a):
+    try:
+        scale = SCALES["b"]  # no "b": a KeyError while the program is built, as at every call
+    except KeyError as missing:
+        scale = 3.0 + len(missing.args)
+    else:
+        scale = scale + 1.0
+    finally:
+        a = a * 1.5
+    try:
+        n = len(SCALES)
+    except TypeError:
+        n = 0
+    else:
+        n = n + 1  # no exception: the else block
+    if a > 0:  # traced: wg.compile builds the program from source
+        return a * scale * n
+    return a - scale
+
+
+# -- outside the source transformation's subset (the error names both attempts) ------------------------
+
+
 def try_except(a):
     try:
         if a > 0:
@@ -374,6 +447,22 @@ def try_except(a):
     except ValueError:
         a = 0.0
     return a
+
+
+def list_while(a):
+    values = []
+    while a < 5.0:
+        values.append(a)
+        a = a * 1.6
+    return np.sum(np.stack(values)) + a
+
+
+def append_in_one_arm(x):
+    rows = [x[0]]
+    for i in range(len(x)):
+        if x[i] > 0:
+            rows.append(x[i])
+    return np.sum(np.stack(rows))
 
 
 X3 = np.array([0.4, -0.3, 0.9])
@@ -420,18 +509,27 @@ FUNCTIONS = {
     "buffer_while": (buffer_while, [(1.5,), (3.0,)], False),
     "stacked_list": (stacked_list, [(0.6,)], False),
     "summed_list": (summed_list, [(1.5,)], False),
+    "traced_conditional_expression": (traced_conditional_expression, [(2.0,), (-1.5,)], True),
+    "nested_conditional_expressions": (nested_conditional_expressions,
+                                       [(1.0, 2.0), (1.0, -2.0), (-1.0, -2.0), (-1.0, 0.5)], True),
+    "conditional_expression_in_a_while_test": (conditional_expression_in_a_while_test, [(3.0,), (-3.0,)],
+                                               True),
+    "for_else": (for_else, [(1.0,), (0.1,), (-3.0,), (5.0,)], True),
+    "while_else": (while_else, [(1.0,), (8.0,), (20.0,)], True),
+    "nested_for_else": (nested_for_else, [(X3,), (X4[:3].copy(),)], True),
+    "range_of_a_traced_int": (range_of_a_traced_int, [(3.5,), (-2.5,), (0.7,), (6.2,)], False),
+    "list_with_branches": (list_with_branches, [(X4,), (-X4,)], False),
+    "rows_changed_in_an_arm": (rows_changed_in_an_arm, [(X3,), (X4[:3].copy(),)], False),
+    "static_try_except": (static_try_except, [(1.5,), (-1.5,)], True),
 }
 
 TRACEABLE = {"stacked_list"}
 """Traced as they are (np.stack takes a list of traced values): no source needed."""
 
 PROBES = {
-    "range_of_a_traced_int": (range_of_a_traced_int, (3.5,), "int()"),
-    "traced_conditional_expression": (traced_conditional_expression, (2.0,), "inside an expression"),
-    "for_else": (for_else, (1.0,), "for...else"),
     "try_except": (try_except, (1.0,), "try/except"),
     "list_while": (list_while, (0.7,), "a while loop changing a list"),
-    "list_with_branches": (list_with_branches, (X4,), "changes rows in place in an arm"),
+    "append_in_one_arm": (append_in_one_arm, (X4,), "changes rows in place in an arm so that its length"),
 }
 
 CASES = [pytest.param(name, k, id=f"{name}-{k}") for name, (_, arg_sets, _) in FUNCTIONS.items()
@@ -446,10 +544,15 @@ def _as_tuple(g, args):
     return tuple(g) if len(args) > 1 else (g,)
 
 
+TAPE_TWINS = {range_of_a_traced_int: range_of_a_stopped_int}
+"""The function as the tape takes it, where the tape refuses the function itself for what is not a buffer."""
+
+
 def _tape_or_source_grad(f, args):
-    """wg.grad's gradient; wg.source_grad's where the tape refuses a plain buffer (the store)."""
+    """wg.grad's gradient (of the tape's twin, if any); wg.source_grad's where the tape refuses a plain
+    buffer (the store)."""
     try:
-        return wg.grad(f, _argnums(args))(*args)
+        return wg.grad(TAPE_TWINS.get(f, f), _argnums(args))(*args)
     except ExitError:
         return wg.source_grad(f, _argnums(args))(*args)
 
@@ -647,7 +750,8 @@ _HYPOTHESIS = {name: (FUNCTIONS[name][0], wg.compile(FUNCTIONS[name][0]),
                       wg.compile(FUNCTIONS[name][0]).grad())
                for name in ("relu_square", "piecewise", "nested_if", "serial_ifs", "if_on_abs",
                             "halve_until_small", "while_with_branches", "for_with_break",
-                            "squares_while_small")}
+                            "squares_while_small", "traced_conditional_expression", "for_else", "while_else",
+                            "conditional_expression_in_a_while_test", "static_try_except")}
 
 
 @settings(max_examples=60, deadline=None)
@@ -669,4 +773,195 @@ def test_property_array_loops_follow_the_elements(x):
 
 
 _ARRAY_COMPILED = {f: (wg.compile(f), wg.compile(f).grad())
-                   for f in (for_with_continue, sum_until, pairs_if, first_above, branch_stores)}
+                   for f in (for_with_continue, sum_until, pairs_if, first_above, branch_stores,
+                             list_with_branches, rows_changed_in_an_arm, nested_for_else)}
+
+
+# -- what the six constructs read from source do (issue 29) -------------------------------------------
+
+NEW = ["traced_conditional_expression", "nested_conditional_expressions",
+       "conditional_expression_in_a_while_test", "for_else", "while_else", "nested_for_else",
+       "range_of_a_traced_int", "list_with_branches", "rows_changed_in_an_arm", "static_try_except"]
+
+
+@pytest.mark.parametrize("name, k", [c for c in CASES if c.values[0] in NEW])
+def test_source_grad_reads_them_as_compile_does(name, k):
+    f, arg_sets, _ = FUNCTIONS[name]
+    args = arg_sets[k]
+    got = _as_tuple(wg.source_grad(f, _argnums(args))(*args), args)
+    for g, w in zip(got, _as_tuple(_tape_or_source_grad(f, args), args)):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+def test_the_hidden_names_stay_hidden_in_the_program():
+    for f, args in ((for_else, (1.0,)), (nested_conditional_expressions, (1.0, 2.0)), (while_else, (1.0,))):
+        source = wg.compile(f).program(*args).source
+        assert "__wg" not in source, source
+    assert "no_break" in wg.compile(for_else).program(1.0).source  # the flag the else tests
+    grad_source = wg.compile(traced_conditional_expression).grad().program(2.0).source
+    assert "if " in grad_source and "__wg" not in grad_source, grad_source
+
+
+def test_a_conditional_expression_evaluates_only_the_arm_its_static_test_takes():
+    def guarded(x, k):
+        return x[k] if k < len(x) else 0.0  # x[k] would be out of range: not evaluated, as in Python
+
+    compiled = wg.compile(guarded, static_argnums=1)
+    assert compiled(X3, 5) == 0.0 and compiled(X3, 1) == X3[1]
+    np.testing.assert_array_equal(wg.source_grad(guarded)(X3, 1), [0.0, 1.0, 0.0])
+
+
+def test_range_of_int_counts_at_run_time_in_one_program():
+    compiled = wg.compile(range_of_a_traced_int)
+    for a in (3.5, 6.2, -2.5, 0.7):  # 3, 6, 0 and 0 iterations: one program for all
+        assert compiled(a) == range_of_a_traced_int(a)
+        assert compiled.grad()(a) == wg.grad(range_of_a_stopped_int)(a)
+    assert compiled.cache_info().misses == 1
+    assert "range(" in compiled.program(3.5).source
+
+
+def test_range_of_int_matches_torch():
+    torch = pytest.importorskip("torch")
+    for a in (3.5, 6.2, -2.5, 0.7, 1.0):
+        t = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+        s = torch.zeros((), dtype=torch.float64)
+        for i in range(int(t)):  # torch's int() leaves the graph: its derivative is zero
+            s = s + t * i
+        if s.requires_grad:  # no iteration: s is the constant 0, and a has no gradient (zero)
+            s.backward()
+        want = 0.0 if t.grad is None else t.grad.item()
+        value, grad = wg.compile(range_of_a_traced_int).value_and_grad()(a)
+        np.testing.assert_allclose(value, s.item(), rtol=1e-14)
+        np.testing.assert_allclose(grad, want, rtol=1e-14)
+
+
+def test_int_of_a_traced_bool_or_int_keeps_its_value():
+    def counted(a, x):
+        n = int(a > 0.0) + int(x[1] > x[0]) * 2
+        s = 0.0
+        for i in range(n):
+            s = s + a * x[i]
+        return s
+
+    for a, x in ((1.5, X3), (-1.5, X3), (1.5, X3[::-1].copy())):
+        assert wg.compile(counted)(a, x) == counted(a, x)
+        got, want = wg.compile(counted).grad((0, 1))(a, x), wg.grad(counted, (0, 1))(a, x)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(a=st.floats(-6.0, 12.0, allow_nan=False).filter(lambda v: abs(v - round(v)) > 1e-6))
+def test_property_range_of_int_follows_the_value(a):
+    assert _RANGE_OF_INT[0](a) == range_of_a_traced_int(a)
+    np.testing.assert_allclose(_RANGE_OF_INT[1](a), wg.grad(range_of_a_stopped_int)(a), rtol=1e-12)
+
+
+_RANGE_OF_INT = (wg.compile(range_of_a_traced_int), wg.compile(range_of_a_traced_int).grad())
+
+
+def test_a_list_changed_in_one_arm_only_names_the_line_and_what_to_do():
+    with pytest.raises(wg.TransformError) as info:
+        wg.source_grad(append_in_one_arm)(X4)
+    message = str(info.value)
+    line = append_in_one_arm.__code__.co_firstlineno + 3  # the if
+    assert f"{__file__}, line {line}" in message, message
+    assert "rows" in message and "append in each" in message and "wnp.where" in message
+
+
+def test_a_try_body_computing_with_traced_values_is_refused_saying_where_and_what_to_do():
+    with pytest.raises(wg.TransformError) as info:
+        wg.source_grad(try_except)(1.0)
+    message = str(info.value)
+    assert f"try/except at {__file__}, line {try_except.__code__.co_firstlineno + 1}" in message, message
+    assert "computes with traced values" in message and "move the try/except out of the function" in message
+
+
+def test_a_try_body_raising_on_a_traced_value_is_refused_not_sent_to_the_except_arm():
+    # len() of a 0-d traced value raises as NumPy's would, but what a library raises for a traced value
+    # is not taken for what it raises for the array at run time: refused, never the except arm
+    def sized(x):
+        try:
+            n = len(x)
+        except TypeError:
+            n = 1
+        return np.sum(x) * n
+
+    with pytest.raises(wg.TransformError, match=r"try/except at .*raised TypeError on a traced value"):
+        wg.source_grad(sized)(1.5)
+    assert wg.source_grad(sized)(np.ones(2)).tolist() == [2.0, 2.0]  # no exception: the body, as Python
+
+
+def test_an_exception_the_except_arms_do_not_list_propagates():
+    def unlisted(a):
+        try:
+            scale = SCALES["b"]
+        except TypeError:
+            scale = 1.0
+        return a * scale
+
+    with pytest.raises(KeyError):
+        wg.source_grad(unlisted)(1.0)
+
+
+def choice_in_a_lambda(a):
+    g = lambda t: t * t if t > 0 else -t  # noqa: E731 - the lambda's body is read as it runs
+    return g(a) + g(a - 2.0)
+
+
+def choice_in_a_comprehension(x):
+    return np.sum(np.stack([v * v if v > 0 else -v for v in x]))
+
+
+def choice_as_an_index(x, a):
+    out = np.zeros(3)
+    out[1 if a > 0 else 2] = a * a  # a traced index into a buffer: wg.source_grad's (the tape refuses)
+    return np.sum(out * x)
+
+
+@pytest.mark.parametrize("f, args", [(choice_in_a_lambda, (a,)) for a in (1.5, 3.0, -1.0)]
+                         + [(choice_in_a_comprehension, (X3,)), (choice_in_a_comprehension, (-X3,))]
+                         + [(choice_as_an_index, (X3, a)) for a in (1.5, -1.5)],
+                         ids=lambda v: getattr(v, "__name__", None))
+def test_conditional_expressions_in_lambdas_comprehensions_and_indices(f, args):
+    assert wg.compile(f)(*args) == f(*args)
+    got = _as_tuple(wg.compile(f).grad(_argnums(args))(*args), args)
+    for g, fd in zip(got, _finite_differences(f, args)):
+        np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    if f is not choice_as_an_index:
+        for g, w in zip(got, _as_tuple(wg.grad(f, _argnums(args))(*args), args)):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+def test_int_of_what_does_not_stay_traced_names_it_and_the_line():
+    def complex_count(a):
+        return int(a * 1j)
+
+    with pytest.raises(wg.TransformError) as info:
+        wg.source_grad(complex_count)(1.0)
+    message = str(info.value)
+    assert f"{__file__}, line {complex_count.__code__.co_firstlineno + 1}" in message, message
+    assert "int() of a traced value" in message and "0-d real number" in message
+
+
+@pytest.mark.parametrize("name, k", [c for c in CASES if c.values[0] in NEW])
+def test_forward_mode_from_source_is_the_tapes(name, k):
+    f, arg_sets, _ = FUNCTIONS[name]
+    args = arg_sets[k]
+    tangents = tuple(np.linspace(0.3, 0.9, np.size(a)).reshape(np.shape(a)) if np.ndim(a) else 0.7
+                     for a in args)
+    value, tangent = wg.source_jvp(f)(args, tangents)
+    want_value, want_tangent = wg.jvp(TAPE_TWINS.get(f, f), args, tangents)
+    assert value == want_value
+    np.testing.assert_allclose(tangent, want_tangent, rtol=1e-12, atol=1e-14)
+
+
+def test_a_finally_block_runs_after_a_return_in_the_try_body_as_in_python():
+    def returns_early(a):
+        log = {}
+        try:
+            return a * log.get("scale", 2.0)
+        finally:
+            log["done"] = True  # read, though the try body returned
+
+    assert wg.source_grad(returns_early)(1.5) == wg.grad(returns_early)(1.5) == 2.0

@@ -290,7 +290,6 @@ def _line_of(fun, text):
 
 REFUSED = [(traced_while, "while s < 10.0", "condition depends on traced values"),
            (traced_if, "if x[1] > 0", "changes acc in place"),
-           (traced_if_setitem, "if x[1] > 0", "changes d in place"),
            (traced_break, "for i in range(3)", "break on a traced condition"),
            (traced_key, "acc[k] = x[2]", "indexed by a traced value"),
            (global_list, "GLOBAL_LIST.append", "changing the global list GLOBAL_LIST")]
@@ -302,6 +301,13 @@ def test_what_cannot_be_followed_is_refused_naming_the_line(fun, line, why):
         wg.source_grad(fun)(X)
     assert f"{__file__}, line {_line_of(fun, line)}" in str(info.value)
     assert GLOBAL_LIST == []
+
+
+def test_an_entry_changed_in_one_arm_of_a_traced_if_is_the_ifs_output():
+    # the dict keeps its keys whichever arm runs: only d["a"]'s value depends on the arm (an If output)
+    for x in (X, X * np.array([1.0, -1.0, 1.0])):
+        np.testing.assert_array_equal(wg.source_grad(traced_if_setitem)(x), wg.grad(traced_if_setitem)(x))
+        assert wg.compile(traced_if_setitem)(x) == traced_if_setitem(x)
 
 
 # -- every way of filling a container, in every kind of loop, read out every way ------------------

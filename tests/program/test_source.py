@@ -205,15 +205,15 @@ def f_exec(x):
     return x
 
 
-def f_ifexp(x):
-    return x if x > 0.0 else -x
+def f_or(x):
+    return (x > 0.0) or -x  # a traced and/or (a if c else b is read: test_compile_control_flow.py)
 
 
 BAD = [
     (f_try, "try/except"), (f_generator, "generator (yield)"),
     (f_setcomp, "set comprehension"), (f_global, "global statement"), (make_nonlocal(), "nonlocal"),
     (f_return_in_loop, "return inside a loop"), (f_exec, "exec()"),
-    (f_ifexp, "a if c else b"),
+    (f_or, "and/or"),
 ]
 
 
@@ -372,18 +372,19 @@ def test_a_for_loop_that_never_runs_leaves_its_variables_alone():
     assert g[0].shape == (0,) and g[1] == 2.0
 
 
-def f_ifexp(x):
-    y = x * 2.0 if x > 0 else -x
+def f_traced_or(x):
+    y = (x > 0) or -x
     return y
 
 
-def test_a_conditional_expression_on_a_traced_value_says_what_to_write():
-    # the advice fits the front end in use: an if statement, wnp.where, or the tape -- not
-    # wg.Program.from_source, which is what source_grad already is
+def test_a_traced_and_or_inside_an_expression_says_what_to_write():
+    # the advice fits the front end in use: an if statement, a if c else b, wnp.where, or the tape --
+    # not wg.Program.from_source, which is what source_grad already is
     with pytest.raises(wg.TransformError) as info:
-        wg.source_grad(f_ifexp)(1.0)
+        wg.source_grad(f_traced_or)(1.0)
     message = str(info.value)
     assert "test_source.py, line" in message and "write it as an if statement" in message
+    assert "a if c else b" in message and "and/or" in message
     assert "wnp.where" in message and "wg.grad" in message
     assert "from_source" not in message
 

@@ -20,8 +20,8 @@ __all__ = ["TransformError", "Assign", "Zeros", "If", "Loop", "Push", "Pop", "re
 
 
 class TransformError(TypeError):
-    """A construct outside the subset of Python that the source transformation supports (``try``,
-    ``with``, generators, ``global``, ``return`` inside a loop, ...). The tape (``wg.grad``)
+    """A construct outside the subset of Python that the source transformation supports (``try``
+    around traced computations, generators, ``global``, ``return`` inside a loop, ...). The tape (``wg.grad``)
     follows such code as it runs."""
 
 

@@ -12,7 +12,15 @@ from wengert.program.ir import Variable, placeholder
 from wengert.program.source.control import If, TransformError
 from wengert.program.source.loops import LoopInterpreter
 from wengert.program.source.nested import Enclosing, define, lift, refuse_returned
-from wengert.program.source.parse import TAPE, base_name, closure_values, parsed_source
+from wengert.program.source.parse import (
+    TAPE,
+    TRY_ADVICE,
+    base_name,
+    choices,
+    closure_values,
+    parsed_source,
+    raised_in_library,
+)
 from wengert.program.source.scope import Scope, refuse_shared_write
 from wengert.program.source.values import (
     BRK,
@@ -82,6 +90,22 @@ class Interpreter(LoopInterpreter):
         return self.parsed.where(node.lineno)
 
     def eval(self, expr):
+        lifted = choices(expr)
+        if lifted is None:
+            return self._eval(expr)
+        expr, picks = lifted
+        current = self.current
+        try:
+            for _name, stmt in picks:  # `a if c else b`: an if statement first (an If node on a traced c)
+                self._statement(stmt)
+            self.current = current
+            return self._eval(expr)
+        finally:
+            self.current = current
+            for name, _stmt in picks:
+                self.env.pop(name, None)
+
+    def _eval(self, expr):
         code = self._code.get(id(expr))
         if code is None:
             tree = ast.Expression(body=lift(self.parsed, expr))  # lambdas, comprehensions: source.nested
@@ -94,10 +118,16 @@ class Interpreter(LoopInterpreter):
                 return eval(code[0], self.fun.__globals__, Scope(self))  # noqa: S307 - the user's own code
         except TracingError as e:
             what = str(e).split(" of the traced value", 1)[0]  # "Python control flow (if, ...) on the value"
+            if not what.startswith("Python control flow"):  # int() of an array, float(), an index
+                raise TransformError(
+                    f"at {self.where(expr)} (in {self.parsed.name}): {what} of a traced value is outside "
+                    f"the subset the source front end reads (int() takes a traced 0-d real number and stays "
+                    f"traced); keep the value an array (wnp.floor, .astype, wnp.where). {TAPE}") from None
             raise TransformError(
-                f"at {self.where(expr)} (in {self.parsed.name}): {what}: inside an expression (a if c else "
-                f"b, and/or, chained comparisons) this is outside the subset the source front end reads; "
-                f"write it as an if statement, or wnp.where(c, a, b) for an elementwise choice. {TAPE}"
+                f"at {self.where(expr)} (in {self.parsed.name}): {what}: inside an expression (and/or, "
+                f"chained comparisons, bool()) this is outside the subset the source front end reads; "
+                f"write it as an if statement or `a if c else b`, or wnp.where(c, a, b) for an elementwise "
+                f"choice. {TAPE}"
             ) from None
         except NameError as e:
             raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {e}; a variable "
@@ -155,6 +185,7 @@ class Interpreter(LoopInterpreter):
     def name_result(self, value, base, mark):
         """Give the variable just recorded for ``value`` the user's name ``base``."""
         if type(value) is Symbol:
+            base = clean_name(base)
             made = {o for s in self.builder.statements[mark:] if hasattr(s, "prim") for o in s.outs}
             if value.variable in made and not value.variable.name.startswith(base):
                 self.builder.names.discard(value.variable.name)
@@ -270,6 +301,8 @@ class Interpreter(LoopInterpreter):
             self.env[s.name] = define(self, s)
         elif t is ast.With:
             self.with_block(s, s.items)
+        elif t is ast.Try:
+            self.try_block(s)
         else:
             raise self.error(s, f"a {t.__name__} statement")
 
@@ -299,6 +332,56 @@ class Interpreter(LoopInterpreter):
                     f"a program built from source cannot skip the rest of the block. {TAPE}") from e
             raise
         kind.__exit__(manager, None, None, None)
+
+    def try_block(self, s):
+        """``try``/``except``/``else``/``finally`` whose try body computes nothing with traced values (it
+        reads shapes, static arguments, dicts, globals): run as Python runs it, while the program is built;
+        an exception raised then takes the first matching except arm, with the state as the failing
+        statement left it. A try body that records a computation is refused: whether it raises, and so
+        which arm runs, would be known only when the program runs (a ``try``/``finally`` without except
+        arms has none to take: its body is read as any other, then its finally block)."""
+        outer, names = self.builder.statements, len(self.builder.names)
+
+        def refuse_recorded(error=None):
+            traced = error is not None and (raised_in_library(error)
+                                            or type(getattr(error, "obj", None)) is Symbol)
+            if s.handlers and (len(self.builder.names) != names or traced):  # try/finally: no arm to take
+                self.builder.statements = outer
+                how = (f"raised {type(error).__name__} on a traced value while the program was built (an "
+                       f"array might not)" if traced else "computes with traced values")
+                raise TransformError(
+                    f"try/except at {self.where(s)} (in {self.parsed.name}): its try body {how}, so whether "
+                    f"it raises (and which arm runs) is known only when the program runs; a program built "
+                    f"from source cannot take the except arm then (only a try body that reads static values, "
+                    f"dicts or globals is run while the program is built). Instead, {TRY_ADVICE}. "
+                    f"{TAPE}") from error
+
+        try:
+            self.block(s.body)
+        except (TransformError, TracingError):
+            raise  # the reading's own refusals: never the user's except arms
+        except Exception as e:  # noqa: BLE001 - matched against the user's except arms below
+            refuse_recorded(e)
+            self.builder.statements = outer
+            for handler in s.handlers:
+                kinds = BaseException if handler.type is None else self.eval(handler.type)
+                if isinstance(e, kinds):
+                    if handler.name:
+                        self.env[handler.name] = e
+                    self.block(handler.body)
+                    if handler.name:
+                        self.env.pop(handler.name, None)  # as Python deletes it
+                    break
+            else:
+                raise  # no arm lists it: the function raises it (its finally block is not read)
+        else:
+            refuse_recorded()
+            self.block(s.orelse)
+        if s.finalbody:  # run after a return or break in the arms too, as Python runs it
+            jump = self.env.get(JUMP, False)
+            self.env[JUMP] = False
+            self.block(s.finalbody)
+            self.env[JUMP] = self.env[JUMP] or jump
 
     def assign(self, target, value, mark, node):
         t = type(target)
@@ -397,7 +480,7 @@ class Interpreter(LoopInterpreter):
         env0 = dict(self.env)
         holders = self.container_holders(env0)
         snapshot = containers_snapshot(v for _, v in holders)
-        arms = []
+        arms, contents = [], []
         for stmts in (body, orelse):
             self.env = dict(env0)
             if reset_jump and stmts is body:
@@ -405,15 +488,10 @@ class Interpreter(LoopInterpreter):
             self.builder.statements = outer  # leave the other arm: arms share nothing
             self.builder.statements = []
             self.block(stmts)
-            changed = changed_containers(snapshot)
-            if changed:  # both arms are recorded: the change would happen whichever arm runs
+            changed = changed_containers(snapshot)  # lists and dicts the arm changed: merged below
+            contents.append({id(c): list(c) if type(c) is list else dict(c) for c in changed})
+            if changed:
                 restore_containers(snapshot)
-                names = sorted({n for n, v in holders if any(v is c for c in changed)}) or ["a list"]
-                raise TransformError(
-                    f"at {self.where(node)} (in {self.parsed.name}): this if on a traced value changes "
-                    f"{', '.join(names)} in place in an arm (append, item assignment, ...); both arms are "
-                    f"recorded, so the change would happen whichever arm runs. Compute both values, choose "
-                    f"with wnp.where, or change it after the if. {TAPE}")
             arms.append((self.builder.statements, self.env))
         self.builder.statements = outer
         (then, env_t), (orelse_nodes, env_e) = arms
@@ -434,22 +512,59 @@ class Interpreter(LoopInterpreter):
                     raise self.error(node, "returning a tuple from inside an if")
                 a = zero_like(b) if a is None else a
                 b = zero_like(a) if b is None else b
-            for v in (a, b):
-                if not is_numeric(v):
-                    raise self.error(node, f"an if on a traced value assigning {name} a "
-                                           f"{type(v).__name__} in its arms")
-            like = a if is_float(a) or not is_float(b) else b
-            if not np.shape(example_of(a)) == np.shape(example_of(b)):
-                raise TransformError(f"at {self.where(node)}: the arms of this if give {clean_name(name)} "
-                                     f"different shapes ({np.shape(example_of(a))} and "
-                                     f"{np.shape(example_of(b))}); "
-                                     f"the source "
-                                     f"transformation needs one shape per variable. {TAPE}")
-            var = self.new_var(clean_name(name), like)
-            outs.append(var)
-            tv.append(unsymbolic(a))
-            ev.append(unsymbolic(b))
-            env[name] = self.sym(var)
+            env[name] = self.phi(a, b, clean_name(name), node, (outs, tv, ev))
+        merged = self.merged_containers(snapshot, contents, holders, node, (outs, tv, ev))
         self.env = env
+        for c, items in merged:  # after the If: each changed entry is its output
+            c.update(items) if type(c) is dict else c.__setitem__(slice(None), items)
         cond = cond.variable if type(cond) is Symbol else cond
         self.builder.statements.append(If(cond, then, orelse_nodes, outs, tv, ev, lineno=node.lineno))
+
+    def phi(self, a, b, name, node, phis, shown=None):
+        """The output of an ``If`` that is ``a`` after its then arm and ``b`` after its else arm (``phis``:
+        the node's outputs and their values per arm, appended to), as a traced value."""
+        shown = shown or name
+        for v in (a, b):
+            if not is_numeric(v):
+                raise self.error(node, f"an if on a traced value assigning {shown} a {type(v).__name__} in "
+                                       f"its arms")
+        like = a if is_float(a) or not is_float(b) else b
+        if not np.shape(example_of(a)) == np.shape(example_of(b)):
+            raise TransformError(f"at {self.where(node)}: the arms of this if give {shown} different shapes "
+                                 f"({np.shape(example_of(a))} and {np.shape(example_of(b))}); the source "
+                                 f"transformation needs one shape per variable. {TAPE}")
+        var = self.new_var(name, like)
+        for out, v in zip(phis, (var, unsymbolic(a), unsymbolic(b))):
+            out.append(v)
+        return self.sym(var)
+
+    def merged_containers(self, snapshot, contents, holders, node, phis):
+        """``[(container, items)]``: the lists and dicts an if on a traced value changed in place in an arm
+        (``rows.append(v)``, ``rows[k] = v``), each entry that differs between the arms an output of the
+        ``If``. Each must have the same length (dict: keys) after either arm: only the values may depend
+        on the arm taken."""
+        out = []
+        for c, saved in snapshot:
+            after = [arm.get(id(c), saved) for arm in contents]
+            if after[0] is saved and after[1] is saved:
+                continue
+            t, e = after
+            name = next((n for n, v in holders if v is c), None) or "a list"
+            same = len(t) == len(e) if type(c) is list else t.keys() == e.keys()
+            if not same:
+                raise TransformError(
+                    f"at {self.where(node)} (in {self.parsed.name}): this if on a traced value changes "
+                    f"{clean_name(name)} in place in an arm so that its length (or keys) depend on the arm "
+                    f"taken ({len(t)} and {len(e)} items after the arms): a program built from source "
+                    f"has one length per list. Change it the same way in both arms (append in each), "
+                    f"choose the value with wnp.where, or change it after the if. {TAPE}")
+            items = [] if type(c) is list else {}
+            for k in (range(len(t)) if type(c) is list else t):
+                a, b = t[k], e[k]
+                if a is b or (type(a) is not Symbol and type(b) is not Symbol and static_equal(a, b)):
+                    v = a
+                else:
+                    v = self.phi(a, b, clean_name(name), node, phis, shown=f"{clean_name(name)}[{k!r}]")
+                items.append(v) if type(c) is list else items.__setitem__(k, v)
+            out.append((c, items))
+        return out

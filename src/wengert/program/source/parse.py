@@ -4,6 +4,7 @@ interpreter asks (names assigned, ``break``/``continue``, lists and dicts change
 
 import ast
 import inspect
+import itertools
 import linecache
 import os
 import textwrap
@@ -12,15 +13,18 @@ import types
 import numpy as np
 
 from wengert.program.source.control import TransformError
+from wengert.program.source.values import HIDDEN
 
-__all__ = ["TAPE", "parsed_source", "is_user_function", "closure_values", "assigned_names", "has_jump",
-           "base_name", "mutated_names", "scope_walk", "SourceText"]
+__all__ = ["TAPE", "TRY_ADVICE", "parsed_source", "is_user_function", "raised_in_library", "closure_values",
+           "assigned_names", "has_jump", "base_name", "mutated_names", "scope_walk", "SourceText", "choices"]
 
 TAPE = "The tape (wg.grad) handles it: differentiate this function with wg.grad instead."
+TRY_ADVICE = ("move the try/except out of the function, around the call of the compiled or differentiated "
+              "function, or test the failing condition with an if")
 
 
 _UNSUPPORTED = {
-    ast.Try: "try/except", ast.AsyncWith: "async with",
+    ast.AsyncWith: "async with",
     ast.AsyncFor: "async for", ast.Global: "a global statement",
     ast.Nonlocal: ("a nonlocal statement (a nested function assigning a variable of the function around it)",
                    "return the new value from the nested function and assign it where it is called"),
@@ -34,10 +38,11 @@ _UNSUPPORTED = {
     ast.Starred: "starred arguments (*args)",
 }
 if hasattr(ast, "TryStar"):
-    _UNSUPPORTED[ast.TryStar] = "try/except*"
+    _UNSUPPORTED[ast.TryStar] = ("try/except*", TRY_ADVICE)
 if hasattr(ast, "Match"):
     _UNSUPPORTED[ast.Match] = "a match statement"
 
+_NUMBERS = itertools.count(1)  # the hidden names' numbers (values.HIDDEN)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # wengert/
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 
@@ -81,6 +86,7 @@ class _Parsed(SourceText):
                 raise TransformError(f"{self.where(start)}: {fun.__name__} is not a def-statement function "
                                      f"or a lambda (an async function?). {TAPE}")
             self.node = defs[0]
+            _LoopElse().visit(self.node)
         self._check()
 
     def _lambda(self, fun, lines, start):
@@ -150,11 +156,56 @@ class _Parsed(SourceText):
                         node.func.id in ("exec", "eval", "globals", "locals", "setattr", "vars"):
                     raise self.error(node, f"a call to {node.func.id}()")
                 if isinstance(node, (ast.For, ast.While)):
-                    if node.orelse:
-                        raise self.error(node, f"{'for' if isinstance(node, ast.For) else 'while'}...else")
                     for inner in scope_walk(node):
                         if isinstance(inner, ast.Return):
                             raise self.error(inner, "return inside a loop")
+
+
+class _LoopElse(ast.NodeTransformer):
+    """Rewrites ``for``/``while`` ... ``else`` (the else runs when the loop ends without a ``break``) as
+    Python runs it, with a flag: ``__wg_no_break1 = True``, the loop with ``__wg_no_break1 = False``
+    before each of its own ``break``s, then ``if __wg_no_break1:`` and the else block. The flag is a
+    variable like the user's: a loop-carried bool where the break depends on traced values."""
+
+    def visit_loop(self, node):
+        self.generic_visit(node)  # loops inside first: their else blocks leave them
+        if not node.orelse:
+            return node
+        flag = f"{HIDDEN}no_break{next(_NUMBERS)}"
+
+        def at(new):
+            return ast.fix_missing_locations(ast.copy_location(new, node))
+
+        def setting(value):
+            target = at(ast.Name(id=flag, ctx=ast.Store()))
+            return at(ast.Assign(targets=[target], value=at(ast.Constant(value))))
+
+        node.body = _flag_breaks(node.body, lambda brk: [ast.copy_location(setting(False), brk), brk])
+        after = at(ast.If(test=at(ast.Name(id=flag, ctx=ast.Load())), body=node.orelse, orelse=[]))
+        node.orelse = []
+        return [setting(True), node, after]
+
+    visit_For = visit_While = visit_loop
+
+    def visit_Lambda(self, node):
+        return node
+
+
+def _flag_breaks(stmts, replace):
+    """``stmts`` with each ``break`` of their own loop (not of loops inside) replaced by ``replace(brk)``."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Break):
+            out.extend(replace(s))
+            continue
+        if isinstance(s, (ast.If, ast.With, ast.Try, getattr(ast, "TryStar", ast.Try))):
+            for field in ("body", "orelse", "finalbody"):
+                if getattr(s, field, None):
+                    setattr(s, field, _flag_breaks(getattr(s, field), replace))
+            for handler in getattr(s, "handlers", ()):
+                handler.body = _flag_breaks(handler.body, replace)
+        out.append(s)
+    return out
 
 
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -195,6 +246,16 @@ def is_user_function(f):
         return False
     path = os.path.abspath(f.__code__.co_filename)
     return not (path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR))
+
+
+def raised_in_library(error):
+    """Whether ``error`` was raised inside wengert or NumPy (given a traced value, perhaps: a real array
+    might not raise there) rather than by the user's code or Python's builtins on static values."""
+    tb, last = error.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    path = os.path.abspath(last.tb_frame.f_code.co_filename) if last is not None else ""
+    return path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)
 
 
 def closure_values(fun, parsed):
@@ -262,3 +323,47 @@ def mutated_names(stmts):
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 found.append((node.target.id, node))
     return [(n, node) for n, node in found if n is not None]
+
+
+_CHOICES = {}  # id of an expression -> (the expression, what choices() gives for it)
+
+
+def choices(expr):
+    """``expr`` with each conditional expression ``a if c else b`` in it (but those inside another, or
+    inside a lambda or comprehension: read when those run) replaced by a name ``__wg_choiceN``, and
+    ``[(name, statement)]``: for each, ``if c: name = a`` / ``else: name = b``, which the interpreter
+    runs first (a branch on a traced ``c`` becomes the ``If`` node a statement gives). None when
+    ``expr`` holds none. The original nodes are never changed."""
+    got = _CHOICES.get(id(expr))
+    if got is not None and got[0] is expr:
+        return got[1]
+    found = []
+
+    def lifted(node):
+        if isinstance(node, ast.IfExp):
+            name = f"{HIDDEN}choice{next(_NUMBERS)}"
+
+            def arm(value):
+                target = ast.copy_location(ast.Name(id=name, ctx=ast.Store()), value)
+                return ast.copy_location(ast.Assign(targets=[target], value=value), value)
+
+            stmt = ast.copy_location(ast.If(test=node.test, body=[arm(node.body)], orelse=[arm(node.orelse)]),
+                                     node)
+            found.append((name, ast.fix_missing_locations(stmt)))
+            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+        if isinstance(node, _NEW_SCOPES + _COMPREHENSIONS):
+            return node
+        new = type(node)()
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.AST):
+                value = lifted(value)
+            elif isinstance(value, list):
+                value = [lifted(v) if isinstance(v, ast.AST) else v for v in value]
+            setattr(new, field, value)
+        return ast.copy_location(new, node) if hasattr(node, "lineno") else new
+
+    result = None
+    if any(isinstance(n, ast.IfExp) for n in scope_walk(expr)):
+        result = (lifted(expr), found)
+    _CHOICES[id(expr)] = (expr, result)
+    return result

@@ -5,11 +5,15 @@ expression is evaluated by Python itself on symbols, so operators, ``wengert.num
 and the rule table's primitives are recorded exactly as ``Program.from_trace`` records them (and
 ``math`` functions are sent to ``wengert.numpy``). Control flow is *not* run: an ``if`` on a traced
 value becomes an :class:`~wengert.program.source.control.If` node (both arms recorded, their differing
-variables merged by phi outputs), ``for`` over ``range(...)`` or over an array's first axis and
+variables, and the entries of lists changed alike in both, merged by phi outputs; ``a if c else b``
+too), ``for`` over ``range(...)`` or over an array's first axis and
 ``while`` become :class:`~wengert.program.source.control.Loop` nodes whose body is recorded once, with the
 loop-carried variables (names assigned in the body that exist before the loop) explicit.
 ``break``/``continue`` become flags guarding the rest of the body; the loop ends after an iteration
-whose break flag is set. Control flow on static values (ints, shapes, constants) runs at build
+whose break flag is set; a loop's ``else`` block runs after it under a flag that each ``break``
+clears (``source.parse``). ``int()`` of a traced number stays traced (``range(int(a))``: a trip count
+known at run time; derivative zero). A ``try`` whose body computes nothing with traced values runs
+at build time, as Python runs it. Control flow on static values (ints, shapes, constants) runs at build
 time, as in ``from_trace``. Calls to other user functions are interpreted the same way, inline
 (their parsed source is cached per function), and so are nested defs, lambdas and comprehensions
 (``source.nested``: closures read at call time, comprehensions unrolled); a ``with`` block's context

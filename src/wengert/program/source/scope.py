@@ -15,6 +15,7 @@ from wengert.program.source.nested import LOCAL_PREFIX, resolve
 from wengert.program.source.parse import TAPE, is_user_function
 from wengert.program.source.values import each_symbol
 from wengert.program.tracing import Symbol
+from wengert.rules.broadcasting import astype
 
 __all__ = ["Scope"]
 
@@ -104,6 +105,8 @@ class Scope(dict):
             value = it.closure[name]
         elif name in it.fun.__globals__:
             value = it.fun.__globals__[name]
+        elif name == "int":
+            return _int  # the builtin, taking a traced 0-d value too
         else:
             raise KeyError(name)  # eval looks in the builtins (or raises NameError)
         if value is math:
@@ -115,6 +118,18 @@ class Scope(dict):
         if in_closure:  # a closure cell wins over a global of the same name, as in Python
             return value
         raise KeyError(name)  # eval reads the global itself
+
+
+def _int(x=0, *args, **kwargs):
+    """``int(x)`` as the function reads it: of a traced 0-d number, that number truncated toward zero as a
+    traced int64 (``range(int(a))`` loops ``int(a)`` times, decided at run time), whose derivative is zero
+    (PyTorch's ``int(t)``, JAX's ``a.astype(int)``); otherwise Python's ``int``."""
+    if type(x) is not Symbol or args or kwargs or x.variable.shape != () or \
+            x.variable.dtype.kind not in "biuf":
+        return int(x, *args, **kwargs)
+    if x.variable.dtype.kind == "f":
+        x = wnp.trunc(x)
+    return x if x.variable.dtype == np.int64 else astype(x, np.dtype(np.int64))
 
 
 class _UserCall:

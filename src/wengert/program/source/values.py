@@ -6,13 +6,16 @@ import numpy as np
 
 from wengert.program.tracing import Symbol
 
-__all__ = ["JUMP", "BRK", "RET", "CONTAINER_TYPES", "zero_like", "each_symbol", "clean_name", "example_of",
-           "unsymbolic", "is_numeric", "is_float", "static_equal", "containers_snapshot",
+__all__ = ["JUMP", "BRK", "RET", "HIDDEN", "CONTAINER_TYPES", "zero_like", "each_symbol", "clean_name",
+           "example_of", "unsymbolic", "is_numeric", "is_float", "static_equal", "containers_snapshot",
            "changed_containers", "restore_containers"]
 
 JUMP, BRK, RET = "__jump", "__break", "__return"
 """The interpreter's hidden variables: a ``break``/``continue``/``return`` was taken; the loop's break
 flag; the function's result."""
+HIDDEN = "__wg_"
+"""The prefix of the names the reading adds to a function (``__wg_choice1``: the value of ``a if c else
+b``; ``__wg_no_break1``: a loop's ``else`` runs), shown without it and its number in generated code."""
 CONTAINER_TYPES = (list, dict)
 
 
@@ -37,7 +40,10 @@ def each_symbol(obj, f):
 
 
 def clean_name(name):
-    """The user-facing name of a variable (the hidden ones named ``result``, ``jump``, ``stop``)."""
+    """The user-facing name of a variable (the hidden ones named ``result``, ``jump``, ``stop``,
+    ``choice``, ``no_break``)."""
+    if name.startswith(HIDDEN):
+        return name[len(HIDDEN):].rstrip("0123456789") or "hidden"
     return {RET: "result", JUMP: "jump", BRK: "stop"}.get(name, name)
 
 
