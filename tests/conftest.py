@@ -36,6 +36,7 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "tests/cli/test_demo_cnn.py::test_demo_cnn_one_epoch_writes_every_output",
               "tests/program/test_source.py::test_cli_prints_the_derivative_program_and_the_table",
               "tests/program/test_source_recompute.py::test_gradient_on_numba_equals_python",
+              "tests/program/test_stop_gradient_programs.py::test_the_cut_runs_natively",
               "tests/program/test_native_helpers.py::test_the_gradients_of_extremes_and_masks_run_natively",
               "tests/program/test_native_helpers.py::test_native_gradients_equal_python_on_ties",
               "tests/program/test_native_helpers.py::test_the_fused_accumulation_at_the_maxima_runs_natively",

@@ -38,6 +38,7 @@ NONDIFF_SAMPLES = {
     "one_hot": [((np.array([0, 2]), (2, 3), np.float64), {})],
     **{p.__name__: [((R(3),), {}), ((R(2, 3),), {}), ((R(),), {}), ((np.arange(4),), {}),
                     ((R(2),), {"dtype": np.float32})] for p in (nondiff.zeros_like, nondiff.ones_like)},
+    "stop_gradient": [((R(3),), {}), ((R(2, 3),), {}), ((R(),), {}), ((np.arange(4),), {}), ((0.5,), {})],
 }
 
 

@@ -32,6 +32,7 @@ from wengert.engines.forward import Dual, ForwardTrace
 from wengert.engines.kept import keep_copies
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 from wengert.engines.saving import read_only_view
+from wengert.rules.nondiff import stop_gradient as stop_gradient_statement
 from wengert.rules.nondiff import zeros_like
 
 __all__ = ["grad", "value_and_grad", "vjp", "vjp_at_once", "elementwise_grad", "jvp", "stop_gradient"]
@@ -576,4 +577,9 @@ def stop_gradient(x: T) -> T:
 
 
 def _stopped(v):
-    return read_only_view(unbox_all(v)) if type(v) in BOX_TYPES else v
+    if type(v) not in BOX_TYPES:
+        return v
+    inner = unbox_all(v)
+    if type(inner) in BOX_TYPES:  # a program's symbol (unbox_all stops there): a statement without derivative
+        return stop_gradient_statement(inner)
+    return read_only_view(inner)

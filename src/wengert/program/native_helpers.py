@@ -17,6 +17,7 @@ import numpy as np
 
 from wengert.core.primitive import Primitive
 from wengert.rules.elementwise import masked, tie_select
+from wengert.rules.nondiff import no_derivative
 from wengert.rules.reductions import add_chosen, chooser_weights
 
 __all__ = ["native_helper", "NATIVE_HELPERS", "SUPPORT"]
@@ -152,8 +153,9 @@ def add_chosen_native(buf, g, out, x, axis, keepdims):
 
 
 NATIVE_HELPERS = {masked: masked_native, cast(Primitive, tie_select).helper: tie_select_native,
-                  chooser_weights.helper: chooser_weights_native, add_chosen: add_chosen_native}
-"""The Python helper -> its Numba version."""
+                  chooser_weights.helper: chooser_weights_native, add_chosen: add_chosen_native,
+                  no_derivative: no_derivative}
+"""The Python helper -> its Numba version (``no_derivative``, the identity, is its own)."""
 
 SUPPORT = (reduced_groups, extremes_native, chooser_weights_native)
 """What the Numba versions call, and the reductions over axes Numba lacks: included in a module that

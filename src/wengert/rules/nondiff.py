@@ -16,7 +16,7 @@ __all__ = [
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
     "signbit", "argmax", "argmin", "argsort", "nonzero", "flatnonzero", "argwhere", "count_nonzero",
     "zeros_like", "ones_like", "empty_like", "full_like", "shape", "ndim", "size",
-    "isclose", "allclose", "array_equal",
+    "isclose", "allclose", "array_equal", "stop_gradient",
 ]
 
 equal = nondiff_primitive(_binary(np.equal, operator.eq), "equal")
@@ -55,6 +55,16 @@ allclose = nondiff_primitive(np.allclose)
 array_equal = nondiff_primitive(np.array_equal)
 
 
+def no_derivative(x):
+    """``x`` itself: the statement ``wg.stop_gradient`` leaves in a program, where the cut is the point."""
+    return x
+
+
+stop_gradient = facts(nondiff_primitive(no_derivative, "stop_gradient"), helper=True)
+"""``wg.stop_gradient`` of a program's symbol (``wg.compile``, ``wg.source_grad``): a statement whose result
+carries no derivative. On the engines' boxes ``wg.stop_gradient`` unboxes instead."""
+
+
 def one_example(prim, values, batched, kwargs):
     """Batching rule of a function of its arguments' shapes and dtypes alone (``np.shape``,
     ``np.result_type``): one example's answer is every example's."""
@@ -73,7 +83,7 @@ for _query in (shape, ndim, size):
     defbatch(_query, one_example)
 for _like in (zeros_like, ones_like, empty_like, full_like):
     defbatch(_like, batch_unary)
-for _predicate in (isnan, isinf, isfinite, signbit, logical_not):  # elementwise, one argument
+for _predicate in (isnan, isinf, isfinite, signbit, logical_not, stop_gradient):  # elementwise, one argument
     defbatch(_predicate, batch_unary)
 
 
