@@ -82,7 +82,8 @@ def test_second_derivatives_and_forward_mode_cut_too():
     np.testing.assert_allclose(wg.compile(product).grad().grad()(a), wg.grad(wg.grad(product))(a), rtol=1e-12)
     np.testing.assert_allclose(wg.compile(wg.grad(product)).grad()(a), wg.grad(wg.grad(product))(a),
                                rtol=1e-12)
-    np.testing.assert_allclose(wg.source_jvp(product)((a,), (1.0,)), wg.jvp(product, (a,), (1.0,)), rtol=1e-12)
+    np.testing.assert_allclose(wg.source_jvp(product)((a,), (1.0,)), wg.jvp(product, (a,), (1.0,)),
+                               rtol=1e-12)
 
 
 def test_hessian_and_per_example_gradients_of_a_program_cut():
