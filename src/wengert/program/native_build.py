@@ -292,6 +292,10 @@ def native_function(program):
 
 def attach_native(program):
     """Give ``program`` (a ``Program`` or a source program) its Numba function in place of its Python
-    one, or keep the Python one with a warning (``native_function``); returns the program."""
-    program._function = native_function(program)
+    one, or keep the Python one with a warning (``native_function``); returns the program, its
+    ``native`` telling which."""
+    numba = require_numba()
+    fn = program._function = native_function(program)
+    inner = fn.func if isinstance(fn, functools.partial) else fn
+    program.native = isinstance(inner, numba.core.dispatcher.Dispatcher)  # not the Python fallback
     return program
