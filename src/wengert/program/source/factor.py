@@ -4,7 +4,7 @@ for the store-all reverse pass of ``source.adjoint``.
 Each step of a reverse sweep is linear in the cotangents it carries. Traced rule by rule, a step of
 ``z = z * b + 0.5 * sin(z)`` reads ``z_bar`` three times (``z_bar * 0.5 * cos(z) + z_bar * b``); the
 hand-written adjoint multiplies it once, by the step's local derivative: ``z_bar * (b + 0.5 * cos(z))``.
-This pass rewrites a reverse loop's body into that form. Every scalar Python-float adjoint made by
+This pass rewrites a reverse loop's body into that form. Every float64 scalar adjoint made by
 ``+``, ``-``, unary ``-`` and ``*`` by a value that is not a cotangent is kept as a *linear form*, a sum
 over cotangents (the *sources*: values of the sweep that are not such a combination) of ``source *
 weight``, each weight a product and sum of primal values computed where the original statement stood;
@@ -42,7 +42,14 @@ def _number(a):
 
 
 def _float_var(v):
-    return type(v) is Variable and v.kind == "float" and v.shape == () and v.dtype == _FLOAT64
+    return type(v) is Variable and v.kind in ("float", "scalar") and v.shape == () and v.dtype == _FLOAT64
+
+
+def _new(name, *operands):
+    """A float64 scalar variable for the result of ``operands``: a NumPy scalar where one is, as NumPy
+    and Python's arithmetic make it, else a Python float."""
+    scalar = any(type(a) is Variable and a.kind == "scalar" for a in operands)
+    return Variable(name, (), _FLOAT64, "scalar" if scalar else "float")
 
 
 class _Factoring:
@@ -61,7 +68,7 @@ class _Factoring:
     def _weight(self, prim, args, fold):
         if all(_number(a) for a in args):
             return fold(*args)
-        w = Variable(self.fresh("w"), (), _FLOAT64, "float")
+        w = _new(self.fresh("w"), *args)
         self.out.append(Statement((w,), prim, args))
         self.made.add(w)
         return w
@@ -120,7 +127,7 @@ class _Factoring:
             if _number(c) and c == 1:
                 terms.append(k)
             else:
-                t = v if len(f) == 1 else Variable(self.fresh(f"{v.name}_t"), (), _FLOAT64, "float")
+                t = v if len(f) == 1 else _new(self.fresh(f"{v.name}_t"), k, c)
                 self.out.append(Statement((t,), _MUL, (k, c)))
                 terms.append(t)
         if not terms:
@@ -129,7 +136,7 @@ class _Factoring:
         total = terms[0]
         for k, t in enumerate(terms[1:]):
             last = k == len(terms) - 2
-            s = v if last else Variable(self.fresh(f"{v.name}_s"), (), _FLOAT64, "float")
+            s = v if last else _new(self.fresh(f"{v.name}_s"), total, t)
             self.out.append(Statement((s,), _ADD, (total, t)))
             total = s
         if total is not v:
