@@ -5,11 +5,15 @@ Each step of a reverse sweep is linear in the cotangents it carries. Traced rule
 ``z = z * b + 0.5 * sin(z)`` reads ``z_bar`` three times (``z_bar * 0.5 * cos(z) + z_bar * b``); the
 hand-written adjoint multiplies it once, by the step's local derivative: ``z_bar * (b + 0.5 * cos(z))``.
 This pass rewrites a reverse loop's body into that form. Every float64 scalar adjoint made by
-``+``, ``-``, unary ``-`` and ``*`` by a value that is not a cotangent is kept as a *linear form*, a sum
-over cotangents (the *sources*: values of the sweep that are not such a combination) of ``source *
-weight``, each weight a product and sum of primal values computed where the original statement stood;
-a form is written out (``z_bar3 = z_bar * w2``) only where a value is read by anything else (another
-kind of statement, a branch, a nested loop, the loop's carried adjoints, after the loop).
+``+``, ``-``, unary ``-`` and ``*`` by a value that is not a cotangent is kept as a *linear form*,
+``source * weight``: the *source* a cotangent of the sweep that is not such a form itself, the weight
+a product and sum of primal values computed where the original statement stood. Forms of the same
+source add up (their weights add); a sum of two sources' forms is not a form (each written out, the
+sum kept as it was: distributing it over several cotangents would be forward mode's work, a step's
+whole Jacobian). A form is written out (``z_bar3 = z_bar * w2``) only where a value is read by
+anything else (another kind of statement, a branch, a nested loop, the loop's carried adjoints, after
+the loop), or, read by several statements, where it is made (then it is a source itself). A body
+that comes out with more statements than it had is left as it was.
 
 Why the value is the same (to rounding): the rewrite uses only the distributive and associative laws;
 each weight reads the same primal values at the same place; and a form is written out before any
@@ -57,12 +61,13 @@ class _Factoring:
         self.active = set(active)
         self.live = live
         self.fresh = fresh
-        self.forms = {}  # variable not yet written -> {source: weight}
+        self.forms = {}  # variable not yet written -> {source: weight} (one source)
         self.out = []
         self.made = set()  # the weights' variables (dropped again where unread)
         self.busy = set()
         self.at = 0  # the position in the body of the node being rewritten
         self.last_read = {}  # variable -> the last position in the body that reads it
+        self.readers = {}  # variable -> how many of the body's nodes read it
 
     # -- weights: primal arithmetic, emitted where the original statement stood --------------------
     def _weight(self, prim, args, fold):
@@ -110,44 +115,27 @@ class _Factoring:
         if s.prim is _MUL and (forms[0] is None) != (forms[1] is None):
             f, p = (forms[0], s.args[1]) if forms[1] is None else (forms[1], s.args[0])
             return {k: self.times(c, p) for k, c in f.items()}
-        if s.prim in (_ADD, _SUB) and forms[0] is not None and forms[1] is not None:
-            sign = 1 if s.prim is _ADD else -1
-            f = dict(forms[0])
-            for k, c in forms[1].items():
-                f[k] = self.plus(f[k], c, sign) if k in f else (c if sign > 0 else self.negated(c))
-            return f
+        if s.prim in (_ADD, _SUB) and forms[0] is not None and forms[1] is not None \
+                and forms[0].keys() == forms[1].keys():  # one cotangent: never more work than the rules'
+            ((k, c),), ((_, d),) = forms[0].items(), forms[1].items()
+            return {k: self.plus(c, d, 1 if s.prim is _ADD else -1)}
         return None
 
     def write(self, v):
-        """Emit ``v = sum(source * weight)`` from its form; first the forms that read ``v`` as a source."""
+        """Emit ``v = source * weight`` from its form; first the forms that read ``v`` as a source."""
         self.before_writing([v])
-        f = self.forms.pop(v)
-        terms = []
-        for k, c in f.items():
-            if _number(c) and c == 1:
-                terms.append(k)
-            else:
-                t = v if len(f) == 1 else _new(self.fresh(f"{v.name}_t"), k, c)
-                self.out.append(Statement((t,), _MUL, (k, c)))
-                terms.append(t)
-        if not terms:
-            self.out.append(Assign([v], [0.0]))
-            return
-        total = terms[0]
-        for k, t in enumerate(terms[1:]):
-            last = k == len(terms) - 2
-            s = v if last else _new(self.fresh(f"{v.name}_s"), total, t)
-            self.out.append(Statement((s,), _ADD, (total, t)))
-            total = s
-        if total is not v:
-            self.out.append(Assign([v], [total]))
+        ((k, c),) = self.forms.pop(v).items()
+        if not (_number(c) and c == 1):
+            self.out.append(Statement((v,), _MUL, (k, c)))
+        elif k is not v:
+            self.out.append(Assign([v], [k]))
 
     def before_writing(self, written):
         """Write out every pending form with a source among ``written`` (they read its value now)."""
         written = set(written)
         self.busy |= written
         for u in [u for u, f in self.forms.items() if u not in written and written & f.keys()]:
-            if u not in self.live and self.last_read.get(u, -1) <= self.at:
+            if u not in self.live and self.last_read.get(u, -1) < self.at:
                 del self.forms[u]  # read by no one any more: dropped, not written
             elif u in self.busy:
                 raise _Cycle()
@@ -161,6 +149,8 @@ class _Factoring:
             if f is not None:
                 self.forms[n.out] = f  # written out later, where read (its sources stay as they are)
                 self.active.add(n.out)
+                if self.readers.get(n.out, 0) > 1:  # a form read twice would be multiplied twice
+                    self.write(n.out)
                 return
         read = reads([n])
         written = all_defined([n])
@@ -195,14 +185,22 @@ def factored(body, active, live, fresh):
     the variables read after the body or by its next iteration; ``fresh``: the builder's new names."""
     f = _Factoring(active, live, fresh)
     for k, n in enumerate(body):
-        f.last_read.update((v, k) for v in reads([n]))
+        read = set(reads([n]))
+        f.last_read.update((v, k) for v in read)
+        for v in read:
+            f.readers[v] = f.readers.get(v, 0) + 1
     try:
         for k, n in enumerate(body):
             f.at = k
             f.node(n)
     except _Cycle:
         return body
-    return f.finish()
+    new = f.finish()
+    return new if _arithmetic(new) <= _arithmetic(body) else body
+
+
+def _arithmetic(nodes):
+    return sum(type(n) is Statement for n in nodes)
 
 
 def _read_before_written(body):
