@@ -267,6 +267,10 @@ def test_the_source_is_the_last_calls_after_floats_arrays_and_floats_again():
     assert d(0.5) == wg.grad(f)(0.5)
     assert "np.ones" not in d.source and "(3,)" not in d.source
     assert d(x=0.25) == wg.grad(f)(0.25)
+    d.program(np.ones(2))
+    assert "(2,)" in d.source
+    d(0.5)
+    assert "(2,)" not in d.source
 
 
 # -- names of the user's that equal a helper's ----------------------------------------------------------

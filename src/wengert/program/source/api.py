@@ -74,6 +74,7 @@ class _SourceDerivative:
 
     def program(self, *args):
         """The derivative program for arguments like ``args`` (and the captured values as they are)."""
+        self._hot = None  # .source shows this one until the next call
         return self._program(args)[0]
 
     def _program(self, args):
