@@ -18,7 +18,7 @@ _spec.loader.exec_module(graph_tool)
 ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "pipeline", "codegen", "dot", "tracing",
          "captures", "adjoint", "compiled_args",
          "source", "source.control", "source.codegen", "source.inplace", "source.checkpoint",
-         "source.recompute", "source.values",
+         "source.recompute", "source.factor", "source.values",
          "source.builder", "source.parse", "source.nested", "source.scope", "source.loops",
          "source.interpreter", "source.adjoint", "source.program",
          "program", "native_helpers", "native", "native_build", "checkpoint_steps", "loop_node",

@@ -14,7 +14,8 @@ The modules build on each other in this order, each importing only those before 
 ``compiled_args`` (static arguments, traced ints, pickling); then the source transformer
 (``wengert.program.source``, its modules listed in its ``__init__``): ``source.control`` (``If``/``Loop``
 nodes), ``source.codegen``, ``source.inplace``, ``source.checkpoint``, ``source.recompute``,
-``source.values``, ``source.builder``, ``source.parse``, ``source.nested``, ``source.scope``,
+``source.factor`` (reverse loops' adjoints factored by their cotangents), ``source.values``,
+``source.builder``, ``source.parse``, ``source.nested``, ``source.scope``,
 ``source.loops``, ``source.interpreter``, ``source.adjoint``, ``source.program`` (``SourceProgram``,
 ``from_source``); ``program`` (``Program``, whose methods call ``tracing``, ``source.program``, ``adjoint``,
 ``codegen`` and ``dot`` directly); ``native_helpers``, ``native``, ``native_build`` (the Numba backend);

@@ -88,9 +88,10 @@ _EXTREME = re.compile(r"^( +)(\w+) = (\w+)\.(max|min)\(axis=(\([-\d, ]*\)|-?\d+)
                       re.MULTILINE)
 
 
-def _extremes(text, ndims):
+def _extremes(text, ndims, helper="extremes_native"):
     """``text`` with each ``x.max(axis=...)`` (``min``; Numba has no ``axis`` there) written as
-    ``extremes_native``'s flat result, reshaped to the reduction's shape; ``ndims``: name -> ndim."""
+    ``extremes_native``'s flat result (under the name ``helper``), reshaped to the reduction's shape;
+    ``ndims``: name -> ndim."""
     def spelled(m):
         indent, out, x, which, axis, keep = m.groups()
         n = ndims.get(x)
@@ -102,24 +103,45 @@ def _extremes(text, ndims):
         dims = [d for d in dims if d]
         if not dims:  # a 0-d result: left to Numba (which refuses it, and the program falls back)
             return m.group(0)
-        return f"{indent}{out} = extremes_native({x}, {axis}, {which == 'max'}).reshape(({', '.join(dims)},))"
+        return f"{indent}{out} = {helper}({x}, {axis}, {which == 'max'}).reshape(({', '.join(dims)},))"
     return _EXTREME.sub(spelled, text)
+
+
+def _support_names(text):
+    """``native_helpers.SUPPORT``'s functions' names in the module ``text``: each its own, with ``_``
+    before it while the text has that name already (a variable or argument of the user's, the
+    program's own name): no name of the user's shadows a helper, nor a helper the program."""
+    taken = set(re.findall(r"[A-Za-z_]\w*", text))
+    names = {}
+    for f in SUPPORT:
+        name = f.__name__
+        while name in taken:
+            name = "_" + name
+        names[f.__name__] = name
+    return names
+
+
+def _renamed(source, names):
+    """A helper's ``source`` calling (and defining) the support functions by their ``names``."""
+    return re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b", lambda m: names[m.group(1)], source)
 
 
 def _native_helpers(text, mod, statements=()):
     """``text`` with each helper that has a Numba version (``native_helpers``) defined by that version,
     under the same name (the helpers the module's helpers call included), and reductions over axes
-    that Numba lacks written with ``native_helpers.SUPPORT``, whose sources are then added."""
+    that Numba lacks written with ``native_helpers.SUPPORT``, whose sources are then added (under
+    names the module does not use otherwise: ``_support_names``)."""
     before = text
+    names = _support_names(text)
     for name, fun in sorted({**helpers(), **mod.helpers}.items()):
         native = native_helper(fun)
         if native is not None:
-            text = text.replace(helper_source(name, fun), helper_source(name, native))
+            text = text.replace(helper_source(name, fun), _renamed(helper_source(name, native), names))
     ndims = {v.name: len(v.shape) for s in statements for v in (*s.outs, *s.args)
              if type(v) is Variable and v.kind == "array" and v.shape is not None}
-    text = _extremes(text, ndims)
+    text = _extremes(text, ndims, names["extremes_native"])
     if text != before:
-        text += "\n\n" + "\n\n\n".join(helper_source(f.__name__, f) for f in SUPPORT) + "\n"
+        text += "\n\n" + "\n\n\n".join(_renamed(helper_source(f.__name__, f), names) for f in SUPPORT) + "\n"
     return text
 
 
@@ -292,6 +314,10 @@ def native_function(program):
 
 def attach_native(program):
     """Give ``program`` (a ``Program`` or a source program) its Numba function in place of its Python
-    one, or keep the Python one with a warning (``native_function``); returns the program."""
-    program._function = native_function(program)
+    one, or keep the Python one with a warning (``native_function``); returns the program, its
+    ``native`` telling which."""
+    numba = require_numba()
+    fn = program._function = native_function(program)
+    inner = fn.func if isinstance(fn, functools.partial) else fn
+    program.native = isinstance(inner, numba.core.dispatcher.Dispatcher)  # not the Python fallback
     return program

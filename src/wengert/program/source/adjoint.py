@@ -39,6 +39,7 @@ from wengert.program.source.control import (
     defined,
     reads,
 )
+from wengert.program.source.factor import factor_reverse_loops
 from wengert.program.source.inplace import update_in_place
 from wengert.program.source.recompute import all_defined, recomputed, reverse_loop
 from wengert.program.tracing import Symbol, TracingError
@@ -84,6 +85,7 @@ class _Reverser(_SymbolicPass):
         self._examples = getattr(program, "examples", {})  # rules run on the arguments' values
         self.table = []  # (forward node, reverse nodes, contributions) for the top-level block
         self.contribs = []  # (argument Variable, cotangent) of the statement being reversed
+        self.cotangents = set()  # the carried adjoints, accumulators and seed (source.factor reads them)
 
     def emit(self, node):
         self.b.statements.append(node)
@@ -169,6 +171,7 @@ class _Reverser(_SymbolicPass):
                 A = Variable(self.b.fresh(f"{u.name}_bar"), u.shape, u.dtype, u.kind)
                 self.emit(Assign([A], [Zeros(u.shape, u.dtype) if u.kind == "array" else zero_value(u)]))
                 self.acc[u] = A
+                self.cotangents.add(A)
                 opened.append(u)
         return opened
 
@@ -249,6 +252,7 @@ class _Reverser(_SymbolicPass):
                 start = g.variable if type(g) is Symbol else (g if g is not None else zero_value(h))
                 self.emit(Assign([C], [start]))
                 carry.append((h, C))
+                self.cotangents.add(C)
         outer = self.b.statements
         rev = self.b.statements = []
         adj_b = {}
@@ -373,6 +377,7 @@ def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshot
         seed = Variable(r.b.fresh(f"{out.name}_bar"), out.shape, out.dtype, out.kind)
         r.emit(Assign([seed], [1.0 if out.kind == "float" else out.dtype.type(1)]))
         adj[out] = r.sym(seed)
+        r.cotangents.add(seed)
     fwd = r.block(program.body, adj, top=True)
     results = []
     for v in wrt:
@@ -383,6 +388,7 @@ def grad_source(program, argnums=0, with_value=False, checkpoint="all", snapshot
     if with_value:
         tree = (tuple, None, (_LEAF, tree))
     nodes = update_in_place(fwd + rev)
+    factor_reverse_loops(nodes, outputs, r.cotangents, r.b.fresh)
     table = list(reversed(r.table))
     return GradProgram(f"{program.name}_grad", program.inputs, nodes, outputs, tree, _has_push(nodes),
                        table=table, params=program.params, primal=out)

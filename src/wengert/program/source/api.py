@@ -13,6 +13,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from wengert.api.tree import _LEAF
 from wengert.program.compiled import CACHE_SIZE
 from wengert.program.compiled_args import by_reference
 from wengert.program.ir import Statement
@@ -63,6 +64,8 @@ class _SourceDerivative:
         self._cache = OrderedDict()  # signature -> [(program, reader)], least recently used first
         self._size = 0
         self._last = None
+        self._last_read = None  # its captured values' reader (None: it captures none)
+        self._hot = None  # (argument types: floats, function, captured reader): the last call's program
         self.kind = kind
         self.__name__ = f"{getattr(fun, '__name__', 'f')}_{kind}"
         self.__module__ = getattr(fun, "__module__", None)
@@ -71,6 +74,7 @@ class _SourceDerivative:
 
     def program(self, *args):
         """The derivative program for arguments like ``args`` (and the captured values as they are)."""
+        self._hot = None  # .source shows this one until the next call
         return self._program(args)[0]
 
     def _program(self, args):
@@ -81,7 +85,7 @@ class _SourceDerivative:
         for prog, read in entries:
             captured = read() if read is not None else ()
             if captured is not None:
-                self._last = prog
+                self._last, self._last_read = prog, read
                 self._cache.move_to_end(key)
                 return prog, captured
         source = from_source(self.fun, *args)
@@ -103,7 +107,7 @@ class _SourceDerivative:
             self._size -= 1
             if not self._cache[oldest]:
                 del self._cache[oldest]
-        self._last = prog
+        self._last, self._last_read = prog, read
         captured = read() if read is not None else ()
         if captured is None:  # changed while it was built: this call runs on the values it was built for
             captured = tuple(n.value for n in source.captures.arrays)
@@ -190,11 +194,31 @@ def _run(prog, flat, captured=()):
     return out
 
 
+def _hot_call(prog):
+    """``prog`` as a function of its flat inputs on Python floats (captured arrays last): its Numba
+    function itself where that returns the gradient's structure as it is (one leaf, or a tuple of
+    several; Numba neither raises Python's float errors nor makes a complex number of floats), else
+    through :func:`_run`."""
+    if getattr(prog, "native", False) and (prog.out_tree == _LEAF or len(prog.outputs) > 1):
+        return prog._function
+    return lambda *flat: _run(prog, flat)
+
+
 class _Grad(_SourceDerivative):
     def __call__(self, *args, **kwargs):
+        hot = self._hot  # Python floats, as in the last call: no signature to compute, no cache to search
+        if hot is not None and not kwargs and tuple(map(type, args)) == hot[0]:
+            if hot[2] is None:
+                return hot[1](*args)
+            captured = hot[2]()
+            if captured is not None:  # (None: a captured value changed; the cache decides)
+                return hot[1](*args, *captured)
         if kwargs:
             args = self._positional(args, kwargs)
         prog, captured = self._program(args)
+        self._hot = None
+        if all([type(a) is float for a in args]):
+            self._hot = ((float,) * len(args), _hot_call(prog), self._last_read)
         flat = [a for a in args if is_input_leaf(a)]
         return _run(prog, flat, captured)
 

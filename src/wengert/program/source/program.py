@@ -166,7 +166,7 @@ def from_source(fun, *example_args):
     # names the generated module defines (helpers, math functions) or the code uses: the user's
     # variables of those names are renamed (cos -> cos2), never shadow them
     taken = {"np", "math", "stack", "range", "len"} | rendering.reserved_names()
-    builder = SourceBuilder(names=taken - set(params))
+    builder = SourceBuilder(names=taken)  # arguments too: an argument named cos must not hide math's cos
     captures = scan(fun, f"source transformation of {parsed.name}", strict=False)  # the interpreter refuses
     # writes itself, naming the line
     captured = [builder.symbol(Variable.like(builder.fresh(name), n.value), n.value)
