@@ -87,15 +87,18 @@ def _conv_impl(x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
     out_sp = tuple(conv_output_size(s, k, st, (0, 0), dl)
                    for s, k, st, dl in zip(xp.shape[2:], kernel, stride, dilation))
     p, kk = math.prod(out_sp), math.prod(kernel)
-    cols = np.empty((n, c) + tuple(kernel) + out_sp, dtype=dtype)     # im2col
-    if kk <= p:  # one block copy per kernel offset
-        for offset, view in zip(np.ndindex(*kernel), _offset_views(xp, kernel, stride, dilation, out_sp)):
-            cols[(slice(None), slice(None)) + offset] = view
-    else:  # a kernel larger than the output (the weight gradient's): one copy of every window
-        win = _windows(xp, kernel, stride, dilation)
-        cols[...] = win.transpose((0, 1) + tuple(range(2 + d, 2 + 2 * d)) + tuple(range(2, 2 + d)))
-    cols = cols.reshape(n, groups, cg * kk, p)
     wm = w.reshape(groups, o // groups, cg * kk).astype(dtype, copy=False)
+    if kk > p:  # a kernel larger than the output (the weight gradient's): one copy of every window,
+        # laid out (N, g, P, C/g * K) so that each copy reads whole kernel rows; the matmul reads it transposed
+        win = _windows(xp, kernel, stride, dilation).reshape((n, groups, cg) + out_sp + tuple(kernel))
+        cols = np.empty((n, groups) + out_sp + (cg,) + tuple(kernel), dtype=dtype)
+        cols[...] = win.transpose((0, 1) + tuple(range(3, 3 + d)) + (2,) + tuple(range(3 + d, 3 + 2 * d)))
+        out = np.matmul(wm, cols.reshape(n, groups, p, cg * kk).swapaxes(-1, -2))
+        return out.reshape((n, o) + out_sp)
+    cols = np.empty((n, c) + tuple(kernel) + out_sp, dtype=dtype)     # im2col
+    for offset, view in zip(np.ndindex(*kernel), _offset_views(xp, kernel, stride, dilation, out_sp)):
+        cols[(slice(None), slice(None)) + offset] = view                # one block copy per kernel offset
+    cols = cols.reshape(n, groups, cg * kk, p)
     return np.matmul(wm, cols).reshape((n, o) + out_sp)          # (N, g, O/g, P): already (N, O, *out)
 
 
