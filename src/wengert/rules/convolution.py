@@ -89,7 +89,7 @@ def _conv_impl(x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
     p, kk = math.prod(out_sp), math.prod(kernel)
     wm = w.reshape(groups, o // groups, cg * kk).astype(dtype, copy=False)
     if kk > p:  # a kernel larger than the output (the weight gradient's): one copy of every window,
-        # laid out (N, g, P, C/g * K) so that each copy reads whole kernel rows; the matmul reads it transposed
+        # laid out (N, g, P, C/g * K): each copy reads whole kernel rows; the matmul reads it transposed
         win = _windows(xp, kernel, stride, dilation).reshape((n, groups, cg) + out_sp + tuple(kernel))
         cols = np.empty((n, groups) + out_sp + (cg,) + tuple(kernel), dtype=dtype)
         cols[...] = win.transpose((0, 1) + tuple(range(3, 3 + d)) + (2,) + tuple(range(3 + d, 3 + 2 * d)))
