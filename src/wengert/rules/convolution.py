@@ -24,7 +24,7 @@ adaptive average pooling are composed from these (``wengert.nn.functional``).
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from wengert.core.extend import defjvp, defvjp, facts, nondiff_primitive
 from wengert.core.primitive import Primitive
@@ -95,11 +95,42 @@ def _conv_impl(x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
         cols[...] = win.transpose((0, 1) + tuple(range(3, 3 + d)) + (2,) + tuple(range(3 + d, 3 + 2 * d)))
         out = np.matmul(wm, cols.reshape(n, groups, p, cg * kk).swapaxes(-1, -2))
         return out.reshape((n, o) + out_sp)
+    if all(st == 1 for st in stride):
+        out = _conv_rows(xp, wm, kernel, dilation, out_sp, dtype)
+        if out is not None:
+            return out
     cols = np.empty((n, c) + tuple(kernel) + out_sp, dtype=dtype)     # im2col
     for offset, view in zip(np.ndindex(*kernel), _offset_views(xp, kernel, stride, dilation, out_sp)):
         cols[(slice(None), slice(None)) + offset] = view                # one block copy per kernel offset
     cols = cols.reshape(n, groups, cg * kk, p)
     return np.matmul(wm, cols).reshape((n, o) + out_sp)          # (N, g, O/g, P): already (N, O, *out)
+
+
+def _conv_rows(xp, wm, kernel, dilation, out_sp, dtype):
+    """A stride-1 convolution whose im2col copies whole rows: each kernel offset's window is one
+    contiguous run of the flattened spatial grid, from the offset to the last output position, so the
+    matmul also computes the positions that wrap around a row's end (dropped after it). Returns None
+    where that wastes more than it saves (the wrap longer than the output) or the grid is not contiguous."""
+    n, c, *size = xp.shape
+    item = xp.strides[-1]
+    place = [math.prod(size[a + 1:]) for a in range(len(size))]    # row-major place values
+    if any(xp.strides[2 + a] != place[a] * item for a in range(len(size))):
+        return None
+    run = sum((o - 1) * pv for o, pv in zip(out_sp, place)) + 1      # first to last output position
+    p = math.prod(out_sp)
+    if run > 2 * p:
+        return None
+    groups, og = wm.shape[:2]
+    view = as_strided(
+        xp, (n, c) + tuple(kernel) + (run,),
+        xp.strides[:2] + tuple(dl * pv * item for dl, pv in zip(dilation, place)) + (item,), writeable=False)
+    cols = np.empty(view.shape, dtype=dtype)
+    cols[...] = view                                                  # one copy of runs of ``run`` values
+    wide = np.matmul(wm, cols.reshape(n, groups, -1, run))            # (N, g, O/g, run)
+    e = wide.strides[-1]
+    out = as_strided(wide, (n, groups * og) + tuple(out_sp),
+                     (wide.strides[0], wide.strides[2]) + tuple(pv * e for pv in place), writeable=False)
+    return np.ascontiguousarray(out)
 
 
 def _conv_transpose_impl(y, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
