@@ -162,3 +162,19 @@ def test_vmapped_weight_gradients_equal_a_loop_over_small_shapes(batch, groups, 
     got = wg.vmap(weight_grad)(xs, ws, gs)
     for i in range(batch):
         np.testing.assert_allclose(got[i], weight_grad(xs[i], ws[i], gs[i]), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 15000, 1 << 19])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_stride_one_convolution_in_cache_blocks_equals_a_direct_loop(monkeypatch, block, dtype):
+    """The stride-1 convolution makes its columns a block of examples at a time: one example per block,
+    a few, or the whole batch give the definition's values."""
+    monkeypatch.setattr(cv, "_CACHE_BLOCK", block)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((5, 4, 7, 6)).astype(dtype)
+    w = rng.standard_normal((6, 2, 3, 2)).astype(dtype)
+    kw = dict(stride=(1, 1), padding=((1, 0), (2, 1)), dilation=(2, 1), groups=2)
+    got = cv.conv(x, w, **kw)
+    assert got.dtype == dtype
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, _loop_conv(x, w, (1, 1), kw["padding"], kw["dilation"], 2), **tol)

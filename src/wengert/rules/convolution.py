@@ -106,11 +106,15 @@ def _conv_impl(x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
     return np.matmul(wm, cols).reshape((n, o) + out_sp)          # (N, g, O/g, P): already (N, O, *out)
 
 
+_CACHE_BLOCK = 1 << 19  # bytes of im2col columns made and multiplied at a time (well inside L2)
+
+
 def _conv_rows(xp, wm, kernel, dilation, out_sp, dtype):
     """A stride-1 convolution whose im2col copies whole rows: each kernel offset's window is one
     contiguous run of the flattened spatial grid, from the offset to the last output position, so the
     matmul also computes the positions that wrap around a row's end (dropped after it). Returns None
-    where that wastes more than it saves (the wrap longer than the output) or the grid is not contiguous."""
+    where that wastes more than it saves (the wrap longer than the output) or the grid is not contiguous.
+    The batch goes in blocks of ``_CACHE_BLOCK`` bytes of columns."""
     n, c, *size = xp.shape
     item = xp.strides[-1]
     place = [math.prod(size[a + 1:]) for a in range(len(size))]    # row-major place values
@@ -121,12 +125,16 @@ def _conv_rows(xp, wm, kernel, dilation, out_sp, dtype):
     if run > 2 * p:
         return None
     groups, og = wm.shape[:2]
-    view = as_strided(
-        xp, (n, c) + tuple(kernel) + (run,),
-        xp.strides[:2] + tuple(dl * pv * item for dl, pv in zip(dilation, place)) + (item,), writeable=False)
-    cols = np.empty(view.shape, dtype=dtype)
-    cols[...] = view                                                  # one copy of runs of ``run`` values
-    wide = np.matmul(wm, cols.reshape(n, groups, -1, run))            # (N, g, O/g, run)
+    offsets = xp.strides[:2] + tuple(dl * pv * item for dl, pv in zip(dilation, place)) + (item,)
+    per_example = c * math.prod(kernel) * run
+    step = max(1, _CACHE_BLOCK // (per_example * np.dtype(dtype).itemsize))   # examples per block
+    wide = np.empty((n, groups, og, run), dtype=dtype)
+    cols = np.empty((min(step, n), c) + tuple(kernel) + (run,), dtype=dtype)
+    for start in range(0, n, step):  # a block's columns are still in cache when its matmul reads them
+        part = xp[start:start + step]
+        m = part.shape[0]
+        cols[:m] = as_strided(part, (m, c) + tuple(kernel) + (run,), offsets, writeable=False)
+        np.matmul(wm, cols[:m].reshape(m, groups, -1, run), out=wide[start:start + m])
     e = wide.strides[-1]
     out = as_strided(wide, (n, groups * og) + tuple(out_sp),
                      (wide.strides[0], wide.strides[2]) + tuple(pv * e for pv in place), writeable=False)
