@@ -166,9 +166,9 @@ def test_vmapped_weight_gradients_equal_a_loop_over_small_shapes(batch, groups, 
 
 @pytest.mark.parametrize("block", [1, 15000, 1 << 19])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
-def test_stride_one_convolution_in_cache_blocks_equals_a_direct_loop(monkeypatch, block, dtype):
-    """The stride-1 convolution makes its columns a block of examples at a time: one example per block,
-    a few, or the whole batch give the definition's values."""
+def test_convolution_in_cache_blocks_equals_a_direct_loop(monkeypatch, block, dtype):
+    """Convolutions make their columns a block at a time (stride 1: of examples; a kernel larger than the
+    output: of examples or of groups): one per block, a few, or all give the definition's values."""
     monkeypatch.setattr(cv, "_CACHE_BLOCK", block)
     rng = np.random.default_rng(11)
     x = rng.standard_normal((5, 4, 7, 6)).astype(dtype)
@@ -178,3 +178,11 @@ def test_stride_one_convolution_in_cache_blocks_equals_a_direct_loop(monkeypatch
     assert got.dtype == dtype
     tol = dict(rtol=1e-12, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got, _loop_conv(x, w, (1, 1), kw["padding"], kw["dilation"], 2), **tol)
+    # the weight-gradient form (kernel larger than output) goes a block of examples or of groups at a time
+    x2 = rng.standard_normal((5, 4, 6, 6)).astype(dtype)
+    w2 = rng.standard_normal((4, 1, 5, 4)).astype(dtype)
+    kw = dict(stride=(1, 2), padding=((0, 1), (1, 0)), dilation=(1, 1), groups=4)
+    got = cv.conv(x2, w2, **kw)
+    want = _loop_conv(x2, w2, (1, 2), kw["padding"], kw["dilation"], 4)
+    assert got.dtype == dtype and np.prod(got.shape[2:]) < 20
+    np.testing.assert_allclose(got, want, **tol)

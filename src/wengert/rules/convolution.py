@@ -91,10 +91,8 @@ def _conv_impl(x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
     if kk > p:  # a kernel larger than the output (the weight gradient's): one copy of every window,
         # laid out (N, g, P, C/g * K): each copy reads whole kernel rows; the matmul reads it transposed
         win = _windows(xp, kernel, stride, dilation).reshape((n, groups, cg) + out_sp + tuple(kernel))
-        cols = np.empty((n, groups) + out_sp + (cg,) + tuple(kernel), dtype=dtype)
-        cols[...] = win.transpose((0, 1) + tuple(range(3, 3 + d)) + (2,) + tuple(range(3 + d, 3 + 2 * d)))
-        out = np.matmul(wm, cols.reshape(n, groups, p, cg * kk).swapaxes(-1, -2))
-        return out.reshape((n, o) + out_sp)
+        win = win.transpose((0, 1) + tuple(range(3, 3 + d)) + (2,) + tuple(range(3 + d, 3 + 2 * d)))
+        return _conv_large_kernel(win, wm, dtype).reshape((n, o) + out_sp)
     if all(st == 1 for st in stride):
         out = _conv_rows(xp, wm, kernel, dilation, out_sp, dtype)
         if out is not None:
@@ -104,6 +102,27 @@ def _conv_impl(x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
         cols[(slice(None), slice(None)) + offset] = view                # one block copy per kernel offset
     cols = cols.reshape(n, groups, cg * kk, p)
     return np.matmul(wm, cols).reshape((n, o) + out_sp)          # (N, g, O/g, P): already (N, O, *out)
+
+
+def _conv_large_kernel(win, wm, dtype):
+    """(N, g, O/g, P) from the windows ``win`` (N, g, *out, C/g, *K) and the weights ``wm`` (g, O/g, C/g * K):
+    the windows copied a block at a time (of examples, or of groups when one example is over
+    ``_CACHE_BLOCK`` bytes) and multiplied, transposed, while in cache."""
+    n, groups = win.shape[:2]
+    og, width = wm.shape[1:]
+    p = math.prod(win.shape[2:]) // width
+    one_group = p * width * np.dtype(dtype).itemsize
+    nb = max(1, _CACHE_BLOCK // (groups * one_group))
+    gb = groups if nb > 1 else max(1, min(groups, _CACHE_BLOCK // one_group))
+    out = np.empty((n, groups, og, p), dtype=dtype)
+    cols = np.empty((min(nb, n), gb) + win.shape[2:], dtype=dtype)
+    for i in range(0, n, nb):
+        for g in range(0, groups, gb):
+            block = cols[:min(nb, n - i), :min(gb, groups - g)]
+            block[...] = win[i:i + nb, g:g + gb]
+            cm = block.reshape(block.shape[:2] + (p, width)).swapaxes(-1, -2)
+            np.matmul(wm[g:g + gb], cm, out=out[i:i + nb, g:g + gb])
+    return out
 
 
 _CACHE_BLOCK = 1 << 19  # bytes of im2col columns made and multiplied at a time (well inside L2)
@@ -130,10 +149,10 @@ def _conv_rows(xp, wm, kernel, dilation, out_sp, dtype):
     step = max(1, _CACHE_BLOCK // (per_example * np.dtype(dtype).itemsize))   # examples per block
     wide = np.empty((n, groups, og, run), dtype=dtype)
     cols = np.empty((min(step, n), c) + tuple(kernel) + (run,), dtype=dtype)
+    view = as_strided(xp, (n, c) + tuple(kernel) + (run,), offsets, writeable=False)
     for start in range(0, n, step):  # a block's columns are still in cache when its matmul reads them
-        part = xp[start:start + step]
-        m = part.shape[0]
-        cols[:m] = as_strided(part, (m, c) + tuple(kernel) + (run,), offsets, writeable=False)
+        m = min(step, n - start)
+        cols[:m] = view[start:start + m]
         np.matmul(wm, cols[:m].reshape(m, groups, -1, run), out=wide[start:start + m])
     e = wide.strides[-1]
     out = as_strided(wide, (n, groups * og) + tuple(out_sp),
