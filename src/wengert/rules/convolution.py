@@ -14,9 +14,12 @@
 Both convolutions are bilinear and every rule is a convolution again, so derivatives of any order
 work: conv's input VJP is a ``conv_transpose``, its weight VJP a ``conv`` of the input by the
 cotangent (batch and channel axes exchanged, stride and dilation exchanged), conv_transpose's input
-VJP a ``conv``. Implementations gather windows with ``sliding_window_view`` (a view) and contract
-with one BLAS matmul per call (im2col); ``conv_transpose`` scatters with one strided add per kernel
-offset, never a loop over pixels. Under ``wg.vmap`` the batch axis folds into N, or into the groups
+VJP a ``conv``. Implementations gather windows with strided views (no copy) and contract them with
+BLAS matmuls (im2col): at stride 1 each kernel offset's columns are one contiguous run of the flattened
+grid (the positions wrapping around a row's end computed and dropped), a kernel larger than its output
+(the weight gradient's) copies whole windows, and both make and multiply their columns in blocks of
+examples that fit in cache; ``conv_transpose`` scatters with one strided add per kernel offset, never
+a loop over pixels. Under ``wg.vmap`` the batch axis folds into N, or into the groups
 when the weights are batched (per-example gradients), so a batch is one call. Average pooling and
 adaptive average pooling are composed from these (``wengert.nn.functional``).
 """
