@@ -14,9 +14,12 @@
 Both convolutions are bilinear and every rule is a convolution again, so derivatives of any order
 work: conv's input VJP is a ``conv_transpose``, its weight VJP a ``conv`` of the input by the
 cotangent (batch and channel axes exchanged, stride and dilation exchanged), conv_transpose's input
-VJP a ``conv``. Implementations gather windows with ``sliding_window_view`` (a view) and contract
-with one BLAS matmul per call (im2col); ``conv_transpose`` scatters with one strided add per kernel
-offset, never a loop over pixels. Under ``wg.vmap`` the batch axis folds into N, or into the groups
+VJP a ``conv``. Implementations gather windows with strided views (no copy) and contract them with
+BLAS matmuls (im2col): at stride 1 each kernel offset's columns are one contiguous run of the flattened
+grid (the positions wrapping around a row's end computed and dropped), a kernel larger than its output
+(the weight gradient's) copies whole windows, and both make and multiply their columns in blocks of
+examples that fit in cache; ``conv_transpose`` scatters with one strided add per kernel offset, never
+a loop over pixels. Under ``wg.vmap`` the batch axis folds into N, or into the groups
 when the weights are batched (per-example gradients), so a batch is one call. Average pooling and
 adaptive average pooling are composed from these (``wengert.nn.functional``).
 """
@@ -24,7 +27,7 @@ adaptive average pooling are composed from these (``wengert.nn.functional``).
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from wengert.core.extend import defjvp, defvjp, facts, nondiff_primitive
 from wengert.core.primitive import Primitive
@@ -87,16 +90,77 @@ def _conv_impl(x, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
     out_sp = tuple(conv_output_size(s, k, st, (0, 0), dl)
                    for s, k, st, dl in zip(xp.shape[2:], kernel, stride, dilation))
     p, kk = math.prod(out_sp), math.prod(kernel)
-    cols = np.empty((n, c) + tuple(kernel) + out_sp, dtype=dtype)     # im2col
-    if kk <= p:  # one block copy per kernel offset
-        for offset, view in zip(np.ndindex(*kernel), _offset_views(xp, kernel, stride, dilation, out_sp)):
-            cols[(slice(None), slice(None)) + offset] = view
-    else:  # a kernel larger than the output (the weight gradient's): one copy of every window
-        win = _windows(xp, kernel, stride, dilation)
-        cols[...] = win.transpose((0, 1) + tuple(range(2 + d, 2 + 2 * d)) + tuple(range(2, 2 + d)))
-    cols = cols.reshape(n, groups, cg * kk, p)
     wm = w.reshape(groups, o // groups, cg * kk).astype(dtype, copy=False)
+    if kk > p:  # a kernel larger than the output (the weight gradient's): one copy of every window,
+        # laid out (N, g, P, C/g * K): each copy reads whole kernel rows; the matmul reads it transposed
+        win = _windows(xp, kernel, stride, dilation).reshape((n, groups, cg) + out_sp + tuple(kernel))
+        win = win.transpose((0, 1) + tuple(range(3, 3 + d)) + (2,) + tuple(range(3 + d, 3 + 2 * d)))
+        return _conv_large_kernel(win, wm, dtype).reshape((n, o) + out_sp)
+    if all(st == 1 for st in stride):
+        out = _conv_rows(xp, wm, kernel, dilation, out_sp, dtype)
+        if out is not None:
+            return out
+    cols = np.empty((n, c) + tuple(kernel) + out_sp, dtype=dtype)     # im2col
+    for offset, view in zip(np.ndindex(*kernel), _offset_views(xp, kernel, stride, dilation, out_sp)):
+        cols[(slice(None), slice(None)) + offset] = view                # one block copy per kernel offset
+    cols = cols.reshape(n, groups, cg * kk, p)
     return np.matmul(wm, cols).reshape((n, o) + out_sp)          # (N, g, O/g, P): already (N, O, *out)
+
+
+def _conv_large_kernel(win, wm, dtype):
+    """(N, g, O/g, P) from the windows ``win`` (N, g, *out, C/g, *K) and the weights ``wm`` (g, O/g, C/g * K):
+    the windows copied a block at a time (of examples, or of groups when one example is over
+    ``_CACHE_BLOCK`` bytes) and multiplied, transposed, while in cache."""
+    n, groups = win.shape[:2]
+    og, width = wm.shape[1:]
+    p = math.prod(win.shape[2:]) // width
+    one_group = p * width * np.dtype(dtype).itemsize
+    nb = max(1, _CACHE_BLOCK // (groups * one_group))
+    gb = groups if nb > 1 else max(1, min(groups, _CACHE_BLOCK // one_group))
+    out = np.empty((n, groups, og, p), dtype=dtype)
+    cols = np.empty((min(nb, n), gb) + win.shape[2:], dtype=dtype)
+    for i in range(0, n, nb):
+        for g in range(0, groups, gb):
+            block = cols[:min(nb, n - i), :min(gb, groups - g)]
+            block[...] = win[i:i + nb, g:g + gb]
+            cm = block.reshape(block.shape[:2] + (p, width)).swapaxes(-1, -2)
+            np.matmul(wm[g:g + gb], cm, out=out[i:i + nb, g:g + gb])
+    return out
+
+
+_CACHE_BLOCK = 1 << 19  # bytes of im2col columns made and multiplied at a time (well inside L2)
+
+
+def _conv_rows(xp, wm, kernel, dilation, out_sp, dtype):
+    """A stride-1 convolution whose im2col copies whole rows: each kernel offset's window is one
+    contiguous run of the flattened spatial grid, from the offset to the last output position, so the
+    matmul also computes the positions that wrap around a row's end (dropped after it). Returns None
+    where that wastes more than it saves (the wrap longer than the output) or the grid is not contiguous.
+    The batch goes in blocks of ``_CACHE_BLOCK`` bytes of columns."""
+    n, c, *size = xp.shape
+    item = xp.strides[-1]
+    place = [math.prod(size[a + 1:]) for a in range(len(size))]    # row-major place values
+    if any(xp.strides[2 + a] != place[a] * item for a in range(len(size))):
+        return None
+    run = sum((o - 1) * pv for o, pv in zip(out_sp, place)) + 1      # first to last output position
+    p = math.prod(out_sp)
+    if run > 2 * p:
+        return None
+    groups, og = wm.shape[:2]
+    offsets = xp.strides[:2] + tuple(dl * pv * item for dl, pv in zip(dilation, place)) + (item,)
+    per_example = c * math.prod(kernel) * run
+    step = max(1, _CACHE_BLOCK // (per_example * np.dtype(dtype).itemsize))   # examples per block
+    wide = np.empty((n, groups, og, run), dtype=dtype)
+    cols = np.empty((min(step, n), c) + tuple(kernel) + (run,), dtype=dtype)
+    view = as_strided(xp, (n, c) + tuple(kernel) + (run,), offsets, writeable=False)
+    for start in range(0, n, step):  # a block's columns are still in cache when its matmul reads them
+        m = min(step, n - start)
+        cols[:m] = view[start:start + m]
+        np.matmul(wm, cols[:m].reshape(m, groups, -1, run), out=wide[start:start + m])
+    e = wide.strides[-1]
+    out = as_strided(wide, (n, groups * og) + tuple(out_sp),
+                     (wide.strides[0], wide.strides[2]) + tuple(pv * e for pv in place), writeable=False)
+    return np.ascontiguousarray(out)
 
 
 def _conv_transpose_impl(y, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
