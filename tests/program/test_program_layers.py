@@ -15,7 +15,7 @@ _spec = importlib.util.spec_from_file_location("import_graph", _PATH)
 graph_tool = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(graph_tool)
 
-ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "pipeline", "codegen", "dot", "tracing",
+ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "bands", "pipeline", "codegen", "dot", "tracing",
          "captures", "adjoint", "compiled_args",
          "source", "source.control", "source.codegen", "source.inplace", "source.checkpoint",
          "source.recompute", "source.values",

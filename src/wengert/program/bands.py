@@ -1,0 +1,505 @@
+"""Banded structure: a batched derivative program computed on its diagonals, the dense array made once.
+
+``wg.hessian`` and ``wg.jacfwd``/``jacrev`` trace a ``vmap`` over basis vectors: the program
+multiplies, shifts and adds arrays such as the identity, a shifted identity or a one-hot row set,
+whose nonzeros lie on a few diagonals of two of their axes. Such an array is full of zeros that
+every statement computes again: ten 100 x 99 operations where the Hessian has three diagonals.
+
+Contract. ``diagonalize(program)`` recognises those constants (a float64 array of at least
+``MIN_SIZE`` elements whose nonzeros all lie on at most ``MAX_OFFSETS`` diagonals ``i_r - i_c = k``
+of one pair of axes ``(r, c)``) and follows the values made from them (a :class:`Band`: shape, the
+axes, a diagonal per offset) through the statements that keep the structure: ``*`` and ``/`` by a
+value constant along ``r``, ``+``/``-`` of two such values, ``-x``, slicing with step 1, ``untake``
+of such slices, reshapes that insert or drop axes of length 1, and transposes. Each diagonal is
+computed by the same floating-point operations as the element of the dense program it stands for,
+so the values are the dense program's (but for the sign of a zero off the diagonals). A result of
+the program that is such a value is assembled once, by one statement (``banded_dense``) that writes
+its diagonals into zeros.
+
+The dense program's zeros off the diagonals are ``0 * b`` and ``0 / b``, which are nan where ``b`` is
+inf or nan (or 0, dividing): the values multiplied or divided into a banded one are checked at the
+end, and where one is not finite (or a divisor is 0), the assembling statement runs the original
+dense program instead: the same values as without this pass, nan included, at its cost.
+
+Where a banded value reaches a statement of another kind (a product of two, a sum with a dense
+value, a reduction, fancy indexing), the program is returned unchanged: this pass makes a program
+cheaper or leaves it alone, never computes a dense value from diagonals midway.
+"""
+
+import math
+
+import numpy as np
+
+from wengert.core.primitive import Primitive
+from wengert.program.ir import Statement, Variable
+from wengert.program.passes import eliminate_dead_code
+from wengert.rules.broadcasting import reshape
+from wengert.rules.elementwise import add, multiply, negative, subtract, true_divide
+from wengert.rules.indexing import getitem, untake
+from wengert.rules.shape import transpose
+
+__all__ = ["diagonalize", "Band", "banded_constant", "assemble", "MIN_SIZE", "MAX_OFFSETS"]
+
+MIN_SIZE = 64
+"""A constant smaller than this is left dense (its diagonals would cost about as much)."""
+
+MAX_OFFSETS = 8
+"""A constant with nonzeros on more diagonals than this is left dense."""
+
+_F64 = np.dtype(np.float64)
+_MUL, _ADD, _SUB, _DIV = multiply.primitive, add.primitive, subtract.primitive, true_divide.primitive
+_NEG, _GETITEM = negative.primitive, getitem.primitive
+
+
+class _Unsupported(Exception):
+    """A banded value met a statement that does not keep the structure: the program stays as it is."""
+
+
+class Band:
+    """An array of ``shape`` that is zero but where ``i_r - i_c`` is one of ``diags``' offsets; the
+    diagonal of offset ``k`` is an array (a Variable or a constant) broadcastable to the shape
+    without axis ``r``, holding at index ``j`` of axis ``c`` the element at ``i_r = j + k``. Only
+    the columns where ``0 <= j + k < shape[r]`` are read (``valid``); the others hold anything."""
+
+    __slots__ = ("shape", "r", "c", "diags")
+
+    def __init__(self, shape, r, c, diags):
+        self.shape, self.r, self.c = tuple(shape), r, c
+        self.diags = dict(sorted(diags.items()))
+
+    @property
+    def sub(self):
+        """The diagonals' shape: ``shape`` without axis ``r``."""
+        return self.shape[:self.r] + self.shape[self.r + 1:]
+
+    @property
+    def c_sub(self):
+        """Axis ``c`` among the diagonals' axes."""
+        return self.c if self.c < self.r else self.c - 1
+
+    def valid(self, k):
+        """``(lo, hi)``: the columns where the diagonal of offset ``k`` lies inside the array."""
+        return max(0, -k), min(self.shape[self.c], self.shape[self.r] - k)
+
+
+def _shape(x):
+    return x.shape if type(x) is Variable or isinstance(x, np.ndarray) else ()
+
+
+def banded_constant(a):
+    """The :class:`Band` of constant ``a`` (see the module's contract), or None."""
+    if not isinstance(a, np.ndarray) or a.dtype != _F64 or a.ndim < 2 or a.size < MIN_SIZE:
+        return None
+    if not np.isfinite(a).all():
+        return None
+    nonzero = np.nonzero(a)
+    if nonzero[0].size == 0 or nonzero[0].size * 4 > a.size:
+        return None
+    axes = [d for d in range(a.ndim) if a.shape[d] > 1]
+    for r in axes:
+        for c in axes:
+            if r == c:
+                continue
+            offsets = np.unique(nonzero[r] - nonzero[c])
+            if offsets.size > MAX_OFFSETS:
+                continue
+            band = Band(a.shape, r, c, {})
+            moved = np.moveaxis(a, (r, c), (-2, -1))
+            diags = {}
+            for k in offsets.tolist():
+                lo, hi = band.valid(k)
+                d = np.zeros(moved.shape[:-2] + (a.shape[c],))
+                d[..., lo:hi] = moved[..., np.arange(lo + k, hi + k), np.arange(lo, hi)]
+                d = np.moveaxis(d, -1, band.c_sub)
+                values = np.moveaxis(d, band.c_sub, -1)[..., lo:hi]
+                first = values.flat[0]
+                diags[k] = float(first) if (values == first).all() else np.ascontiguousarray(d)
+            return Band(a.shape, r, c, diags)
+    return None
+
+
+def assemble(shape, r, c, diags):
+    """The dense array of ``Band(shape, r, c, diags)`` (diagonals by offset): zeros, the diagonals
+    written in."""
+    out = np.zeros(shape)
+    band = Band(shape, r, c, {})
+    moved = np.moveaxis(out, (r, c), (-2, -1))  # a view: writing it writes out
+    for k, d in diags.items():
+        lo, hi = band.valid(k)
+        if lo >= hi:
+            continue
+        d = np.broadcast_to(d, band.sub)
+        moved[..., np.arange(lo + k, hi + k), np.arange(lo, hi)] = np.moveaxis(d, band.c_sub, -1)[..., lo:hi]
+    return out
+
+
+def _finite_sum(b):
+    """Whether every element of ``b`` is finite (a sum that overflows says no too: then the dense
+    program runs, which is never wrong)."""
+    return math.isfinite(np.add.reduce(b, axis=None))
+
+
+def _guard(program, out_var, band, n_muls, n_divs):
+    """The primitive that assembles ``band`` from its diagonals (the Variables among them, in order,
+    are its first arguments; constants are kept here), or, where a value checked is not finite
+    (arguments after those: ``n_muls`` factors, then ``n_divs`` divisors, which must not be 0 either),
+    runs ``program`` for ``out_var`` on the program's inputs (the last arguments)."""
+    shape, r, c = band.shape, band.r, band.c
+    plan = []  # (offset, flat start, step, count, lo, hi, position among the arguments or None, value)
+    strides = (shape[-1], 1)  # of a C-ordered 2-d array, in elements
+    at = 0
+    for k, d in band.diags.items():
+        lo, hi = band.valid(k)
+        if type(d) is Variable:
+            ref, value, at = at, None, at + 1
+        else:
+            ref, value = None, d
+            if type(d) is not float and len(shape) == 2:
+                value = np.broadcast_to(d, band.sub)[lo:hi]
+        if lo >= hi:
+            continue
+        start = (lo + k) * strides[r] + lo * strides[c]
+        plan.append((k, start, strides[r] + strides[c], hi - lo, lo, hi, ref, value))
+    n_diag, n_checks = at, n_muls + n_divs
+    dense = []
+
+    def banded_dense(*args):
+        ok = True
+        for b in args[n_diag:n_diag + n_checks]:
+            if not (math.isfinite(b) if type(b) is float else math.isfinite(np.add.reduce(b, axis=None))):
+                ok = False
+        for b in args[n_diag + n_muls:n_diag + n_checks]:
+            if not np.asarray(b).all():
+                ok = False
+        if not ok:
+            if not dense:
+                dense.append(eliminate_dead_code(program.with_statements(program.statements, [out_var])))
+            return dense[0].function(*args[n_diag + n_checks:])
+        if len(shape) != 2:
+            return assemble(shape, r, c, {k: (args[ref] if ref is not None else value)
+                                          for k, _s, _t, _n, _lo, _hi, ref, value in plan})
+        out = np.zeros(shape)
+        flat = out.reshape(-1)
+        for _k, start, step, count, lo, hi, ref, value in plan:
+            if ref is not None:
+                value = args[ref]
+                if np.ndim(value) and value.shape[-1] > 1:
+                    value = value[lo:hi]
+            flat[start:start + step * (count - 1) + 1:step] = value
+        return out
+
+    return Primitive(banded_dense, name="banded_dense")
+
+
+class _Diagonalizer:
+    """One sweep over a program's statements, keeping a :class:`Band` per banded Variable."""
+
+    def __init__(self, program):
+        self.program = program
+        self.bands = {}  # Variable -> Band
+        self.constants = {}  # id(array) -> Band or None
+        self.statements = []
+        self.muls, self.divs = [], []  # Variables multiplied, divided into banded values
+        self.names = {v.name for v in program.inputs} | {o.name for s in program.statements for o in s.outs}
+        self.count = 0
+
+    # -- emitting ----------------------------------------------------------------------------------
+    def fresh(self, base, shape):
+        while True:
+            self.count += 1
+            name = f"{base}_b{self.count}"
+            if name not in self.names:
+                self.names.add(name)
+                return Variable(name, shape, _F64, "array")
+
+    def apply(self, prim, args, shape, base):
+        """``prim(*args)``: computed now where every argument is a constant, else a new statement."""
+        if not any(type(a) is Variable for a in args):
+            return _compact(prim.fun(*args))
+        if shape == ():
+            raise _Unsupported(prim)  # a diagonal of one number: a Python float or a NumPy scalar at run time
+        out = self.fresh(base, shape)
+        self.statements.append(Statement((out,), prim, args))
+        return out
+
+    def binary(self, prim, x, y, base):
+        if prim is _MUL and type(x) is float and x == 1.0 and _shape(y) != ():
+            return y  # 1.0 * y is y, bit for bit (float64 only here)
+        if prim is _MUL and type(y) is float and y == 1.0 and _shape(x) != ():
+            return x
+        return self.apply(prim, (x, y), np.broadcast_shapes(_shape(x), _shape(y)), base)
+
+    def full_rank(self, d, ndim, base):
+        """Diagonal ``d`` with ``ndim`` axes (length-1 axes put in front), a float left as it is."""
+        if type(d) is float or len(_shape(d)) == ndim:
+            return d
+        shape = (1,) * (ndim - len(_shape(d))) + _shape(d)
+        return self.apply(reshape, (d, shape), shape, base)
+
+    # -- the sweep ---------------------------------------------------------------------------------
+    def band_of(self, x):
+        if type(x) is Variable:
+            return self.bands.get(x)
+        if isinstance(x, np.ndarray):
+            key = id(x)
+            if key not in self.constants:
+                self.constants[key] = (x, banded_constant(x))
+            return self.constants[key][1]
+        return None
+
+    def run(self):
+        for s in self.program.statements:
+            if s.prim in _BINARY:
+                bands = [self.band_of(a) for a in s.args]
+            else:
+                bands = [self.bands.get(a) if type(a) is Variable else None for a in s.args]
+            banded_vars = [a for a, b in zip(s.args, bands) if b is not None and type(a) is Variable]
+            if not banded_vars and not (any(b is not None for b in bands) and s.prim in _BINARY):
+                self.statements.append(s)
+                continue
+            if len(s.outs) != 1 or s.out.dtype != _F64 or s.out.kind != "array":
+                raise _Unsupported(s)
+            band = self.transfer(s, bands)
+            if band is None:
+                if banded_vars:
+                    raise _Unsupported(s)
+                self.statements.append(s)  # a banded constant in a statement that does not keep it
+                continue
+            self.bands[s.out] = band
+        return self.finish()
+
+    def transfer(self, s, bands):
+        prim, args = s.prim, s.args
+        base = s.out.name
+        if prim in _BINARY and len(args) == 2 and not s.kwargs:
+            return self.elementwise(prim, args, bands, s.out.shape, base)
+        if s.kwargs or bands[0] is None or any(b is not None for b in bands[1:]):
+            return None
+        band = bands[0]
+        if prim is _NEG:
+            return Band(band.shape, band.r, band.c,
+                        {k: self.apply(_NEG, (d,), _shape(d), base) for k, d in band.diags.items()})
+        if prim is reshape:
+            return self.reshaped(band, s.out.shape, base)
+        if prim is transpose:
+            n = len(band.shape)
+            axes = args[1] if len(args) > 1 else None
+            return self.transposed(band, tuple(range(n))[::-1] if axes is None else tuple(a % n for a in axes),
+                                   base)
+        if prim is _GETITEM:
+            return self.sliced(band, args[1], s.out.shape, base)
+        if prim is untake:
+            return self.untaken(band, args[1], tuple(args[2]), base)
+        return None
+
+    def elementwise(self, prim, args, bands, shape, base):
+        x, y = args
+        bx, by = bands
+        if bx is not None and by is not None:
+            if prim not in (_ADD, _SUB):
+                return None
+            bx, by = _aligned(bx, shape), _aligned(by, shape)
+            if bx is None or by is None or (bx.r, bx.c) != (by.r, by.c):
+                return None
+            diags = {}
+            for k in sorted(set(bx.diags) | set(by.diags)):
+                if k in bx.diags and k in by.diags:
+                    diags[k] = self.binary(prim, bx.diags[k], by.diags[k], base)
+                elif k in bx.diags:
+                    diags[k] = bx.diags[k]
+                else:
+                    d = by.diags[k]
+                    diags[k] = d if prim is _ADD else self.apply(_NEG, (d,), _shape(d), base)
+            return Band(shape, bx.r, bx.c, diags)
+        if prim not in (_MUL, _DIV) or (prim is _DIV and by is not None):
+            return None
+        band = _aligned(bx if bx is not None else by, shape)
+        other = y if bx is not None else x
+        if band is None or isinstance(other, bool) or (
+                type(other) is not Variable and not isinstance(other, (int, float, np.ndarray, np.generic))):
+            return None
+        if type(other) is Variable and (other.dtype != _F64 or other.kind not in ("array", "float", "scalar")):
+            return None
+        factor = self.along_r(other if type(other) is Variable else _compact(other), shape, band.r, base)
+        if factor is None:
+            return None
+        if type(other) is not Variable:
+            value = np.asarray(other)
+            if value.dtype.kind not in "iuf" or not np.isfinite(value).all() or (prim is _DIV and not value.all()):
+                return None
+        else:
+            (self.muls if prim is _MUL else self.divs).append(other)
+        diags = {}
+        for k, d in band.diags.items():
+            diags[k] = self.binary(prim, d, factor, base) if bx is not None else self.binary(prim, factor, d, base)
+        return Band(shape, band.r, band.c, diags)
+
+    def along_r(self, b, shape, r, base):
+        """Dense operand ``b`` as a factor of the diagonals (without axis ``r`` of the result of
+        ``shape``), or None where it varies along that axis."""
+        sb = _shape(b)
+        pos = r - (len(shape) - len(sb))
+        if pos < 0:
+            return b
+        if sb[pos] != 1:
+            return None
+        return self.apply(reshape, (b, sb[:pos] + sb[pos + 1:]), sb[:pos] + sb[pos + 1:], base)
+
+    def reshaped(self, band, new, base):
+        old = band.shape
+        if [n for n in old if n != 1] != [n for n in new if n != 1]:
+            return None
+        old_axes = [d for d in range(len(old)) if old[d] != 1]
+        new_axes = [d for d in range(len(new)) if new[d] != 1]
+        where = dict(zip(old_axes, new_axes))  # an old axis of length > 1 -> its new place
+        r, c = where[band.r], where[band.c]
+        back = {n: o for o, n in where.items()}
+        diags = {}
+        for k, d in band.diags.items():
+            if type(d) is float:
+                diags[k] = d
+                continue
+            d = self.full_rank(d, len(band.sub), base)
+            dshape = _shape(d)
+            target = tuple(dshape[_sub_axis(back[a], band.r)] if a in back else 1
+                           for a in range(len(new)) if a != r)
+            diags[k] = d if target == dshape else self.apply(reshape, (d, target), target, base)
+        return Band(new, r, c, diags)
+
+    def transposed(self, band, perm, base):
+        r, c = perm.index(band.r), perm.index(band.c)
+        sub_perm = tuple(_sub_axis(perm[a], band.r) for a in range(len(perm)) if a != r)
+        diags = {}
+        for k, d in band.diags.items():
+            if type(d) is float or sub_perm == tuple(range(len(sub_perm))):
+                diags[k] = d
+                continue
+            d = self.full_rank(d, len(band.sub), base)
+            diags[k] = self.apply(transpose, (d, sub_perm), tuple(_shape(d)[a] for a in sub_perm), base)
+        shape = tuple(band.shape[a] for a in perm)
+        return Band(shape, r, c, diags)
+
+    def sliced(self, band, idx, new, base):
+        spans = _spans(idx, band.shape)
+        if spans is None:
+            return None
+        (ar, _), (ac, _) = spans[band.r], spans[band.c]
+        sub_spans = spans[:band.r] + spans[band.r + 1:]
+        result = Band(new, band.r, band.c, {})
+        diags = {}
+        for k, d in band.diags.items():
+            k2 = k - ar + ac
+            lo, hi = result.valid(k2)
+            if lo >= hi:
+                continue
+            diags[k2] = self.cut(d, sub_spans, len(band.sub), base)
+        if min(new[band.r], new[band.c]) < 2 or not diags:
+            return None
+        return Band(new, band.r, band.c, diags)
+
+    def cut(self, d, spans, ndim, base):
+        """Diagonal ``d`` sliced by ``spans`` (one ``(start, stop)`` per axis) where it is not broadcast."""
+        if type(d) is float:
+            return d
+        d = self.full_rank(d, ndim, base)
+        dshape = _shape(d)
+        idx = tuple(slice(a, b) if dshape[i] > 1 and (a, b) != (0, dshape[i]) else slice(None)
+                    for i, (a, b) in enumerate(spans))
+        if all(p == slice(None) for p in idx):
+            return d
+        shape = tuple(len(range(dshape[i])[p]) for i, p in enumerate(idx))
+        return self.apply(_GETITEM, (d, idx), shape, base)
+
+    def untaken(self, band, idx, new, base):
+        spans = _spans(idx, new)
+        if spans is None or tuple(b - a for a, b in spans) != band.shape:
+            return None
+        (ar, _), (ac, _) = spans[band.r], spans[band.c]
+        result = Band(new, band.r, band.c, {})
+        sub_new = result.sub
+        diags = {}
+        for k, d in band.diags.items():
+            lo, hi = band.valid(k)
+            if lo >= hi:
+                continue
+            d = self.full_rank(d, len(band.sub), base)
+            if _shape(d) and _shape(d)[band.c_sub] > 1 and (lo, hi) != (0, band.shape[band.c]):
+                sub_spans = [(0, n) for n in _shape(d)]
+                sub_spans[band.c_sub] = (lo, hi)
+                d = self.cut(d, sub_spans, len(band.sub), base)
+            placed = list(spans[:band.r] + spans[band.r + 1:])
+            placed[band.c_sub] = (ac + lo, ac + hi)
+            sub_idx = tuple(slice(a, b) for a, b in placed)
+            diags[k + ar - ac] = self.apply(untake, (d, sub_idx, sub_new), sub_new, base)
+        return Band(new, band.r, band.c, diags)
+
+    # -- the results -------------------------------------------------------------------------------
+    def finish(self):
+        outputs = list(self.program.outputs)
+        made = False
+        for i, o in enumerate(outputs):
+            band = self.bands.get(o) if type(o) is Variable else None
+            if band is None:
+                continue
+            diag_vars = [d for d in band.diags.values() if type(d) is Variable]
+            prim = _guard(self.program, o, band, len(self.muls), len(self.divs))
+            out = self.fresh(o.name, band.shape)
+            args = (*diag_vars, *self.muls, *self.divs, *self.program.inputs)
+            self.statements.append(Statement((out,), prim, args))
+            outputs[i] = out
+            made = True
+        if not made:
+            return self.program
+        return eliminate_dead_code(self.program.with_statements(self.statements, outputs))
+
+
+_BINARY = (_MUL, _ADD, _SUB, _DIV)
+
+
+def _compact(value):
+    """A constant as a diagonal: a float where every element is the same (it broadcasts as well)."""
+    value = np.asarray(value)
+    if value.dtype.kind in "iuf" and value.size and (value == value.flat[0]).all():
+        return float(value.flat[0])
+    return value
+
+
+def _sub_axis(a, r):
+    return a if a < r else a - 1
+
+
+def _aligned(band, shape):
+    """``band`` broadcast to ``shape`` (axes put in front), or None where its axes ``r``, ``c`` would be."""
+    off = len(shape) - len(band.shape)
+    if off < 0:
+        return None
+    r, c = band.r + off, band.c + off
+    if shape[r] != band.shape[band.r] or shape[c] != band.shape[band.c]:
+        return None
+    return Band(shape, r, c, band.diags)
+
+
+def _spans(idx, shape):
+    """``(start, stop)`` per axis of an index of slices with step 1 into an array of ``shape``, or None."""
+    parts = idx if type(idx) is tuple else (idx,)
+    if len(parts) > len(shape) or any(type(p) is not slice for p in parts):
+        return None
+    spans = []
+    for p, n in zip(parts + (slice(None),) * (len(shape) - len(parts)), shape):
+        start, stop, step = p.indices(n)
+        if step != 1 or stop < start:
+            return None
+        spans.append((start, stop))
+    return spans
+
+
+def diagonalize(program):
+    """``program`` with its banded values computed on their diagonals (see the module's contract), or
+    ``program`` itself where it has none or one meets a statement that does not keep them."""
+    primitives, arrays = program.census()
+    if not arrays or not (primitives & set(_BINARY)):
+        return program
+    try:
+        return _Diagonalizer(program).run()
+    except _Unsupported:
+        return program
