@@ -82,6 +82,14 @@ class Band:
         return max(0, -k), min(self.shape[self.c], self.shape[self.r] - k)
 
 
+class Terms(tuple):
+    """A diagonal that is a sum of terms ``(start, stop, operand)``, added in order: ``operand`` on the
+    columns ``[start, stop)`` of axis ``c`` (its axis ``c`` that long, or 1), zero on the others. What
+    ``untake`` makes of a diagonal, kept so until the dense array is assembled (no zeros padded)."""
+
+    __slots__ = ()
+
+
 def _shape(x):
     return x.shape if type(x) is Variable or isinstance(x, np.ndarray) else ()
 
@@ -119,17 +127,26 @@ def banded_constant(a):
 
 
 def assemble(shape, r, c, diags):
-    """The dense array of ``Band(shape, r, c, diags)`` (diagonals by offset): zeros, the diagonals
-    written in."""
+    """The dense array of ``Band(shape, r, c, diags)`` (by offset: an array broadcastable to the
+    diagonal's shape, or :class:`Terms`): zeros, the diagonals written in."""
     out = np.zeros(shape)
     band = Band(shape, r, c, {})
     moved = np.moveaxis(out, (r, c), (-2, -1))  # a view: writing it writes out
+    sub = band.sub
     for k, d in diags.items():
         lo, hi = band.valid(k)
-        if lo >= hi:
-            continue
-        d = np.broadcast_to(d, band.sub)
-        moved[..., np.arange(lo + k, hi + k), np.arange(lo, hi)] = np.moveaxis(d, band.c_sub, -1)[..., lo:hi]
+        terms = d if type(d) is Terms else ((0, shape[c], d),)
+        for n, (start, stop, value) in enumerate(terms):
+            a, b = max(start, lo), min(stop, hi)
+            if a >= b:
+                continue
+            cs = band.c_sub
+            value = np.broadcast_to(value, sub[:cs] + (stop - start,) + sub[cs + 1:])
+            value = np.moveaxis(value, cs, -1)[..., a - start:b - start]
+            if n == 0:
+                moved[..., np.arange(a + k, b + k), np.arange(a, b)] = value
+            else:
+                moved[..., np.arange(a + k, b + k), np.arange(a, b)] += value
     return out
 
 
@@ -145,28 +162,50 @@ def _guard(program, out_var, band, n_muls, n_divs):
     (arguments after those: ``n_muls`` factors, then ``n_divs`` divisors, which must not be 0 either),
     runs ``program`` for ``out_var`` on the program's inputs (the last arguments)."""
     shape, r, c = band.shape, band.r, band.c
-    plan = []  # (offset, flat start, step, count, lo, hi, position among the arguments or None, value)
-    strides = (shape[-1], 1)  # of a C-ordered 2-d array, in elements
     at = 0
+    terms = {}  # offset -> [(start, stop, position among the arguments or None, constant)]
     for k, d in band.diags.items():
-        lo, hi = band.valid(k)
-        if type(d) is Variable:
-            ref, value, at = at, None, at + 1
-        else:
-            ref, value = None, d
-            if type(d) is not float and len(shape) == 2:
-                value = np.broadcast_to(d, band.sub)[lo:hi]
-        if lo >= hi:
-            continue
-        start = (lo + k) * strides[r] + lo * strides[c]
-        plan.append((k, start, strides[r] + strides[c], hi - lo, lo, hi, ref, value))
+        terms[k] = []
+        for start, stop, value in (d if type(d) is Terms else ((0, shape[c], d),)):
+            if type(value) is Variable:
+                terms[k].append((start, stop, at, None))
+                at += 1
+            else:
+                terms[k].append((start, stop, None, value))
     n_diag, n_checks = at, n_muls + n_divs
+    two_d = len(shape) == 2
+    base = np.zeros(shape)  # the constant first terms, written in once
+    plan = []  # 2-d: (flat window, first, argument position, its columns, or the constant's value)
+    strides = (shape[-1], 1)  # of a C-ordered 2-d array, in elements
+    for k, ts in terms.items():
+        lo, hi = band.valid(k)
+        for n, (start, stop, ref, value) in enumerate(ts):
+            a, b = max(start, lo), min(stop, hi)
+            if a >= b:
+                continue
+            if not two_d:
+                plan = None
+                break
+            flat_start = (a + k) * strides[r] + a * strides[c]
+            step = strides[r] + strides[c]
+            window = slice(flat_start, flat_start + step * (b - a - 1) + 1, step)
+            if ref is None:
+                value = np.broadcast_to(value, (stop - start,))[a - start:b - start]
+                if n == 0:
+                    base.reshape(-1)[window] = value
+                else:
+                    plan.append((window, False, None, None, value))
+            else:
+                plan.append((window, n == 0, ref, slice(a - start, b - start), None))
+        if plan is None:
+            break
+    blank = not base.any()
     dense = []
 
     def banded_dense(*args):
         ok = True
         for b in args[n_diag:n_diag + n_checks]:
-            if not (math.isfinite(b) if type(b) is float else math.isfinite(np.add.reduce(b, axis=None))):
+            if not (math.isfinite(b) if type(b) is float else math.isfinite(np.add.reduce(b, None))):
                 ok = False
         for b in args[n_diag + n_muls:n_diag + n_checks]:
             if not np.asarray(b).all():
@@ -175,17 +214,21 @@ def _guard(program, out_var, band, n_muls, n_divs):
             if not dense:
                 dense.append(eliminate_dead_code(program.with_statements(program.statements, [out_var])))
             return dense[0].function(*args[n_diag + n_checks:])
-        if len(shape) != 2:
-            return assemble(shape, r, c, {k: (args[ref] if ref is not None else value)
-                                          for k, _s, _t, _n, _lo, _hi, ref, value in plan})
-        out = np.zeros(shape)
+        if plan is None:
+            return assemble(shape, r, c, {k: Terms((start, stop, args[ref] if ref is not None else value)
+                                                   for start, stop, ref, value in ts)
+                                          for k, ts in terms.items()})
+        out = np.zeros(shape) if blank else base.copy()
         flat = out.reshape(-1)
-        for _k, start, step, count, lo, hi, ref, value in plan:
+        for window, first, ref, columns, value in plan:
             if ref is not None:
                 value = args[ref]
-                if np.ndim(value) and value.shape[-1] > 1:
-                    value = value[lo:hi]
-            flat[start:start + step * (count - 1) + 1:step] = value
+                if value.shape[-1] > 1:
+                    value = value[columns]
+            if first:
+                flat[window] = value
+            else:
+                flat[window] += value
         return out
 
     return Primitive(banded_dense, name="banded_dense")
@@ -200,6 +243,7 @@ class _Diagonalizer:
         self.constants = {}  # id(array) -> Band or None
         self.statements = []
         self.muls, self.divs = [], []  # Variables multiplied, divided into banded values
+        self.negations = {}  # Variable -> the Variable it is the negation of (finite where that one is)
         self.names = {v.name for v in program.inputs} | {o.name for s in program.statements for o in s.outs}
         self.count = 0
 
@@ -236,6 +280,46 @@ class _Diagonalizer:
         shape = (1,) * (ndim - len(_shape(d))) + _shape(d)
         return self.apply(reshape, (d, shape), shape, base)
 
+    def each(self, d, fn):
+        """``fn`` applied to diagonal ``d``, or to each of its terms' operands."""
+        if type(d) is Terms:
+            return Terms((start, stop, fn(value)) for start, stop, value in d)
+        return fn(d)
+
+    def materialize(self, d, band, base):
+        """Diagonal ``d`` of ``band`` as one operand: :class:`Terms` added up (``untake`` of each)."""
+        if type(d) is not Terms:
+            return d
+        sub, c_sub = band.sub, band.c_sub
+        total = None
+        for start, stop, value in d:
+            if (start, stop) == (0, band.shape[band.c]):
+                placed = value
+            else:
+                idx = tuple(slice(start, stop) if a == c_sub else slice(None) for a in range(len(sub)))
+                placed = self.apply(untake, (value, idx, sub), sub, base)
+            total = placed if total is None else self.binary(_ADD, total, placed, base)
+        return total
+
+    def plain(self, band, base):
+        """``band`` with every diagonal one operand."""
+        if not any(type(d) is Terms for d in band.diags.values()):
+            return band
+        return Band(band.shape, band.r, band.c,
+                    {k: self.materialize(d, band, base) for k, d in band.diags.items()})
+
+    def negated(self, d, base):
+        """``-d``, term by term."""
+        return self.each(d, lambda v: self.apply(_NEG, (v,), _shape(v), base))
+
+    def check(self, value, divisor):
+        """Record Variable ``value``, multiplied (``divisor``: divided) into a banded value, for the
+        check of the result."""
+        value = self.negations.get(value, value) if not divisor else value
+        checks = self.divs if divisor else self.muls
+        if not any(v is value for v in checks):
+            checks.append(value)
+
     # -- the sweep ---------------------------------------------------------------------------------
     def band_of(self, x):
         if type(x) is Variable:
@@ -249,6 +333,8 @@ class _Diagonalizer:
 
     def run(self):
         for s in self.program.statements:
+            if s.prim is _NEG and type(s.args[0]) is Variable:
+                self.negations[s.out] = self.negations.get(s.args[0], s.args[0])
             if s.prim in _BINARY:
                 bands = [self.band_of(a) for a in s.args]
             else:
@@ -277,17 +363,16 @@ class _Diagonalizer:
             return None
         band = bands[0]
         if prim is _NEG:
-            return Band(band.shape, band.r, band.c,
-                        {k: self.apply(_NEG, (d,), _shape(d), base) for k, d in band.diags.items()})
+            return Band(band.shape, band.r, band.c, {k: self.negated(d, base) for k, d in band.diags.items()})
         if prim is reshape:
             return self.reshaped(band, s.out.shape, base)
         if prim is transpose:
             n = len(band.shape)
             axes = args[1] if len(args) > 1 else None
-            return self.transposed(band, tuple(range(n))[::-1] if axes is None else tuple(a % n for a in axes),
-                                   base)
+            perm = tuple(range(n))[::-1] if axes is None else tuple(a % n for a in axes)
+            return self.transposed(band, perm, base)
         if prim is _GETITEM:
-            return self.sliced(band, args[1], s.out.shape, base)
+            return self.sliced(self.plain(band, base), args[1], s.out.shape, base)
         if prim is untake:
             return self.untaken(band, args[1], tuple(args[2]), base)
         return None
@@ -302,36 +387,51 @@ class _Diagonalizer:
             if bx is None or by is None or (bx.r, bx.c) != (by.r, by.c):
                 return None
             diags = {}
+            n_c = shape[bx.c]
+
+            def negated(d):
+                return d if prim is _ADD else self.negated(d, base)
+
             for k in sorted(set(bx.diags) | set(by.diags)):
-                if k in bx.diags and k in by.diags:
-                    diags[k] = self.binary(prim, bx.diags[k], by.diags[k], base)
-                elif k in bx.diags:
-                    diags[k] = bx.diags[k]
-                else:
-                    d = by.diags[k]
-                    diags[k] = d if prim is _ADD else self.apply(_NEG, (d,), _shape(d), base)
+                dx, dy = bx.diags.get(k), by.diags.get(k)
+                if dy is None:
+                    diags[k] = dx
+                elif dx is None:
+                    diags[k] = negated(dy)
+                elif type(dx) is not Terms and type(dy) is not Terms:
+                    diags[k] = self.binary(prim, dx, dy, base)
+                else:  # (x1 + x2 + ...) + y, added in that order at the end: y one term (else added up now)
+                    if type(dy) is Terms and len(dy) > 1:
+                        dy = self.materialize(dy, by, base)
+                    left = dx if type(dx) is Terms else ((0, n_c, dx),)
+                    right = dy if type(dy) is Terms else Terms(((0, n_c, dy),))
+                    diags[k] = Terms(left + negated(right))
             return Band(shape, bx.r, bx.c, diags)
         if prim not in (_MUL, _DIV) or (prim is _DIV and by is not None):
             return None
         band = _aligned(bx if bx is not None else by, shape)
+        band = None if band is None else self.plain(band, base)
         other = y if bx is not None else x
         if band is None or isinstance(other, bool) or (
                 type(other) is not Variable and not isinstance(other, (int, float, np.ndarray, np.generic))):
             return None
-        if type(other) is Variable and (other.dtype != _F64 or other.kind not in ("array", "float", "scalar")):
+        if type(other) is Variable and (other.dtype != _F64
+                                        or other.kind not in ("array", "float", "scalar")):
             return None
         factor = self.along_r(other if type(other) is Variable else _compact(other), shape, band.r, base)
         if factor is None:
             return None
         if type(other) is not Variable:
             value = np.asarray(other)
-            if value.dtype.kind not in "iuf" or not np.isfinite(value).all() or (prim is _DIV and not value.all()):
+            if value.dtype.kind not in "iuf" or not np.isfinite(value).all() \
+                    or (prim is _DIV and not value.all()):
                 return None
         else:
-            (self.muls if prim is _MUL else self.divs).append(other)
+            self.check(other, prim is _DIV)
         diags = {}
         for k, d in band.diags.items():
-            diags[k] = self.binary(prim, d, factor, base) if bx is not None else self.binary(prim, factor, d, base)
+            diags[k] = self.binary(prim, d, factor, base) if bx is not None \
+                else self.binary(prim, factor, d, base)
         return Band(shape, band.r, band.c, diags)
 
     def along_r(self, b, shape, r, base):
@@ -354,30 +454,28 @@ class _Diagonalizer:
         where = dict(zip(old_axes, new_axes))  # an old axis of length > 1 -> its new place
         r, c = where[band.r], where[band.c]
         back = {n: o for o, n in where.items()}
-        diags = {}
-        for k, d in band.diags.items():
+        def moved(d):
             if type(d) is float:
-                diags[k] = d
-                continue
+                return d
             d = self.full_rank(d, len(band.sub), base)
             dshape = _shape(d)
             target = tuple(dshape[_sub_axis(back[a], band.r)] if a in back else 1
                            for a in range(len(new)) if a != r)
-            diags[k] = d if target == dshape else self.apply(reshape, (d, target), target, base)
-        return Band(new, r, c, diags)
+            return d if target == dshape else self.apply(reshape, (d, target), target, base)
+
+        return Band(new, r, c, {k: self.each(d, moved) for k, d in band.diags.items()})
 
     def transposed(self, band, perm, base):
         r, c = perm.index(band.r), perm.index(band.c)
         sub_perm = tuple(_sub_axis(perm[a], band.r) for a in range(len(perm)) if a != r)
-        diags = {}
-        for k, d in band.diags.items():
+        def moved(d):
             if type(d) is float or sub_perm == tuple(range(len(sub_perm))):
-                diags[k] = d
-                continue
+                return d
             d = self.full_rank(d, len(band.sub), base)
-            diags[k] = self.apply(transpose, (d, sub_perm), tuple(_shape(d)[a] for a in sub_perm), base)
+            return self.apply(transpose, (d, sub_perm), tuple(_shape(d)[a] for a in sub_perm), base)
+
         shape = tuple(band.shape[a] for a in perm)
-        return Band(shape, r, c, diags)
+        return Band(shape, r, c, {k: self.each(d, moved) for k, d in band.diags.items()})
 
     def sliced(self, band, idx, new, base):
         spans = _spans(idx, band.shape)
@@ -416,19 +514,38 @@ class _Diagonalizer:
             return None
         (ar, _), (ac, _) = spans[band.r], spans[band.c]
         result = Band(new, band.r, band.c, {})
-        sub_new = result.sub
+        sub_new, c_sub, ndim = result.sub, band.c_sub, len(band.sub)
+        # placed along r and c only: each diagonal becomes terms at other columns, no zeros padded
+        shifted = all(spans[a] == (0, new[a]) for a in range(len(new)) if a not in (band.r, band.c))
+        if not shifted:
+            band = self.plain(band, base)
         diags = {}
         for k, d in band.diags.items():
             lo, hi = band.valid(k)
             if lo >= hi:
                 continue
-            d = self.full_rank(d, len(band.sub), base)
-            if _shape(d) and _shape(d)[band.c_sub] > 1 and (lo, hi) != (0, band.shape[band.c]):
+            if shifted:
+                terms = []
+                for start, stop, value in (d if type(d) is Terms else ((0, band.shape[band.c], d),)):
+                    a, b = max(start, lo), min(stop, hi)
+                    if a >= b:
+                        continue
+                    value = self.full_rank(value, ndim, base)
+                    if (a, b) != (start, stop) and _shape(value) and _shape(value)[c_sub] > 1:
+                        cut = [(0, n) for n in _shape(value)]
+                        cut[c_sub] = (a - start, b - start)
+                        value = self.cut(value, cut, ndim, base)
+                    terms.append((a + ac, b + ac, value))
+                if terms:
+                    diags[k + ar - ac] = Terms(terms)
+                continue
+            d = self.full_rank(d, ndim, base)
+            if _shape(d) and _shape(d)[c_sub] > 1 and (lo, hi) != (0, band.shape[band.c]):
                 sub_spans = [(0, n) for n in _shape(d)]
-                sub_spans[band.c_sub] = (lo, hi)
-                d = self.cut(d, sub_spans, len(band.sub), base)
+                sub_spans[c_sub] = (lo, hi)
+                d = self.cut(d, sub_spans, ndim, base)
             placed = list(spans[:band.r] + spans[band.r + 1:])
-            placed[band.c_sub] = (ac + lo, ac + hi)
+            placed[c_sub] = (ac + lo, ac + hi)
             sub_idx = tuple(slice(a, b) for a, b in placed)
             diags[k + ar - ac] = self.apply(untake, (d, sub_idx, sub_new), sub_new, base)
         return Band(new, band.r, band.c, diags)
@@ -441,7 +558,8 @@ class _Diagonalizer:
             band = self.bands.get(o) if type(o) is Variable else None
             if band is None:
                 continue
-            diag_vars = [d for d in band.diags.values() if type(d) is Variable]
+            diag_vars = [v for d in band.diags.values()
+                         for _s, _e, v in (d if type(d) is Terms else ((0, 0, d),)) if type(v) is Variable]
             prim = _guard(self.program, o, band, len(self.muls), len(self.divs))
             out = self.fresh(o.name, band.shape)
             args = (*diag_vars, *self.muls, *self.divs, *self.program.inputs)
