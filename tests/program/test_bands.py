@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import wengert as wg
 import wengert.numpy as wnp
 from wengert.program import Program
-from wengert.program.bands import Band, Terms, assemble, banded_constant, diagonalize
+from wengert.program.band_values import Band, Terms, assemble, banded_constant
+from wengert.program.bands import diagonalize
 from wengert.program.pipeline import lower, simplify
 
 
