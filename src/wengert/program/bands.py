@@ -59,11 +59,15 @@ class _Diagonalizer:
         self.statements = []
         self.muls, self.divs = [], []  # Variables multiplied, divided into banded values
         self.negations = {}  # Variable -> the Variable it is the negation of (finite where that one is)
-        self.names = {v.name for v in program.inputs} | {o.name for s in program.statements for o in s.outs}
+        self.names = None  # the names in use, gathered when the first new Variable is made
         self.count = 0
 
     # -- emitting ----------------------------------------------------------------------------------
     def fresh(self, base, shape):
+        if self.names is None:
+            program = self.program
+            self.names = {v.name for v in program.inputs}
+            self.names.update(o.name for s in program.statements for o in s.outs)
         while True:
             self.count += 1
             name = f"{base}_b{self.count}"
@@ -155,6 +159,8 @@ class _Diagonalizer:
             else:
                 bands = [self.bands.get(a) if type(a) is Variable else None for a in s.args]
             banded_vars = [a for a, b in zip(s.args, bands) if b is not None and type(a) is Variable]
+            if self.bands and len(banded_vars) != sum(1 for v in s.uses() if v in self.bands):
+                raise _Unsupported(s)  # read inside an index or a keyword: not followed
             if not banded_vars and not (any(b is not None for b in bands) and s.prim in _BINARY):
                 self.statements.append(s)
                 continue
@@ -417,6 +423,8 @@ def _spans(idx, shape):
     parts = idx if type(idx) is tuple else (idx,)
     if len(parts) > len(shape) or any(type(p) is not slice for p in parts):
         return None
+    if any(type(b) not in (int, type(None)) for p in parts for b in (p.start, p.stop, p.step)):
+        return None  # a bound known only at run time
     spans = []
     for p, n in zip(parts + (slice(None),) * (len(shape) - len(parts)), shape):
         start, stop, step = p.indices(n)
