@@ -140,7 +140,7 @@ def banded_dense(program, out_var, band, n_muls, n_divs):
         terms[k] = []
         for start, stop, value in (d if type(d) is Terms else ((0, shape[c], d),)):
             if type(value) is Variable:
-                terms[k].append((start, stop, at, None))
+                terms[k].append((start, stop, at, value))
                 at += 1
             else:
                 terms[k].append((start, stop, None, value))
@@ -168,7 +168,8 @@ def banded_dense(program, out_var, band, n_muls, n_divs):
                 else:
                     plan.append((window, False, None, None, value))
             else:
-                plan.append((window, n == 0, ref, slice(a - start, b - start), None))
+                whole = (a, b) == (start, stop) or value.shape[-1] == 1  # no columns to cut off
+                plan.append((window, n == 0, ref, None if whole else slice(a - start, b - start), None))
         if plan is None:
             break
     blank = not base.any()
@@ -194,9 +195,7 @@ def banded_dense(program, out_var, band, n_muls, n_divs):
         flat = out.reshape(-1)
         for window, first, ref, columns, value in plan:
             if ref is not None:
-                value = args[ref]
-                if value.shape[-1] > 1:
-                    value = value[columns]
+                value = args[ref] if columns is None else args[ref][columns]
             if first:
                 flat[window] = value
             else:
