@@ -224,3 +224,15 @@ def test_random_shift_programs_give_the_dense_programs_hessian(terms, seed):
     got = wg.compile(wg.hessian(f))(x)
     np.testing.assert_allclose(got, dense_values(wg.hessian(f), x), rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose(got, wg.hessian(f)(x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("transform", [wg.hessian, wg.jacfwd, wg.jacrev], ids=["hessian", "jacfwd", "jacrev"])
+def test_a_matrix_input_gives_the_dense_programs_values(transform):
+    def f(X):  # shifts along the second axis of a 3 x 8 input: a one-hot basis of 24 rows
+        out = wnp.sin(X[:, 1:]) * X[:, :-1] + 0.5 * X[:, 1:] ** 2
+        return wnp.sum(out) if transform is wg.hessian else out
+
+    X = np.random.default_rng(10).normal(size=(3, 8))
+    got = wg.compile(transform(f))(X)
+    np.testing.assert_array_equal(got, dense_values(transform(f), X))
+    np.testing.assert_allclose(got, transform(f)(X), rtol=1e-12, atol=1e-12)
