@@ -127,14 +127,20 @@ def test_a_dense_hessian_is_left_as_it_is():
     np.testing.assert_allclose(wg.compile(wg.hessian(quadratic))(x), A + A.T, rtol=1e-12, atol=1e-12)
 
 
-def test_a_banded_value_reduced_leaves_the_program_as_it_is():
-    def f(x):  # a Jacobian's rows summed: the basis meets a reduction
-        return wnp.sum(wg.jacfwd(lambda v: v[1:] * v[:-1])(x), axis=0)
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_banded_value_reduced_is_assembled_before_the_reduction(axis):
+    def f(x):  # a Jacobian's rows or columns summed: the basis meets a reduction
+        return wnp.sum(wg.jacfwd(lambda v: wnp.sin(v[1:]) * v[:-1])(x), axis=axis)
 
     x = np.random.default_rng(7).normal(size=30)
-    program = simplify(Program.from_trace(f, x))
-    assert diagonalize(program) is program
-    np.testing.assert_allclose(wg.compile(f)(x), f(x), rtol=1e-13)
+    compiled = wg.compile(f)
+    got = compiled(x)
+    assert "banded_dense" in names(compiled.program(x))
+    np.testing.assert_array_equal(got, dense_values(f, x))
+    np.testing.assert_allclose(got, f(x), rtol=1e-13)
+    x[3] = np.inf
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(compiled(x), dense_values(f, x))
 
 
 def test_a_small_program_is_left_dense():
@@ -227,12 +233,14 @@ def test_random_shift_programs_give_the_dense_programs_hessian(terms, seed):
 
 
 @pytest.mark.parametrize("transform", [wg.hessian, wg.jacfwd, wg.jacrev], ids=["hessian", "jacfwd", "jacrev"])
-def test_a_matrix_input_gives_the_dense_programs_values(transform):
+def test_a_matrix_input_is_computed_on_its_diagonals_with_the_dense_programs_values(transform):
     def f(X):  # shifts along the second axis of a 3 x 8 input: a one-hot basis of 24 rows
         out = wnp.sin(X[:, 1:]) * X[:, :-1] + 0.5 * X[:, 1:] ** 2
         return wnp.sum(out) if transform is wg.hessian else out
 
     X = np.random.default_rng(10).normal(size=(3, 8))
-    got = wg.compile(transform(f))(X)
+    compiled = wg.compile(transform(f))
+    got = compiled(X)
+    assert "banded_dense" in names(compiled.program(X))  # assembled before the reshape of 24 to 3 x 8
     np.testing.assert_array_equal(got, dense_values(transform(f), X))
     np.testing.assert_allclose(got, transform(f)(X), rtol=1e-12, atol=1e-12)

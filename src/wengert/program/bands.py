@@ -23,8 +23,8 @@ end, and where one is not finite (or a divisor is 0), the assembling statement r
 dense program instead: the same values as without this pass, nan included, at its cost.
 
 Where a banded value reaches a statement of another kind (a product of two, a sum with a dense
-value, a reduction, fancy indexing), the program is returned unchanged: this pass makes a program
-cheaper or leaves it alone, never computes a dense value from diagonals midway.
+value, a reduction, fancy indexing, a reshape that splits an axis), its dense array is assembled
+there (the same statement, checks and fallback as for a result) and the statement reads that.
 """
 
 import numpy as np
@@ -59,6 +59,7 @@ class _Diagonalizer:
         self.statements = []
         self.muls, self.divs = [], []  # Variables multiplied, divided into banded values
         self.negations = {}  # Variable -> the Variable it is the negation of (finite where that one is)
+        self.assembled = {}  # banded Variable -> the Variable of its dense array
         self.names = None  # the names in use, gathered when the first new Variable is made
         self.count = 0
 
@@ -159,21 +160,41 @@ class _Diagonalizer:
             else:
                 bands = [self.bands.get(a) if type(a) is Variable else None for a in s.args]
             banded_vars = [a for a, b in zip(s.args, bands) if b is not None and type(a) is Variable]
-            if self.bands and len(banded_vars) != sum(1 for v in s.uses() if v in self.bands):
-                raise _Unsupported(s)  # read inside an index or a keyword: not followed
-            if not banded_vars and not (any(b is not None for b in bands) and s.prim in _BINARY):
+            # a banded value read inside an index or a keyword is not followed
+            nested = bool(self.bands) and len(banded_vars) != sum(1 for v in s.uses() if v in self.bands)
+            constant_band = s.prim in _BINARY and any(b is not None for b in bands)
+            if not banded_vars and not nested and not constant_band:
                 self.statements.append(s)
                 continue
-            if len(s.outs) != 1 or s.out.dtype != _F64 or s.out.kind != "array":
-                raise _Unsupported(s)
-            band = self.transfer(s, bands)
-            if band is None:
-                if banded_vars:
-                    raise _Unsupported(s)
-                self.statements.append(s)  # a banded constant in a statement that does not keep it
+            band = None
+            if not nested and len(s.outs) == 1 and s.out.dtype == _F64 and s.out.kind == "array":
+                try:
+                    band = self.transfer(s, bands)
+                except _Unsupported:  # what it emitted is dead code
+                    band = None
+            if band is None:  # the statement as it was, reading the dense arrays of banded values
+                if banded_vars or nested:
+                    s = s.replaced(self.dense)
+                self.statements.append(s)
                 continue
             self.bands[s.out] = band
         return self.finish()
+
+    def dense(self, v):
+        """The dense array of Variable ``v`` (one statement, made once), or ``v`` where it is not banded."""
+        band = self.bands.get(v)
+        if band is None:
+            return v
+        made = self.assembled.get(v)
+        if made is None:
+            diag_vars = [d for diag in band.diags.values()
+                         for _s, _e, d in (diag if type(diag) is Terms else ((0, 0, diag),))
+                         if type(d) is Variable]
+            prim = banded_dense(self.program, v, band, len(self.muls), len(self.divs))
+            made = self.assembled[v] = self.fresh(v.name, band.shape)
+            args = (*diag_vars, *self.muls, *self.divs, *self.program.inputs)
+            self.statements.append(Statement((made,), prim, args))
+        return made
 
     def transfer(self, s, bands):
         prim, args = s.prim, s.args
@@ -373,21 +394,8 @@ class _Diagonalizer:
 
     # -- the results -------------------------------------------------------------------------------
     def finish(self):
-        outputs = list(self.program.outputs)
-        made = False
-        for i, o in enumerate(outputs):
-            band = self.bands.get(o) if type(o) is Variable else None
-            if band is None:
-                continue
-            diag_vars = [v for d in band.diags.values()
-                         for _s, _e, v in (d if type(d) is Terms else ((0, 0, d),)) if type(v) is Variable]
-            prim = banded_dense(self.program, o, band, len(self.muls), len(self.divs))
-            out = self.fresh(o.name, band.shape)
-            args = (*diag_vars, *self.muls, *self.divs, *self.program.inputs)
-            self.statements.append(Statement((out,), prim, args))
-            outputs[i] = out
-            made = True
-        if not made:
+        outputs = [self.dense(o) if type(o) is Variable else o for o in self.program.outputs]
+        if not self.assembled:
             return self.program
         return eliminate_dead_code(self.program.with_statements(self.statements, outputs))
 
