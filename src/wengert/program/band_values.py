@@ -25,6 +25,7 @@ MAX_OFFSETS = 8
 """A constant with nonzeros on more diagonals than this is left dense."""
 
 _F64 = np.dtype(np.float64)
+_add_reduce = np.add.reduce
 
 
 class Band:
@@ -122,12 +123,6 @@ def assemble(shape, r, c, diags):
     return out
 
 
-def _finite_sum(b):
-    """Whether every element of ``b`` is finite (a sum that overflows says no too: then the dense
-    program runs, which is never wrong)."""
-    return math.isfinite(np.add.reduce(b, axis=None))
-
-
 def banded_dense(program, out_var, band, n_muls, n_divs):
     """The primitive that assembles ``band`` from its diagonals (the Variables among them, in order,
     are its first arguments; constants are kept here), or, where a value checked is not finite
@@ -176,13 +171,14 @@ def banded_dense(program, out_var, band, n_muls, n_divs):
     dense = []
 
     def banded_dense(*args):
-        ok = True
+        total = 0.0  # inf or nan where an element is (or where the sum overflows: then the dense program too)
         for b in args[n_diag:n_diag + n_checks]:
-            if not (math.isfinite(b) if type(b) is float else math.isfinite(np.add.reduce(b, None))):
-                ok = False
-        for b in args[n_diag + n_muls:n_diag + n_checks]:
-            if not np.asarray(b).all():
-                ok = False
+            total += _add_reduce(b, None)
+        ok = math.isfinite(total)
+        if n_divs:
+            for b in args[n_diag + n_muls:n_diag + n_checks]:
+                if not np.asarray(b).all():
+                    ok = False
         if not ok:
             if not dense:
                 dense.append(eliminate_dead_code(program.with_statements(program.statements, [out_var])))
