@@ -444,11 +444,8 @@ def _spans(idx, shape):
 
 def diagonalize(program):
     """``program`` with its banded values computed on their diagonals (see the module's contract), or
-    ``program`` itself where it has none or one meets a statement that does not keep them."""
+    ``program`` itself where it has none."""
     primitives, arrays = program.census()
     if not arrays or not (primitives & set(_BINARY)):
         return program
-    try:
-        return _Diagonalizer(program).run()
-    except _Unsupported:
-        return program
+    return _Diagonalizer(program).run()
