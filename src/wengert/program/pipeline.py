@@ -4,13 +4,15 @@
   returned simplified), with the algebraic rewrites, to a fixed point.
 - ``lower``: what makes the generated code cheaper to run and to keep: broadcasts elided, sums
   and products factored, in-place accumulation, values computed again where that frees a buffer.
-- ``optimize``: both.
+- ``optimize``: both, with ``bands.diagonalize`` between them (a batched derivative program's
+  banded basis arrays computed on their diagonals).
 
 Every pass is linear in the program's size: one sweep forward (or backward, for dead code) with
 dictionaries, so a long program costs the same per statement as a short one.
 """
 
 from wengert.program.algebra import factor_products, factor_sums, rewrite_algebra
+from wengert.program.bands import diagonalize
 from wengert.program.ir import Statement, Variable, dup
 from wengert.program.liveness import rematerialize
 from wengert.program.passes import (
@@ -145,5 +147,5 @@ def lower(program):
 
 
 def optimize(program):
-    """``simplify`` then ``lower``: what ``wg.compile`` runs."""
-    return lower(simplify(program))
+    """``simplify``, ``bands.diagonalize``, then ``lower``: what ``wg.compile`` runs."""
+    return lower(diagonalize(simplify(program)))
