@@ -89,6 +89,18 @@ def split_point(n, s, r):
     return max(1, m)
 
 
+def push(tasks, top, start, end, base, slots, r):
+    """Put a binomial schedule's task on the stack ``tasks`` (rows ``top`` and up free); the new top."""
+    if top >= tasks.shape[0]:  # never: the schedule holds at most one task per slot
+        raise IndexError("binomial schedule: more pending tasks than slots")
+    tasks[top, 0] = start
+    tasks[top, 1] = end
+    tasks[top, 2] = base
+    tasks[top, 3] = slots
+    tasks[top, 4] = r
+    return top + 1
+
+
 def schedule_actions(policy, n, s):
     """The actions reversing ``n`` >= 1 steps as ``(kind, position, steps, slot)`` tuples of ints, kind
     0 advance, 1 snapshot, 2 restore, 3 reverse (``schedules``' module docs), generated as they are
@@ -105,9 +117,12 @@ def schedule_actions(policy, n, s):
     elif policy == 1:  # schedules.binomial_tuples, the same steps
         yield (1, 0, 0, 0)
         current = 0
-        tasks = [(0, n, 0, s, repetitions(n, s, -1))]
-        while len(tasks) > 0:
-            start, end, base, slots, r = tasks.pop()
+        tasks = np.empty((s + 1, 5), np.int64)  # a stack: at most one task per slot (see there)
+        top = push(tasks, 0, 0, n, 0, s, repetitions(n, s, -1))
+        while top > 0:
+            top -= 1
+            start, end, base, slots, r = tasks[top, 0], tasks[top, 1], tasks[top, 2], tasks[top, 3], \
+                tasks[top, 4]
             if current != start:
                 yield (2, start, 0, base)
                 current = start
@@ -136,36 +151,39 @@ def schedule_actions(policy, n, s):
                 yield (0, start, m, -1)
                 yield (1, start + m, 0, base + 1)
                 current = start + m
-                tasks.append((start, start + m, base, slots, r_left))
-                tasks.append((start + m, end, base + 1, slots - 1, r_right))
+                top = push(tasks, top, start, start + m, base, slots, r_left)
+                top = push(tasks, top, start + m, end, base + 1, slots - 1, r_right)
     else:  # schedules.ctz: its forward sweep, then ctz_reverse_sweep
         yield (1, 0, 0, 0)
         for i in range(n - 1):
             yield (0, i, 1, -1)
             yield (1, i + 1, 0, popcount(i + 1))
-        held = [0]
-        q = n - 1
+        held = np.zeros(66, np.int64)  # a stack of positions, bottom x_0: at most 2 + log2 n
+        top = 1 + popcount(n - 1)  # x_0, then n - 1's prefixes (its bits from the highest) in order
+        q, i = n - 1, top - 1
         while q > 0:
-            held.insert(1, q)
+            held[i] = q
             q &= q - 1
+            i -= 1
         yield (3, n - 1, 1, -1)
         for p in range(n - 2, -1, -1):
-            while held[-1] > p:
-                held.pop()
-            q = held[-1]
-            yield (2, q, 0, len(held) - 1)
+            while held[top - 1] > p:
+                top -= 1
+            q = held[top - 1]
+            yield (2, q, 0, top - 1)
             rest = p - q
             while rest:
                 bit = highest_bit(rest)
                 yield (0, q, bit, -1)
                 q += bit
-                yield (1, q, 0, len(held))
+                yield (1, q, 0, top)
                 rest -= bit
-                held.append(q)
+                held[top] = q
+                top += 1
             yield (3, p, 1, -1)
 
 
-_SCHEDULE_SOURCE = (popcount, highest_bit, comb, repetitions, split_point, schedule_actions)
+_SCHEDULE_SOURCE = (popcount, highest_bit, comb, repetitions, split_point, push, schedule_actions)
 
 
 def snapshot_slots(policy, n, s):
