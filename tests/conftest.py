@@ -45,6 +45,8 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "checkpoint",
               "tests/program/test_compile_iterate_native.py::test_an_array_state_and_a_closed_over_matrix_run_"
               "natively",
+              "tests/program/test_compile_iterate_native.py::test_checkpointed_calls_run_natively_with_the_"
+              "python_backends_numbers",
               "tests/rules/test_dask_arrays.py::test_listed_exceptions_behave_as_listed_and_are_still_exceptions",
               "tests/rules/test_rule_forms.py::test_softmax_cross_entropy_under_vmap_matches_jax",
               "tests/api/test_vmap_indexing.py::test_random_batched_indices_match_jax",

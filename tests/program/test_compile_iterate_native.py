@@ -240,3 +240,28 @@ def test_a_float32_state_falls_back_saying_so():
         got = wg.compile(f, backend="numba").grad((0, 1))(x, 0.9)
     for g, e in zip(got, wg.compile(f).grad((0, 1))(x, 0.9)):
         np.testing.assert_array_equal(g, e)
+
+
+# -- wg.checkpoint -----------------------------------------------------------------------------------
+
+def test_checkpointed_calls_run_natively_with_the_python_backends_numbers():
+    pytest.importorskip("numba")
+    b = np.array([0.1, 0.0, -0.1])
+
+    def f(x, m):
+        h = wg.checkpoint(lambda v, w: wnp.tanh(w @ v + b))(x, m)
+        h2 = wg.checkpoint(lambda v, w: wnp.tanh(w @ v + b))(h, m)
+        return wnp.sum(h2) + wg.checkpoint(lambda v: wnp.sum(v * v))(h2)  # a NumPy scalar's result
+
+    x = np.array([0.3, -0.2, 0.5])
+    grad = _silent_numba_build(lambda: wg.compile(f, backend="numba").grad((0, 1)))
+    names = [s.prim.__name__ for s in grad.program(x, W).statements]
+    assert names.count("checkpoint_lambda_vjp") == 3
+    got = grad(x, W)
+    for k, (g, p, t) in enumerate(zip(got, wg.compile(f).grad((0, 1))(x, W), wg.grad(f, (0, 1))(x, W))):
+        np.testing.assert_allclose(g, p, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(g, t, rtol=1e-11, atol=1e-15)
+        fd = finite_differences(lambda v: f(*[v if i == k else (x, W)[i] for i in range(2)]), (x, W)[k])
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
+    value = _silent_numba_build(lambda: wg.compile(f, backend="numba"))
+    assert value(x, W) == pytest.approx(f(x, W), rel=1e-14)

@@ -12,6 +12,9 @@ the Python statement returns (packed). The values are the Python statement's to 
 steps from the same states, the cotangents summed in the same order. ``wengert.checkpointing.Stats``
 does not count a native loop's evaluations.
 
+A ``wg.checkpoint`` statement likewise calls its function's forward program and VJP program compiled by
+Numba (:func:`checkpoint_kernel`), packing as the Python statement packs.
+
 Where the loop cannot be native -- a leaf or parameter that is not a Python float or a float64 array
 of at least one dimension, a step Numba cannot compile -- :func:`loop_kernel` says why in words, and
 the program runs as Python with one ``NativeFallbackWarning`` naming the primitive (``native_build``).
@@ -27,7 +30,7 @@ from wengert.program.native import NativeFallbackWarning, require_numba
 from wengert.program.native_build import _import, native_function
 from wengert.program.rendering import helper_source
 
-__all__ = ["schedule_actions", "snapshot_slots", "loop_kernel", "POLICY_CODES"]
+__all__ = ["schedule_actions", "snapshot_slots", "loop_kernel", "checkpoint_kernel", "POLICY_CODES"]
 
 POLICY_CODES = {"all": 0, "binomial": 1, "ctz": 2}
 """``schedule_actions``'s spelling of a policy."""
@@ -201,9 +204,10 @@ def snapshot_slots(policy, n, s):
 
 # -- one loop's kernels -----------------------------------------------------------------------------
 
-def _kind(v):
-    """``"float"``, ``("array", shape)`` or None (not native) for a leaf's or parameter's example."""
-    if type(v) is float:
+def _kind(v, scalars=False):
+    """``"float"``, ``("array", shape)`` or None (not native) for a leaf's or parameter's example;
+    ``scalars``: a 0-d float64 (a NumPy scalar's stand-in) is a float too (results of ``wg.checkpoint``)."""
+    if type(v) is float or (scalars and isinstance(v, np.ndarray) and v.dtype == np.float64 and v.ndim == 0):
         return "float"
     if isinstance(v, np.ndarray) and v.dtype == np.float64 and v.ndim >= 1:
         return ("array", tuple(int(d) for d in v.shape))
@@ -359,4 +363,65 @@ def _kernels(loop):
     except Exception as e:  # noqa: BLE001 - Numba's typing and lowering errors, whatever their class
         said = [t.strip() for t in str(e).splitlines() if t.strip()]
         return f"Numba cannot compile its drivers ({said[0] if said else type(e).__name__})"
+    return (module.__name__,)
+
+
+# -- a wg.checkpoint call's kernels ------------------------------------------------------------------
+
+def checkpoint_source(name, out_kinds, in_kinds, fun, vjp):
+    """The module text of ``call_forward(*inputs)`` and ``call_reverse(g, out, *inputs)`` of a
+    ``wg.checkpoint`` statement of ``fun`` (``vjp``: its VJP program's Numba dispatcher)."""
+    n_out = len(out_kinds)
+    xs = [f"x{i}" for i in range(len(in_kinds))]
+    gs = [f"g{i}" for i in range(n_out)]
+    outs = ["got"] if n_out == 1 else [f"got[{i}]" for i in range(n_out)]
+    lines = [f"# wengert's Numba module for wg.checkpoint({name}) (docs/compiling.md); written and read by "
+             f"wengert",
+             "import numpy as np",
+             "import numba as _wengert_numba",
+             f"from {fun.py_func.__module__} import {fun.py_func.__name__} as fun",
+             f"from {vjp.py_func.__module__} import {vjp.py_func.__name__} as fun_vjp",
+             "",
+             "_wengert_njit = _wengert_numba.njit(cache=True, error_model='numpy')", "", "",
+             "@_wengert_njit", f"def call_forward({', '.join(xs)}):", f"    got = fun({', '.join(xs)})",
+             *_pack(outs, out_kinds), "", "",
+             "@_wengert_njit", f"def call_reverse(g, out, {', '.join(xs)}):", *_unpack("g", out_kinds, gs),
+             f"    got = fun_vjp({', '.join(xs + gs)})",
+             *_pack([f"got[{n_out + i}]" for i in range(len(xs))], in_kinds)]
+    return "\n".join(lines) + "\n"
+
+
+def checkpoint_kernel(node, which):
+    """As :func:`loop_kernel`, for a ``wg.checkpoint`` statement (``loop_node._Checkpointed``)."""
+    if node.native is None:
+        node.native = _checkpoint_kernels(node)
+    if type(node.native) is str:
+        return node.native
+    return node.native[0], "call_forward" if which == "forward" else "call_reverse", ()
+
+
+def _checkpoint_kernels(node):
+    out_kinds = [_kind(v, scalars=True) for v in node.like]
+    in_kinds = [_kind(v) for v in node.inputs_like]
+    if None in out_kinds or None in in_kinds or not in_kinds:
+        return "an input or a result is not a Python float or a float64 array"
+    fun = _step_kernel(node.forward_program, "forward program")
+    if type(fun) is str:
+        return fun.replace("its step's", "its function's")
+    vjp = _step_kernel(node.vjp_program, "VJP program")
+    if type(vjp) is str:
+        return vjp.replace("its step's", "its function's")
+    numba = require_numba()
+    module = _import(checkpoint_source(node.name, out_kinds, in_kinds, fun, vjp), numba)
+    inputs = [_example(k) for k in in_kinds]
+    outs = [_example(k) for k in out_kinds]
+    packed = outs[0] if len(outs) == 1 else np.ones(sum(np.size(v) for v in outs))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", numba.core.errors.NumbaWarning)
+            module.call_forward.compile(tuple(numba.typeof(v) for v in inputs))
+            module.call_reverse.compile(tuple(numba.typeof(v) for v in [packed, packed] + inputs))
+    except Exception as e:  # noqa: BLE001 - Numba's typing and lowering errors, whatever their class
+        said = [t.strip() for t in str(e).splitlines() if t.strip()]
+        return f"Numba cannot compile its calls ({said[0] if said else type(e).__name__})"
     return (module.__name__,)
