@@ -210,14 +210,10 @@ def _refused(text, mod, statements):
     """What in the module Numba cannot run, in words (empty where it may all be native): a primitive's
     Python implementation, a helper (``native_fact``), a NumPy function Numba does not know."""
     text = _native_helpers(text, mod, statements)  # the Numba versions' NumPy calls, not the helpers'
-    found = []
+    found, bringing = [], []
     for ref, value in mod.foreign.items():
-        brought = _brought(value)
-        if type(brought) is tuple:
-            continue
-        if type(brought) is str:
-            names = sorted({s.prim.__name__ for s in statements if s.prim.fun == value}) or [ref]
-            found += [f"primitive {n} ({brought})" for n in names]
+        if _brings(value):
+            bringing.append((ref, value))
         elif callable(value):
             names = sorted({s.prim.__name__ for s in statements if s.prim.fun is value}) or [ref]
             found += [f"primitive {n} (a Python implementation)" for n in names]
@@ -236,7 +232,17 @@ def _refused(text, mod, statements):
             names = sorted({s.prim.__name__ for s in statements if s.prim.__name__ == leaf})
             found += [f"primitive {n} (Numba has no np.{path})" for n in names] or \
                 [f"np.{path} (Numba has no such function)"]
+    for ref, value in [] if found else bringing:  # built (compiled) only where the rest may be native
+        brought = _brought(value)
+        if type(brought) is str:
+            names = sorted({s.prim.__name__ for s in statements if s.prim.fun == value}) or [ref]
+            found += [f"primitive {n} ({brought})" for n in names]
     return found
+
+
+def _brings(value):
+    """Whether a foreign implementation may bring its own Numba version (see :func:`_brought`)."""
+    return getattr(getattr(value, "__self__", None), "numba_kernel", None) is not None
 
 
 def _brought(value):
@@ -295,7 +301,7 @@ def native_function(program):
         if isinstance(value, np.ndarray):
             arrays.append(ref)
             values.append(value)
-        elif ref not in mod.imports and _brought(value) is None:
+        elif ref not in mod.imports and not _brings(value):
             fallback(program.name, f"the captured constant {ref} ({type(value).__name__}) has no Numba type")
             return python()
     if isinstance(program, Program):
