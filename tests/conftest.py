@@ -40,6 +40,10 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "tests/program/test_native_helpers.py::test_native_gradients_equal_python_on_ties",
               "tests/program/test_native_helpers.py::test_the_fused_accumulation_at_the_maxima_runs_natively",
               "tests/program/test_native_helpers.py::test_a_nan_gives_the_python_backends_gradient",
+              "tests/program/test_compile_iterate_native.py::test_a_compiled_loop_runs_natively_with_the_python_"
+              "backends_numbers",
+              "tests/program/test_compile_iterate_native.py::test_property_one_compiled_driver_over_n_and_the_"
+              "snapshot_budget",
               "tests/program/test_compile_iterate_native.py::test_the_lorenz_rk4_loop_compiled_natively",
               "tests/program/test_compile_iterate_native.py::test_the_lorenz_loop_agrees_with_jax_fori_loop_and_"
               "checkpoint",
