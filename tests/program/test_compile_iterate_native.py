@@ -18,7 +18,7 @@ import wengert as wg
 import wengert.numpy as wnp
 from tests.support.engines import finite_differences
 from wengert.api.checkpointing.schedules import _simulate, binomial_tuples, ctz
-from wengert.program.native_loop import POLICY_CODES, schedule_actions, snapshot_slots
+from wengert.program.native_loop import SCHEDULES, snapshot_slots
 
 KINDS = {"advance": 0, "snapshot": 1, "restore": 2, "reverse": 3}
 NAMES = {v: k for k, v in KINDS.items()}
@@ -29,7 +29,7 @@ def _coded(actions):
 
 
 def _actions(policy, n, s):
-    return [tuple(int(v) for v in a) for a in schedule_actions(POLICY_CODES[policy], n, s)]
+    return [tuple(int(v) for v in a) for a in SCHEDULES[policy](n, s)]
 
 
 # -- the schedules, in plain Python ------------------------------------------------------------------
@@ -114,20 +114,18 @@ def test_a_compiled_loop_runs_natively_with_the_python_backends_numbers():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 300), st.integers(1, 12), st.sampled_from(["all", "binomial", "ctz"]),
-       st.floats(-2, 2), st.floats(0.1, 3))
-def test_property_one_compiled_driver_over_n_and_the_snapshot_budget(n, s, policy, x, a):
-    """The drivers take n and the schedule as arguments: one compiled kernel for every example."""
+@given(st.integers(1, 300), st.integers(1, 12), st.floats(-2, 2), st.floats(0.1, 3))
+def test_property_one_compiled_driver_over_n_and_the_snapshot_budget(n, s, x, a):
+    """The drivers take n and the snapshots as arguments: one compiled kernel for every example."""
+    policy = "binomial"
     drivers = _decay_compiled()["drivers"]
     want_x = wg.iterate(lambda v: v - 0.1 * a * np.sin(v), x, n)
     final = drivers.forward_sweep(n, x, 0.1 * a)  # the program's param: 0.1 * a, computed before the loop
     assert final == pytest.approx(want_x, rel=1e-13, abs=1e-300)
-    snapshots = s if policy == "binomial" else None
-    grads = drivers.reverse_sweep(POLICY_CODES[policy], n, s, snapshot_slots(policy, n, s), 1.0, final, x,
-                                  0.1 * a)
+    grads = drivers.reverse_sweep(n, s, snapshot_slots(policy, n, s), 1.0, final, x, 0.1 * a)
 
     def f(x0, c):
-        return wg.iterate(lambda v: v - c * wnp.sin(v), x0, n, checkpoint=policy, snapshots=snapshots)
+        return wg.iterate(lambda v: v - c * wnp.sin(v), x0, n, checkpoint=policy, snapshots=s)
 
     want = wg.grad(f, (0, 1))(x, 0.1 * a)
     np.testing.assert_allclose(grads, want, rtol=1e-11, atol=1e-14)

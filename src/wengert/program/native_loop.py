@@ -4,8 +4,8 @@ forward and reverse sweeps as machine code, so that the program calling them com
 Contract. A loop statement (``loop_node``) whose step's forward and VJP programs Numba compiles
 (``native_build.native_function``: each its own cached module) gets two njit drivers, written for the
 loop to one more cached module: ``forward(*x, *params)`` runs the step n times; ``reverse(g, out, *x,
-*params)`` follows the loop's schedule, generated as it is followed by :func:`schedule_actions` (a
-Numba generator giving the actions of ``wengert.checkpointing.binomial`` / ``ctz``, a test compares
+*params)`` follows the loop's schedule, generated as it is followed by :data:`SCHEDULES` (Numba
+generators giving the actions of ``wengert.checkpointing.binomial`` / ``ctz``, a test compares
 them), keeping states in one preallocated array per leaf of :func:`snapshot_slots` rows: O(snapshots)
 states whatever n (``checkpoint="all"``: n - 1, as the Python statement keeps them). Both return what
 the Python statement returns (packed). The values are the Python statement's to rounding: the same
@@ -30,13 +30,7 @@ from wengert.program.native import NativeFallbackWarning, require_numba
 from wengert.program.native_build import _import, native_function
 from wengert.program.rendering import helper_source
 
-__all__ = ["schedule_actions", "snapshot_slots", "loop_kernel", "checkpoint_kernel", "POLICY_CODES"]
-
-POLICY_CODES = {"all": 0, "binomial": 1, "ctz": 2}
-"""``schedule_actions``'s spelling of a policy."""
-
-ADVANCE, SNAPSHOT, RESTORE, REVERSE = 0, 1, 2, 3
-"""``schedule_actions``'s spelling of an action's kind (``schedules.Action``'s ``kind``)."""
+__all__ = ["SCHEDULES", "snapshot_slots", "loop_kernel", "checkpoint_kernel"]
 
 
 # -- the schedules, in the dialect Numba compiles (their sources go into each loop's module) -----------
@@ -104,94 +98,106 @@ def push(tasks, top, start, end, base, slots, r):
     return top + 1
 
 
-def schedule_actions(policy, n, s):
-    """The actions reversing ``n`` >= 1 steps as ``(kind, position, steps, slot)`` tuples of ints, kind
-    0 advance, 1 snapshot, 2 restore, 3 reverse (``schedules``' module docs), generated as they are
-    followed. ``policy`` 1: ``binomial(n, s)``'s actions; 2: ``ctz(n)``'s; 0 (``"all"``): every state
-    x_p kept in slot p as the forward sweep reaches it, then restored to reverse step p."""
-    if policy == 0:
-        for p in range(n - 1):
-            yield (1, p, 0, p)
-            yield (0, p, 1, -1)
-        yield (3, n - 1, 1, -1)
-        for p in range(n - 2, -1, -1):
-            yield (2, p, 0, p)
-            yield (3, p, 1, -1)
-    elif policy == 1:  # schedules.binomial_tuples, the same steps
-        yield (1, 0, 0, 0)
-        current = 0
-        tasks = np.empty((s + 1, 5), np.int64)  # a stack: at most one task per slot (see there)
-        top = push(tasks, 0, 0, n, 0, s, repetitions(n, s, -1))
-        while top > 0:
+def all_actions(n, s):
+    """The actions of ``checkpoint="all"`` over ``n`` >= 1 steps as ``(kind, position, steps, slot)``
+    tuples of ints (kind 0 advance, 1 snapshot, 2 restore, 3 reverse: ``schedules``' module docs): every
+    state x_p kept in slot p as the forward sweep reaches it, then restored to reverse step p. ``s``:
+    unused (the signature of :func:`binomial_actions`)."""
+    for p in range(n - 1):
+        yield (1, p, 0, p)
+        yield (0, p, 1, -1)
+    yield (3, n - 1, 1, -1)
+    for p in range(n - 2, -1, -1):
+        yield (2, p, 0, p)
+        yield (3, p, 1, -1)
+
+
+def binomial_actions(n, s):
+    """The actions of ``schedules.binomial(n, s)`` (``binomial_tuples``, the same steps) as
+    :func:`all_actions` spells them, generated as they are followed."""
+    yield (1, 0, 0, 0)
+    current = 0
+    tasks = np.empty((s + 1, 5), np.int64)  # a stack: at most one task per slot (see there)
+    top = push(tasks, 0, 0, n, 0, s, repetitions(n, s, -1))
+    while top > 0:
+        top -= 1
+        start, end, base, slots, r = tasks[top, 0], tasks[top, 1], tasks[top, 2], tasks[top, 3], \
+            tasks[top, 4]
+        if current != start:
+            yield (2, start, 0, base)
+            current = start
+        length = end - start
+        if length == 1:
+            yield (3, start, 1, -1)
+        elif slots == 1:
+            for p in range(end - 1, start - 1, -1):
+                if current != start:
+                    yield (2, start, 0, base)
+                if p > start:
+                    yield (0, start, p - start, -1)
+                yield (3, p, 1, -1)
+                current = p
+        elif length == 2:
+            yield (0, start, 1, -1)
+            yield (1, start + 1, 0, base + 1)
+            yield (3, start + 1, 1, -1)
+            yield (2, start, 0, base)
+            yield (3, start, 1, -1)
+            current = start
+        else:
+            m = split_point(length, slots, r)
+            r_left = repetitions(m, slots, r)
+            r_right = repetitions(length - m, slots - 1, r)
+            yield (0, start, m, -1)
+            yield (1, start + m, 0, base + 1)
+            current = start + m
+            top = push(tasks, top, start, start + m, base, slots, r_left)
+            top = push(tasks, top, start + m, end, base + 1, slots - 1, r_right)
+
+
+def ctz_actions(n, s):
+    """The actions of ``schedules.ctz(n)`` (its forward sweep, then ``ctz_reverse_sweep``) as
+    :func:`all_actions` spells them; ``s``: unused."""
+    yield (1, 0, 0, 0)
+    for i in range(n - 1):
+        yield (0, i, 1, -1)
+        yield (1, i + 1, 0, popcount(i + 1))
+    held = np.zeros(66, np.int64)  # a stack of positions, bottom x_0: at most 2 + log2 n
+    top = 1 + popcount(n - 1)  # x_0, then n - 1's prefixes (its bits from the highest) in order
+    q, i = n - 1, top - 1
+    while q > 0:
+        held[i] = q
+        q &= q - 1
+        i -= 1
+    yield (3, n - 1, 1, -1)
+    for p in range(n - 2, -1, -1):
+        while held[top - 1] > p:
             top -= 1
-            start, end, base, slots, r = tasks[top, 0], tasks[top, 1], tasks[top, 2], tasks[top, 3], \
-                tasks[top, 4]
-            if current != start:
-                yield (2, start, 0, base)
-                current = start
-            length = end - start
-            if length == 1:
-                yield (3, start, 1, -1)
-            elif slots == 1:
-                for p in range(end - 1, start - 1, -1):
-                    if current != start:
-                        yield (2, start, 0, base)
-                    if p > start:
-                        yield (0, start, p - start, -1)
-                    yield (3, p, 1, -1)
-                    current = p
-            elif length == 2:
-                yield (0, start, 1, -1)
-                yield (1, start + 1, 0, base + 1)
-                yield (3, start + 1, 1, -1)
-                yield (2, start, 0, base)
-                yield (3, start, 1, -1)
-                current = start
-            else:
-                m = split_point(length, slots, r)
-                r_left = repetitions(m, slots, r)
-                r_right = repetitions(length - m, slots - 1, r)
-                yield (0, start, m, -1)
-                yield (1, start + m, 0, base + 1)
-                current = start + m
-                top = push(tasks, top, start, start + m, base, slots, r_left)
-                top = push(tasks, top, start + m, end, base + 1, slots - 1, r_right)
-    else:  # schedules.ctz: its forward sweep, then ctz_reverse_sweep
-        yield (1, 0, 0, 0)
-        for i in range(n - 1):
-            yield (0, i, 1, -1)
-            yield (1, i + 1, 0, popcount(i + 1))
-        held = np.zeros(66, np.int64)  # a stack of positions, bottom x_0: at most 2 + log2 n
-        top = 1 + popcount(n - 1)  # x_0, then n - 1's prefixes (its bits from the highest) in order
-        q, i = n - 1, top - 1
-        while q > 0:
-            held[i] = q
-            q &= q - 1
-            i -= 1
-        yield (3, n - 1, 1, -1)
-        for p in range(n - 2, -1, -1):
-            while held[top - 1] > p:
-                top -= 1
-            q = held[top - 1]
-            yield (2, q, 0, top - 1)
-            rest = p - q
-            while rest:
-                bit = highest_bit(rest)
-                yield (0, q, bit, -1)
-                q += bit
-                yield (1, q, 0, top)
-                rest -= bit
-                held[top] = q
-                top += 1
-            yield (3, p, 1, -1)
+        q = held[top - 1]
+        yield (2, q, 0, top - 1)
+        rest = p - q
+        while rest:
+            bit = highest_bit(rest)
+            yield (0, q, bit, -1)
+            q += bit
+            yield (1, q, 0, top)
+            rest -= bit
+            held[top] = q
+            top += 1
+        yield (3, p, 1, -1)
 
 
-_SCHEDULE_SOURCE = (popcount, highest_bit, comb, repetitions, split_point, push, schedule_actions)
+SCHEDULES = {"all": all_actions, "binomial": binomial_actions, "ctz": ctz_actions}
+"""The generator of each policy's actions. One per policy: a loop's module compiles its own only
+(Numba compiles one generator of all three in about three times as long)."""
+
+_HELPERS = (popcount, highest_bit, comb, repetitions, split_point, push)
+
 
 
 def snapshot_slots(policy, n, s):
-    """How many slots :func:`schedule_actions` writes at most (its largest slot + 1), from above: a
-    slot j holds a state x_p with p >= j (slots are a stack of increasing positions), so at most n;
+    """How many slots a policy's :data:`SCHEDULES` generator writes at most (its largest slot + 1), from
+    above: a slot j holds a state x_p with p >= j (slots are a stack of increasing positions), so at most n;
     binomial writes slots below s, CTZ below popcount bounds + 1, "all" below n - 1."""
     if policy == "all":
         bound = n - 1
@@ -267,12 +273,13 @@ def _unpack(source, kinds, names, indent="    "):
     return lines
 
 
-def driver_source(name, kinds, param_kinds, step, vjp):
+def driver_source(name, policy, kinds, param_kinds, step, vjp):
     """The module text of the drivers of a loop of ``step`` (and ``vjp``: the step's kernels, Numba
     dispatchers the module imports) over leaves of ``kinds`` and parameters of ``param_kinds``:
-    ``forward_sweep(n, *x, *params)`` and ``reverse_sweep(policy, n, s, slots, g, out, *x, *params)``
-    (``policy``: a :data:`POLICY_CODES` value; ``slots``: :func:`snapshot_slots`). The loop's length
-    and schedule are arguments: loops of one step share the module and its machine code."""
+    ``forward_sweep(n, *x, *params)`` and ``reverse_sweep(n, s, slots, g, out, *x, *params)``, following
+    ``policy``'s schedule (``s``: binomial's snapshots; ``slots``: :func:`snapshot_slots`). The loop's
+    length and snapshots are arguments: loops of one step and policy share the module and its machine
+    code."""
     k, m = len(kinds), len(param_kinds)
     xs = [f"x{i}" for i in range(k)]
     cs = [f"c{i}" for i in range(k)]
@@ -282,19 +289,20 @@ def driver_source(name, kinds, param_kinds, step, vjp):
     call = f"step({', '.join(cs + ps)})"
     advance = f"{cs[0]} = {call}" if k == 1 else f"{', '.join(cs)} = {call}"
     start = [f"    {c} = {x if kind == 'float' else f'np.copy({x})'}" for c, x, kind in zip(cs, xs, kinds)]
-    lines = [f"# wengert's Numba module for the drivers of wg.iterate({name}) (docs/compiling.md); written "
-             f"and read by wengert",
+    actions = SCHEDULES[policy]
+    lines = [f"# wengert's Numba module for the drivers of wg.iterate({name}, checkpoint={policy!r}) "
+             f"(docs/compiling.md); written and read by wengert",
              "import numpy as np",
              "import numba as _wengert_numba",
              f"from {step.py_func.__module__} import {step.py_func.__name__} as step",
              f"from {vjp.py_func.__module__} import {vjp.py_func.__name__} as step_vjp",
              "",
              "_wengert_njit = _wengert_numba.njit(cache=True, error_model='numpy')", "", ""]
-    for fun in _SCHEDULE_SOURCE:
+    for fun in (*_HELPERS, actions):
         lines += ["@_wengert_njit", helper_source(fun.__name__, fun), "", ""]
     lines += ["@_wengert_njit", f"def forward_sweep(n, {', '.join(xs + ps)}):", *start,
               "    for _ in range(n):", f"        {advance}", *_pack(cs, kinds), "", ""]
-    lines += ["@_wengert_njit", f"def reverse_sweep(policy, n, s, slots, g, out, {', '.join(xs + ps)}):"]
+    lines += ["@_wengert_njit", f"def reverse_sweep(n, s, slots, g, out, {', '.join(xs + ps)}):"]
     lines += _unpack("g", kinds, gs)
     lines += [f"    {a} = 0.0" if kind == "float" else f"    {a} = np.zeros({kind[1]!r})"
               for a, kind in zip(accs, param_kinds)]
@@ -302,7 +310,7 @@ def driver_source(name, kinds, param_kinds, step, vjp):
               f"    keep{i} = np.empty((slots, {', '.join(map(str, kind[1]))}))"
               for i, kind in enumerate(kinds)]
     lines += start
-    lines += ["    for kind, position, steps, slot in schedule_actions(policy, n, s):",
+    lines += [f"    for kind, position, steps, slot in {actions.__name__}(n, s):",
               "        if kind == 0:",
               "            for _ in range(steps):",
               f"                {advance}",
@@ -334,7 +342,7 @@ def loop_kernel(loop, which):
     if which == "forward":
         return module, "forward_sweep", (n,)
     s = default_snapshots(n) if loop.snapshots is None else int(loop.snapshots)
-    return module, "reverse_sweep", (POLICY_CODES[loop.policy], n, s, snapshot_slots(loop.policy, n, s))
+    return module, "reverse_sweep", (n, s, snapshot_slots(loop.policy, n, s))
 
 
 def _kernels(loop):
@@ -350,7 +358,7 @@ def _kernels(loop):
     if type(vjp) is str:
         return vjp
     numba = require_numba()
-    module = _import(driver_source(loop.name, kinds, param_kinds, step, vjp), numba)
+    module = _import(driver_source(loop.name, loop.policy, kinds, param_kinds, step, vjp), numba)
     leaves = [_example(k) for k in kinds]
     params = [_example(k) for k in param_kinds]
     packed = leaves[0] if len(kinds) == 1 else np.ones(sum(np.size(v) for v in leaves))
@@ -358,7 +366,7 @@ def _kernels(loop):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", numba.core.errors.NumbaWarning)
             module.forward_sweep.compile(tuple(numba.typeof(v) for v in [1] + leaves + params))
-            module.reverse_sweep.compile(tuple(numba.typeof(v) for v in [1, 1, 1, 1, packed, packed]
+            module.reverse_sweep.compile(tuple(numba.typeof(v) for v in [1, 1, 1, packed, packed]
                                                + leaves + params))
     except Exception as e:  # noqa: BLE001 - Numba's typing and lowering errors, whatever their class
         said = [t.strip() for t in str(e).splitlines() if t.strip()]
