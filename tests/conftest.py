@@ -43,6 +43,17 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "tests/program/test_native_helpers.py::test_a_nan_gives_the_python_backends_gradient",
               "tests/program/test_source_factor.py::test_the_chain_runs_natively_and_equals_python",
               "tests/program/test_source_factor.py::test_arguments_named_like_the_numba_support_functions",
+              "tests/program/test_compile_iterate_native.py::test_a_compiled_loop_runs_natively_with_the_python_"
+              "backends_numbers",
+              "tests/program/test_compile_iterate_native.py::test_property_one_compiled_driver_over_n_and_the_"
+              "snapshot_budget",
+              "tests/program/test_compile_iterate_native.py::test_the_lorenz_rk4_loop_compiled_natively",
+              "tests/program/test_compile_iterate_native.py::test_the_lorenz_loop_agrees_with_jax_fori_loop_and_"
+              "checkpoint",
+              "tests/program/test_compile_iterate_native.py::test_an_array_state_and_a_closed_over_matrix_run_"
+              "natively",
+              "tests/program/test_compile_iterate_native.py::test_checkpointed_calls_run_natively_with_the_"
+              "python_backends_numbers",
               "tests/rules/test_dask_arrays.py::test_listed_exceptions_behave_as_listed_and_are_still_exceptions",
               "tests/rules/test_rule_forms.py::test_softmax_cross_entropy_under_vmap_matches_jax",
               "tests/api/test_vmap_indexing.py::test_random_batched_indices_match_jax",

@@ -1,7 +1,6 @@
 """wg.compile of functions containing wg.iterate: the loop is ONE statement of the program (its size
 does not depend on n), and its values and gradients are those of the uncompiled function."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -163,20 +162,7 @@ def test_a_second_derivative_is_refused_naming_the_loop():
         wg.Program.from_trace(f, 0.3).grad().grad()
 
 
-def test_numba_backend_falls_back_with_the_same_numbers():
-    pytest.importorskip("numba")
-    from wengert.program.native import NativeFallbackWarning
-
-    def f(x, a):
-        return scalar_loss(x, a, 40, "binomial")
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cf = wg.compile(f, backend="numba").grad((0, 1))
-        got = cf(0.7, 1.3)
-    assert any(issubclass(w.category, NativeFallbackWarning) and "iterate_lambda" in str(w.message)
-               for w in caught)
-    np.testing.assert_allclose(got, wg.grad(f, (0, 1))(0.7, 1.3), rtol=1e-12)
+# backend="numba" (the loop natively, or falling back): tests/program/test_compile_iterate_native.py
 
 
 def test_jax_fori_loop_with_checkpoint_agrees():

@@ -13,13 +13,16 @@ __all__ = ["trace_step"]
 
 def trace_step(run, examples):
     """``(forward, vjp)`` of ``run(*examples)``: ``forward(*inputs)`` its outputs (one value or a
-    tuple), ``vjp(*inputs, *cotangents)`` the outputs followed by one cotangent per input."""
+    tuple), ``vjp(*inputs, *cotangents)`` the outputs followed by one cotangent per input. Each
+    function's ``program`` is its Program (``native_loop`` compiles a loop's step with Numba from it)."""
     program = Program.from_trace(run, *examples)
     built = optimize(program), lower(program.vjp())
     del program
     for p in built:  # as wg.compile's cache: the inputs' examples kept, not every intermediate's
         p.examples = {v: p.examples[v] for v in p.inputs if v in p.examples}
-    return built[0].function, built[1].function
+    forward, vjp = built[0].function, built[1].function
+    forward.program, vjp.program = built
+    return forward, vjp
 
 
 fast.provide(trace_step)

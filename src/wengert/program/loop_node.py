@@ -14,8 +14,9 @@ follow their schedules (``wengert.checkpointing``), keeping that many states and
 rest. The program's size and its compilation time do not depend on n; neither statement's
 example is computed by running the loop while tracing (the first step's state stands in: examples
 only give shapes and dtypes). Generated source calls both through their implementations, supplied
-by wengert (named in the module's head); the Numba backend runs such a program as Python, with a
-``NativeFallbackWarning``.
+by wengert (named in the module's head); the Numba backend calls their Numba versions instead
+(``native_loop``: the step's programs and the schedule compiled; likewise ``wg.checkpoint``'s), or
+runs the program as Python with a ``NativeFallbackWarning`` saying why.
 
 ``wg.checkpoint(fun)(*args)`` likewise becomes ``checkpoint_<fun>(*args, *params)``, running ``fun``'s
 program, and ``checkpoint_<fun>_vjp(...)``, running its VJP program (which recomputes ``fun``'s
@@ -42,6 +43,7 @@ from wengert.core.extend import defjvp_argnum, defvjp_argnum
 from wengert.core.primitive import Primitive
 from wengert.core.trace import BOX_TYPES
 from wengert.engines.reverse import is_inexact
+from wengert.program.native_loop import checkpoint_kernel, loop_kernel
 from wengert.program.tracing import TRACING, Symbol, TracingError
 from wengert.rules import shape as shape_ops
 
@@ -92,6 +94,7 @@ def loop_statement(step, x0, n, policy, snapshots, name):
         return None
     loop = _Loop(program, n, policy, snapshots, name, examples)
     args = list(leaves) + [boxes[s] for s in program.slots]
+    loop.param_like = tuple(_like(_example(b)) for b in args[len(leaves):])
     loop.stand_in = _pack(program.finish(list(x1)))
     try:
         packed = loop.primitive(*args)
@@ -184,11 +187,18 @@ class _Node:
 class _Loop(_Node):
     """One loop's statement: its step's :class:`fast.StepProgram`, its length and policy."""
 
-    __slots__ = ("program", "n", "policy", "snapshots")
+    __slots__ = ("program", "n", "policy", "snapshots", "param_like", "native")
 
     def __init__(self, program, n, policy, snapshots, name, examples):
         super().__init__("iterate", name, [_like(v) for v in examples])
         self.program, self.n, self.policy, self.snapshots = program, n, policy, snapshots
+        self.param_like = ()  # the params' shapes and dtypes
+        self.native = None  # native_loop's drivers, or why there are none: built at the first ask
+
+    def numba_kernel(self, implementation):
+        """``(module, name)`` of the Numba version of ``implementation`` (:meth:`forward` or
+        :meth:`reverse`), or why there is none, in words (``native_build`` asks; ``native_loop``)."""
+        return loop_kernel(self, implementation.__name__)
 
     def __repr__(self):
         return f"<wg.iterate({self.name}, n={self.n}, checkpoint={self.policy!r}) as one loop>"
@@ -328,6 +338,7 @@ def checkpoint_statement(fun, args, kwargs, name):
     finally:
         sources.restore(before)
     node = _Checkpointed(forward, vjp, [_like(v) for v in outs], name)
+    node.inputs_like = tuple(_like(v) for v in inputs)
     node.stand_in = _pack(list(outs))
     try:
         packed = node.primitive(*[leaves[i] for i in positions], *boxes)
@@ -339,11 +350,18 @@ def checkpoint_statement(fun, args, kwargs, name):
 class _Checkpointed(_Node):
     """One ``wg.checkpoint`` call's statement: ``fun``'s forward and VJP programs."""
 
-    __slots__ = ("forward_program", "vjp_program")
+    __slots__ = ("forward_program", "vjp_program", "inputs_like", "native")
 
     def __init__(self, forward, vjp, like, name):
         super().__init__("checkpoint", name, like)
         self.forward_program, self.vjp_program = forward, vjp
+        self.inputs_like = ()  # the inputs' shapes and dtypes
+        self.native = None  # native_loop's calls, or why there are none: built at the first ask
+
+    def numba_kernel(self, implementation):
+        """``(module, name)`` of the Numba version of ``implementation`` (:meth:`forward` or
+        :meth:`reverse`), or why there is none, in words (``native_build`` asks; ``native_loop``)."""
+        return checkpoint_kernel(self, implementation.__name__)
 
     def forward(self, *vals):
         """``fun``'s outputs, packed."""

@@ -232,9 +232,11 @@ def _refused(text, mod, statements):
     """What in the module Numba cannot run, in words (empty where it may all be native): a primitive's
     Python implementation, a helper (``native_fact``), a NumPy function Numba does not know."""
     text = _native_helpers(text, mod, statements)  # the Numba versions' NumPy calls, not the helpers'
-    found = []
+    found, bringing = [], []
     for ref, value in mod.foreign.items():
-        if callable(value):
+        if _brings(value):
+            bringing.append((ref, value))
+        elif callable(value):
             names = sorted({s.prim.__name__ for s in statements if s.prim.fun is value}) or [ref]
             found += [f"primitive {n} (a Python implementation)" for n in names]
     for name, fun in sorted(mod.helpers.items()):
@@ -252,7 +254,39 @@ def _refused(text, mod, statements):
             names = sorted({s.prim.__name__ for s in statements if s.prim.__name__ == leaf})
             found += [f"primitive {n} (Numba has no np.{path})" for n in names] or \
                 [f"np.{path} (Numba has no such function)"]
+    for ref, value in [] if found else bringing:  # built (compiled) only where the rest may be native
+        brought = _brought(value)
+        if type(brought) is str:
+            names = sorted({s.prim.__name__ for s in statements if s.prim.fun == value}) or [ref]
+            found += [f"primitive {n} ({brought})" for n in names]
     return found
+
+
+def _brings(value):
+    """Whether a foreign implementation may bring its own Numba version (see :func:`_brought`)."""
+    return getattr(getattr(value, "__self__", None), "numba_kernel", None) is not None
+
+
+def _brought(value):
+    """A foreign implementation's own Numba version: ``(module, function name, leading arguments)``, or
+    why it has none (a string); None where it brings none. Asked of the object a method is bound to
+    (``numba_kernel``: ``wg.iterate``'s loop statement, ``loop_node``)."""
+    kernel = getattr(getattr(value, "__self__", None), "numba_kernel", None)
+    return None if kernel is None else kernel(value)
+
+
+def _brought_source(mod):
+    """Source defining each foreign implementation that brings its own Numba version under its name: a
+    function calling that version with its leading arguments, then the statement's."""
+    lines = []
+    for ref, value in sorted(mod.foreign.items()):
+        brought = _brought(value)
+        if type(brought) is tuple:
+            module, function, leading = brought
+            lines += [f"from {module} import {function} as _{ref}_native", "", "",
+                      f"def {ref}(*args):",
+                      f"    return _{ref}_native({''.join(f'{c!r}, ' for c in leading)}*args)", "", ""]
+    return lines
 
 
 def refusals(program):
@@ -289,7 +323,7 @@ def native_function(program):
         if isinstance(value, np.ndarray):
             arrays.append(ref)
             values.append(value)
-        elif ref not in mod.imports:
+        elif ref not in mod.imports and not _brings(value):
             fallback(program.name, f"the captured constant {ref} ({type(value).__name__}) has no Numba type")
             return python()
     if isinstance(program, Program):
@@ -297,6 +331,9 @@ def native_function(program):
     else:
         params = [p.name for p in program.inputs]
     name = getattr(mod, "function_name", program.name)  # codegen's free name (wg.compile(np.sin): sin_)
+    brought = _brought_source(mod)
+    if brought:
+        text = "\n".join(brought) + "\n" + text
     source = native_source(text, mod, name, params, arrays, statements)
     module = _import(source, numba)
     dispatcher = getattr(module, name)
