@@ -268,7 +268,7 @@ def test_traced_int_indices_add_in_place_as_the_tape_does(n, m, dtype, data):
 
 
 def test_an_integer_array_index_still_adds_repeats_twice():
-    """An index that can repeat (an int array argument) keeps ``np.add.at``: ``a[[0, 0]] += e`` would add once."""
+    """An index that can repeat (an int array argument) keeps ``np.add.at`` (``a[[0, 0]] += e`` adds once)."""
     def f(x, w, y, idx):
         return np.sum(np.exp(x) * w) + np.sum(x[idx] * y)
 

@@ -352,7 +352,7 @@ def _in_place_add(s, counts, owned, producer, dropped, look):
     out = s.out
     pairs = ((s.args[0], s.args[1]), (s.args[1], s.args[0]))
     if _added_at(producer, s.args[0], s.args[1]):
-        pairs = pairs[::-1]  # untake(e, i) + a: a[i] += e where a can take it (no zeros filled, no pass over a)
+        pairs = pairs[::-1]  # untake(e, i) + a: a[i] += e where a can take it (no zeros filled and added)
     for a, b in pairs:
         if not _buffer_ok(a, out, counts, owned):
             continue
