@@ -7,8 +7,8 @@
   is inf or nan): the seeds' ones and zeros of an adjoint program disappear.
 - ``explicit_dup``: every variable used once, through ``dup``.
 - ``elide_broadcasts``: no ``broadcast_to`` copy where the operation using it broadcasts anyway.
-- ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` (of a's shape)
-  ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else; likewise any
+- ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` (either order; of
+  a's shape) ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else; likewise any
   elementwise ufunc writes into such an argument of its result's shape (``a *= 2``, ``np.exp(a, out=a)``).
 
 The algebraic rewrites (``-(-x)``, distributivity, sums of scalar multiples) are in ``algebra``.
