@@ -178,3 +178,117 @@ def test_concatenations_sharing_their_first_piece_agree_across_engines(sizes, se
     got = wg.compile(f).grad(argnums)(*args)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+
+
+# -- a traced int index: the adjoint of x[i, j] added into the cotangent's own buffer -----------------
+
+def _body(source):
+    """The generated function alone, without the helpers' definitions."""
+    return source[source.rindex("\ndef "):]
+
+
+def softmax_cross_entropy(W1, W2, x, label):
+    """The tiny network of benchmarks/workloads.py: logsumexp(W2 @ (W1 @ x)) - pred[label, 0]."""
+    import wengert.numpy as wnp
+    pred = W2 @ (W1 @ x)
+    m = wnp.max(pred)
+    return m + wnp.log(wnp.sum(wnp.exp(pred - m))) - pred[label, 0]
+
+
+def softmax_cross_entropy_by_hand(W1, W2, x, label):
+    h = W1 @ x
+    pred = W2 @ h
+    e = np.exp(pred - pred.max())
+    dpred = e / e.sum()
+    dpred[label, 0] -= 1.0
+    return (W2.T @ dpred) @ x.T, dpred @ h.T
+
+
+def test_a_traced_label_is_subtracted_in_place_for_every_value():
+    """``untake(-1.0, (label, 0)) + softmax`` is ``softmax[label, 0] += -1.0``: no zeros filled and no
+    array added (the hand-written form), one program for every label, each label's gradient right."""
+    rng = np.random.default_rng(3)
+    W1, W2, x = rng.standard_normal((6, 5)), rng.standard_normal((4, 6)), rng.standard_normal((5, 1))
+    g = wg.compile(softmax_cross_entropy).grad((0, 1))
+    source = _body(g.source(W1, W2, x, 0))
+    assert "untake(" not in source and "np.add.at" not in source and "[v0, 0] += -1.0" in source
+    for label in range(4):
+        got, tape = g(W1, W2, x, label), wg.grad(softmax_cross_entropy, (0, 1))(W1, W2, x, label)
+        for a, b, c in zip(got, tape, softmax_cross_entropy_by_hand(W1, W2, x, label)):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+            np.testing.assert_allclose(a, c, rtol=1e-13, atol=1e-15)
+    assert g.cache_info().misses == 1
+
+
+def test_a_traced_label_gradient_equals_jax():
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(4)
+    W1, W2, x = rng.standard_normal((6, 5)), rng.standard_normal((4, 6)), rng.standard_normal((5, 1))
+
+    def jf(a, b, xx, label):
+        pred = b @ (a @ xx)
+        m = jnp.max(pred)
+        return m + jnp.log(jnp.sum(jnp.exp(pred - m))) - pred[label, 0]
+
+    g = wg.compile(softmax_cross_entropy).grad((0, 1))
+    for label in (0, 3):
+        for a, b in zip(g(W1, W2, x, label), jax.grad(jf, (0, 1))(W1, W2, x, label)):
+            np.testing.assert_allclose(a, np.asarray(b), rtol=1e-12, atol=1e-15)
+
+
+def _indexed_twice(x, w, i, j):
+    return np.sum(x * x * w) + 3.0 * x[i, j] - x[i, 0]
+
+
+_INDEXED_TWICE = wg.compile(_indexed_twice).grad()  # one trace per shape and dtype, shared by the examples
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(n=st.integers(1, 4), m=st.integers(1, 3), dtype=st.sampled_from([np.float32, np.float64]),
+       data=st.data())
+def test_traced_int_indices_add_in_place_as_the_tape_does(n, m, dtype, data):
+    """``x[i, j]`` with traced ints (0-d int arrays too) added into an owned buffer: where ``j == 0`` both
+    terms land on one element. The compiled gradient equals the tape's and the formula."""
+    i, j = data.draw(st.integers(-n, n - 1)), data.draw(st.integers(-m, m - 1))
+    as_array = data.draw(st.booleans())
+    rng = np.random.default_rng(n * 10 + m)
+    x, w = rng.standard_normal((n, m)).astype(dtype), rng.standard_normal((n, m)).astype(dtype)
+    ii, jj = (np.array(i), np.array(j)) if as_array else (i, j)
+    got = _INDEXED_TWICE(x, w, ii, jj)
+    want = 2 * x * w
+    want[i, j] += 3.0
+    want[i, 0] -= 1.0
+    assert got.dtype == dtype
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got, wg.grad(_indexed_twice)(x, w, ii, jj), rtol=tol, atol=tol)
+    assert "np.add.at" not in _body(_INDEXED_TWICE.source(x, w, ii, jj))
+
+
+def test_an_integer_array_index_still_adds_repeats_twice():
+    """An index that can repeat (an int array argument) keeps ``np.add.at`` (``a[[0, 0]] += e`` adds once)."""
+    def f(x, w, y, idx):
+        return np.sum(np.exp(x) * w) + np.sum(x[idx] * y)
+
+    x, w, y, idx = np.arange(4.0), np.full(4, 0.5), np.array([1.0, 2.0, 3.0]), np.array([0, 0, 3])
+    g = wg.compile(f).grad()
+    assert "np.add.at(" in _body(g.source(x, w, y, idx))
+    np.testing.assert_allclose(g(x, w, y, idx), np.exp(x) * w + [3.0, 0.0, 0.0, 3.0], rtol=1e-15)
+    np.testing.assert_allclose(g(x, w, y, idx), wg.grad(f)(x, w, y, idx), rtol=1e-15)
+
+
+def test_an_untake_added_first_goes_into_the_other_buffer():
+    """The pass: ``untake(e, i) + a`` with ``a`` an owned buffer becomes ``a[i] += e`` (the untake is
+    gone), as ``a + untake(e, i)`` does."""
+    def f(x, w, i):
+        return -x[i] + np.sum(np.exp(x) * w)
+
+    x, w = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, 3.0])
+    p = P.accumulate_in_place(pipeline.simplify(Program.from_trace(f, x, w, np.int64(1)).grad(0)))
+    assert not any(s.prim.__name__ == "untake" for s in p.statements), p.source
+    assert any(s.prim.__name__ == "index_add" and s.inplace for s in p.statements), p.source
+    want = np.exp(x) * w
+    want[1] -= 1.0
+    np.testing.assert_allclose(p(x, w, np.int64(1)), want, rtol=1e-15)

@@ -122,6 +122,24 @@ def test_add_chosen_skips_a_zero_cotangent_and_shares_ties():
         np.testing.assert_allclose(g(z), np.exp(z) / np.exp(z).sum(), rtol=1e-14, atol=1e-16)
 
 
+def test_a_zero_cotangent_of_the_maximum_skips_add_chosen_call_and_all():
+    """Generated code calls ``add_chosen`` only where the max's cotangent is nonzero (``if g:``; it adds
+    nothing at 0): the gradient is the tape's and the formula's at 0 and elsewhere."""
+    x = np.array([[1.0, 3.0], [3.0, -2.0]])
+    ties = np.array([[0.0, 0.5], [0.5, 0.0]])
+    cases = [(lambda x, y: y * wnp.max(x) + wnp.sum(x * x), lambda x: 2.0 * x),
+             (lambda x, y: wnp.max(x) * (y * 3.0) + wnp.sum(wnp.sin(x)), np.cos)]
+    for k, (f, rest) in enumerate(cases):
+        g = wg.compile(f).grad(0)
+        body = g.source(x, 1.0).split("def ")[-1]
+        guard = body.index("    if ")
+        assert body[guard:].split("\n")[1].startswith("        add_chosen("), body
+        for y in (0.0, 2.0, -1.0 / 3.0):
+            want = rest(x) + (y if k == 0 else y * 3.0) * ties
+            np.testing.assert_allclose(g(x, y), want, rtol=1e-15, atol=1e-15)
+            np.testing.assert_allclose(g(x, y), wg.grad(f)(x, y), rtol=1e-15, atol=1e-15)
+
+
 def _add_positive(buf, s, x):
     """``buf += s * (x > 0)``, at the positive elements alone."""
     where = x > 0

@@ -416,8 +416,8 @@ def statement_source(stmt, mod, safe):
         return f"{stmt.args[0].name} += {mod.value(stmt.args[1])}"
     if stmt.inplace and stmt.prim is index_add:
         buf, idx, e = stmt.args
-        if vars_in(idx) or _has_array(idx):
-            return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"
+        if _has_array(idx) or any(v.shape or v.dtype.kind not in "iu" for v in vars_in(idx)):
+            return f"np.add.at({buf.name}, {mod.value(idx)}, {mod.value(e)})"  # a repeated index adds twice
         return f"{buf.name}[{index_expr(idx, mod.value)}] += {mod.value(e)}"
     if stmt.inplace and in_place_ufunc(stmt.prim) is not None:  # passes._in_place_ufunc
         name, args = stmt.outs[0].name, stmt.args
@@ -474,7 +474,11 @@ def _source(program, safe, fallback=None, defined=None, names=None):
         if fused and s in fused:
             if fused[s] is not None:
                 fun, args = fused[s]  # buf += g * w by w's adds_scaled fact (a max's cotangent)
-                body.append(f"    {mod.use_helper(fun)}({', '.join(mod.value(v) for v in args)})")
+                call = f"{mod.use_helper(fun)}({', '.join(mod.value(v) for v in args)})"
+                if args[1] in inline:
+                    body.append(f"    {call}")
+                else:  # it adds nothing where g is 0 (the fact's contract): most often, not called at all
+                    body += [f"    if {args[1].name}:", f"        {call}"]
                 if arrays:
                     reads.append(vars_in(args))
                     writes.append(())

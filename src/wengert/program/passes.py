@@ -7,8 +7,8 @@
   is inf or nan): the seeds' ones and zeros of an adjoint program disappear.
 - ``explicit_dup``: every variable used once, through ``dup``.
 - ``elide_broadcasts``: no ``broadcast_to`` copy where the operation using it broadcasts anyway.
-- ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` (of a's shape)
-  ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else; likewise any
+- ``accumulate_in_place``: ``a = a + b`` becomes ``a += b``, and ``a + untake(e, i)`` (either order; of
+  a's shape) ``a[i] += e``, where ``a`` is a buffer this program allocated and uses nowhere else; likewise any
   elementwise ufunc writes into such an argument of its result's shape (``a *= 2``, ``np.exp(a, out=a)``).
 
 The algebraic rewrites (``-(-x)``, distributivity, sums of scalar multiples) are in ``algebra``.
@@ -350,13 +350,15 @@ def _in_place_ufunc(s, counts, owned):
 
 def _in_place_add(s, counts, owned, producer, dropped, look):
     out = s.out
-    for a, b in ((s.args[0], s.args[1]), (s.args[1], s.args[0])):
+    pairs = ((s.args[0], s.args[1]), (s.args[1], s.args[0]))
+    if _added_at(producer, s.args[0], s.args[1]):
+        pairs = pairs[::-1]  # untake(e, i) + a: a[i] += e where a can take it (no zeros filled and added)
+    for a, b in pairs:
         if not _buffer_ok(a, out, counts, owned):
             continue
         renamed = Variable(a.name, out.shape, out.dtype, out.kind)
-        u = producer.get(b) if type(b) is Variable else None
-        if (u is not None and u.prim is untake and type(u.args[0]) is Variable and b.shape == a.shape
-                and np.can_cast(u.args[0].dtype, a.dtype, "same_kind")):
+        if _added_at(producer, b, a):
+            u = producer[b]
             # a + untake(e, i) reads only e and i; the untake goes when no use is left (v[i] * v[i]: two).
             # Only an untake of a's shape: one that broadcasts in the sum (an elided broadcast_to of
             # sum(keepdims=True)'s cotangent) has i index another array, and stays a + untake.
@@ -366,6 +368,22 @@ def _in_place_add(s, counts, owned, producer, dropped, look):
             return Statement((renamed,), index_add, (a, idx, e), inplace=True)
         return Statement((renamed,), s.prim, (a, b), inplace=True)
     return None
+
+
+def _added_at(producer, b, a):
+    """Whether ``b`` is ``untake(e, i)`` of ``a``'s shape, ``e`` a variable or a number that ``a[i] += e``
+    adds as ``a + b`` does (cast to ``a``'s dtype within its kind)."""
+    u = producer.get(b) if type(b) is Variable else None
+    if u is None or u.prim is not untake or type(a) is not Variable or b.shape != a.shape:
+        return False
+    e = u.args[0]
+    if type(e) is Variable:
+        dtype = e.dtype
+    elif type(e) in (float, int, complex) or isinstance(e, np.number):
+        dtype = np.result_type(e)
+    else:
+        return False
+    return np.can_cast(dtype, a.dtype, "same_kind")
 
 
 def _shape(x):

@@ -70,7 +70,7 @@ def add_chosen(buf, g, out, x, axis=None, keepdims=False):
     if axis is not None:
         buf += g * chooser_weights(out, x, axis, keepdims)
         return
-    if g == 0:
+    if not g:  # g == 0, without NumPy's scalar comparison
         return
     x = np.asarray(x)
     where = (x == out).ravel().nonzero()[0]
