@@ -5,8 +5,8 @@ The functions below are written for this file, in the categories of Google Tange
 that ``wg.compile`` refused: ``if``/``elif``/``else`` on traced scalars, ``while`` loops with traced
 conditions, ``for`` with ``break``/``continue``, nested loops, buffers filled in loops, lists
 appended then stacked; and (issue 29) conditional expressions on traced values, ``for``/``while``
-... ``else``, ``range(int(a))`` of a traced ``a`` (the tape takes ``int(wg.stop_gradient(a))``: its
-twin, ``TAPE_TWINS``; torch's ``int()`` agrees) and lists changed alike in both arms of a traced
+... ``else``, ``range(int(wg.stop_gradient(a)))`` (a count decided at run time; ``int()`` of a value
+that carries a derivative is refused, as on the tape) and lists changed alike in both arms of a traced
 ``if``. Each one's compiled value must be the function's own (bit for bit), its
 compiled gradient and ``value_and_grad`` those of ``wg.grad`` (or ``wg.source_grad`` where the tape
 refuses a plain buffer) and of central finite differences, and of ``jax.grad`` where JAX can run
@@ -389,7 +389,7 @@ def range_of_a_traced_int(a):
 
 
 def range_of_a_stopped_int(a):
-    """range_of_a_traced_int as the tape takes it (int() of a value it differentiates is refused there)."""
+    """range_of_a_traced_int as every engine takes it (int() of a value it differentiates is refused)."""
     s = 0.0
     for i in range(int(wg.stop_gradient(a))):
         s = s + a * i
@@ -517,7 +517,7 @@ FUNCTIONS = {
     "for_else": (for_else, [(1.0,), (0.1,), (-3.0,), (5.0,)], True),
     "while_else": (while_else, [(1.0,), (8.0,), (20.0,)], True),
     "nested_for_else": (nested_for_else, [(X3,), (X4[:3].copy(),)], True),
-    "range_of_a_traced_int": (range_of_a_traced_int, [(3.5,), (-2.5,), (0.7,), (6.2,)], False),
+    "range_of_a_stopped_int": (range_of_a_stopped_int, [(3.5,), (-2.5,), (0.7,), (6.2,)], False),
     "list_with_branches": (list_with_branches, [(X4,), (-X4,)], False),
     "rows_changed_in_an_arm": (rows_changed_in_an_arm, [(X3,), (X4[:3].copy(),)], False),
     "static_try_except": (static_try_except, [(1.5,), (-1.5,)], True),
@@ -527,6 +527,8 @@ TRACEABLE = {"stacked_list"}
 """Traced as they are (np.stack takes a list of traced values): no source needed."""
 
 PROBES = {
+    "range_of_a_traced_int": (range_of_a_traced_int, (3.5,),
+                              "int() of a traced value that carries a derivative would drop it"),
     "try_except": (try_except, (1.0,), "try/except"),
     "list_while": (list_while, (0.7,), "a while loop changing a list"),
     "append_in_one_arm": (append_in_one_arm, (X4,), "changes rows in place in an arm so that its length"),
@@ -544,15 +546,10 @@ def _as_tuple(g, args):
     return tuple(g) if len(args) > 1 else (g,)
 
 
-TAPE_TWINS = {range_of_a_traced_int: range_of_a_stopped_int}
-"""The function as the tape takes it, where the tape refuses the function itself for what is not a buffer."""
-
-
 def _tape_or_source_grad(f, args):
-    """wg.grad's gradient (of the tape's twin, if any); wg.source_grad's where the tape refuses a plain
-    buffer (the store)."""
+    """wg.grad's gradient; wg.source_grad's where the tape refuses a plain buffer (the store)."""
     try:
-        return wg.grad(TAPE_TWINS.get(f, f), _argnums(args))(*args)
+        return wg.grad(f, _argnums(args))(*args)
     except ExitError:
         return wg.source_grad(f, _argnums(args))(*args)
 
@@ -781,7 +778,7 @@ _ARRAY_COMPILED = {f: (wg.compile(f), wg.compile(f).grad())
 
 NEW = ["traced_conditional_expression", "nested_conditional_expressions",
        "conditional_expression_in_a_while_test", "for_else", "while_else", "nested_for_else",
-       "range_of_a_traced_int", "list_with_branches", "rows_changed_in_an_arm", "static_try_except"]
+       "range_of_a_stopped_int", "list_with_branches", "rows_changed_in_an_arm", "static_try_except"]
 
 
 @pytest.mark.parametrize("name, k", [c for c in CASES if c.values[0] in NEW])
@@ -812,9 +809,9 @@ def test_a_conditional_expression_evaluates_only_the_arm_its_static_test_takes()
 
 
 def test_range_of_int_counts_at_run_time_in_one_program():
-    compiled = wg.compile(range_of_a_traced_int)
+    compiled = wg.compile(range_of_a_stopped_int)
     for a in (3.5, 6.2, -2.5, 0.7):  # 3, 6, 0 and 0 iterations: one program for all
-        assert compiled(a) == range_of_a_traced_int(a)
+        assert compiled(a) == range_of_a_stopped_int(a)
         assert compiled.grad()(a) == wg.grad(range_of_a_stopped_int)(a)
     assert compiled.cache_info().misses == 1
     assert "range(" in compiled.program(3.5).source
@@ -825,12 +822,12 @@ def test_range_of_int_matches_torch():
     for a in (3.5, 6.2, -2.5, 0.7, 1.0):
         t = torch.tensor(a, dtype=torch.float64, requires_grad=True)
         s = torch.zeros((), dtype=torch.float64)
-        for i in range(int(t)):  # torch's int() leaves the graph: its derivative is zero
+        for i in range(int(t)):  # torch's int() leaves the graph, as wg.stop_gradient does
             s = s + t * i
         if s.requires_grad:  # no iteration: s is the constant 0, and a has no gradient (zero)
             s.backward()
         want = 0.0 if t.grad is None else t.grad.item()
-        value, grad = wg.compile(range_of_a_traced_int).value_and_grad()(a)
+        value, grad = wg.compile(range_of_a_stopped_int).value_and_grad()(a)
         np.testing.assert_allclose(value, s.item(), rtol=1e-14)
         np.testing.assert_allclose(grad, want, rtol=1e-14)
 
@@ -853,11 +850,11 @@ def test_int_of_a_traced_bool_or_int_keeps_its_value():
 @settings(max_examples=40, deadline=None)
 @given(a=st.floats(-6.0, 12.0, allow_nan=False).filter(lambda v: abs(v - round(v)) > 1e-6))
 def test_property_range_of_int_follows_the_value(a):
-    assert _RANGE_OF_INT[0](a) == range_of_a_traced_int(a)
+    assert _RANGE_OF_INT[0](a) == range_of_a_stopped_int(a)
     np.testing.assert_allclose(_RANGE_OF_INT[1](a), wg.grad(range_of_a_stopped_int)(a), rtol=1e-12)
 
 
-_RANGE_OF_INT = (wg.compile(range_of_a_traced_int), wg.compile(range_of_a_traced_int).grad())
+_RANGE_OF_INT = (wg.compile(range_of_a_stopped_int), wg.compile(range_of_a_stopped_int).grad())
 
 
 def test_a_list_changed_in_one_arm_only_names_the_line_and_what_to_do():
@@ -951,7 +948,7 @@ def test_forward_mode_from_source_is_the_tapes(name, k):
     tangents = tuple(np.linspace(0.3, 0.9, np.size(a)).reshape(np.shape(a)) if np.ndim(a) else 0.7
                      for a in args)
     value, tangent = wg.source_jvp(f)(args, tangents)
-    want_value, want_tangent = wg.jvp(TAPE_TWINS.get(f, f), args, tangents)
+    want_value, want_tangent = wg.jvp(f, args, tangents)
     assert value == want_value
     np.testing.assert_allclose(tangent, want_tangent, rtol=1e-12, atol=1e-14)
 
@@ -965,3 +962,32 @@ def test_a_finally_block_runs_after_a_return_in_the_try_body_as_in_python():
             log["done"] = True  # read, though the try body returned
 
     assert wg.source_grad(returns_early)(1.5) == wg.grad(returns_early)(1.5) == 2.0
+
+
+def test_int_as_a_type_stays_pythons_and_only_a_call_is_read():
+    def typed(a, k):
+        buf = np.zeros(2, dtype=int)  # int as a dtype: Python's, not the traced call
+        assert isinstance(k, int) and buf.dtype == np.dtype(int)
+        n = int(wg.stop_gradient(a) * 2.0)  # made from a stopped value: carries no derivative
+        s = a
+        for _ in range(n):
+            s = s * 1.5
+        return s
+
+    for a in (0.9, 2.3):
+        np.testing.assert_allclose(wg.source_grad(typed)(a, 3), wg.grad(typed)(a, 3), rtol=1e-12)
+        np.testing.assert_allclose(wg.compile(typed, static_argnums=1).grad()(a, 3), wg.grad(typed)(a, 3),
+                                   rtol=1e-12)
+
+
+def test_int_of_a_value_with_a_derivative_is_refused_as_on_the_tape():
+    def scaled_count(a):
+        return int(a * 2.0) * a
+
+    with pytest.raises(ExitError):
+        wg.grad(scaled_count)(1.3)
+    with pytest.raises(wg.TransformError) as info:
+        wg.source_grad(scaled_count)(1.3)
+    message = str(info.value)
+    assert f"{__file__}, line {scaled_count.__code__.co_firstlineno + 1}" in message, message
+    assert "int(wg.stop_gradient(x))" in message and "would drop it" in message

@@ -21,7 +21,7 @@ from wengert.program.source.parse import (
     parsed_source,
     raised_in_library,
 )
-from wengert.program.source.scope import Scope, refuse_shared_write
+from wengert.program.source.scope import DropsDerivative, Scope, int_calls, refuse_shared_write
 from wengert.program.source.values import (
     BRK,
     CONTAINER_TYPES,
@@ -108,7 +108,7 @@ class Interpreter(LoopInterpreter):
     def _eval(self, expr):
         code = self._code.get(id(expr))
         if code is None:
-            tree = ast.Expression(body=lift(self.parsed, expr))  # lambdas, comprehensions: source.nested
+            tree = int_calls(ast.Expression(body=lift(self.parsed, expr)))  # lambdas, ...: source.nested
             ast.fix_missing_locations(tree)
             code = self._code[id(expr)] = (compile(tree, self.parsed.filename, "eval"), expr)
         frames = self.builder.frames
@@ -116,6 +116,12 @@ class Interpreter(LoopInterpreter):
         try:
             with np.errstate(all="ignore"):
                 return eval(code[0], self.fun.__globals__, Scope(self))  # noqa: S307 - the user's own code
+        except DropsDerivative:
+            raise TransformError(
+                f"at {self.where(expr)} (in {self.parsed.name}): int() of a traced value that carries a "
+                f"derivative would drop it, as the tape (wg.grad) says too: write int(wg.stop_gradient(x)) "
+                f"if the integer is wanted (range(int(wg.stop_gradient(a))) loops a count decided at run "
+                f"time), or wnp.floor(x) to stay differentiable") from None
         except TracingError as e:
             what = str(e).split(" of the traced value", 1)[0]  # "Python control flow (if, ...) on the value"
             if not what.startswith("Python control flow"):  # int() of an array, float(), an index

@@ -11,8 +11,9 @@ too), ``for`` over ``range(...)`` or over an array's first axis and
 loop-carried variables (names assigned in the body that exist before the loop) explicit.
 ``break``/``continue`` become flags guarding the rest of the body; the loop ends after an iteration
 whose break flag is set; a loop's ``else`` block runs after it under a flag that each ``break``
-clears (``source.parse``). ``int()`` of a traced number stays traced (``range(int(a))``: a trip count
-known at run time; derivative zero). A ``try`` whose body computes nothing with traced values runs
+clears (``source.parse``). ``int()`` of a traced number without derivative stays traced
+(``range(int(wg.stop_gradient(a)))``: a trip count known at run time); of one with a derivative it is
+refused, as on the tape. A ``try`` whose body computes nothing with traced values runs
 at build time, as Python runs it. Control flow on static values (ints, shapes, constants) runs at build
 time, as in ``from_trace``. Calls to other user functions are interpreted the same way, inline
 (their parsed source is cached per function), and so are nested defs, lambdas and comprehensions

@@ -3,6 +3,7 @@ globals, with ``math`` sent to ``wengert.numpy``, NumPy functions taking lists o
 and the user's other functions interpreted inline (by an interpreter of the caller's kind)."""
 
 import ast
+import copy
 import inspect
 import math
 import types
@@ -10,14 +11,15 @@ import types
 import numpy as np
 
 import wengert.numpy as wnp
+from wengert.program.ir import Statement
 from wengert.program.source.control import TransformError
 from wengert.program.source.nested import LOCAL_PREFIX, resolve
 from wengert.program.source.parse import TAPE, is_user_function
 from wengert.program.source.values import each_symbol
-from wengert.program.tracing import Symbol
+from wengert.program.tracing import Symbol, TracingError
 from wengert.rules.broadcasting import astype
 
-__all__ = ["Scope"]
+__all__ = ["Scope", "DropsDerivative", "int_calls"]
 
 _MATH = {"sin": wnp.sin, "cos": wnp.cos, "tan": wnp.tan, "exp": wnp.exp, "log": wnp.log, "sqrt": wnp.sqrt,
          "tanh": wnp.tanh, "sinh": wnp.sinh, "cosh": wnp.cosh, "asin": wnp.arcsin, "acos": wnp.arccos,
@@ -105,8 +107,11 @@ class Scope(dict):
             value = it.closure[name]
         elif name in it.fun.__globals__:
             value = it.fun.__globals__[name]
-        elif name == "int":
-            return _int  # the builtin, taking a traced 0-d value too
+        elif name == INT_CALL:  # int(...) as a call (int_calls); a user's own int wins, as in Python
+            try:
+                return self["int"]
+            except KeyError:
+                return _int  # the builtin, taking a traced 0-d value too
         else:
             raise KeyError(name)  # eval looks in the builtins (or raises NameError)
         if value is math:
@@ -120,16 +125,67 @@ class Scope(dict):
         raise KeyError(name)  # eval reads the global itself
 
 
+INT_CALL = "__wg_int"
+"""The name :func:`int_calls` gives the builtin ``int`` where it is called (``dtype=int`` stays Python's)."""
+
+
+def int_calls(tree):
+    """``tree`` (an ``ast.Expression``) with each call ``int(...)`` calling :data:`INT_CALL` (a copy: the
+    parsed source is never changed), so that only a call meets :func:`_int`."""
+    def is_int_call(n):
+        return type(n) is ast.Call and type(n.func) is ast.Name and n.func.id == "int"
+
+    if not any(is_int_call(n) for n in ast.walk(tree)):
+        return tree
+    tree = copy.deepcopy(tree)
+    for n in ast.walk(tree):
+        if is_int_call(n):
+            n.func = ast.copy_location(ast.Name(INT_CALL, ast.Load()), n.func)
+    return tree
+
+
 def _int(x=0, *args, **kwargs):
-    """``int(x)`` as the function reads it: of a traced 0-d number, that number truncated toward zero as a
-    traced int64 (``range(int(a))`` loops ``int(a)`` times, decided at run time), whose derivative is zero
-    (PyTorch's ``int(t)``, JAX's ``a.astype(int)``); otherwise Python's ``int``."""
+    """``int(x)`` as the function reads it: of a traced 0-d number that carries no derivative (an integer,
+    a comparison, ``wg.stop_gradient``'s result, or made from those), that number truncated toward zero as
+    a traced int64 (``range(int(wg.stop_gradient(a)))`` loops a count decided at run time); of one that
+    carries a derivative, the refusal the tape gives (``int()`` would drop it; PyTorch's ``int(t)`` drops
+    it silently); otherwise Python's ``int``."""
     if type(x) is not Symbol or args or kwargs or x.variable.shape != () or \
             x.variable.dtype.kind not in "biuf":
         return int(x, *args, **kwargs)
+    if not _no_derivative(x):
+        raise DropsDerivative("int()")
     if x.variable.dtype.kind == "f":
         x = wnp.trunc(x)
     return x if x.variable.dtype == np.int64 else astype(x, np.dtype(np.int64))
+
+
+class DropsDerivative(TracingError):
+    """``int()`` of a traced number that carries a derivative (the interpreter says where)."""
+
+
+def _no_derivative(x):
+    """Whether symbol ``x`` carries no derivative by construction: an integer or bool, a primitive's result
+    that has none (``stop_gradient``, comparisons), or made by statements of the enclosing blocks from
+    those and constants. A function's input, a captured array or a control-flow node's output counts
+    as carrying one (the refusal's advice, ``int(wg.stop_gradient(x))``, then applies)."""
+    made = {}
+    for block in getattr(x._trace, "_blocks", (x._trace.statements,)):
+        for st in block:
+            if type(st) is Statement:
+                made.update(dict.fromkeys(st.outs, st))
+    seen = {}
+
+    def inactive(var):
+        if var.dtype.kind in "biu":
+            return True
+        if var not in seen:
+            seen[var] = False  # a cycle cannot happen in SSA; False is the safe answer meanwhile
+            st = made.get(var)
+            seen[var] = st is not None and (st.prim.nondiff or all(inactive(v) for v in st.uses()))
+        return seen[var]
+
+    return inactive(x.variable)
 
 
 class _UserCall:
