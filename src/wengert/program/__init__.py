@@ -10,10 +10,11 @@ branches.
 
 The modules build on each other in this order, each importing only those before it: ``ir`` (``Statement``,
 ``Variable``, their SSA notation), ``rendering``, ``liveness``, ``passes``, ``algebra``, ``pipeline``,
-``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its arguments), ``adjoint``,
-``compiled_args`` (static arguments, traced ints, pickling); then the source transformer
-(``wengert.program.source``, its modules listed in its ``__init__``): ``source.control`` (``If``/``Loop``
-nodes), ``source.codegen``, ``source.inplace``, ``source.checkpoint``, ``source.recompute``,
+``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its arguments), ``replay``
+(a rule's statements recorded once, replayed), ``adjoint``, ``compiled_args`` (static arguments, traced
+ints, pickling); then the source transformer (``wengert.program.source``, its modules listed in its
+``__init__``): ``source.control`` (``If``/``Loop`` nodes), ``source.codegen``, ``source.inplace``,
+``source.checkpoint``, ``source.recompute``,
 ``source.values``, ``source.builder``, ``source.parse``, ``source.nested``, ``source.scope``,
 ``source.loops``, ``source.interpreter``, ``source.adjoint``, ``source.program`` (``SourceProgram``,
 ``from_source``); ``program`` (``Program``, whose methods call ``tracing``, ``source.program``, ``adjoint``,
