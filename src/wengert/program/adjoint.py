@@ -13,9 +13,9 @@ Adjoint programs are programs: their adjoints (second derivatives) come the same
 import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
-from wengert.program.ir import Variable, dup, map_vars, placeholder
+from wengert.program.ir import Variable, binary, dup, map_vars, placeholder
 from wengert.program.pipeline import simplify
-from wengert.program.replay import _record, _replay_key, _replayed, _signature
+from wengert.program.replay import IDENTITY, _record, _replay_key, _replayed, _signature, scaled_part
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
 
@@ -144,6 +144,8 @@ def _check_wrt(program, var):
 
 _ADD = object()  # the replay tag of adding two cotangents
 _FLOATS = ("float", "float")  # the _signature of two Python float variables
+_MUL, _ADD_PRIM = ew.multiply.primitive, ew.add.primitive
+_FLOAT64 = np.dtype(np.float64)
 
 
 def _traced_cotangent(tr, stmt, i, g):
@@ -165,6 +167,51 @@ def _backward(tr, seeds, wrt):
         return _backward_sweep(tr, seeds, wrt)
 
 
+class _Scaled:
+    """A cotangent ``g * w`` of Python floats not computed yet (``g`` a symbol, ``w`` a symbol or a
+    float): the sweep keeps scaling rules' results so, and adds two of one ``g`` as ``g * (w1 + w2)``,
+    without the products ``factor_products`` would take apart afterwards. Computed (``g * w``) where
+    it is read other than by one scaling rule or such a sum."""
+
+    __slots__ = ("g", "w")
+
+    def __init__(self, g, w):
+        self.g, self.w = g, w
+
+
+def _float_op(builder, prim, x, y):
+    """``x * y`` or ``x + y`` (``prim``) of Python floats or float symbols, recorded (a float when
+    both are floats). Its variable is named as ``builder.fresh()`` names it, made field by field."""
+    tx, ty = type(x), type(y)
+    ex = x.example if tx is Symbol else x
+    ey = y.example if ty is Symbol else y
+    value = ex * ey if prim is _MUL else ex + ey
+    if tx is not Symbol and ty is not Symbol:
+        return value
+    names, k = builder.names, builder.counter
+    name = f"v{k}"
+    while name in names:
+        k += 1
+        name = f"v{k}"
+    builder.counter = k + 1
+    names.add(name)
+    v = _new_variable(Variable)
+    v.name, v.shape, v.dtype, v.kind = name, (), _FLOAT64, "float"
+    builder.statements.append(binary(v, prim, x.variable if tx is Symbol else x,
+                                     y.variable if ty is Symbol else y))
+    builder.examples[v] = value
+    result = _new_symbol(Symbol)  # Symbol(v, value, builder)
+    result.variable, result.example, result._trace = v, value, builder
+    return result
+
+
+_new_variable, _new_symbol = Variable.__new__, Symbol.__new__
+
+
+def _is_float(x):
+    return type(x) is float or (type(x) is Symbol and x.variable.kind == "float")
+
+
 def _backward_sweep(tr, seeds, wrt):
     active = tr.active(wrt)
     adj = {}
@@ -172,9 +219,33 @@ def _backward_sweep(tr, seeds, wrt):
     replay, replays, builder, sym = tr.replay_keyed, tr._replays, tr.builder, tr.sym
     named, names, fresh = tr._named, tr.builder.names, tr.builder.fresh
 
+    def name(var, c):
+        """``c``, the cotangent of ``var``, named ``var_bar`` (``var_bar2``, ...)."""
+        if type(c) is Symbol and c.variable not in named:  # tr.name(c, var.name, "_bar"), inline
+            v = c.variable
+            names.discard(v.name)
+            n = var.name + "_bar"
+            if n in names:
+                n = fresh(n)  # name2, name3, ...
+            else:
+                names.add(n)
+            v.name = n
+            named.add(v)
+        return c
+
+    def computed(c):
+        return _float_op(builder, _MUL, c.g, c.w) if type(c) is _Scaled else c
+
     def accumulate(var, c):
         prev = adj.get(var)
         if prev is not None:
+            if type(c) is _Scaled:
+                if type(prev) is _Scaled and prev.g.variable is c.g.variable:  # g*w1 + g*w2 = g*(w1 + w2)
+                    adj[var] = _Scaled(c.g, _float_op(builder, _ADD_PRIM, prev.w, c.w))
+                    return
+                c = computed(c)
+            if type(prev) is _Scaled:
+                prev = name(var, computed(prev))
             inputs = (prev, c)
             if type(prev) is Symbol and type(c) is Symbol and prev.variable.kind == "float" \
                     and c.variable.kind == "float" and prev.variable is not c.variable:
@@ -186,52 +257,66 @@ def _backward_sweep(tr, seeds, wrt):
                 c = _replayed(builder, recorded, inputs, sym)
             else:
                 c = tr.replay(_ADD, inputs, ew.add, prev, c)
-        if type(c) is Symbol and c.variable not in named:  # tr.name(c, var.name, "_bar"), inline
-            v = c.variable
-            names.discard(v.name)
-            name = var.name + "_bar"
-            if name in names:
-                name = fresh(name)  # name2, name3, ...
-            else:
-                names.add(name)
-            v.name = name
-            named.add(v)
-        adj[var] = c
+        adj[var] = name(var, c) if type(c) is not _Scaled else c
 
     for o, ct in seeds:
         if type(o) is Variable and o in active:
             accumulate(o, ct)
     for stmt in reversed(tr.program.statements):
         if stmt.prim is dup:
-            gs = [adj.pop(o) for o in stmt.outs if o in adj]
+            gs = [name(o, computed(adj.pop(o))) for o in stmt.outs if o in adj]
             if gs and stmt.args[0] in active:
                 total = gs[0]
                 for g in gs[1:]:
                     total = ew.add(total, g)
                 accumulate(stmt.args[0], total)
             continue
-        g = adj.pop(stmt.outs[0], None)
+        out = stmt.outs[0]
+        g = adj.pop(out, None)
         prim = stmt.prim
         if g is None or prim.nondiff:
             continue
-        inputs = (g, stmt.outs[0], *stmt.args)  # symbols made only where a rule is traced
+        scaled = type(g) is _Scaled
+        if scaled:  # kept only for the one argument of a scaling rule
+            uses = 0
+            for a in stmt.args:
+                if type(a) is Variable and a in active:
+                    uses += 1
+            if uses != 1 or stmt.kwargs:
+                g, scaled = name(out, computed(g)), False
+        scalable = scaled or (type(g) is Symbol and g.variable.kind == "float")
+        inputs = (g.g if scaled else g, out, *stmt.args)  # symbols made only where a rule is traced
         sig = False  # _signature(inputs), computed once for all arguments
         for i, a in enumerate(stmt.args):
             if type(a) is not Variable or a not in active:
                 continue
             if stmt.kwargs:
-                c = _traced_cotangent(tr, stmt, i, g)
+                accumulate(a, _traced_cotangent(tr, stmt, i, g))
+                continue
+            if sig is False:
+                sig = _signature(inputs)
+            key = None if sig is None else ((prim, i), sig)
+            recorded = replays.get(key) if key is not None else None
+            form = scaled_part(recorded) if scalable and recorded is not None else None
+            if form is IDENTITY:  # add's: the cotangent itself, scaled or not
+                accumulate(a, g)
+                continue
+            if form is not None:
+                w = _replayed(builder, form, inputs, sym)
+                if _is_float(w):
+                    accumulate(a, _Scaled(g.g, _float_op(builder, _MUL, g.w, w)) if scaled else _Scaled(g, w))
+                    continue
+                c = _float_op(builder, _MUL, computed(g), w)  # (not a Python float: g * w now)
+            elif scaled:
+                g, scaled = name(out, computed(g)), False
+                inputs = (g, *inputs[1:])
+                c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
+            elif recorded is not None:  # tr.replay_keyed's common case, inline
+                c = _replayed(builder, recorded, inputs, sym)
             else:
-                if sig is False:
-                    sig = _signature(inputs)
-                key = None if sig is None else ((prim, i), sig)
-                recorded = replays.get(key) if key is not None else None
-                if recorded is not None:  # tr.replay_keyed's common case, inline
-                    c = _replayed(builder, recorded, inputs, sym)
-                else:
-                    c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
+                c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
             accumulate(a, c)
-    return [adj.get(v) for v in wrt]
+    return [name(v, computed(adj[v])) if v in adj else None for v in wrt]
 
 
 def vjp_program(program):

@@ -12,8 +12,11 @@ import numpy as np
 
 from wengert.program.ir import NO_KWARGS, Statement, Variable, map_vars, var_name
 from wengert.program.tracing import Symbol
+from wengert.rules.elementwise import multiply
 
-__all__ = ["_Ref", "_Replay", "_record", "_replayed", "_replay_key", "_signature"]
+_MUL = multiply.primitive
+
+__all__ = ["_Ref", "_Replay", "_record", "_replayed", "_replay_key", "_signature", "scaled_part", "IDENTITY"]
 
 
 class _Ref:
@@ -38,9 +41,10 @@ class _Replay:
     constants (``consts``), then the inputs, then the results: ``pick`` takes the arguments from
     them (an ``itemgetter``, or the index of the one argument; None for nested arguments)."""
 
-    __slots__ = ("steps", "result", "consts")
+    __slots__ = ("steps", "result", "consts", "recorded", "n_inputs", "scaling")
 
-    def __init__(self, steps, result):
+    def __init__(self, steps, result, n_inputs=None):
+        self.recorded, self.n_inputs, self.scaling = steps, n_inputs, None  # scaled_part's
         consts = [a for step in steps if not step[4] for a in step[1] if type(a) is not _Ref]
         c, k, picked = len(consts), 0, []
         for prim, args, kwargs, metas, nested in steps:
@@ -65,6 +69,44 @@ class _Replay:
         self.steps = tuple(picked)
         self.result = result
         self.consts = consts
+
+
+IDENTITY = object()
+"""``scaled_part``'s answer for a rule that returns its cotangent itself (``add``'s)."""
+
+
+def scaled_part(replay):
+    """For a VJP rule's replay (inputs ``g, out, *args``) that computes ``g * w`` (or ``w * g``) of
+    Python floats, last, with ``g`` read nowhere else: the replay computing ``w`` alone (from the
+    same inputs, ``g`` unread); :data:`IDENTITY` for a rule returning ``g`` itself; else None.
+    Found once per replay."""
+    form = replay.scaling
+    if form is None:
+        form = replay.scaling = _scaled_part(replay)
+    return form or None
+
+
+def _scaled_part(replay):
+    steps, r = replay.recorded, replay.result
+    if replay.n_inputs is None or type(r) is not _Ref:
+        return False
+    if not steps:
+        return IDENTITY if r.k == 0 else False
+    prim, args, kwargs, metas, nested = steps[-1]
+    if prim is not _MUL or kwargs or nested or len(args) != 2 or len(metas) != 1 or metas[0][2] != "float":
+        return False
+    if r.k != replay.n_inputs + sum(len(step[3]) for step in steps) - 1:  # not the last step's result
+        return False
+    g = [type(a) is _Ref and a.k == 0 for a in args]
+    if g.count(True) != 1:
+        return False
+    w = args[1] if g[0] else args[0]
+    if type(w) is not _Ref and type(w) is not float:
+        return False
+    for _, args, kwargs, _, nested in steps[:-1]:  # g read only by the last step
+        if nested or kwargs or any([type(a) is _Ref and a.k == 0 for a in args]):
+            return False
+    return _Replay(steps[:-1], w, replay.n_inputs)
 
 
 def _no_arguments(values):
@@ -117,6 +159,7 @@ def _record(builder, inputs, fun, fargs):
         elif type(x) is Variable:
             refs.setdefault(x, _Ref(j))
     steps, n = [], len(inputs)
+    n_inputs = n
     ok = [True]
 
     def ref(v):
@@ -141,8 +184,8 @@ def _record(builder, inputs, fun, fargs):
         r = refs.get(result.variable)
         if r is None:
             return result, None
-        return result, _Replay(tuple(steps), r)
-    return result, _Replay(tuple(steps), result)
+        return result, _Replay(tuple(steps), r, n_inputs)
+    return result, _Replay(tuple(steps), result, n_inputs)
 
 
 def _resolve(obj, values, offset):
