@@ -6,12 +6,17 @@ the scalar chain's adjoint comes out factored already (``factor_products`` has n
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
 from wengert.program import Program, pipeline
+from wengert.program.ir import Variable
+from wengert.program.replay import IDENTITY, _record, scaled_part
+from wengert.program.tracing import ProgramBuilder
+from wengert.rules.elementwise import add, multiply, sin, subtract, true_divide
 
 OPS = ("mul", "add", "sub", "sin", "cos", "scale", "neg", "square", "muladd")
 
@@ -111,3 +116,23 @@ def test_a_cotangent_read_again_is_never_consumed():
     want = (3 * x * x * y * y + 0.5 * math.cos(x * x * y * y) * 2 * x * y * y,
             2 * x ** 3 * y + 0.5 * math.cos(x * x * y * y) * 2 * x * x * y)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _recorded(prim, i):
+    builder = ProgramBuilder()
+    g, out, x, y = [builder.symbol(Variable(n, (), np.float64, "float"), 0.7) for n in "goxy"]
+    inputs = (g, out, x) if prim is sin.primitive else (g, out, x, y)
+    return _record(builder, inputs, lambda: prim.vjp_rule(i)(*inputs), ())[1]
+
+
+@pytest.mark.parametrize("op, i, steps", [(multiply, 0, 0), (multiply, 1, 0), (sin, 0, 1)],
+                         ids=["x*y for x", "x*y for y", "sin"])
+def test_a_rule_ending_in_g_times_w_is_a_scaling_rule(op, i, steps):
+    form = scaled_part(_recorded(op.primitive, i))
+    assert form is not None and form is not IDENTITY and len(form.steps) == steps
+
+
+def test_adds_rule_is_the_identity_and_a_negation_no_scaling():
+    assert scaled_part(_recorded(add.primitive, 0)) is IDENTITY
+    assert scaled_part(_recorded(subtract.primitive, 1)) is None  # -g: no product last
+    assert len(scaled_part(_recorded(true_divide.primitive, 0)).steps) == 1  # g * (1 / y)

@@ -5,7 +5,10 @@ adjoint in reverse order. Each adjoint is obtained by calling the primitive's VJ
 as the tape's backward pass does (``rule(g, out, *args, **kwargs)``, then ``grad_post``), on
 symbols: what the rules compute is recorded as statements. A variable used several times gets
 one contribution per use, summed (``v_bar2 = v_bar + ...``); ``dup`` statements (from
-``passes.explicit_dup``) have ``+`` as their adjoint. Forward mode calls the JVP rules likewise.
+``passes.explicit_dup``) have ``+`` as their adjoint. A rule's cotangent ``g * w`` of Python floats
+is kept as the pair until it is read (``_Scaled``), so that two of one ``g`` are added as
+``g * (w1 + w2)`` (what ``algebra.factor_products`` would make of them, recorded directly). Forward
+mode calls the JVP rules likewise.
 Adjoint programs are programs: their adjoints (second derivatives) come the same way.
 """
 
