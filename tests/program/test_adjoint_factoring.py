@@ -63,7 +63,7 @@ def _finite_differences(f, x, y, h=1e-6):
     return ((f(x + h, y) - f(x - h, y)) / (2 * h), (f(x, y + h) - f(x, y - h)) / (2 * h))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(STEPS, FLOATS, FLOATS)
 def test_factored_adjoints_of_random_scalar_programs_are_the_tapes(steps, x, y):
     f = _program(steps)
