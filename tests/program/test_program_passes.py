@@ -7,8 +7,8 @@ import wengert as wg
 import wengert.numpy as wnp
 from wengert.program import Program, pipeline
 from wengert.program import passes as P
-from wengert.program.adjoint import _Ref, _Replay, _replayed
 from wengert.program.ir import Variable
+from wengert.program.replay import _Ref, _Replay, _replayed
 from wengert.program.tracing import ProgramBuilder
 from wengert.rules.elementwise import multiply, negative
 
@@ -188,7 +188,7 @@ def test_two_broadcasts_into_one_sum_are_not_both_dropped():
 
 
 def test_a_replayed_rule_picks_its_arguments_whatever_their_number():
-    """Adjoint rules are recorded once and replayed (``adjoint._Replay``): each recorded statement
+    """Adjoint rules are recorded once and replayed (``replay._Replay``): each recorded statement
     takes its arguments back from the replay's constants, inputs and earlier results, also when
     it has none or one."""
     meta = ((), np.dtype(np.float64), "float", 1.0)

@@ -5,17 +5,20 @@ adjoint in reverse order. Each adjoint is obtained by calling the primitive's VJ
 as the tape's backward pass does (``rule(g, out, *args, **kwargs)``, then ``grad_post``), on
 symbols: what the rules compute is recorded as statements. A variable used several times gets
 one contribution per use, summed (``v_bar2 = v_bar + ...``); ``dup`` statements (from
-``passes.explicit_dup``) have ``+`` as their adjoint. Forward mode calls the JVP rules likewise.
+``passes.explicit_dup``) have ``+`` as their adjoint. A rule's cotangent ``g * w`` of Python floats
+is kept as the pair until it is read (``_Scaled``), so that two of one ``g`` are added as
+``g * (w1 + w2)`` (what ``algebra.factor_products`` would make of them, recorded directly). Forward
+mode calls the JVP rules likewise.
 Adjoint programs are programs: their adjoints (second derivatives) come the same way.
 """
 
-from operator import itemgetter
 
 import numpy as np
 
 from wengert.api.tree import _LEAF, argnums_checked, argnums_resolved
-from wengert.program.ir import NO_KWARGS, Statement, Variable, dup, map_vars, placeholder, var_name
+from wengert.program.ir import Variable, binary, dup, map_vars, placeholder
 from wengert.program.pipeline import simplify
+from wengert.program.replay import IDENTITY, _record, _replay_key, _replayed, _signature, scaled_part
 from wengert.program.tracing import ProgramBuilder, Symbol, TracingError
 from wengert.rules import elementwise as ew
 
@@ -101,202 +104,6 @@ class _Tracer:
         return value.variable if type(value) is Symbol else value
 
 
-class _Ref:
-    """In a :class:`_Replay`, the ``k``-th value: the inputs first, then the recorded results."""
-
-    __slots__ = ("k",)
-
-    def __init__(self, k):
-        self.k = k
-
-
-def _simple(x):
-    """Whether constant ``x`` may be part of a replay key (compared by type and value)."""
-    t = type(x)
-    return t is float or t is int or t is bool or x is None or t is str or isinstance(x, np.generic)
-
-
-class _Replay:
-    """The statements one call of a rule recorded, with the inputs and results as :class:`_Ref`
-    (``steps``: (primitive, the arguments' ``pick``, the arguments, keyword arguments, result
-    metadata)), and what it returned (a ``_Ref`` or a constant). A replay's values are its
-    constants (``consts``), then the inputs, then the results: ``pick`` takes the arguments from
-    them (an ``itemgetter``, or the index of the one argument; None for nested arguments)."""
-
-    __slots__ = ("steps", "result", "consts")
-
-    def __init__(self, steps, result):
-        consts = [a for step in steps if not step[4] for a in step[1] if type(a) is not _Ref]
-        c, k, picked = len(consts), 0, []
-        for prim, args, kwargs, metas, nested in steps:
-            pick = None
-            if not nested:
-                index = []
-                for a in args:
-                    if type(a) is _Ref:
-                        index.append(c + a.k)
-                    else:
-                        index.append(k)
-                        k += 1
-                if len(index) == 1:  # (an if-chain, not a conditional expression: mypy 2.4 crashes on that)
-                    pick = index[0]
-                elif index:
-                    pick = itemgetter(*index)
-                else:
-                    pick = _no_arguments
-            # the arguments are all variables: they are the statement's uses (Statement.uses)
-            only_variables = not nested and not kwargs and all([type(a) is _Ref for a in args])
-            picked.append((prim, pick, args, kwargs, metas, only_variables))
-        self.steps = tuple(picked)
-        self.result = result
-        self.consts = consts
-
-
-def _no_arguments(values):
-    return ()
-
-
-def _replay_key(tag, inputs):
-    """What decides the statements a rule records: ``tag`` (which rule), and ``_signature(inputs)``.
-    None when an input is neither a symbol nor a simple constant (a container, an array constant)."""
-    sig = _signature(inputs)
-    return None if sig is None else (tag, sig)
-
-
-def _signature(inputs):
-    """For each input its shape, dtype and kind and which earlier input it is the same variable as
-    (a symbol or Variable), or its type and value (a constant); None when an input is neither."""
-    key = []
-    seen = []  # the variables so far (None for a constant); Variables compare by identity
-    for x in inputs:
-        t = type(x)
-        if t is Symbol:
-            v = x.variable
-        elif t is Variable:
-            v = x
-        elif t is float or _simple(x):
-            key.append((t, repr(x)))
-            seen.append(None)
-            continue
-        else:
-            return None
-        if v in seen:  # the position of that input (an int: no shape, dtype, kind or constant is one)
-            key.append(seen.index(v))
-        elif v.kind == "float":  # a Python float: shape () and float64 always (Variable.like)
-            key.append("float")
-        else:
-            key += (v.shape, v.dtype, v.kind)
-        seen.append(v)
-    return tuple(key)
-
-
-def _record(builder, inputs, fun, fargs):
-    """Call ``fun(*fargs)`` and return its result and a :class:`_Replay` of it, or None where the
-    statements it recorded read other variables than ``inputs``' (then it is not replayed)."""
-    mark = len(builder.statements)
-    result = fun(*fargs)
-    refs = {}
-    for j, x in enumerate(inputs):
-        if type(x) is Symbol:
-            refs.setdefault(x.variable, _Ref(j))
-        elif type(x) is Variable:
-            refs.setdefault(x, _Ref(j))
-    steps, n = [], len(inputs)
-    ok = [True]
-
-    def ref(v):
-        r = refs.get(v)
-        if r is None:
-            ok[0] = False
-            return v
-        return r
-
-    for st in builder.statements[mark:]:
-        args = map_vars(st.args, ref)
-        kwargs = map_vars(st.kwargs, ref) if st.kwargs else None
-        if not ok[0]:
-            return result, None
-        metas = []
-        for o in st.outs:
-            refs[o] = _Ref(n)
-            n += 1
-            metas.append((o.shape, o.dtype, o.kind, builder.examples.get(o)))
-        steps.append((st.prim, args, kwargs, tuple(metas), any(type(a) in (tuple, list, dict) for a in args)))
-    if type(result) is Symbol:
-        r = refs.get(result.variable)
-        if r is None:
-            return result, None
-        return result, _Replay(tuple(steps), r)
-    return result, _Replay(tuple(steps), result)
-
-
-def _resolve(obj, values, offset):
-    """``obj`` with each :class:`_Ref` replaced by its value, ``values[offset + k]`` (containers too)."""
-    t = type(obj)
-    if t is _Ref:
-        return values[offset + obj.k]
-    if t is tuple or t is list:
-        return t([_resolve(o, values, offset) for o in obj])
-    if t is dict:
-        return {k: _resolve(v, values, offset) for k, v in obj.items()}
-    return obj
-
-
-def _replayed(builder, replay, inputs, sym):
-    """The statements of ``replay`` recorded again on ``inputs`` (symbols, Variables, constants)
-    with fresh variables (named as ``builder.fresh()`` names them), and the symbol (``sym`` of a
-    Variable) or constant they return. Its variables and statements are made field by field:
-    this runs once per adjoint statement of a long program."""
-    r = replay.result
-    if not replay.steps:  # it returns an input or a constant (``add``'s cotangents are ``g``)
-        if type(r) is not _Ref:
-            return r
-        x = inputs[r.k]
-        return sym(x) if type(x) is Variable else x
-    values = replay.consts.copy()
-    for x in inputs:
-        values.append(x.variable if type(x) is Symbol else x)
-    offset = len(replay.consts)
-    statements, examples, names, k = builder.statements, builder.examples, builder.names, builder.counter
-    new_variable, new_statement, new_symbol = Variable.__new__, Statement.__new__, Symbol.__new__
-    for prim, pick, args, kwargs, metas, only_variables in replay.steps:
-        outs = []
-        for shape, dtype, kind, example in metas:
-            name = f"v{k}" if k >= 0 else var_name(k)
-            while name in names:
-                k += 1
-                name = f"v{k}" if k >= 0 else var_name(k)
-            k += 1
-            names.add(name)
-            v = new_variable(Variable)
-            v.name, v.shape, v.dtype, v.kind = name, shape, dtype, kind
-            examples[v] = example
-            outs.append(v)
-            values.append(v)
-        st = new_statement(Statement)
-        st.outs, st.prim, st.inplace, st._uses = (v,) if len(outs) == 1 else tuple(outs), prim, False, None
-        if pick is None:
-            st.args = tuple(_resolve(args, values, offset))
-        elif type(pick) is int:
-            st.args = (values[pick],)
-        else:
-            st.args = pick(values)
-        st.kwargs = _resolve(kwargs, values, offset) if kwargs else NO_KWARGS
-        if only_variables:
-            st._uses = st.args
-        statements.append(st)
-    builder.counter = k
-    if type(r) is not _Ref:
-        return r
-    if r.k < len(inputs):
-        x = inputs[r.k]
-        return sym(x) if type(x) is Variable else x
-    v = values[offset + r.k]
-    result = new_symbol(Symbol)  # Symbol(v, examples.get(v), builder)
-    result.variable, result.example, result._trace = v, examples.get(v), builder
-    return result
-
-
 def _complete_examples(program):
     """An example value for every variable of ``program``: those it keeps (``Program.examples``),
     and the forward statements' results computed again from them where it kept only its inputs'
@@ -340,6 +147,8 @@ def _check_wrt(program, var):
 
 _ADD = object()  # the replay tag of adding two cotangents
 _FLOATS = ("float", "float")  # the _signature of two Python float variables
+_MUL, _ADD_PRIM = ew.multiply.primitive, ew.add.primitive
+_FLOAT64 = np.dtype(np.float64)
 
 
 def _traced_cotangent(tr, stmt, i, g):
@@ -361,6 +170,51 @@ def _backward(tr, seeds, wrt):
         return _backward_sweep(tr, seeds, wrt)
 
 
+class _Scaled:
+    """A cotangent ``g * w`` of Python floats not computed yet (``g`` a symbol, ``w`` a symbol or a
+    float): the sweep keeps scaling rules' results so, and adds two of one ``g`` as ``g * (w1 + w2)``,
+    without the products ``factor_products`` would take apart afterwards. Computed (``g * w``) where
+    it is read other than by one scaling rule or such a sum."""
+
+    __slots__ = ("g", "w")
+
+    def __init__(self, g, w):
+        self.g, self.w = g, w
+
+
+def _float_op(builder, prim, x, y):
+    """``x * y`` or ``x + y`` (``prim``) of Python floats or float symbols, recorded (a float when
+    both are floats). Its variable is named as ``builder.fresh()`` names it, made field by field."""
+    tx, ty = type(x), type(y)
+    ex = x.example if tx is Symbol else x
+    ey = y.example if ty is Symbol else y
+    value = ex * ey if prim is _MUL else ex + ey
+    if tx is not Symbol and ty is not Symbol:
+        return value
+    names, k = builder.names, builder.counter
+    name = f"v{k}"
+    while name in names:
+        k += 1
+        name = f"v{k}"
+    builder.counter = k + 1
+    names.add(name)
+    v = _new_variable(Variable)
+    v.name, v.shape, v.dtype, v.kind = name, (), _FLOAT64, "float"
+    builder.statements.append(binary(v, prim, x.variable if tx is Symbol else x,
+                                     y.variable if ty is Symbol else y))
+    builder.examples[v] = value
+    result = _new_symbol(Symbol)  # Symbol(v, value, builder)
+    result.variable, result.example, result._trace = v, value, builder
+    return result
+
+
+_new_variable, _new_symbol = Variable.__new__, Symbol.__new__
+
+
+def _is_float(x):
+    return type(x) is float or (type(x) is Symbol and x.variable.kind == "float")
+
+
 def _backward_sweep(tr, seeds, wrt):
     active = tr.active(wrt)
     adj = {}
@@ -368,9 +222,33 @@ def _backward_sweep(tr, seeds, wrt):
     replay, replays, builder, sym = tr.replay_keyed, tr._replays, tr.builder, tr.sym
     named, names, fresh = tr._named, tr.builder.names, tr.builder.fresh
 
+    def name(var, c):
+        """``c``, the cotangent of ``var``, named ``var_bar`` (``var_bar2``, ...)."""
+        if type(c) is Symbol and c.variable not in named:  # tr.name(c, var.name, "_bar"), inline
+            v = c.variable
+            names.discard(v.name)
+            n = var.name + "_bar"
+            if n in names:
+                n = fresh(n)  # name2, name3, ...
+            else:
+                names.add(n)
+            v.name = n
+            named.add(v)
+        return c
+
+    def computed(c):
+        return _float_op(builder, _MUL, c.g, c.w) if type(c) is _Scaled else c
+
     def accumulate(var, c):
         prev = adj.get(var)
         if prev is not None:
+            if type(c) is _Scaled:
+                if type(prev) is _Scaled and prev.g.variable is c.g.variable:  # g*w1 + g*w2 = g*(w1 + w2)
+                    adj[var] = _Scaled(c.g, _float_op(builder, _ADD_PRIM, prev.w, c.w))
+                    return
+                c = computed(c)
+            if type(prev) is _Scaled:
+                prev = name(var, computed(prev))
             inputs = (prev, c)
             if type(prev) is Symbol and type(c) is Symbol and prev.variable.kind == "float" \
                     and c.variable.kind == "float" and prev.variable is not c.variable:
@@ -382,52 +260,66 @@ def _backward_sweep(tr, seeds, wrt):
                 c = _replayed(builder, recorded, inputs, sym)
             else:
                 c = tr.replay(_ADD, inputs, ew.add, prev, c)
-        if type(c) is Symbol and c.variable not in named:  # tr.name(c, var.name, "_bar"), inline
-            v = c.variable
-            names.discard(v.name)
-            name = var.name + "_bar"
-            if name in names:
-                name = fresh(name)  # name2, name3, ...
-            else:
-                names.add(name)
-            v.name = name
-            named.add(v)
-        adj[var] = c
+        adj[var] = name(var, c) if type(c) is not _Scaled else c
 
     for o, ct in seeds:
         if type(o) is Variable and o in active:
             accumulate(o, ct)
     for stmt in reversed(tr.program.statements):
         if stmt.prim is dup:
-            gs = [adj.pop(o) for o in stmt.outs if o in adj]
+            gs = [name(o, computed(adj.pop(o))) for o in stmt.outs if o in adj]
             if gs and stmt.args[0] in active:
                 total = gs[0]
                 for g in gs[1:]:
                     total = ew.add(total, g)
                 accumulate(stmt.args[0], total)
             continue
-        g = adj.pop(stmt.outs[0], None)
+        out = stmt.outs[0]
+        g = adj.pop(out, None)
         prim = stmt.prim
         if g is None or prim.nondiff:
             continue
-        inputs = (g, stmt.outs[0], *stmt.args)  # symbols made only where a rule is traced
+        scaled = type(g) is _Scaled
+        if scaled:  # kept only for the one argument of a scaling rule
+            uses = 0
+            for a in stmt.args:
+                if type(a) is Variable and a in active:
+                    uses += 1
+            if uses != 1 or stmt.kwargs:
+                g, scaled = name(out, computed(g)), False
+        scalable = scaled or (type(g) is Symbol and g.variable.kind == "float")
+        inputs = (g.g if scaled else g, out, *stmt.args)  # symbols made only where a rule is traced
         sig = False  # _signature(inputs), computed once for all arguments
         for i, a in enumerate(stmt.args):
             if type(a) is not Variable or a not in active:
                 continue
             if stmt.kwargs:
-                c = _traced_cotangent(tr, stmt, i, g)
+                accumulate(a, _traced_cotangent(tr, stmt, i, g))
+                continue
+            if sig is False:
+                sig = _signature(inputs)
+            key = None if sig is None else ((prim, i), sig)
+            recorded = replays.get(key) if key is not None else None
+            form = scaled_part(recorded) if scalable and recorded is not None else None
+            if form is IDENTITY:  # add's: the cotangent itself, scaled or not
+                accumulate(a, g)
+                continue
+            if form is not None:
+                w = _replayed(builder, form, inputs, sym)
+                if _is_float(w):
+                    accumulate(a, _Scaled(g.g, _float_op(builder, _MUL, g.w, w)) if scaled else _Scaled(g, w))
+                    continue
+                c = _float_op(builder, _MUL, computed(g), w)  # (not a Python float: g * w now)
+            elif scaled:
+                g, scaled = name(out, computed(g)), False
+                inputs = (g, *inputs[1:])
+                c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
+            elif recorded is not None:  # tr.replay_keyed's common case, inline
+                c = _replayed(builder, recorded, inputs, sym)
             else:
-                if sig is False:
-                    sig = _signature(inputs)
-                key = None if sig is None else ((prim, i), sig)
-                recorded = replays.get(key) if key is not None else None
-                if recorded is not None:  # tr.replay_keyed's common case, inline
-                    c = _replayed(builder, recorded, inputs, sym)
-                else:
-                    c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
+                c = replay(key, inputs, _traced_cotangent, tr, stmt, i, g)
             accumulate(a, c)
-    return [adj.get(v) for v in wrt]
+    return [name(v, computed(adj[v])) if v in adj else None for v in wrt]
 
 
 def vjp_program(program):
