@@ -635,7 +635,8 @@ if given is not None:
 
         got = np.array(wg.grad(inner, argnums=(0, 1))(x, y), dtype=float)
         tt = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, y)]
-        out = _run(ops, tt[0], tt[1], torch.tensor(V), torch)
+        # the same function as wengert's, V + 0 * p: where v reaches an inf, 0 * inf makes both nan
+        out = _run(ops, tt[0], tt[1], torch.tensor(V) + 0.0 * tt[0], torch)
         (gx,) = torch.autograd.grad(out, tt[0], create_graph=True, allow_unused=True)
         if gx is None or not gx.requires_grad:
             want = np.zeros(2)

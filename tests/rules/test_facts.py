@@ -348,9 +348,13 @@ def test_a_wrong_algebraic_fact_is_caught(fact):
 
 @pytest.mark.parametrize("name", _names("fresh"))
 def test_fresh_results_share_no_memory(name):
+    """A fresh result is the generated code's to write into (``passes`` adds in place into it): no view
+    of an argument, and writeable (a read-only view of a private buffer was returned once)."""
     prim = PRIMS[name]
     for args, kwargs in calls(name):
         out = prim.fun(*args, **kwargs)
+        if isinstance(out, np.ndarray) and out.ndim:
+            assert out.flags.writeable, f"{name} returned a read-only array"
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, np.ndarray) and isinstance(out, np.ndarray):
                 assert not np.shares_memory(out, a), f"{name} returned a view of an argument"

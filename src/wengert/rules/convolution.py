@@ -158,9 +158,9 @@ def _conv_rows(xp, wm, kernel, dilation, out_sp, dtype):
         cols[:m] = view[start:start + m]
         np.matmul(wm, cols[:m].reshape(m, groups, -1, run), out=wide[start:start + m])
     e = wide.strides[-1]
-    out = as_strided(wide, (n, groups * og) + tuple(out_sp),
-                     (wide.strides[0], wide.strides[2]) + tuple(pv * e for pv in place), writeable=False)
-    return np.ascontiguousarray(out)
+    out = as_strided(wide, (n, groups * og) + tuple(out_sp),  # distinct elements of our own buffer
+                     (wide.strides[0], wide.strides[2]) + tuple(pv * e for pv in place))
+    return np.ascontiguousarray(out)  # ``wide`` itself, viewed, where nothing wraps: fresh and writeable
 
 
 def _conv_transpose_impl(y, w, stride=(1,), padding=((0, 0),), dilation=(1,), groups=1):
