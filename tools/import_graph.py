@@ -129,7 +129,10 @@ LAYERS = (
 """Bottom to top: a module may import modules of its own layer and of the layers before it, never
 after (``wengert.checkpointing`` is the public face of ``wengert.api.checkpointing``)."""
 
-OPTIONAL_INSIDE_FUNCTIONS = {}
+_SCIPY_ON_DEMAND = ("needs SciPy, optional and about a second to import: imported the first time a "
+                    "scipy.special ufunc meets a traced value, so that import wengert does not pay for it")
+OPTIONAL_INSIDE_FUNCTIONS = {("wengert.numpy._dispatch", "wengert.rules.special"): _SCIPY_ON_DEMAND,
+                             ("wengert.numpy._dispatch", "wengert.rules.special_scaled"): _SCIPY_ON_DEMAND}
 """``(importer, imported) -> reason`` for imports allowed inside a function: only where the imported
 module needs an optional dependency that the importer must work without."""
 
