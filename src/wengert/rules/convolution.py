@@ -9,7 +9,9 @@
   ``high`` appends zeros: PyTorch's ``output_padding``).
 - ``max_pool(x, kernel, stride, padding, dilation)``, padded with -inf; its derivatives route values
   through the index of each window's first maximum (``pool_index``, no derivative) with the linear
-  pair ``window_gather`` / ``window_scatter``, each the other's adjoint.
+  pair ``window_gather`` / ``window_scatter``, each the other's adjoint. Windows that tile the grid
+  (stride == kernel, no dilation) are read as one contiguous copy; where windows are disjoint the
+  VJP's scatter writes its values (``unique=True``) instead of summing them (``np.bincount``).
 
 Both convolutions are bilinear and every rule is a convolution again, so derivatives of any order
 work: conv's input VJP is a ``conv_transpose``, its weight VJP a ``conv`` of the input by the
@@ -288,7 +290,10 @@ def _pool_index_impl(x, kernel, stride, padding, dilation):
         base = base + (np.arange(out_sp[a]) * (stride[a] * place[a])).reshape((-1,) + (1,) * (d - 1 - a))
     offsets = [sum(k * dl * pv for k, dl, pv in zip(offset, dilation, place))
                for offset in np.ndindex(*kernel)]
-    views = _offset_views(xp, kernel, stride, dilation, out_sp)
+    if tuple(stride) == tuple(kernel) and all(dl == 1 for dl in dilation):
+        views = iter(_tiles(xp, kernel, out_sp))
+    else:
+        views = _offset_views(xp, kernel, stride, dilation, out_sp)
     best = next(views).copy()
     first = np.full(best.shape, offsets[0], dtype=np.int32)
     for off, view in zip(offsets[1:], views):  # a strictly greater value moves the index: the first maximum
@@ -296,6 +301,16 @@ def _pool_index_impl(x, kernel, stride, padding, dilation):
         first += bigger * (np.int32(off) - first)  # arithmetic, not a masked write: no branches per element
         np.maximum(best, view, out=best)
     return first + base
+
+
+def _tiles(xp, kernel, out_sp):
+    """Windows that tile the grid (stride == kernel, no dilation) as one contiguous copy (K, N, C, *out),
+    kernel offsets row-major: the copy reads ``xp`` in order, and each offset's values are contiguous."""
+    d = len(kernel)
+    crop = xp[(slice(None), slice(None)) + tuple(slice(0, o * k) for o, k in zip(out_sp, kernel))]
+    split = crop.reshape(xp.shape[:2] + tuple(x for o, k in zip(out_sp, kernel) for x in (o, k)))
+    order = tuple(3 + 2 * a for a in range(d)) + (0, 1) + tuple(2 + 2 * a for a in range(d))
+    return np.ascontiguousarray(split.transpose(order)).reshape((-1,) + xp.shape[:2] + tuple(out_sp))
 
 
 pool_index = nondiff_primitive(_pool_index_impl, "pool_index")
@@ -309,15 +324,20 @@ def _window_gather_impl(h, index, padding):
     return np.take_along_axis(flat, index.reshape(n, c, -1), axis=-1).reshape(index.shape)
 
 
-def _window_scatter_impl(g, index, padding, size):
+def _window_scatter_impl(g, index, padding, size, unique=False):
     """An array of spatial shape ``size`` holding ``g``'s values added at ``index`` (the adjoint of
-    ``window_gather``)."""
+    ``window_gather``). ``unique``: ``index`` names no position twice in one (n, c) plane (disjoint
+    windows), so the values are written in place, with no sums."""
     n, c = g.shape[:2]
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, padding))
     cells = math.prod(padded)
     where = (index.reshape(n * c, -1) + (np.arange(n * c) * cells)[:, None]).ravel()
-    total = np.bincount(where, weights=g.reshape(-1), minlength=n * c * cells)
-    out = total.astype(g.dtype, copy=False).reshape((n, c) + padded)
+    if unique:
+        out = np.zeros((n, c) + padded, dtype=g.dtype)
+        out.reshape(-1)[where] = g.reshape(-1)
+    else:
+        total = np.bincount(where, weights=g.reshape(-1), minlength=n * c * cells)
+        out = total.astype(g.dtype, copy=False).reshape((n, c) + padded)
     crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, padding))
     return out[(slice(None), slice(None)) + crop]
 
@@ -327,8 +347,9 @@ window_scatter = Primitive(_window_scatter_impl, name="window_scatter")
 defvjp(window_gather,
        lambda g, out, h, index, padding: window_scatter(g, index, padding, _shape(h)[2:]), None)
 defjvp(window_gather, lambda t, out, h, index, padding: window_gather(t, index, padding), None)
-defvjp(window_scatter, lambda g, out, gg, index, padding, size: window_gather(g, index, padding), None)
-defjvp(window_scatter, lambda t, out, gg, index, padding, size: window_scatter(t, index, padding, size), None)
+defvjp(window_scatter, lambda g, out, gg, index, padding, size, **p: window_gather(g, index, padding), None)
+defjvp(window_scatter,
+       lambda t, out, gg, index, padding, size, **p: window_scatter(t, index, padding, size, **p), None)
 facts(window_gather, linear=(0,), fresh=True, saves={0: (1,)})
 facts(window_scatter, linear=(0,), fresh=True, saves={0: (1,)})
 
@@ -350,7 +371,8 @@ def _max_pool_impl(x, kernel, stride, padding, dilation):
 
 def _max_pool_vjp(g, out, x, kernel, stride, padding, dilation):
     index = pool_index(x, kernel, stride, padding, dilation)
-    return window_scatter(g, index, padding, tuple(_shape(x)[2:]))
+    disjoint = all((k - 1) * dl + 1 <= st for k, st, dl in zip(kernel, stride, dilation))
+    return window_scatter(g, index, padding, tuple(_shape(x)[2:]), unique=disjoint)
 
 
 def _max_pool_jvp(t, out, x, kernel, stride, padding, dilation):
