@@ -20,10 +20,10 @@ VJP a ``conv``. Implementations gather windows with strided views (no copy) and 
 BLAS matmuls (im2col): at stride 1 each kernel offset's columns are one contiguous run of the flattened
 grid (the positions wrapping around a row's end computed and dropped), a kernel larger than its output
 (the weight gradient's) copies whole windows, and both make and multiply their columns in blocks of
-examples that fit in cache; ``conv_transpose`` scatters with one strided add per kernel offset, never
-a loop over pixels. Under ``wg.vmap`` the batch axis folds into N, or into the groups
-when the weights are batched (per-example gradients), so a batch is one call. Average pooling and
-adaptive average pooling are composed from these (``wengert.nn.functional``).
+examples that fit in cache; ``conv_transpose`` makes each kernel offset's columns by one matmul and
+scatters them with one strided add, never a loop over pixels. Under ``wg.vmap`` the batch axis folds
+into N, or into the groups when the weights are batched (per-example gradients), so a batch is one
+call. Average pooling and adaptive average pooling are composed from these (``wengert.nn.functional``).
 """
 
 import math
@@ -178,18 +178,20 @@ def _conv_transpose_impl(y, w, stride=(1,), padding=((0, 0),), dilation=(1,), gr
     dtype = np.result_type(y, w)
     sp = y.shape[2:]
     p, kk, cig = math.prod(sp), math.prod(kernel), c // groups
-    # col2im with the batch axis last: each kernel offset adds rows of (width * N) contiguous values
-    wm = w.reshape(groups, cig, cog, kk).transpose(0, 3, 2, 1).reshape(groups, kk * cog, cig)
-    ym = np.moveaxis(y, 0, -1).reshape(groups, cig, p * n)               # (g, C_in / g, P * N)
-    cols = np.matmul(wm.astype(dtype, copy=False), ym.astype(dtype, copy=False))
-    cols = cols.reshape((groups, kk, cog) + sp + (n,))
+    # col2im with the batch axis last: each kernel offset adds rows of (width * N) contiguous values;
+    # each offset's columns come from their own matmul into one buffer, still in cache for the add
+    wm = np.ascontiguousarray(w.reshape(groups, cig, cog, kk).transpose(3, 0, 2, 1), dtype=dtype)  # K,g,O,I
+    ym = np.moveaxis(y, 0, -1).reshape(groups, cig, p * n).astype(dtype, copy=False)   # (g, C_in / g, P * N)
     full = [(s - 1) * st + (k - 1) * dl + 1 for s, st, k, dl in zip(sp, stride, kernel, dilation)]
     size = tuple(f + max(-hi, 0) for f, (lo, hi) in zip(full, padding))
     out = np.zeros((groups, cog) + size + (n,), dtype=dtype)
-    for j, offset in enumerate(np.ndindex(*kernel)):   # one strided add per kernel offset
+    cols = np.empty((groups, cog, p * n), dtype=dtype)
+    shaped = cols.reshape((groups, cog) + sp + (n,))
+    for j, offset in enumerate(np.ndindex(*kernel)):   # one matmul and one strided add per kernel offset
         where = tuple(slice(k * dl, k * dl + (s - 1) * st + 1, st)
                       for k, dl, s, st in zip(offset, dilation, sp, stride))
-        out[(slice(None), slice(None)) + where] += cols[:, j]
+        np.matmul(wm[j], ym, out=cols)
+        out[(slice(None), slice(None)) + where] += shaped
     crop = tuple(slice(lo, f - hi) for f, (lo, hi) in zip(full, padding))
     out = out.reshape((groups * cog,) + size + (n,))[(slice(None),) + crop]
     return np.ascontiguousarray(np.moveaxis(out, -1, 0))
