@@ -9,7 +9,9 @@
   ``high`` appends zeros: PyTorch's ``output_padding``).
 - ``max_pool(x, kernel, stride, padding, dilation)``, padded with -inf; its derivatives route values
   through the index of each window's first maximum (``pool_index``, no derivative) with the linear
-  pair ``window_gather`` / ``window_scatter``, each the other's adjoint.
+  pair ``window_gather`` / ``window_scatter``, each the other's adjoint. Windows that tile the grid
+  (stride == kernel, no dilation) are read as one contiguous copy; where windows are disjoint the
+  VJP's scatter writes its values (``unique=True``) instead of summing them (``np.bincount``).
 
 Both convolutions are bilinear and every rule is a convolution again, so derivatives of any order
 work: conv's input VJP is a ``conv_transpose``, its weight VJP a ``conv`` of the input by the
@@ -18,10 +20,10 @@ VJP a ``conv``. Implementations gather windows with strided views (no copy) and 
 BLAS matmuls (im2col): at stride 1 each kernel offset's columns are one contiguous run of the flattened
 grid (the positions wrapping around a row's end computed and dropped), a kernel larger than its output
 (the weight gradient's) copies whole windows, and both make and multiply their columns in blocks of
-examples that fit in cache; ``conv_transpose`` scatters with one strided add per kernel offset, never
-a loop over pixels. Under ``wg.vmap`` the batch axis folds into N, or into the groups
-when the weights are batched (per-example gradients), so a batch is one call. Average pooling and
-adaptive average pooling are composed from these (``wengert.nn.functional``).
+examples that fit in cache; ``conv_transpose`` makes each kernel offset's columns by one matmul and
+scatters them with one strided add, never a loop over pixels. Under ``wg.vmap`` the batch axis folds
+into N, or into the groups when the weights are batched (per-example gradients), so a batch is one
+call. Average pooling and adaptive average pooling are composed from these (``wengert.nn.functional``).
 """
 
 import math
@@ -176,18 +178,20 @@ def _conv_transpose_impl(y, w, stride=(1,), padding=((0, 0),), dilation=(1,), gr
     dtype = np.result_type(y, w)
     sp = y.shape[2:]
     p, kk, cig = math.prod(sp), math.prod(kernel), c // groups
-    # col2im with the batch axis last: each kernel offset adds rows of (width * N) contiguous values
-    wm = w.reshape(groups, cig, cog, kk).transpose(0, 3, 2, 1).reshape(groups, kk * cog, cig)
-    ym = np.moveaxis(y, 0, -1).reshape(groups, cig, p * n)               # (g, C_in / g, P * N)
-    cols = np.matmul(wm.astype(dtype, copy=False), ym.astype(dtype, copy=False))
-    cols = cols.reshape((groups, kk, cog) + sp + (n,))
+    # col2im with the batch axis last: each kernel offset adds rows of (width * N) contiguous values;
+    # each offset's columns come from their own matmul into one buffer, still in cache for the add
+    wm = np.ascontiguousarray(w.reshape(groups, cig, cog, kk).transpose(3, 0, 2, 1), dtype=dtype)  # K,g,O,I
+    ym = np.moveaxis(y, 0, -1).reshape(groups, cig, p * n).astype(dtype, copy=False)   # (g, C_in / g, P * N)
     full = [(s - 1) * st + (k - 1) * dl + 1 for s, st, k, dl in zip(sp, stride, kernel, dilation)]
     size = tuple(f + max(-hi, 0) for f, (lo, hi) in zip(full, padding))
     out = np.zeros((groups, cog) + size + (n,), dtype=dtype)
-    for j, offset in enumerate(np.ndindex(*kernel)):   # one strided add per kernel offset
+    cols = np.empty((groups, cog, p * n), dtype=dtype)
+    shaped = cols.reshape((groups, cog) + sp + (n,))
+    for j, offset in enumerate(np.ndindex(*kernel)):   # one matmul and one strided add per kernel offset
         where = tuple(slice(k * dl, k * dl + (s - 1) * st + 1, st)
                       for k, dl, s, st in zip(offset, dilation, sp, stride))
-        out[(slice(None), slice(None)) + where] += cols[:, j]
+        np.matmul(wm[j], ym, out=cols)
+        out[(slice(None), slice(None)) + where] += shaped
     crop = tuple(slice(lo, f - hi) for f, (lo, hi) in zip(full, padding))
     out = out.reshape((groups * cog,) + size + (n,))[(slice(None),) + crop]
     return np.ascontiguousarray(np.moveaxis(out, -1, 0))
@@ -288,7 +292,10 @@ def _pool_index_impl(x, kernel, stride, padding, dilation):
         base = base + (np.arange(out_sp[a]) * (stride[a] * place[a])).reshape((-1,) + (1,) * (d - 1 - a))
     offsets = [sum(k * dl * pv for k, dl, pv in zip(offset, dilation, place))
                for offset in np.ndindex(*kernel)]
-    views = _offset_views(xp, kernel, stride, dilation, out_sp)
+    if tuple(stride) == tuple(kernel) and all(dl == 1 for dl in dilation):
+        views = iter(_tiles(xp, kernel, out_sp))
+    else:
+        views = _offset_views(xp, kernel, stride, dilation, out_sp)
     best = next(views).copy()
     first = np.full(best.shape, offsets[0], dtype=np.int32)
     for off, view in zip(offsets[1:], views):  # a strictly greater value moves the index: the first maximum
@@ -296,6 +303,16 @@ def _pool_index_impl(x, kernel, stride, padding, dilation):
         first += bigger * (np.int32(off) - first)  # arithmetic, not a masked write: no branches per element
         np.maximum(best, view, out=best)
     return first + base
+
+
+def _tiles(xp, kernel, out_sp):
+    """Windows that tile the grid (stride == kernel, no dilation) as one contiguous copy (K, N, C, *out),
+    kernel offsets row-major: the copy reads ``xp`` in order, and each offset's values are contiguous."""
+    d = len(kernel)
+    crop = xp[(slice(None), slice(None)) + tuple(slice(0, o * k) for o, k in zip(out_sp, kernel))]
+    split = crop.reshape(xp.shape[:2] + tuple(x for o, k in zip(out_sp, kernel) for x in (o, k)))
+    order = tuple(3 + 2 * a for a in range(d)) + (0, 1) + tuple(2 + 2 * a for a in range(d))
+    return np.ascontiguousarray(split.transpose(order)).reshape((-1,) + xp.shape[:2] + tuple(out_sp))
 
 
 pool_index = nondiff_primitive(_pool_index_impl, "pool_index")
@@ -309,15 +326,20 @@ def _window_gather_impl(h, index, padding):
     return np.take_along_axis(flat, index.reshape(n, c, -1), axis=-1).reshape(index.shape)
 
 
-def _window_scatter_impl(g, index, padding, size):
+def _window_scatter_impl(g, index, padding, size, unique=False):
     """An array of spatial shape ``size`` holding ``g``'s values added at ``index`` (the adjoint of
-    ``window_gather``)."""
+    ``window_gather``). ``unique``: ``index`` names no position twice in one (n, c) plane (disjoint
+    windows), so the values are written in place, with no sums."""
     n, c = g.shape[:2]
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, padding))
     cells = math.prod(padded)
     where = (index.reshape(n * c, -1) + (np.arange(n * c) * cells)[:, None]).ravel()
-    total = np.bincount(where, weights=g.reshape(-1), minlength=n * c * cells)
-    out = total.astype(g.dtype, copy=False).reshape((n, c) + padded)
+    if unique:
+        out = np.zeros((n, c) + padded, dtype=g.dtype)
+        out.reshape(-1)[where] = g.reshape(-1)
+    else:
+        total = np.bincount(where, weights=g.reshape(-1), minlength=n * c * cells)
+        out = total.astype(g.dtype, copy=False).reshape((n, c) + padded)
     crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, padding))
     return out[(slice(None), slice(None)) + crop]
 
@@ -327,8 +349,9 @@ window_scatter = Primitive(_window_scatter_impl, name="window_scatter")
 defvjp(window_gather,
        lambda g, out, h, index, padding: window_scatter(g, index, padding, _shape(h)[2:]), None)
 defjvp(window_gather, lambda t, out, h, index, padding: window_gather(t, index, padding), None)
-defvjp(window_scatter, lambda g, out, gg, index, padding, size: window_gather(g, index, padding), None)
-defjvp(window_scatter, lambda t, out, gg, index, padding, size: window_scatter(t, index, padding, size), None)
+defvjp(window_scatter, lambda g, out, gg, index, padding, size, **p: window_gather(g, index, padding), None)
+defjvp(window_scatter,
+       lambda t, out, gg, index, padding, size, **p: window_scatter(t, index, padding, size, **p), None)
 facts(window_gather, linear=(0,), fresh=True, saves={0: (1,)})
 facts(window_scatter, linear=(0,), fresh=True, saves={0: (1,)})
 
@@ -350,7 +373,8 @@ def _max_pool_impl(x, kernel, stride, padding, dilation):
 
 def _max_pool_vjp(g, out, x, kernel, stride, padding, dilation):
     index = pool_index(x, kernel, stride, padding, dilation)
-    return window_scatter(g, index, padding, tuple(_shape(x)[2:]))
+    disjoint = all((k - 1) * dl + 1 <= st for k, st, dl in zip(kernel, stride, dilation))
+    return window_scatter(g, index, padding, tuple(_shape(x)[2:]), unique=disjoint)
 
 
 def _max_pool_jvp(t, out, x, kernel, stride, padding, dilation):

@@ -33,6 +33,7 @@ def _pool(kernel, stride, padding, dilation):
 
 
 INDEX = cv.pool_index(distinct(2, 2, 5, 4), (2, 2), (2, 1), ((1, 1), (0, 0)), (1, 1))
+TILE_INDEX = cv.pool_index(distinct(2, 2, 5, 4), (2, 2), (2, 2), ((1, 0), (0, 0)), (1, 1))  # disjoint windows
 
 CASES = {
     "conv": [
@@ -51,12 +52,16 @@ CASES = {
         (_pool((3,), (1,), (1,), (2,)), (distinct(1, 2, 7),)),
         (_pool((2, 2), (2, 2), (0, 0), (1, 1)), (distinct(2, 2, 4, 4),)),
         (_pool((3, 2), (2, 1), (1, 0), (1, 2)), (distinct(1, 2, 5, 6),)),
+        (_pool((2, 2), (2, 2), (1, (0, 1)), (1, 1)), (distinct(2, 2, 5, 5),)),   # tiles, padded
+        (_pool((2, 2), (3, 4), (0, 0), (2, 1)), (distinct(1, 2, 7, 8),)),         # gaps between windows
     ],
     "window_gather": [
         (lambda h: cv.window_gather(h, INDEX, ((1, 1), (0, 0))), (R(2, 2, 5, 4),)),
     ],
     "window_scatter": [
         (lambda g: cv.window_scatter(g, INDEX, ((1, 1), (0, 0)), (5, 4)), (R(*INDEX.shape),)),
+        (lambda g: cv.window_scatter(g, TILE_INDEX, ((1, 0), (0, 0)), (5, 4), unique=True),
+         (R(*TILE_INDEX.shape),)),
     ],
 }
 
