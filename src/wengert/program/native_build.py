@@ -28,7 +28,7 @@ import numpy as np
 from wengert.program import codegen
 from wengert.program.ir import Statement, Variable, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
-from wengert.program.native_helpers import SUPPORT, native_helper
+from wengert.program.native_helpers import SUPPORT, index_repeats, native_helper, register_typing
 from wengert.program.program import Program
 from wengert.program.rendering import helper_source, helpers
 from wengert.program.source.codegen import block_source, compile_block
@@ -113,7 +113,7 @@ def _support_names(text):
     program's own name): no name of the user's shadows a helper, nor a helper the program."""
     taken = set(re.findall(r"[A-Za-z_]\w*", text))
     names = {}
-    for f in SUPPORT:
+    for f in (*SUPPORT, index_repeats):
         name = f.__name__
         while name in taken:
             name = "_" + name
@@ -140,9 +140,14 @@ def _native_helpers(text, mod, statements=()):
     ndims = {v.name: len(v.shape) for s in statements for v in (*s.outs, *s.args)
              if type(v) is Variable and v.kind == "array" and v.shape is not None}
     text = _extremes(text, ndims, names["extremes_native"])
+    text = _ADD_AT.sub(names["add_at_native"] + "(", text)  # np.add.at(buf, idx, e), which Numba lacks
     if text != before:
         text += "\n\n" + "\n\n\n".join(_renamed(helper_source(f.__name__, f), names) for f in SUPPORT) + "\n"
+        text += f"\n\nfrom {index_repeats.__module__} import index_repeats as {names['index_repeats']}\n"
     return text
+
+
+_ADD_AT = re.compile(r"\bnp\.add\.at\(")
 
 
 def native_source(text, mod, name, params, arrays, statements=()):
@@ -174,6 +179,7 @@ def _import(text, numba):
     module = sys.modules.get(name)
     if module is not None:
         return module
+    register_typing(numba)  # what the module's indexing helpers ask Numba (native_helpers.index_repeats)
     folder = cache_dir()
     path = os.path.join(folder, f"w_{digest}.py")
     if not os.path.exists(path):
