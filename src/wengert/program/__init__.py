@@ -9,8 +9,9 @@ generated Python per input signature. The *source transformer* (``wengert.progra
 branches.
 
 The modules build on each other in this order, each importing only those before it: ``ir`` (``Statement``,
-``Variable``, their SSA notation), ``rendering``, ``liveness``, ``passes``, ``algebra``, ``band_values``,
-``bands`` (batched derivative programs on the diagonals of their basis arrays), ``pipeline``,
+``Variable``, their SSA notation), ``rendering``, ``liveness``, ``passes``, ``algebra``, ``band_kernel`` (the
+assembling statement's Numba version), ``band_values``, ``bands`` (batched derivative programs on the
+diagonals of their basis arrays), ``pipeline``,
 ``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its arguments), ``adjoint``,
 ``compiled_args`` (static arguments, traced ints, pickling); then the source transformer
 (``wengert.program.source``, its modules listed in its ``__init__``): ``source.control`` (``If``/``Loop``
