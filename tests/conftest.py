@@ -38,6 +38,13 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "tests/program/test_source_recompute.py::test_gradient_on_numba_equals_python",
               "tests/program/test_stop_gradient_programs.py::test_the_cut_runs_natively",
               "tests/program/test_native_helpers.py::test_the_gradients_of_extremes_and_masks_run_natively",
+              "tests/program/test_native_indexing.py::test_the_rosenbrock_hessian_runs_natively_with_the_python_"
+              "backends_numbers",
+              "tests/program/test_native_indexing.py::test_a_factor_not_finite_runs_the_dense_program_natively_"
+              "as_python_does",
+              "tests/program/test_native_indexing.py::test_a_gather_at_repeated_indices_runs_natively",
+              "tests/program/test_native_indexing.py::test_the_banded_hessian_checks_every_element_not_the_sum",
+              "tests/program/test_native_indexing.py::test_a_loop_state_of_an_array_and_a_float_runs_natively",
               "tests/program/test_native_helpers.py::test_native_gradients_equal_python_on_ties",
               "tests/program/test_native_helpers.py::test_the_fused_accumulation_at_the_maxima_runs_natively",
               "tests/program/test_native_helpers.py::test_a_nan_gives_the_python_backends_gradient",

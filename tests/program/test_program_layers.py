@@ -15,8 +15,8 @@ _spec = importlib.util.spec_from_file_location("import_graph", _PATH)
 graph_tool = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(graph_tool)
 
-ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "band_values", "bands", "pipeline",
-         "codegen", "dot", "tracing", "captures", "replay", "adjoint", "compiled_args",
+ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "band_kernel", "band_values", "bands",
+         "pipeline", "codegen", "dot", "tracing", "captures", "replay", "adjoint", "compiled_args",
          "source", "source.control", "source.codegen", "source.inplace", "source.checkpoint",
          "source.recompute", "source.factor", "source.values",
          "source.builder", "source.parse", "source.nested", "source.scope", "source.loops",

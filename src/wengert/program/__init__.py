@@ -9,14 +9,15 @@ generated Python per input signature. The *source transformer* (``wengert.progra
 branches.
 
 The modules build on each other in this order, each importing only those before it: ``ir`` (``Statement``,
-``Variable``, their SSA notation), ``rendering``, ``liveness``, ``passes``, ``algebra``, ``band_values``,
-``bands`` (batched derivative programs on the diagonals of their basis arrays), ``pipeline``,
-``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its arguments), ``replay``
-(a rule's statements recorded once, replayed), ``adjoint``, ``compiled_args`` (static arguments, traced
-ints, pickling); then the source transformer (``wengert.program.source``, its modules listed in its
-``__init__``): ``source.control`` (``If``/``Loop`` nodes), ``source.codegen``, ``source.inplace``,
-``source.checkpoint``, ``source.recompute``, ``source.factor`` (reverse loops' adjoints factored by their
-cotangents), ``source.values``, ``source.builder``, ``source.parse``, ``source.nested``, ``source.scope``,
+``Variable``, their SSA notation), ``rendering``, ``liveness``, ``passes``, ``algebra``, ``band_kernel`` (the
+assembling statement's Numba version), ``band_values``, ``bands`` (batched derivative programs on the
+diagonals of their basis arrays), ``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a
+function reads besides its arguments), ``replay`` (a rule's statements recorded once, replayed),
+``adjoint``, ``compiled_args`` (static arguments, traced ints, pickling); then the source transformer
+(``wengert.program.source``, its modules listed in its ``__init__``): ``source.control`` (``If``/``Loop``
+nodes), ``source.codegen``, ``source.inplace``, ``source.checkpoint``, ``source.recompute``,
+``source.factor`` (reverse loops' adjoints factored by their cotangents), ``source.values``,
+``source.builder``, ``source.parse``, ``source.nested``, ``source.scope``,
 ``source.loops``, ``source.interpreter``, ``source.adjoint``, ``source.program`` (``SourceProgram``,
 ``from_source``); ``program`` (``Program``, whose methods call ``tracing``, ``source.program``, ``adjoint``,
 ``codegen`` and ``dot`` directly); ``native_helpers``, ``native``, ``native_build`` (the Numba backend),

@@ -13,10 +13,12 @@ import math
 import numpy as np
 
 from wengert.core.primitive import Primitive
+from wengert.program.band_kernel import native_kernel
 from wengert.program.ir import Variable
 from wengert.program.passes import eliminate_dead_code
 
-__all__ = ["Band", "Terms", "banded_constant", "assemble", "banded_dense", "MIN_SIZE", "MAX_OFFSETS"]
+__all__ = ["Band", "Terms", "banded_constant", "assemble", "banded_dense", "Assembly", "MIN_SIZE",
+           "MAX_OFFSETS"]
 
 MIN_SIZE = 64
 """A constant smaller than this is left dense (its diagonals would cost about as much)."""
@@ -127,69 +129,91 @@ def banded_dense(program, out_var, band, n_muls, n_divs):
     """The primitive that assembles ``band`` from its diagonals (the Variables among them, in order,
     are its first arguments; constants are kept here), or, where a value checked is not finite
     (arguments after those: ``n_muls`` factors, then ``n_divs`` divisors, which must not be 0 either),
-    runs ``program`` for ``out_var`` on the program's inputs (the last arguments)."""
-    shape, r, c = band.shape, band.r, band.c
-    at = 0
-    terms = {}  # offset -> [(start, stop, position among the arguments or None, constant)]
-    for k, d in band.diags.items():
-        terms[k] = []
-        for start, stop, value in (d if type(d) is Terms else ((0, shape[c], d),)):
-            if type(value) is Variable:
-                terms[k].append((start, stop, at, value))
-                at += 1
-            else:
-                terms[k].append((start, stop, None, value))
-    n_diag, n_checks = at, n_muls + n_divs
-    two_d = len(shape) == 2
-    base = np.zeros(shape)  # the constant first terms, written in once
-    plan = []  # 2-d: (flat window, first, argument position, its columns, or the constant's value)
-    strides = (shape[-1], 1)  # of a C-ordered 2-d array, in elements
-    for k, ts in terms.items():
-        lo, hi = band.valid(k)
-        for n, (start, stop, ref, value) in enumerate(ts):
-            a, b = max(start, lo), min(stop, hi)
-            if a >= b:
-                continue
-            if not two_d:
-                plan = None
-                break
-            flat_start = (a + k) * strides[r] + a * strides[c]
-            step = strides[r] + strides[c]
-            window = slice(flat_start, flat_start + step * (b - a - 1) + 1, step)
-            if ref is None:
-                value = np.broadcast_to(value, (stop - start,))[a - start:b - start]
-                if n == 0:
-                    base.reshape(-1)[window] = value
-                else:
-                    plan.append((window, False, None, None, value))
-            else:
-                whole = (a, b) == (start, stop) or value.shape[-1] == 1  # no columns to cut off
-                plan.append((window, n == 0, ref, None if whole else slice(a - start, b - start), None))
-        if plan is None:
-            break
-    blank = not base.any()
-    dense = []
+    runs ``program`` for ``out_var`` on the program's inputs (the last arguments). Its implementation
+    is :meth:`Assembly.banded_dense`, which brings its own Numba version (:meth:`Assembly.numba_kernel`)."""
+    return Primitive(Assembly(program, out_var, band, n_muls, n_divs).banded_dense, name="banded_dense")
 
-    def banded_dense(*args):
-        total = 0.0  # inf or nan where an element is (or where the sum overflows: then the dense program too)
-        for b in args[n_diag:n_diag + n_checks]:
+
+class Assembly:
+    """One ``banded_dense`` statement: the band's terms, its plan of writes, the dense program."""
+
+    def __init__(self, program, out_var, band, n_muls, n_divs):
+        shape, r, c = band.shape, band.r, band.c
+        self.program, self.out_var, self.shape, self.r, self.c = program, out_var, shape, r, c
+        at = 0
+        terms = {}  # offset -> [(start, stop, position among the arguments or None, constant)]
+        diag_vars = []
+        for k, d in band.diags.items():
+            terms[k] = []
+            for start, stop, value in (d if type(d) is Terms else ((0, shape[c], d),)):
+                if type(value) is Variable:
+                    terms[k].append((start, stop, at, value))
+                    diag_vars.append(value)
+                    at += 1
+                else:
+                    terms[k].append((start, stop, None, value))
+        self.terms, self.diag_vars = terms, diag_vars
+        self.n_diag, self.n_muls, self.n_divs = at, n_muls, n_divs
+        # 2-d: every write in order, (flat window, first, argument position, its columns, or the constant)
+        writes = [] if len(shape) == 2 else None
+        strides = (shape[-1], 1)  # of a C-ordered 2-d array, in elements
+        for k, ts in terms.items() if writes is not None else ():
+            lo, hi = band.valid(k)
+            for n, (start, stop, ref, value) in enumerate(ts):
+                a, b = max(start, lo), min(stop, hi)
+                if a >= b:
+                    continue
+                flat_start = (a + k) * strides[r] + a * strides[c]
+                step = strides[r] + strides[c]
+                window = slice(flat_start, flat_start + step * (b - a - 1) + 1, step)
+                if ref is None:
+                    value = np.broadcast_to(value, (stop - start,))[a - start:b - start]
+                    writes.append((window, n == 0, None, None, value))
+                else:
+                    whole = (a, b) == (start, stop) or value.shape[-1] == 1  # no columns to cut off
+                    writes.append((window, n == 0, ref, None if whole else slice(a - start, b - start), None))
+        self.writes = writes
+        self.base = np.zeros(shape)  # the constant first terms, written in once
+        self.plan = None if writes is None else []
+        for w in writes or ():
+            window, first, ref, _, value = w
+            if ref is None and first:
+                self.base.reshape(-1)[window] = value
+            else:
+                self.plan.append(w)
+        self.blank = not self.base.any()
+        self.dense = None  # the dense program, made at the first need
+        self.native = None  # the Numba version: (module, function, leading arguments), or why none
+
+    def dense_program(self):
+        """``program`` for ``out_var`` alone: what runs where a value checked is not finite."""
+        if self.dense is None:
+            p = self.program
+            self.dense = eliminate_dead_code(p.with_statements(p.statements, [self.out_var]))
+        return self.dense
+
+    def banded_dense(self, *args):
+        """The dense array (see :func:`banded_dense`)."""
+        n_diag, n_checks = self.n_diag, self.n_muls + self.n_divs
+        checks = args[n_diag:n_diag + n_checks]
+        total = 0.0  # inf or nan where an element is, or where the sum overflows
+        for b in checks:
             total += _add_reduce(b, None)
-        ok = math.isfinite(total)
-        if n_divs:
-            for b in args[n_diag + n_muls:n_diag + n_checks]:
+        ok = math.isfinite(total) or all(np.isfinite(b).all() for b in checks)  # every element finite
+        if self.n_divs:
+            for b in args[n_diag + self.n_muls:n_diag + n_checks]:
                 if not np.asarray(b).all():
                     ok = False
         if not ok:
-            if not dense:
-                dense.append(eliminate_dead_code(program.with_statements(program.statements, [out_var])))
-            return dense[0].function(*args[n_diag + n_checks:])
-        if plan is None:
-            return assemble(shape, r, c, {k: Terms((start, stop, args[ref] if ref is not None else value)
-                                                   for start, stop, ref, value in ts)
-                                          for k, ts in terms.items()})
-        out = np.zeros(shape) if blank else base.copy()
+            return self.dense_program().function(*args[n_diag + n_checks:])
+        shape = self.shape
+        if self.plan is None:
+            return assemble(shape, self.r, self.c,
+                            {k: Terms((start, stop, args[ref] if ref is not None else value)
+                                      for start, stop, ref, value in ts) for k, ts in self.terms.items()})
+        out = np.zeros(shape) if self.blank else self.base.copy()
         flat = out.reshape(-1)
-        for window, first, ref, columns, value in plan:
+        for window, first, ref, columns, value in self.plan:
             if ref is not None:
                 value = args[ref] if columns is None else args[ref][columns]
             if first:
@@ -198,4 +222,13 @@ def banded_dense(program, out_var, band, n_muls, n_divs):
                 flat[window] += value
         return out
 
-    return Primitive(banded_dense, name="banded_dense")
+    def numba_kernel(self, implementation):
+        """What builds the Numba version of :meth:`banded_dense` (``native_build`` asks, and calls it with
+        its ``native_function`` and a function importing a module's text): ``native_bands``."""
+        return self.build_native
+
+    def build_native(self, native_function, import_text):
+        """``(module name, function name, leading arguments)`` of the Numba version, or why none."""
+        if self.native is None:
+            self.native = native_kernel(self, native_function, import_text)
+        return self.native

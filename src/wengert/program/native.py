@@ -12,10 +12,10 @@ its spelling in generated code (an operator, indexing, ``np.<name>``, a helper, 
 implementation) and, for ``np.<name>``, whether Numba knows that function. Helpers are Python: they
 take any array library's arrays (their type checks are what Numba cannot compile, and trying costs
 seconds each); those with a Numba version (``native_helpers``: ``tie_select``, ``chooser_weights``,
-``masked``, ``add_chosen``) are native, that version taking the helper's place. A program with a primitive
-that is not native, or that Numba fails to compile (a signature Numba lacks, found at compile time),
-stays the Python program, with one ``NativeFallbackWarning`` naming the primitive: never an error,
-never a different number. Docs: docs/compiling.md.
+``masked``, ``add_chosen``, ``untake``, ``index_add``) are native, that version taking the helper's
+place. A program with a primitive that is not native, or that Numba fails to compile (a signature
+Numba lacks, found at compile time), stays the Python program, with one ``NativeFallbackWarning``
+naming the primitive: never an error, never a different number. Docs: docs/compiling.md.
 """
 
 import functools

@@ -28,7 +28,7 @@ import numpy as np
 from wengert.program import codegen
 from wengert.program.ir import Statement, Variable, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
-from wengert.program.native_helpers import SUPPORT, native_helper
+from wengert.program.native_helpers import SUPPORT, index_repeats, native_helper, register_typing
 from wengert.program.program import Program
 from wengert.program.rendering import helper_source, helpers
 from wengert.program.source.codegen import block_source, compile_block
@@ -113,7 +113,7 @@ def _support_names(text):
     program's own name): no name of the user's shadows a helper, nor a helper the program."""
     taken = set(re.findall(r"[A-Za-z_]\w*", text))
     names = {}
-    for f in SUPPORT:
+    for f in (*SUPPORT, index_repeats):
         name = f.__name__
         while name in taken:
             name = "_" + name
@@ -140,9 +140,14 @@ def _native_helpers(text, mod, statements=()):
     ndims = {v.name: len(v.shape) for s in statements for v in (*s.outs, *s.args)
              if type(v) is Variable and v.kind == "array" and v.shape is not None}
     text = _extremes(text, ndims, names["extremes_native"])
+    text = _ADD_AT.sub(names["add_at_native"] + "(", text)  # np.add.at(buf, idx, e), which Numba lacks
     if text != before:
         text += "\n\n" + "\n\n\n".join(_renamed(helper_source(f.__name__, f), names) for f in SUPPORT) + "\n"
+        text += f"\n\nfrom {index_repeats.__module__} import index_repeats as {names['index_repeats']}\n"
     return text
+
+
+_ADD_AT = re.compile(r"\bnp\.add\.at\(")
 
 
 def native_source(text, mod, name, params, arrays, statements=()):
@@ -174,6 +179,7 @@ def _import(text, numba):
     module = sys.modules.get(name)
     if module is not None:
         return module
+    register_typing(numba)  # what the module's indexing helpers ask Numba (native_helpers.index_repeats)
     folder = cache_dir()
     path = os.path.join(folder, f"w_{digest}.py")
     if not os.path.exists(path):
@@ -270,23 +276,47 @@ def _brings(value):
 def _brought(value):
     """A foreign implementation's own Numba version: ``(module, function name, leading arguments)``, or
     why it has none (a string); None where it brings none. Asked of the object a method is bound to
-    (``numba_kernel``: ``wg.iterate``'s loop statement, ``loop_node``)."""
+    (``numba_kernel``: ``wg.iterate``'s loop statement, ``loop_node``; ``banded_dense``'s, which sits
+    below this module and answers with a builder called with :func:`native_function` and a function
+    importing a module's text)."""
     kernel = getattr(getattr(value, "__self__", None), "numba_kernel", None)
-    return None if kernel is None else kernel(value)
+    if kernel is None:
+        return None
+    brought = kernel(value)
+    if callable(brought):
+        brought = brought(native_function, lambda text: _import(text, require_numba()))
+    return brought
 
 
 def _brought_source(mod):
-    """Source defining each foreign implementation that brings its own Numba version under its name: a
-    function calling that version with its leading arguments, then the statement's."""
-    lines = []
+    """``(source, arrays)``: source defining each foreign implementation that brings its own Numba
+    version under its name, a function calling that version with its leading arguments, then the
+    statement's; ``arrays``: ``(name, value)`` of the leading arguments that are arrays, which the
+    function takes first (Numba would freeze a global array), and the module passes (see
+    :func:`_pass_arrays`)."""
+    lines, arrays = [], []
     for ref, value in sorted(mod.foreign.items()):
         brought = _brought(value)
         if type(brought) is tuple:
             module, function, leading = brought
+            mine = [f"{ref}_a{i}" for i, c in enumerate(leading) if isinstance(c, np.ndarray)]
+            arrays += [(f"{ref}_a{i}", c) for i, c in enumerate(leading) if isinstance(c, np.ndarray)]
+            given = "".join(f"{ref}_a{i}, " if isinstance(c, np.ndarray) else f"{c!r}, "
+                            for i, c in enumerate(leading))
             lines += [f"from {module} import {function} as _{ref}_native", "", "",
-                      f"def {ref}(*args):",
-                      f"    return _{ref}_native({''.join(f'{c!r}, ' for c in leading)}*args)", "", ""]
-    return lines
+                      f"def {ref}({''.join(a + ', ' for a in mine)}*args):",
+                      f"    return _{ref}_native({given}*args)", "", ""]
+    return lines, arrays
+
+
+def _pass_arrays(text, arrays):
+    """``text`` with each call of a brought function given its leading arrays (named ``<ref>_a<i>``)."""
+    by_ref = {}
+    for name, _ in arrays:
+        by_ref.setdefault(name.rpartition("_a")[0], []).append(name)
+    for ref, names in by_ref.items():
+        text = re.sub(rf"\b{re.escape(ref)}\(", f"{ref}({', '.join(names)}, ", text)
+    return text
 
 
 def refusals(program):
@@ -331,7 +361,11 @@ def native_function(program):
     else:
         params = [p.name for p in program.inputs]
     name = getattr(mod, "function_name", program.name)  # codegen's free name (wg.compile(np.sin): sin_)
-    brought = _brought_source(mod)
+    brought, leading = _brought_source(mod)
+    if leading:
+        text = _pass_arrays(text, leading)
+        arrays += [name for name, _ in leading]
+        values += [value for _, value in leading]
     if brought:
         text = "\n".join(brought) + "\n" + text
     source = native_source(text, mod, name, params, arrays, statements)

@@ -17,10 +17,11 @@ import numpy as np
 
 from wengert.core.primitive import Primitive
 from wengert.rules.elementwise import masked, tie_select
+from wengert.rules.indexing import index_add, may_repeat, untake
 from wengert.rules.nondiff import no_derivative
 from wengert.rules.reductions import add_chosen, chooser_weights
 
-__all__ = ["native_helper", "NATIVE_HELPERS", "SUPPORT"]
+__all__ = ["native_helper", "NATIVE_HELPERS", "SUPPORT", "index_repeats", "register_typing"]
 
 
 def masked_native(a, mask):
@@ -152,14 +153,82 @@ def add_chosen_native(buf, g, out, x, axis, keepdims):
             buf.flat[i] += share
 
 
+# -- indexing's adjoints: np.add.at where an index may repeat, assignment (or +=) where it may not ------
+
+def index_repeats(idx):
+    """``may_repeat(idx)``: whether ``idx`` holds an integer array. Numba cannot ask a value's type in
+    its own code (no ``isinstance`` of a slice or an array), so compiled code calls this very function,
+    which :func:`register_typing` answers from the argument's Numba type (a constant of the signature)."""
+    return may_repeat(idx)
+
+
+def add_at_native(buf, idx, e):
+    """NumPy's ``np.add.at`` of ``buf, idx, e``: ``e`` (broadcast to ``buf[idx]``'s shape) added at each
+    position ``idx`` selects, one at a time in the index's C order, a repeated position once per occurrence;
+    ``buf``'s flat positions are those of an ``arange`` of its size indexed like it (Numba's indexing:
+    negative indices count from the end; no bounds are checked)."""
+    picked = np.atleast_1d(np.asarray(np.arange(buf.size).reshape(buf.shape)[idx]))
+    values = np.broadcast_to(np.asarray(e), picked.shape).ravel()
+    positions = picked.ravel()
+    for i in range(positions.size):
+        buf.flat[positions[i]] += values[i]
+
+
+def untake_native(g, idx, shape):
+    """Zeros of ``shape`` in ``g``'s dtype with ``g`` added at ``idx`` (``untake``): ``np.add.at`` where
+    the index may repeat (0 + g: -0.0 becomes 0.0, as there), assignment where it may not."""
+    out = np.zeros(shape, np.asarray(g).dtype)
+    if index_repeats(idx):
+        add_at_native(out, idx, g)
+    else:
+        out[idx] = g
+    return out
+
+
+def index_add_native(x, idx, v):
+    """A copy of ``x`` with ``v`` added at ``idx`` (``index_add``, ``x.at[idx].add(v)``): ``np.add.at``
+    where the index may repeat, ``out[idx] += v`` where it may not (v cast to x's dtype)."""
+    out = np.copy(x)
+    if index_repeats(idx):
+        add_at_native(out, idx, v)
+    else:
+        out[idx] += v
+    return out
+
+
+def _repeats_type(idx, types):
+    """``may_repeat`` of a value of Numba type ``idx`` (``types``: ``numba.core.types``): an integer array
+    (or list) in it, or among its parts."""
+    parts = idx.types if isinstance(idx, types.BaseTuple) else (idx,)
+    return any(isinstance(t, (types.Array, types.List)) and isinstance(t.dtype, types.Integer) for t in parts)
+
+
+_TYPED = []
+
+
+def register_typing(numba):
+    """Teach Numba :func:`index_repeats` (once a process): its answer is a constant of the argument's type."""
+    if _TYPED:
+        return
+    _TYPED.append(numba)
+
+    def typed(idx):
+        repeats = _repeats_type(idx, numba.core.types)
+        return (lambda idx: True) if repeats else (lambda idx: False)
+
+    numba.extending.overload(index_repeats)(typed)
+
+
 NATIVE_HELPERS = {masked: masked_native, cast(Primitive, tie_select).helper: tie_select_native,
                   chooser_weights.helper: chooser_weights_native, add_chosen: add_chosen_native,
-                  no_derivative: no_derivative}
+                  no_derivative: no_derivative, cast(Primitive, untake).helper: untake_native,
+                  cast(Primitive, index_add).helper: index_add_native}
 """The Python helper -> its Numba version (``no_derivative``, the identity, is its own)."""
 
-SUPPORT = (reduced_groups, extremes_native, chooser_weights_native)
-"""What the Numba versions call, and the reductions over axes Numba lacks: included in a module that
-uses any of them (under their own names)."""
+SUPPORT = (reduced_groups, extremes_native, chooser_weights_native, add_at_native)
+"""What the Numba versions call, the reductions over axes Numba lacks and ``np.add.at``'s spelling:
+included in a module that uses any of them (under their own names). :func:`index_repeats`, which
+Numba types by an overload, is imported instead."""
 
 
 def native_helper(fun):
