@@ -6,11 +6,8 @@ hand-written adjoint's does (the traced order held it at the smallest subnormal)
 on Python floats (the last program, its captured values still guarded) and names of the user's that
 equal a helper's (``cos``, ``masked``, the Numba support functions)."""
 
-import importlib.util
 import math
 import re
-import sys
-import tempfile
 import warnings
 
 import numpy as np
@@ -20,7 +17,7 @@ from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
-from tests.support.engines import finite_differences
+from tests.support.engines import finite_differences, function_from_text
 
 STEPS = 40
 
@@ -171,22 +168,9 @@ def test_an_underflowing_cotangent_reaches_zero_as_the_hand_written_adjoints_doe
 
 # -- random loop programs ---------------------------------------------------------------------------
 
-_MODULES = {}
-
-
 def _function(text):
     """The function ``f`` of the source ``text``, from a file (source_grad reads the source)."""
-    if text not in _MODULES:
-        path = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False, dir=tempfile.gettempdir())
-        with path:
-            path.write("import numpy as np\n\n" + text)
-        name = f"wengert_factor_case_{len(_MODULES)}"
-        spec = importlib.util.spec_from_file_location(name, path.name)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        _MODULES[text] = module.f
-    return _MODULES[text]
+    return function_from_text(text, "factor_case")
 
 
 _TERMS = ["z", "w", "a", "b", "0.5", "np.sin(z)", "np.cos(w)", "(z * w)", "(-z)", "(w - z)", "v[i]"]

@@ -5,10 +5,7 @@ the body, after the loop, through a view; the index reassigned; nested, ``while`
 ``continue``, checkpointed loops; branches) are checked against the tape and finite differences, on
 Python and on Numba, and a few against JAX."""
 
-import importlib.util
 import re
-import sys
-import tempfile
 import textwrap
 import warnings
 
@@ -19,7 +16,7 @@ from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
-from tests.support.engines import finite_differences
+from tests.support.engines import finite_differences, function_from_text
 
 R = np.random.default_rng(29)
 V7 = R.normal(size=7)
@@ -306,22 +303,9 @@ def test_jax_agrees_on_loops_with_reads_and_stored_carries():
 
 # -- random loop programs ---------------------------------------------------------------------------
 
-_MODULES = {}
-
-
 def _function(text):
     """The function ``f`` of the source ``text``, from a file (source_grad reads the source)."""
-    if text not in _MODULES:
-        path = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False, dir=tempfile.gettempdir())
-        with path:
-            path.write("import numpy as np\n\n" + text)
-        name = f"wengert_recompute_case_{len(_MODULES)}"
-        spec = importlib.util.spec_from_file_location(name, path.name)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        _MODULES[text] = module.f
-    return _MODULES[text]
+    return function_from_text(text, "recompute_case")
 
 
 _READS = ["v[i]", "v[i - 1]", "v[0]", "v[{n} - 1 - i]", "w[i]", "w[i - 1]", "u[i]", "s"]
