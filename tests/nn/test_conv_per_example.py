@@ -3,7 +3,6 @@
 float32 and float64; and the convolution's weight-gradient form (a kernel larger than its output, which
 the batched weight gradient reaches as a grouped convolution) against a direct loop."""
 
-import itertools
 import warnings
 
 import numpy as np
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
+from tests.nn.test_conv import _loop_conv as loop_conv
 from wengert import nn
 from wengert.engines.batching import NoBatchingRuleWarning
 from wengert.nn import functional as F
@@ -96,21 +96,8 @@ def test_per_example_gradients_equal_torch_func(variant, dtype):
 
 
 def _loop_conv(x, w, stride, pads, dilation, groups):
-    """The convolution by its definition, in float64."""
-    x, w = x.astype(np.float64), w.astype(np.float64)
-    xp = np.pad(x, [(0, 0), (0, 0)] + [tuple(p) for p in pads])
-    n, o = x.shape[0], w.shape[0]
-    cg, og = w.shape[1], o // groups
-    out_sp = [(xp.shape[2 + a] - dilation[a] * (w.shape[2 + a] - 1) - 1) // stride[a] + 1
-              for a in range(w.ndim - 2)]
-    out = np.zeros((n, o, *out_sp))
-    for b, oc in itertools.product(range(n), range(o)):
-        g = oc // og
-        for pos in itertools.product(*map(range, out_sp)):
-            for k in itertools.product(*map(range, w.shape[2:])):
-                at = tuple(p * s + kk * dl for p, s, kk, dl in zip(pos, stride, k, dilation))
-                out[(b, oc) + pos] += xp[(b, slice(g * cg, (g + 1) * cg)) + at] @ w[(oc, slice(None)) + k]
-    return out
+    """The convolution by its definition (``test_conv``'s loop), in float64."""
+    return loop_conv(x.astype(np.float64), w.astype(np.float64), stride, pads, dilation, groups)
 
 
 @st.composite
