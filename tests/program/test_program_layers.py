@@ -19,7 +19,7 @@ ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "band_kernel", "ban
          "pipeline", "codegen", "dot", "tracing", "captures", "replay", "adjoint", "compiled_args",
          "source", "source.control", "source.codegen", "source.inplace", "source.checkpoint",
          "source.recompute", "source.factor", "source.values",
-         "source.builder", "source.parse", "source.nested", "source.scope", "source.loops",
+         "source.builder", "source.conversions", "source.parse", "source.nested", "source.scope", "source.loops",
          "source.interpreter", "source.adjoint", "source.program",
          "program", "native_helpers", "native", "native_build", "native_loop", "checkpoint_steps",
          "loop_node", "compiled_source", "compiled",

@@ -480,11 +480,14 @@ def _stack_nested(obj):
 
 
 def array(object, dtype=None, copy=True, ndmin=0) -> Any:  # noqa: A002
-    """numpy.array; lists that contain traced values become a stack of them (differentiable)."""
+    """numpy.array; lists that contain traced values become a stack of them (differentiable); a traced
+    value itself is copied (``copy=True``: a write into either leaves the other alone, as NumPy's)."""
     if contains_box(object):
         out = _stack_nested(object)
-        if dtype is not None:
+        if dtype is not None and np.dtype(dtype) != broadcasting.dtype_of(out):
             out = shape_ops.astype(out, dtype)
+        elif out is object and copy and broadcasting.dtype_of(out).kind != "b":  # np.positive: no bools
+            out = elementwise.positive(out)
         while _ndim(out) < ndmin:
             out = expand_dims(out, 0)
         return out

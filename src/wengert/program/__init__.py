@@ -17,7 +17,8 @@ function reads besides its arguments), ``replay`` (a rule's statements recorded 
 (``wengert.program.source``, its modules listed in its ``__init__``): ``source.control`` (``If``/``Loop``
 nodes), ``source.codegen``, ``source.inplace``, ``source.checkpoint``, ``source.recompute``,
 ``source.factor`` (reverse loops' adjoints factored by their cotangents), ``source.values``,
-``source.builder``, ``source.parse``, ``source.nested``, ``source.scope``,
+``source.builder``, ``source.conversions`` (``np.asarray``/``np.array`` of traced values), ``source.parse``,
+``source.nested``, ``source.scope``,
 ``source.loops``, ``source.interpreter``, ``source.adjoint``, ``source.program`` (``SourceProgram``,
 ``from_source``); ``program`` (``Program``, whose methods call ``tracing``, ``source.program``, ``adjoint``,
 ``codegen`` and ``dot`` directly); ``native_helpers``, ``native``, ``native_build`` (the Numba backend),

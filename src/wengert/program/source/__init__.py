@@ -8,7 +8,8 @@ on: ``ir``, ``rendering``, ``codegen``, ``tracing``, ``captures``, ``adjoint``):
 ``If``/``Loop``/``Push``/``Pop`` nodes around the IR's statements), ``codegen`` (their Python source),
 ``inplace`` (loop-carried arrays updated in place), ``checkpoint`` (checkpointed loops), ``recompute`` (what a
 reverse loop reads again or stores), ``factor`` (a reverse loop's adjoints factored by their cotangents),
-``values`` and ``builder`` (what the interpreter records on), ``parse`` (reading the function), ``nested``
+``values`` and ``builder`` (what the interpreter records on), ``conversions`` (``np.asarray``,
+``np.array`` of traced values), ``parse`` (reading the function), ``nested``
 (nested defs, lambdas, comprehensions), ``scope`` (the names an expression sees), ``loops`` and
 ``interpreter`` (the body on symbols), ``adjoint`` (reverse and forward mode), ``program``
 (``SourceProgram``, ``from_source``), ``api`` (``source_grad``, ``source_jvp``, cached per signature).

@@ -13,6 +13,7 @@ import numpy as np
 import wengert.numpy as wnp
 from wengert.program.ir import Statement
 from wengert.program.source.control import TransformError
+from wengert.program.source.conversions import CONVERSIONS, conversion_of
 from wengert.program.source.nested import LOCAL_PREFIX, resolve
 from wengert.program.source.parse import TAPE, is_user_function
 from wengert.program.source.values import each_symbol
@@ -77,6 +78,8 @@ class _ArrayModule:
 
     def __getattr__(self, name):
         value = getattr(self.module, name)
+        if name in CONVERSIONS and self.module is np:  # np.asarray(x) of a traced x: source.conversions
+            return conversion_of(value)
         if isinstance(value, types.ModuleType):
             return _ArrayModule(value)
         if isinstance(value, type) or not callable(value):
@@ -120,6 +123,9 @@ class Scope(dict):
             return _ArrayModule(value)
         if is_user_function(value):
             return _UserCall(it, value)
+        conversion = conversion_of(value)  # asarray imported from numpy by name
+        if conversion is not None:
+            return conversion
         if in_closure:  # a closure cell wins over a global of the same name, as in Python
             return value
         raise KeyError(name)  # eval reads the global itself
