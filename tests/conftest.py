@@ -49,6 +49,9 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "tests/program/test_native_helpers.py::test_the_fused_accumulation_at_the_maxima_runs_natively",
               "tests/program/test_native_helpers.py::test_a_nan_gives_the_python_backends_gradient",
               "tests/program/test_source_factor.py::test_the_chain_runs_natively_and_equals_python",
+              "tests/program/test_source_asarray.py::test_conversions_differentiate_as_jax",
+              "tests/program/test_source_asarray.py::test_the_dtype_conversion_differentiates_as_jax",
+              "tests/program/test_source_asarray.py::test_numba_runs_the_conversions_natively",
               "tests/program/test_source_factor.py::test_arguments_named_like_the_numba_support_functions",
               "tests/program/test_compile_iterate_native.py::test_a_compiled_loop_runs_natively_with_the_python_"
               "backends_numbers",

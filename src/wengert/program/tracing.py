@@ -141,8 +141,9 @@ class Symbol(ArrayBox):
     def __array__(self, dtype=None, copy=None):
         self._refuse("Converting to a NumPy array (np.asarray, or a NumPy function without a rule)",
                      "Use wengert.numpy functions; a list holding traced values given to a NumPy "
-                     "function (np.mean([a, b])) is stacked first: np.mean(wnp.stack([a, b])); or "
-                     "differentiate with the tape (wg.grad).")
+                     "function (np.mean([a, b])) is stacked first: np.mean(wnp.stack([a, b])). The tape "
+                     "(wg.grad) refuses it too; the source front end (wg.source_grad) reads np.asarray(x), "
+                     "np.array(x) and np.array([a, b]) of traced values.")
 
     def __setitem__(self, idx, value):
         """``x[idx] = value``: the symbol now stands for ``index_update(x, idx, value)`` (as the tape's

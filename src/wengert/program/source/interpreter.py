@@ -55,6 +55,8 @@ def _clean_key(target):
 
 
 _GENERATORS = (np.random.Generator, np.random.RandomState)
+_DROPS = ("float()", "int()", "complex()", "Using as a Python index", "Converting to a NumPy array")
+"""The trace's refusals (``tracing.Symbol``) of conversions that drop the derivative: the tape's too."""
 
 
 class Interpreter(LoopInterpreter):
@@ -124,11 +126,17 @@ class Interpreter(LoopInterpreter):
                 f"time), or wnp.floor(x) to stay differentiable") from None
         except TracingError as e:
             what = str(e).split(" of the traced value", 1)[0]  # "Python control flow (if, ...) on the value"
-            if not what.startswith("Python control flow"):  # int() of an array, float(), an index
+            if what.startswith(_DROPS):  # int() of an array, float(), an index, np.asarray in a library
                 raise TransformError(
                     f"at {self.where(expr)} (in {self.parsed.name}): {what} of a traced value is outside "
-                    f"the subset the source front end reads (int() takes a traced 0-d real number and stays "
-                    f"traced); keep the value an array (wnp.floor, .astype, wnp.where). {TAPE}") from None
+                    f"the subset the source front end reads: it would drop the derivative, and the tape "
+                    f"(wg.grad) refuses it too. Keep the value traced: call wengert.numpy functions, or "
+                    f"NumPy's on the value itself (np.asarray(x) is read as x, np.array(x) as a copy of x), "
+                    f".astype, wnp.floor, wnp.where (int() of a traced 0-d number that carries no derivative "
+                    f"stays traced); write wg.stop_gradient(x) where the derivative is not wanted.") from None
+            if not what.startswith("Python control flow"):  # a boolean mask: the tape reads the values
+                raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {what}: this is "
+                                     f"outside the subset the source front end reads. {TAPE}") from None
             raise TransformError(
                 f"at {self.where(expr)} (in {self.parsed.name}): {what}: inside an expression (and/or, "
                 f"chained comparisons, bool()) this is outside the subset the source front end reads; "

@@ -310,5 +310,6 @@ def refuse_shared_write(interp, name, value, node):
             f"at {interp.where(node)} (in {interp.parsed.name}): an in-place write into '{name}', while "
             f"'{other}' {how}: NumPy changes both, but the source transformation gives each name its own "
             f"value, so '{other}' would keep the old one. Write through one name (y[1:4] += v rather than "
-            f"w = y[1:4]; w += v), make a copy first (w = y[1:4].copy()), or differentiate with wg.grad "
-            f"or wg.compile, which follow NumPy's views.")
+            f"w = y[1:4]; w += v), make a copy first (w = y[1:4].copy(), np.array(x)), or differentiate "
+            f"with wg.grad or wg.compile, which follow NumPy's views (but refuse np.asarray(x) of a traced "
+            f"x: it would drop the derivative).")
