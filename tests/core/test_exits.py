@@ -82,10 +82,11 @@ EXITS = {
     "item of a sum": (lambda x: x.sum().item() * x[0], RAISES,
                       {"tensor": (DETACHES, lambda x: [x.sum(), 0, 0])}),
     "tolist": (lambda x: x.tolist()[0] * x[1], RAISES, {"tensor": (DETACHES, lambda x: [0, x[0], 0])}),
-    "np.asarray": (lambda x: np.asarray(x)[0] * x[1], RAISES, {}),
+    # wg.compile: its trace refuses these, then the source front end reads them (source/conversions.py)
+    "np.asarray": (lambda x: np.asarray(x)[0] * x[1], RAISES, {"compile": KEPT}),
     # a new leaf from a traced value; from an eager tensor, a copy without its graph (torch.tensor)
     "wg.tensor(x)": (lambda x: wnp.sum(wg.tensor(x) * x), RAISES, {"tensor": (DETACHES, lambda x: x)}),
-    "np.array of a list": (lambda x: np.array([x[0], x[1]])[0] * x[1], RAISES, {}),
+    "np.array of a list": (lambda x: np.array([x[0], x[1]])[0] * x[1], RAISES, {"compile": KEPT}),
     # wg.compile: its trace refuses these (naming the line), then builds the program from source
     "np.sum of a list": (lambda x: np.sum([1.0, x[0] * x[1]]), RAISES, {"compile": KEPT}),
     "np.mean of a list": (lambda x: np.mean([x[0], x[1]]), RAISES, {"compile": KEPT}),

@@ -132,8 +132,9 @@ class Interpreter(LoopInterpreter):
                     f"the subset the source front end reads: it would drop the derivative, and the tape "
                     f"(wg.grad) refuses it too. Keep the value traced: call wengert.numpy functions, or "
                     f"NumPy's on the value itself (np.asarray(x) is read as x, np.array(x) as a copy of x), "
-                    f".astype, wnp.floor, wnp.where (int() of a traced 0-d number that carries no derivative "
-                    f"stays traced); write wg.stop_gradient(x) where the derivative is not wanted.") from None
+                    f".astype, wnp.floor, wnp.where (int() of a traced 0-d real number that carries no "
+                    f"derivative stays traced); write wg.stop_gradient(x) where the derivative is not "
+                    f"wanted.") from None
             if not what.startswith("Python control flow"):  # a boolean mask: the tape reads the values
                 raise TransformError(f"at {self.where(expr)} (in {self.parsed.name}): {what}: this is "
                                      f"outside the subset the source front end reads. {TAPE}") from None
