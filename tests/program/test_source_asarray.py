@@ -89,6 +89,15 @@ def test_conversions_differentiate_as_jax(name):
     np.testing.assert_allclose(wg.compile(f).grad()(X), want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", sorted(set(CASES) | {"write_into_the_copy", "write_into_the_original"}))
+def test_forward_mode_reads_the_conversions_too(name):
+    f = _function(CASES.get(name) or COPIES[name])
+    t = np.array([0.3, -0.5, 1.1])
+    value, tangent = wg.source_jvp(f)((X.copy(),), (t,))
+    assert value == f(X.copy())
+    np.testing.assert_allclose(tangent, finite_differences(f, X) @ t, rtol=1e-6, atol=1e-8)
+
+
 def cast_sum_(x):  # from Google Tangent's test functions
     return np.sum(np.array(x))
 
