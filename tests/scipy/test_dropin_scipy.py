@@ -269,3 +269,34 @@ def test_import_wengert_leaves_scipy_unimported_until_a_scipy_ufunc_arrives():
     assert before == "["
     expected = 2 / np.sqrt(np.pi) * np.exp(-np.array([0.1, 0.5]) ** 2)
     np.testing.assert_allclose(eval(grads, {"np": np}), expected, rtol=1e-12)
+
+
+def test_first_compiled_program_leaves_scipy_unimported_and_a_later_scipy_program_compiles():
+    """``wg.compile`` and ``wg.source_grad`` look up the names generated code may use in the rule
+    families imported so far: the first compiled program must not import SciPy (about a second),
+    and a program using scipy.special built after SciPy is imported (the survey of names done
+    before it) must compile and differentiate."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys, math, numpy as np, wengert as wg, wengert.numpy as wnp
+        g = wg.compile(lambda x: wnp.sin(x) * x).grad()(0.5)
+        h = wg.compile(lambda x: wnp.sum(wnp.exp(x) ** 2)).grad()(np.array([0.1, 0.2]))
+        before = sorted(m for m in sys.modules if m.split('.')[0] == 'scipy')
+        import scipy.special as sp
+        e = wg.compile(lambda x: np.sum(sp.erf(x) * sp.expit(x))).grad()(np.array([0.1, 0.5]))
+        print(repr(before), '|', g, '|', list(h), '|', list(e))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    before, g, h, e = out.split(" | ")
+    assert before == "[]"
+    np.testing.assert_allclose(float(g), np.cos(0.5) * 0.5 + np.sin(0.5), rtol=1e-13)
+    x = np.array([0.1, 0.2])
+    np.testing.assert_allclose(eval(h, {"np": np}), 2 * np.exp(2 * x), rtol=1e-13)
+    import scipy.special as sp
+    x = np.array([0.1, 0.5])
+    s = sp.expit(x)
+    expected = 2 / np.sqrt(np.pi) * np.exp(-x ** 2) * s + sp.erf(x) * s * (1 - s)
+    np.testing.assert_allclose(eval(e, {"np": np}), expected, rtol=1e-12)

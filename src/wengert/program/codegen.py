@@ -44,7 +44,7 @@ from wengert.program.rendering import (
     source_value,
     sparse_adds,
 )
-from wengert.rules import families
+from wengert.rules import loaded_families
 from wengert.rules.broadcasting import astype, reshape
 from wengert.rules.broadcasting import sum as sum_
 from wengert.rules.elementwise import add, masked, multiply, where
@@ -375,7 +375,7 @@ def _importable(prim):
     if prim in _LOCATIONS:
         return _LOCATIONS[prim]
     found = None
-    for module in families():
+    for module in loaded_families():
         for attr, value in vars(module).items():
             if value is prim:
                 found = (module.__name__, f"{attr}.fun")

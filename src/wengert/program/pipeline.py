@@ -61,8 +61,36 @@ def fold_and_merge(program):
             v = alias[v]
         return v
 
+    plain_prims = {}  # primitive -> whether a statement of it reading Variables only is plain
+    alias_free = False
     for s in program.statements:
         args = s.args
+        if s._uses is args and args and len(s.outs) == 1:
+            # the commonest case first: one output, Variables only, no keywords (``_uses`` is the
+            # arguments themselves only then: ``Statement.uses``), none aliased
+            if alias:
+                for a in args:
+                    if a in alias:
+                        break
+                else:
+                    alias_free = True
+            else:
+                alias_free = True
+            if alias_free:
+                alias_free = False
+                prim = s.prim
+                ok = plain_prims.get(prim)
+                if ok is None:
+                    ok = plain_prims[prim] = prim is not dup and not prim.shape_only
+                if ok:
+                    key = (id(prim), *args)
+                    earlier = seen.get(key)
+                    if earlier is None:
+                        seen[key] = s.outs[0]
+                        kept.append(s)
+                    else:
+                        alias[s.outs[0]] = earlier
+                    continue
         # Variables only, none aliased (the common case): no folding rule applies, as each needs
         # a constant, but for zeros_like and ones_like, which read only the shape; their key is
         # the primitive and the Variables (as _statement_key makes it)

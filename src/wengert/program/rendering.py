@@ -18,7 +18,7 @@ import numpy as np
 
 from wengert.core.primitive import Primitive
 from wengert.program.ir import Variable, uniform
-from wengert.rules import EXTRA_FAMILIES, families
+from wengert.rules import loaded_families
 from wengert.rules.elementwise import masked
 from wengert.rules.indexing import may_repeat
 
@@ -63,9 +63,10 @@ register_helper(may_repeat)  # untake and index_add call it
 
 def _survey():
     """The helpers and ``math`` names of the rule table's primitives (cached)."""
-    if _CACHE.get("families") != len(EXTRA_FAMILIES):
+    loaded = loaded_families()
+    if _CACHE.get("families") != len(loaded):  # a family imported or registered since: survey again
         found, math_names = {}, {"pow"}
-        for module in families():
+        for module in loaded:
             for value in vars(module).values():
                 prim = getattr(value, "primitive", value)
                 if isinstance(prim, Primitive):
@@ -76,7 +77,7 @@ def _survey():
                     if prim.math_name is not None:
                         math_names.add(prim.math_name)
         found.update(_REGISTERED)
-        _CACHE.update(families=len(EXTRA_FAMILIES), helpers=found, math=frozenset(math_names))
+        _CACHE.update(families=len(loaded), helpers=found, math=frozenset(math_names))
     return _CACHE
 
 

@@ -12,11 +12,12 @@ reads these rules; none defines a derivative of its own.
 
 import importlib
 import pkgutil
+import sys
 
 from wengert.core.primitive import Primitive
 from wengert.rules import broadcasting, elementwise, indexing, nondiff, products, reductions, shape  # noqa: F401
 
-__all__ = ["rule_table", "families", "register_family"]
+__all__ = ["rule_table", "families", "loaded_families", "register_family"]
 
 OPTIONAL_DEPENDENCIES = ("scipy",)
 """A family module that needs one of these is left out of the table when it is not installed."""
@@ -43,6 +44,20 @@ def families():
         except ModuleNotFoundError as e:
             if (e.name or "").split(".")[0] not in OPTIONAL_DEPENDENCIES:
                 raise
+    return found + EXTRA_FAMILIES
+
+
+_NAMES = []  # the family modules' names under this package (listed once)
+
+
+def loaded_families():
+    """The family modules imported so far (and those registered), in name order: every primitive
+    that exists belongs to one of them, so what generated code may name is found here without
+    importing the others (``special`` imports SciPy)."""
+    if not _NAMES:
+        _NAMES.extend(sorted(info.name for info in pkgutil.iter_modules(__path__)))
+    modules = sys.modules
+    found = [modules[f"{__name__}.{name}"] for name in _NAMES if f"{__name__}.{name}" in modules]
     return found + EXTRA_FAMILIES
 
 
