@@ -57,14 +57,14 @@ def columns_scaled(x, scale, dense):
 def rows_scaled_native(x, scale, dense):
     """:func:`rows_scaled` in Numba's dialect (``native_helpers``)."""
     if np.isfinite(np.sum(x)):
-        return x * scale
+        return np.ascontiguousarray(x * scale)  # C-ordered as the product is (one type for Numba)
     return dense @ x
 
 
 def columns_scaled_native(x, scale, dense):
     """:func:`columns_scaled` in Numba's dialect (``native_helpers``)."""
     if np.isfinite(np.sum(x)):
-        return x * scale
+        return np.ascontiguousarray(x * scale)  # C-ordered as the product is (one type for Numba)
     return x @ dense
 
 
