@@ -16,7 +16,8 @@ graph_tool = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(graph_tool)
 
 ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "band_kernel", "band_values", "bands",
-         "pipeline", "codegen", "dot", "tracing", "captures", "replay", "adjoint", "compiled_args",
+         "diagonal_products", "pipeline", "codegen", "dot", "tracing", "captures", "replay", "adjoint",
+         "compiled_args",
          "source", "source.control", "source.codegen", "source.inplace", "source.checkpoint",
          "source.recompute", "source.factor", "source.values", "source.builder", "source.conversions",
          "source.parse", "source.nested", "source.scope", "source.loops",

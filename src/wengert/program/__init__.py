@@ -11,9 +11,10 @@ branches.
 The modules build on each other in this order, each importing only those before it: ``ir`` (``Statement``,
 ``Variable``, their SSA notation), ``rendering``, ``liveness``, ``passes``, ``algebra``, ``band_kernel`` (the
 assembling statement's Numba version), ``band_values``, ``bands`` (batched derivative programs on the
-diagonals of their basis arrays), ``pipeline``, ``codegen``, ``dot``, ``tracing``, ``captures`` (what a
-function reads besides its arguments), ``replay`` (a rule's statements recorded once, replayed),
-``adjoint``, ``compiled_args`` (static arguments, traced ints, pickling); then the source transformer
+diagonals of their basis arrays), ``diagonal_products`` (``eye @ A`` as a scaling of ``A``), ``pipeline``,
+``codegen``, ``dot``, ``tracing``, ``captures`` (what a function reads besides its arguments), ``replay``
+(a rule's statements recorded once, replayed), ``adjoint``, ``compiled_args`` (static arguments, traced
+ints, pickling); then the source transformer
 (``wengert.program.source``, its modules listed in its ``__init__``): ``source.control`` (``If``/``Loop``
 nodes), ``source.codegen``, ``source.inplace``, ``source.checkpoint``, ``source.recompute``,
 ``source.factor`` (reverse loops' adjoints factored by their cotangents), ``source.values``,

@@ -16,6 +16,12 @@ from typing import cast
 import numpy as np
 
 from wengert.core.primitive import Primitive
+from wengert.program.diagonal_products import (
+    columns_scaled,
+    columns_scaled_native,
+    rows_scaled,
+    rows_scaled_native,
+)
 from wengert.rules.elementwise import masked, tie_select
 from wengert.rules.indexing import index_add, may_repeat, untake
 from wengert.rules.nondiff import no_derivative
@@ -222,7 +228,8 @@ def register_typing(numba):
 NATIVE_HELPERS = {masked: masked_native, cast(Primitive, tie_select).helper: tie_select_native,
                   chooser_weights.helper: chooser_weights_native, add_chosen: add_chosen_native,
                   no_derivative: no_derivative, cast(Primitive, untake).helper: untake_native,
-                  cast(Primitive, index_add).helper: index_add_native}
+                  cast(Primitive, index_add).helper: index_add_native,
+                  rows_scaled: rows_scaled_native, columns_scaled: columns_scaled_native}
 """The Python helper -> its Numba version (``no_derivative``, the identity, is its own)."""
 
 SUPPORT = (reduced_groups, extremes_native, chooser_weights_native, add_at_native)

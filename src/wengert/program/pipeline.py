@@ -4,8 +4,9 @@
   returned simplified), with the algebraic rewrites, to a fixed point.
 - ``lower``: what makes the generated code cheaper to run and to keep: broadcasts elided, sums
   and products factored, in-place accumulation, values computed again where that frees a buffer.
-- ``optimize``: both, with ``bands.diagonalize`` between them (a batched derivative program's
-  banded basis arrays computed on their diagonals).
+- ``optimize``: both, with ``diagonal_products`` (a product with the identity, or another diagonal
+  constant, computed as a scaling) and ``bands.diagonalize`` between them (a batched derivative
+  program's banded basis arrays computed on their diagonals).
 
 Every pass is linear in the program's size: one sweep forward (or backward, for dead code) with
 dictionaries, so a long program costs the same per statement as a short one.
@@ -13,6 +14,7 @@ dictionaries, so a long program costs the same per statement as a short one.
 
 from wengert.program.algebra import factor_products, factor_sums, rewrite_algebra
 from wengert.program.bands import diagonalize
+from wengert.program.diagonal_products import diagonal_products
 from wengert.program.ir import Statement, Variable, dup
 from wengert.program.liveness import rematerialize
 from wengert.program.passes import (
@@ -175,5 +177,6 @@ def lower(program):
 
 
 def optimize(program):
-    """``simplify``, ``bands.diagonalize``, then ``lower``: what ``wg.compile`` runs."""
-    return lower(diagonalize(simplify(program)))
+    """``simplify``, ``diagonal_products``, ``bands.diagonalize``, then ``lower``: what ``wg.compile``
+    runs."""
+    return lower(diagonalize(diagonal_products(simplify(program))))
