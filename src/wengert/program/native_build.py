@@ -34,7 +34,7 @@ from wengert.program.rendering import helper_source, helpers
 from wengert.program.source.codegen import block_source, compile_block
 from wengert.program.source.control import If, Loop
 
-__all__ = ["CACHE_ENV", "cache_dir", "native_function", "attach_native", "native_source", "refusals"]
+__all__ = ["CACHE_ENV", "cache_dir", "native_function", "Deferred", "attach_native", "native_source", "refusals"]
 
 CACHE_ENV = "WENGERT_CACHE_DIR"
 """The environment variable naming wengert's cache directory (default ``~/.cache/wengert``)."""
@@ -334,9 +334,26 @@ def _has_loops(text):
     return re.search(r"^\s+(for|while) ", text, flags=re.MULTILINE) is not None
 
 
-def native_function(program):
+class Deferred:
+    """``program``'s function on Numba, built (written, imported, compiled) at its first call: for a
+    program that most calls never run (``banded_dense``'s dense fallback). Where Numba then fails to
+    compile it, that call warns and it runs as Python from then on (what :func:`native_function` gives)."""
+
+    lazy = True
+
+    def __init__(self, program):
+        self.program, self.function = program, None
+
+    def __call__(self, *args):
+        if self.function is None:
+            self.function = native_function(self.program)
+        return self.function(*args)
+
+
+def native_function(program, lazy=False):
     """``program``'s function on Numba (see the module docs), or its Python function with a
-    ``NativeFallbackWarning`` where Numba cannot run it."""
+    ``NativeFallbackWarning`` where Numba cannot run it. ``lazy``: where what is checked before compiling
+    lets it be native, a :class:`Deferred` that compiles at its first call."""
     numba = require_numba()
     text, mod, statements, python = _rendered(program)
     if len(statements) > MAX_STRAIGHT_LINE and not _has_loops(text):
@@ -360,6 +377,8 @@ def native_function(program):
         params = codegen.param_names(program)
     else:
         params = [p.name for p in program.inputs]
+    if lazy:
+        return Deferred(program)
     name = getattr(mod, "function_name", program.name)  # codegen's free name (wg.compile(np.sin): sin_)
     brought, leading = _brought_source(mod)
     if leading:
