@@ -2,9 +2,11 @@
 that assembles a banded Hessian (``banded_dense``): as NumPy, equal to the Python helpers bit for bit on
 repeated and negative indices, slices, tuples of index arrays, nan and inf; compiled, the Rosenbrock
 Hessian runs natively (no NativeFallbackWarning) with the Python backend's numbers, the dense program's
-where a factor is not finite, and equals wg.hessian and jax.hessian (one Numba compilation, shared)."""
+where a factor is not finite (compiled at that first need, not when the program is built), and equals
+wg.hessian and jax.hessian (one Numba compilation, shared)."""
 
 import functools
+import gc
 import os
 import warnings
 
@@ -18,7 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.program import band_values, native_helpers
+from wengert.program import band_kernel, band_values, native_build, native_helpers
 from wengert.rules import indexing
 
 VALUES = st.sampled_from([-2.0, -0.0, 0.0, 1.5, 3.0, np.inf, -np.inf, np.nan])
@@ -148,8 +150,94 @@ def test_a_factor_not_finite_runs_the_dense_program_natively_as_python_does(bad)
         x[i] = v
     with np.errstate(all="ignore"):
         got, want = h(x), wg.compile(wg.hessian(rosenbrock))(x)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(got, want)  # the same numbers, nans where the Python backend has them
+
+
+def sine_chain(x):
+    return wnp.sum(wnp.sin(x[:-1] * x[1:]))
+
+
+X12 = np.random.default_rng(5).uniform(-1.5, 1.5, 12)
+
+
+def _native_sine_chain_hessian():
+    """A fresh ``wg.compile(wg.hessian(sine_chain), backend="numba")`` called once at finite values, and
+    its statement's dense function (``band_kernel.run_dense``'s entry); a fallback an error. Its Numba
+    modules are shared by every build in the process: one compilation."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wg.NativeFallbackWarning)
+        h = wg.compile(wg.hessian(sine_chain), backend="numba")
+        h(X12)
+    [statement] = [s for s in h.program(X12).statements if s.prim.__name__ == "banded_dense"]
+    handle = statement.prim.fun.__self__.native[2][0]
+    return h, band_kernel._DENSE[int(handle[0])]
+
+
+def _bad(x, at, value):
+    x = x.copy()
+    x[at] = value
+    return x
+
+
+def test_the_dense_program_is_compiled_at_its_first_need_with_the_python_backends_values():
+    """Building compiles no dense program (the fallback of banded_dense, which most calls never run):
+    the first call with a factor not finite does, natively, with the Python backend's numbers."""
+    pytest.importorskip("numba")
+    h, dense = _native_sine_chain_hessian()
+    python = wg.compile(wg.hessian(sine_chain))
+    assert dense.function is None
+    np.testing.assert_array_equal(h(X12 * 0.5), python(X12 * 0.5))
+    assert dense.function is None  # finite factors: the banded assembly alone
+    for at, value in [(4, np.inf), (0, np.nan), (11, -np.inf)]:
+        with np.errstate(all="ignore"):
+            got, want = h(_bad(X12, at, value)), python(_bad(X12, at, value))
+        assert np.isnan(want).sum() > 3  # the dense program's nans, off the diagonals too
+        np.testing.assert_array_equal(got, want)
+    inner = getattr(dense.function, "func", dense.function)
+    assert hasattr(inner, "py_func")  # the Numba dispatcher, not the Python fallback
+
+
+def test_a_dense_program_numba_fails_to_compile_at_its_first_need_runs_as_python(monkeypatch):
+    """Where Numba cannot compile the dense program when it is first needed (``native_function`` warns
+    and gives the Python function), that call warns, naming the reason, and every call has the Python
+    backend's numbers."""
+    pytest.importorskip("numba")
+    h, dense = _native_sine_chain_hessian()
+
+    def fails(program):
+        warnings.warn("backend='numba': dense runs as Python, not native code: primitive sin (a test). The "
+                      "values are the same", wg.NativeFallbackWarning, stacklevel=2)
+        return program.function
+
+    monkeypatch.setattr(native_build, "native_function", fails)
+    python = wg.compile(wg.hessian(sine_chain))
+    bad = _bad(X12, 3, np.nan)
+    with np.errstate(all="ignore"), pytest.warns(wg.NativeFallbackWarning, match="primitive sin"):
+        got = h(bad)
+    np.testing.assert_array_equal(got, python(bad))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error", wg.NativeFallbackWarning)
+        np.testing.assert_array_equal(h(_bad(X12, 7, np.inf)), python(_bad(X12, 7, np.inf)))
+
+
+def test_the_dense_function_is_made_uncompiled_and_goes_with_its_handle():
+    """Building a banded_dense statement's Numba version compiles nothing of the dense program: its
+    entry in ``run_dense``'s table is a ``Deferred`` not yet built, which lives as long as the
+    statement's handle (held by the statement and the programs calling it), and no longer."""
+    numba = pytest.importorskip("numba")
+    program = wg.compile(wg.hessian(sine_chain)).program(X12)
+    [statement] = [s for s in program.statements if s.prim.__name__ == "banded_dense"]
+    assembly = statement.prim.fun.__self__
+    built = assembly.build_native(native_build.native_function, lambda text: native_build._import(text, numba))
+    handle = built[2][0]
+    number = int(handle[0])
+    dense = band_kernel._DENSE[number]
+    assert isinstance(dense, native_build.Deferred) and dense.function is None
+    assert dense.program is assembly.dense_program()
+    del built, handle, dense
+    assembly.native = None
+    gc.collect()
+    assert number not in band_kernel._DENSE
 
 
 def test_a_gather_at_repeated_indices_runs_natively():

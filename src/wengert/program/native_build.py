@@ -34,7 +34,8 @@ from wengert.program.rendering import helper_source, helpers
 from wengert.program.source.codegen import block_source, compile_block
 from wengert.program.source.control import If, Loop
 
-__all__ = ["CACHE_ENV", "cache_dir", "native_function", "Deferred", "attach_native", "native_source", "refusals"]
+__all__ = ["CACHE_ENV", "cache_dir", "native_function", "Deferred", "attach_native", "native_source",
+           "refusals"]
 
 CACHE_ENV = "WENGERT_CACHE_DIR"
 """The environment variable naming wengert's cache directory (default ``~/.cache/wengert``)."""
