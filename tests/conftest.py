@@ -50,6 +50,7 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "runs_as_python",
               "tests/program/test_native_indexing.py::test_the_dense_function_is_made_uncompiled_and_goes_with_its_"
               "handle",
+              "tests/program/test_native_indexing.py::test_untake_compiled_equals_the_python_helper",
               "tests/program/test_native_indexing.py::test_a_loop_state_of_an_array_and_a_float_runs_natively",
               "tests/program/test_native_helpers.py::test_native_gradients_equal_python_on_ties",
               "tests/program/test_native_helpers.py::test_the_fused_accumulation_at_the_maxima_runs_natively",

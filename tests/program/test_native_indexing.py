@@ -96,6 +96,53 @@ def test_a_negative_zero_is_assigned_by_a_slice_and_added_by_an_array():
     assert not np.signbit(native_helpers.untake_native(g, np.array([0]), (2,))[0])
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.sampled_from([(5,), (4, 3), (3, 1, 4)]), st.sampled_from([np.float64, np.float32]))
+def test_assigning_to_slices_by_a_loop_equals_the_assignment(data, shape, dtype):
+    """``assign_slices`` (what compiled ``untake`` runs for slices alone) is NumPy's ``out[idx] = g``, bit
+    for bit, ``g`` broadcast (its length-1 axes, fewer axes, a float) and cast to ``out``'s dtype."""
+    ends = st.integers(-6, 6) | st.none()
+    steps = st.sampled_from([None, 1, 2, -1])
+    parts = data.draw(st.lists(st.builds(slice, ends, ends, steps), min_size=1, max_size=len(shape)))
+    idx = parts[0] if len(parts) == 1 and data.draw(st.booleans()) else tuple(parts)
+    picked = np.zeros(shape)[idx].shape
+    given_shape = data.draw(st.sampled_from([picked, picked[1:], tuple(1 for _ in picked), ()]))
+    g = data.draw(hnp.arrays(np.float64, given_shape, elements=VALUES) | VALUES)
+    out, want = np.full(shape, 7.0, dtype), np.full(shape, 7.0, dtype)
+    native_helpers.assign_slices(out, idx, g)
+    want[idx] = g
+    assert _bits(out) == _bits(want)
+
+
+UNTAKE_CASES = {  # (g, idx, shape): each index kind compiled once
+    "slice": (np.array([-0.0, np.nan, 1.5, np.inf]), slice(1, 5), (6,)),
+    "step": (np.array([2.0, -3.0]), slice(None, None, -3), (6,)),
+    "slices-3d": (np.arange(24.0).reshape(4, 1, 6), (slice(None), slice(None), slice(None, -1)), (4, 1, 7)),
+    "broadcast": (np.array([[1.0, -0.0, 2.0]]), (slice(0, 3), slice(None)), (4, 3)),
+    "int": (2.5, 3, (6,)),
+    "int-and-slice": (np.array([1.0, -2.0]), (1, slice(1, 3)), (3, 4)),
+    "repeats": (np.array([1.0, 2.0, 4.0, -0.0]), np.array([1, -1, 1, 0]), (5,)),
+    "float32": (np.array([1.5, -0.0], np.float32), slice(2, 4), (5,)),
+}
+
+
+@pytest.mark.parametrize("case", UNTAKE_CASES, ids=list(UNTAKE_CASES))
+def test_untake_compiled_equals_the_python_helper(case):
+    """``untake_native`` compiled by Numba (``assign_at`` typed by the index: a loop for slices alone,
+    ``np.add.at`` where the index repeats, the assignment else) has the Python helper's bits."""
+    numba = pytest.importorskip("numba")
+    native_helpers.register_typing(numba)
+    g, idx, shape = UNTAKE_CASES[case]
+    got = _compiled_untake(numba)(g, idx, shape)
+    assert _bits(got) == _bits(untake_python(g, idx, shape))
+
+
+@functools.cache
+def _compiled_untake(numba):
+    """``untake_native`` under Numba (one dispatcher: each index kind compiled once a process)."""
+    return numba.njit(error_model="numpy")(native_helpers.untake_native)
+
+
 # -- banded_dense: its checks and its fallback --------------------------------------------------------
 
 def rosenbrock(x):
@@ -228,7 +275,8 @@ def test_the_dense_function_is_made_uncompiled_and_goes_with_its_handle():
     program = wg.compile(wg.hessian(sine_chain)).program(X12)
     [statement] = [s for s in program.statements if s.prim.__name__ == "banded_dense"]
     assembly = statement.prim.fun.__self__
-    built = assembly.build_native(native_build.native_function, lambda text: native_build._import(text, numba))
+    built = assembly.build_native(native_build.native_function,
+                                  lambda text: native_build._import(text, numba))
     handle = built[2][0]
     number = int(handle[0])
     dense = band_kernel._DENSE[number]

@@ -18,6 +18,7 @@ import ast
 import functools
 import hashlib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -28,7 +29,7 @@ import numpy as np
 from wengert.program import codegen
 from wengert.program.ir import Statement, Variable, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
-from wengert.program.native_helpers import SUPPORT, index_repeats, native_helper, register_typing
+from wengert.program.native_helpers import SUPPORT, TYPED, native_helper, register_typing
 from wengert.program.program import Program
 from wengert.program.rendering import helper_source, helpers
 from wengert.program.source.codegen import block_source, compile_block
@@ -114,7 +115,7 @@ def _support_names(text):
     program's own name): no name of the user's shadows a helper, nor a helper the program."""
     taken = set(re.findall(r"[A-Za-z_]\w*", text))
     names = {}
-    for f in (*SUPPORT, index_repeats):
+    for f in (*SUPPORT, *TYPED):
         name = f.__name__
         while name in taken:
             name = "_" + name
@@ -144,7 +145,8 @@ def _native_helpers(text, mod, statements=()):
     text = _ADD_AT.sub(names["add_at_native"] + "(", text)  # np.add.at(buf, idx, e), which Numba lacks
     if text != before:
         text += "\n\n" + "\n\n\n".join(_renamed(helper_source(f.__name__, f), names) for f in SUPPORT) + "\n"
-        text += f"\n\nfrom {index_repeats.__module__} import index_repeats as {names['index_repeats']}\n"
+        text += "\n\n" + "".join(f"from {f.__module__} import {f.__name__} as {names[f.__name__]}\n"
+                                 for f in TYPED)
     return text
 
 
@@ -172,15 +174,22 @@ def native_source(text, mod, name, params, arrays, statements=()):
     return head + text
 
 
+@functools.cache
+def _typed_source():
+    """The source of ``native_helpers``, whose overloads (``TYPED``) a module's machine code holds but its
+    text only names: part of the module's hash, so that a change there is not hidden by the disk cache."""
+    return inspect.getsource(sys.modules[register_typing.__module__])
+
+
 def _import(text, numba):
     """The module of ``text``, written to the cache directory (once) and imported (once a process)."""
-    key = "\0".join([text, sys.version, np.__version__, numba.__version__])
+    key = "\0".join([text, sys.version, np.__version__, numba.__version__, _typed_source()])
     digest = hashlib.sha256(key.encode()).hexdigest()[:24]
     name = f"wengert_native_{digest}"
     module = sys.modules.get(name)
     if module is not None:
         return module
-    register_typing(numba)  # what the module's indexing helpers ask Numba (native_helpers.index_repeats)
+    register_typing(numba)  # what the module's indexing helpers ask Numba (native_helpers.TYPED)
     folder = cache_dir()
     path = os.path.join(folder, f"w_{digest}.py")
     if not os.path.exists(path):
