@@ -44,6 +44,13 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "as_python_does",
               "tests/program/test_native_indexing.py::test_a_gather_at_repeated_indices_runs_natively",
               "tests/program/test_native_indexing.py::test_the_banded_hessian_checks_every_element_not_the_sum",
+              "tests/program/test_native_indexing.py::test_the_dense_program_is_compiled_at_its_first_need_with_the_"
+              "python_backends_values",
+              "tests/program/test_native_indexing.py::test_a_dense_program_numba_fails_to_compile_at_its_first_need_"
+              "runs_as_python",
+              "tests/program/test_native_indexing.py::test_the_dense_function_is_made_uncompiled_and_goes_with_its_"
+              "handle",
+              "tests/program/test_native_indexing.py::test_untake_compiled_equals_the_python_helper",
               "tests/program/test_native_indexing.py::test_a_loop_state_of_an_array_and_a_float_runs_natively",
               "tests/program/test_native_helpers.py::test_native_gradients_equal_python_on_ties",
               "tests/program/test_native_helpers.py::test_the_fused_accumulation_at_the_maxima_runs_natively",

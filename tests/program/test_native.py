@@ -207,6 +207,21 @@ def test_the_compiled_module_is_cached_on_disk(tmp_path):
         sys.modules[name] = module
 
 
+def test_a_change_of_the_native_helpers_gives_the_module_another_file(monkeypatch):
+    """A module's machine code holds the implementations ``native_helpers.register_typing`` chose, which
+    its text only names: the file's hash covers ``native_helpers``' source, so a Numba cache made with
+    other implementations is never loaded."""
+    numba = importlib.import_module("numba")
+    text = "ANSWER = 42\n"
+    first = native_build._import(text, numba)
+    assert native_build._import(text, numba) is first
+    original = native_build._typed_source()
+    assert "def assign_slices(" in original
+    monkeypatch.setattr(native_build, "_typed_source", lambda: original + "# changed\n")
+    second = native_build._import(text, numba)
+    assert second.__name__ != first.__name__ and second.__file__ != first.__file__ and second.ANSWER == 42
+
+
 def sumsq_vector(x):
     return np.sum(x * x)
 

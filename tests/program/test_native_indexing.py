@@ -2,9 +2,11 @@
 that assembles a banded Hessian (``banded_dense``): as NumPy, equal to the Python helpers bit for bit on
 repeated and negative indices, slices, tuples of index arrays, nan and inf; compiled, the Rosenbrock
 Hessian runs natively (no NativeFallbackWarning) with the Python backend's numbers, the dense program's
-where a factor is not finite, and equals wg.hessian and jax.hessian (one Numba compilation, shared)."""
+where a factor is not finite (compiled at that first need, not when the program is built), and equals
+wg.hessian and jax.hessian (one Numba compilation, shared)."""
 
 import functools
+import gc
 import os
 import warnings
 
@@ -18,7 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert.program import band_values, native_helpers
+from wengert.program import band_kernel, band_values, native_build, native_helpers
 from wengert.rules import indexing
 
 VALUES = st.sampled_from([-2.0, -0.0, 0.0, 1.5, 3.0, np.inf, -np.inf, np.nan])
@@ -94,6 +96,57 @@ def test_a_negative_zero_is_assigned_by_a_slice_and_added_by_an_array():
     assert not np.signbit(native_helpers.untake_native(g, np.array([0]), (2,))[0])
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.sampled_from([(5,), (4, 3), (3, 1, 4)]), st.sampled_from([np.float64, np.float32]))
+def test_assigning_to_slices_by_a_loop_equals_the_assignment(data, shape, dtype):
+    """``assign_slices`` (what compiled ``untake`` runs for slices alone) is NumPy's ``out[idx] = g``, bit
+    for bit, ``g`` broadcast (its length-1 axes, fewer axes, a float) and cast to ``out``'s dtype."""
+    ends = st.integers(-6, 6) | st.none()
+    steps = st.sampled_from([None, 1, 2, -1])
+    parts = data.draw(st.lists(st.builds(slice, ends, ends, steps), min_size=1, max_size=len(shape)))
+    idx = parts[0] if len(parts) == 1 and data.draw(st.booleans()) else tuple(parts)
+    picked = np.zeros(shape)[idx].shape
+    given_shape = data.draw(st.sampled_from([picked, picked[1:], tuple(1 for _ in picked), ()]))
+    g = data.draw(hnp.arrays(np.float64, given_shape, elements=VALUES) | VALUES)
+    out, want = np.full(shape, 7.0, dtype), np.full(shape, 7.0, dtype)
+    native_helpers.assign_slices(out, idx, g)
+    want[idx] = g
+    assert _bits(out) == _bits(want)
+
+
+UNTAKE_CASES = {  # (g, idx, shape): each index kind compiled once
+    "slice": (np.array([-0.0, np.nan, 1.5, np.inf]), slice(1, 5), (6,)),
+    "step": (np.array([2.0, -3.0]), slice(None, None, -3), (6,)),
+    "slices-3d": (np.arange(24.0).reshape(4, 1, 6), (slice(None), slice(None), slice(None, -1)), (4, 1, 7)),
+    "broadcast": (np.array([[1.0, -0.0, 2.0]]), (slice(0, 3), slice(None)), (4, 3)),
+    "float-into-slice": (-2.5, slice(1, 4), (6,)),
+    "empty": (np.zeros((0, 3)), (slice(2, 2), slice(None, None, -1)), (4, 3)),
+    "fewer-axes": (np.array([1.0, -0.0, np.nan]), (slice(1, 3), slice(None)), (4, 3)),
+    "more-axes": (np.array([[[1.0, 2.0]]]), slice(0, 2), (3,)),
+    "int": (2.5, 3, (6,)),
+    "int-and-slice": (np.array([1.0, -2.0]), (1, slice(1, 3)), (3, 4)),
+    "repeats": (np.array([1.0, 2.0, 4.0, -0.0]), np.array([1, -1, 1, 0]), (5,)),
+    "float32": (np.array([1.5, -0.0], np.float32), slice(2, 4), (5,)),
+}
+
+
+@pytest.mark.parametrize("case", UNTAKE_CASES, ids=list(UNTAKE_CASES))
+def test_untake_compiled_equals_the_python_helper(case):
+    """``untake_native`` compiled by Numba (``assign_at`` typed by the index: a loop for slices alone,
+    ``np.add.at`` where the index repeats, the assignment else) has the Python helper's bits."""
+    numba = pytest.importorskip("numba")
+    native_helpers.register_typing(numba)
+    g, idx, shape = UNTAKE_CASES[case]
+    got = _compiled_untake(numba)(g, idx, shape)
+    assert _bits(got) == _bits(untake_python(g, idx, shape))
+
+
+@functools.cache
+def _compiled_untake(numba):
+    """``untake_native`` under Numba (one dispatcher: each index kind compiled once a process)."""
+    return numba.njit(error_model="numpy")(native_helpers.untake_native)
+
+
 # -- banded_dense: its checks and its fallback --------------------------------------------------------
 
 def rosenbrock(x):
@@ -148,8 +201,95 @@ def test_a_factor_not_finite_runs_the_dense_program_natively_as_python_does(bad)
         x[i] = v
     with np.errstate(all="ignore"):
         got, want = h(x), wg.compile(wg.hessian(rosenbrock))(x)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(got, want)  # the same numbers, nans where the Python backend has them
+
+
+def sine_chain(x):
+    return wnp.sum(wnp.sin(x[:-1] * x[1:]))
+
+
+X12 = np.random.default_rng(5).uniform(-1.5, 1.5, 12)
+
+
+def _native_sine_chain_hessian():
+    """A fresh ``wg.compile(wg.hessian(sine_chain), backend="numba")`` called once at finite values, and
+    its statement's dense function (``band_kernel.run_dense``'s entry); a fallback an error. Its Numba
+    modules are shared by every build in the process: one compilation."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wg.NativeFallbackWarning)
+        h = wg.compile(wg.hessian(sine_chain), backend="numba")
+        h(X12)
+    [statement] = [s for s in h.program(X12).statements if s.prim.__name__ == "banded_dense"]
+    handle = statement.prim.fun.__self__.native[2][0]
+    return h, band_kernel._DENSE[int(handle[0])]
+
+
+def _bad(x, at, value):
+    x = x.copy()
+    x[at] = value
+    return x
+
+
+def test_the_dense_program_is_compiled_at_its_first_need_with_the_python_backends_values():
+    """Building compiles no dense program (the fallback of banded_dense, which most calls never run):
+    the first call with a factor not finite does, natively, with the Python backend's numbers."""
+    pytest.importorskip("numba")
+    h, dense = _native_sine_chain_hessian()
+    python = wg.compile(wg.hessian(sine_chain))
+    assert dense.function is None
+    np.testing.assert_array_equal(h(X12 * 0.5), python(X12 * 0.5))
+    assert dense.function is None  # finite factors: the banded assembly alone
+    for at, value in [(4, np.inf), (0, np.nan), (11, -np.inf)]:
+        with np.errstate(all="ignore"):
+            got, want = h(_bad(X12, at, value)), python(_bad(X12, at, value))
+        assert np.isnan(want).sum() > 3  # the dense program's nans, off the diagonals too
+        np.testing.assert_array_equal(got, want)
+    inner = getattr(dense.function, "func", dense.function)
+    assert hasattr(inner, "py_func")  # the Numba dispatcher, not the Python fallback
+
+
+def test_a_dense_program_numba_fails_to_compile_at_its_first_need_runs_as_python(monkeypatch):
+    """Where Numba cannot compile the dense program when it is first needed (``native_function`` warns
+    and gives the Python function), that call warns, naming the reason, and every call has the Python
+    backend's numbers."""
+    pytest.importorskip("numba")
+    h, dense = _native_sine_chain_hessian()
+
+    def fails(program):
+        warnings.warn("backend='numba': dense runs as Python, not native code: primitive sin (a test). The "
+                      "values are the same", wg.NativeFallbackWarning, stacklevel=2)
+        return program.function
+
+    monkeypatch.setattr(native_build, "native_function", fails)
+    python = wg.compile(wg.hessian(sine_chain))
+    bad = _bad(X12, 3, np.nan)
+    with np.errstate(all="ignore"), pytest.warns(wg.NativeFallbackWarning, match="primitive sin"):
+        got = h(bad)
+    np.testing.assert_array_equal(got, python(bad))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error", wg.NativeFallbackWarning)
+        np.testing.assert_array_equal(h(_bad(X12, 7, np.inf)), python(_bad(X12, 7, np.inf)))
+
+
+def test_the_dense_function_is_made_uncompiled_and_goes_with_its_handle():
+    """Building a banded_dense statement's Numba version compiles nothing of the dense program: its
+    entry in ``run_dense``'s table is a ``Deferred`` not yet built, which lives as long as the
+    statement's handle (held by the statement and the programs calling it), and no longer."""
+    numba = pytest.importorskip("numba")
+    program = wg.compile(wg.hessian(sine_chain)).program(X12)
+    [statement] = [s for s in program.statements if s.prim.__name__ == "banded_dense"]
+    assembly = statement.prim.fun.__self__
+    built = assembly.build_native(native_build.native_function,
+                                  lambda text: native_build._import(text, numba))
+    handle = built[2][0]
+    number = int(handle[0])
+    dense = band_kernel._DENSE[number]
+    assert isinstance(dense, native_build.Deferred) and dense.function is None
+    assert dense.program is assembly.dense_program()
+    del built, handle, dense
+    assembly.native = None
+    gc.collect()
+    assert number not in band_kernel._DENSE
 
 
 def test_a_gather_at_repeated_indices_runs_natively():

@@ -18,6 +18,7 @@ import ast
 import functools
 import hashlib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -28,13 +29,14 @@ import numpy as np
 from wengert.program import codegen
 from wengert.program.ir import Statement, Variable, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
-from wengert.program.native_helpers import SUPPORT, index_repeats, native_helper, register_typing
+from wengert.program.native_helpers import SUPPORT, TYPED, native_helper, register_typing
 from wengert.program.program import Program
 from wengert.program.rendering import helper_source, helpers
 from wengert.program.source.codegen import block_source, compile_block
 from wengert.program.source.control import If, Loop
 
-__all__ = ["CACHE_ENV", "cache_dir", "native_function", "attach_native", "native_source", "refusals"]
+__all__ = ["CACHE_ENV", "cache_dir", "native_function", "Deferred", "attach_native", "native_source",
+           "refusals"]
 
 CACHE_ENV = "WENGERT_CACHE_DIR"
 """The environment variable naming wengert's cache directory (default ``~/.cache/wengert``)."""
@@ -113,7 +115,7 @@ def _support_names(text):
     program's own name): no name of the user's shadows a helper, nor a helper the program."""
     taken = set(re.findall(r"[A-Za-z_]\w*", text))
     names = {}
-    for f in (*SUPPORT, index_repeats):
+    for f in (*SUPPORT, *TYPED):
         name = f.__name__
         while name in taken:
             name = "_" + name
@@ -143,7 +145,8 @@ def _native_helpers(text, mod, statements=()):
     text = _ADD_AT.sub(names["add_at_native"] + "(", text)  # np.add.at(buf, idx, e), which Numba lacks
     if text != before:
         text += "\n\n" + "\n\n\n".join(_renamed(helper_source(f.__name__, f), names) for f in SUPPORT) + "\n"
-        text += f"\n\nfrom {index_repeats.__module__} import index_repeats as {names['index_repeats']}\n"
+        text += "\n\n" + "".join(f"from {f.__module__} import {f.__name__} as {names[f.__name__]}\n"
+                                 for f in TYPED)
     return text
 
 
@@ -171,15 +174,22 @@ def native_source(text, mod, name, params, arrays, statements=()):
     return head + text
 
 
+@functools.cache
+def _typed_source():
+    """The source of ``native_helpers``, whose overloads (``TYPED``) a module's machine code holds but its
+    text only names: part of the module's hash, so that a change there is not hidden by the disk cache."""
+    return inspect.getsource(sys.modules[register_typing.__module__])
+
+
 def _import(text, numba):
     """The module of ``text``, written to the cache directory (once) and imported (once a process)."""
-    key = "\0".join([text, sys.version, np.__version__, numba.__version__])
+    key = "\0".join([text, sys.version, np.__version__, numba.__version__, _typed_source()])
     digest = hashlib.sha256(key.encode()).hexdigest()[:24]
     name = f"wengert_native_{digest}"
     module = sys.modules.get(name)
     if module is not None:
         return module
-    register_typing(numba)  # what the module's indexing helpers ask Numba (native_helpers.index_repeats)
+    register_typing(numba)  # what the module's indexing helpers ask Numba (native_helpers.TYPED)
     folder = cache_dir()
     path = os.path.join(folder, f"w_{digest}.py")
     if not os.path.exists(path):
@@ -334,9 +344,26 @@ def _has_loops(text):
     return re.search(r"^\s+(for|while) ", text, flags=re.MULTILINE) is not None
 
 
-def native_function(program):
+class Deferred:
+    """``program``'s function on Numba, built (written, imported, compiled) at its first call: for a
+    program that most calls never run (``banded_dense``'s dense fallback). Where Numba then fails to
+    compile it, that call warns and it runs as Python from then on (what :func:`native_function` gives)."""
+
+    lazy = True
+
+    def __init__(self, program):
+        self.program, self.function = program, None
+
+    def __call__(self, *args):
+        if self.function is None:
+            self.function = native_function(self.program)
+        return self.function(*args)
+
+
+def native_function(program, lazy=False):
     """``program``'s function on Numba (see the module docs), or its Python function with a
-    ``NativeFallbackWarning`` where Numba cannot run it."""
+    ``NativeFallbackWarning`` where Numba cannot run it. ``lazy``: where what is checked before compiling
+    lets it be native, a :class:`Deferred` that compiles at its first call."""
     numba = require_numba()
     text, mod, statements, python = _rendered(program)
     if len(statements) > MAX_STRAIGHT_LINE and not _has_loops(text):
@@ -360,6 +387,8 @@ def native_function(program):
         params = codegen.param_names(program)
     else:
         params = [p.name for p in program.inputs]
+    if lazy:
+        return Deferred(program)
     name = getattr(mod, "function_name", program.name)  # codegen's free name (wg.compile(np.sin): sin_)
     brought, leading = _brought_source(mod)
     if leading:

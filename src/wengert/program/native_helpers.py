@@ -27,7 +27,8 @@ from wengert.rules.indexing import index_add, may_repeat, untake
 from wengert.rules.nondiff import no_derivative
 from wengert.rules.reductions import add_chosen, chooser_weights
 
-__all__ = ["native_helper", "NATIVE_HELPERS", "SUPPORT", "index_repeats", "register_typing"]
+__all__ = ["native_helper", "NATIVE_HELPERS", "SUPPORT", "TYPED", "index_repeats", "assign_at",
+           "register_typing"]
 
 
 def masked_native(a, mask):
@@ -180,14 +181,55 @@ def add_at_native(buf, idx, e):
         buf.flat[positions[i]] += values[i]
 
 
-def untake_native(g, idx, shape):
-    """Zeros of ``shape`` in ``g``'s dtype with ``g`` added at ``idx`` (``untake``): ``np.add.at`` where
-    the index may repeat (0 + g: -0.0 becomes 0.0, as there), assignment where it may not."""
-    out = np.zeros(shape, np.asarray(g).dtype)
+def assign_at(out, idx, g):
+    """``out[idx] = g``, or ``np.add.at(out, idx, g)`` (``add_at_native``) where the index may repeat:
+    where ``untake`` puts its ``g``. Compiled code calls this very function, to which
+    :func:`register_typing` gives one implementation by the index's Numba type, so that Numba compiles
+    only the one it runs: ``add_at_native``; :func:`assign_slices` for slices alone (a loop, which
+    Numba compiles in about a quarter of the time of its slice assignment); else the assignment."""
     if index_repeats(idx):
         add_at_native(out, idx, g)
     else:
         out[idx] = g
+
+
+def assign_slices(out, idx, g):
+    """``out[idx] = g`` for ``idx`` a slice or a tuple of slices (a view of ``out``), ``g`` broadcast
+    to it: element by element (:func:`copy_rows`), in ``out``'s dtype, as the assignment. Under Numba,
+    for ``g`` an array of ``out``'s rank (:func:`spread_slices` for the others)."""
+    view = out[idx]
+    values = np.asarray(g)
+    if values.shape == view.shape:
+        copy_rows(view, values)
+    else:
+        spread_slices(out, idx, values)
+
+
+def spread_slices(out, idx, g):
+    """:func:`assign_slices` with ``g`` broadcast to the view, whatever its shape."""
+    view = out[idx]
+    copy_rows(view, np.broadcast_to(np.asarray(g), view.shape))
+
+
+def copy_rows(view, values):
+    """``view[...] = values`` (arrays of one shape), a row of the last axis at a time: under Numba,
+    faster to compile and to run than its assignment into a slice (or a loop over every index)."""
+    for i in np.ndindex(view.shape[:-1]):
+        row, source = view[i], values[i]
+        for j in range(row.shape[0]):
+            row[j] = source[j]
+
+
+def assign_item(out, idx, g):
+    """``out[idx] = g``, as written: an index of integers (and slices) that does not repeat."""
+    out[idx] = g
+
+
+def untake_native(g, idx, shape):
+    """Zeros of ``shape`` in ``g``'s dtype with ``g`` added at ``idx`` (``untake``): ``np.add.at`` where
+    the index may repeat (0 + g: -0.0 becomes 0.0, as there), assignment where it may not."""
+    out = np.zeros(shape, np.asarray(g).dtype)
+    assign_at(out, idx, g)
     return out
 
 
@@ -213,16 +255,36 @@ _TYPED = []
 
 
 def register_typing(numba):
-    """Teach Numba :func:`index_repeats` (once a process): its answer is a constant of the argument's type."""
+    """Teach Numba :func:`index_repeats` (once a process): its answer is a constant of the argument's
+    type; and :func:`assign_at`: an implementation chosen by the index's type."""
     if _TYPED:
         return
     _TYPED.append(numba)
 
+    types = numba.core.types
+
     def typed(idx):
-        repeats = _repeats_type(idx, numba.core.types)
+        repeats = _repeats_type(idx, types)
         return (lambda idx: True) if repeats else (lambda idx: False)
 
     numba.extending.overload(index_repeats)(typed)
+    add_at = numba.njit(error_model="numpy")(add_at_native)
+
+    def placed(out, idx, g):
+        if _repeats_type(idx, types):
+            return lambda out, idx, g: add_at(out, idx, g)
+        parts = idx.types if isinstance(idx, types.BaseTuple) else (idx,)
+        if not all(isinstance(t, types.SliceType) for t in parts):
+            return assign_item
+        if isinstance(g, types.Array) and g.ndim == out.ndim:
+            return assign_slices
+        if not isinstance(g, types.Array) or g.ndim < out.ndim:
+            return spread_slices
+        return assign_item  # more axes than out (length 1): NumPy's assignment drops them
+
+    numba.extending.overload(assign_at)(placed)
+    for called in (spread_slices, copy_rows):  # what assign_slices calls
+        numba.extending.register_jitable(called)
 
 
 NATIVE_HELPERS = {masked: masked_native, cast(Primitive, tie_select).helper: tie_select_native,
@@ -234,8 +296,11 @@ NATIVE_HELPERS = {masked: masked_native, cast(Primitive, tie_select).helper: tie
 
 SUPPORT = (reduced_groups, extremes_native, chooser_weights_native, add_at_native)
 """What the Numba versions call, the reductions over axes Numba lacks and ``np.add.at``'s spelling:
-included in a module that uses any of them (under their own names). :func:`index_repeats`, which
-Numba types by an overload, is imported instead."""
+included in a module that uses any of them (under their own names)."""
+
+TYPED = (index_repeats, assign_at)
+"""What the Numba versions call that Numba types by an overload (:func:`register_typing`): imported
+by a module that uses any of them, not included."""
 
 
 def native_helper(fun):
