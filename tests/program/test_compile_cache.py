@@ -232,6 +232,35 @@ def test_the_cache_keeps_no_input_array(make):
     assert keep is f  # while the compiled function, and its cache, is alive
 
 
+def _rosenbrock(x):
+    return wnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: wg.compile(wg.hessian(_rosenbrock)),  # makes a primitive of its own (banded_dense)
+    lambda: wg.compile(wg.jacfwd(wg.grad(_rosenbrock))),
+    lambda: wg.compile(_rosenbrock).grad(),
+], ids=["hessian", "jacfwd-grad", "grad"])
+def test_a_dropped_compiled_function_leaves_no_primitive_it_made_alive(make):
+    """A compilation may make primitives of its own (a banded Hessian's assembling statement holds
+    its dense program and an n x n array); nothing may keep them once the compiled function is
+    gone (lookups about a primitive are kept on it, not in tables keyed by primitives)."""
+    from wengert.core.primitive import Primitive
+
+    def alive():
+        return {id(o) for o in gc.get_objects() if isinstance(o, Primitive)}
+
+    x = np.linspace(-1.0, 1.0, 30)
+    gc.collect()
+    before = alive()
+    f = make()
+    f(x)
+    made = alive() - before
+    del f
+    gc.collect()
+    assert not (alive() & made)
+
+
 def reads_global(x):
     return wnp.sum(GLOBAL_W * x)
 

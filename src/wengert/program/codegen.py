@@ -284,18 +284,17 @@ def expression_source(stmt, mod, safe):
     return _call(stmt, name, a, kw, mod, as_float), _ATOM
 
 
-_SPELLED = {}
-
-
 def _spelled(prim):
     """Whether generated code can write ``prim`` other than by calling its implementation: a
     helper, indexing, or NumPy's function of its name (looked up once per implementation; a
-    primitive's facts may be given after its first use)."""
+    primitive's facts may be given after its first use). Kept on the primitive, as the other
+    lookups below: a table keyed by primitives would keep every primitive a compilation made
+    (a banded Hessian's holds its dense program) for the whole process."""
     if prim.helper is not None or prim is _GETITEM:
         return True
-    known = _SPELLED.get(prim)
+    known = prim.__dict__.get("_spelled_memo")
     if known is None or known[0] is not prim.fun:
-        known = _SPELLED[prim] = (prim.fun, numpy_name(prim) is not None)
+        known = prim._spelled_memo = (prim.fun, numpy_name(prim) is not None)
     return known[1]
 
 
@@ -366,14 +365,12 @@ def _foreign(prim, mod):
     return ref
 
 
-_LOCATIONS = {}
-
-
 def _importable(prim):
     """``(module, attribute path to the implementation)`` of a primitive defined in a module of
-    ``wengert.rules`` (or importable by the implementation's own name), or None."""
-    if prim in _LOCATIONS:
-        return _LOCATIONS[prim]
+    ``wengert.rules`` (or importable by the implementation's own name), or None (kept on the
+    primitive: see ``_spelled``)."""
+    if "_location_memo" in prim.__dict__:
+        return prim._location_memo
     found = None
     for module in loaded_families():
         for attr, value in vars(module).items():
@@ -392,7 +389,7 @@ def _importable(prim):
                     found = (module, qual)
             except ImportError:
                 pass
-    _LOCATIONS[prim] = found
+    prim._location_memo = found
     return found
 
 

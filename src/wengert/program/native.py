@@ -82,14 +82,11 @@ def numba_knows(fun):
         return False
 
 
-_FACTS = {}
-
-
 def native_fact(prim):
     """``(native, how)``: whether generated code for ``prim`` can run under Numba, and in words how it
     is spelled there. Read from the primitive's facts (operator, helper, NumPy name, math name) and
     Numba's registry of NumPy functions, once per primitive and implementation."""
-    known = _FACTS.get(prim)
+    known = prim.__dict__.get("_native_memo")  # kept on the primitive (see codegen._spelled)
     if known is not None and known[0] is prim.fun:
         return known[1]
     if prim.operator is not None:
@@ -106,7 +103,7 @@ def native_fact(prim):
             else (False, f"Numba has no np.{name}")
     else:
         fact = (False, "a Python implementation")
-    _FACTS[prim] = (prim.fun, fact)
+    prim._native_memo = (prim.fun, fact)
     return fact
 
 

@@ -323,15 +323,12 @@ def _buffer_ok(a, out, counts, owned):
 def in_place_ufunc(prim):
     """NumPy's ufunc computing ``prim`` (generated code calls it by NumPy's name), or None: what
     generated code may call with ``out=`` to write the result into an argument's buffer."""
-    known = _UFUNCS.get(prim)
+    known = prim.__dict__.get("_ufunc_memo")  # kept on the primitive (see codegen._spelled)
     if known is None or known[0] is not prim.fun:  # looked up once per implementation
         name = numpy_name(prim) if prim.helper is None else None
         fun = getattr(np, name, None) if name is not None else None
-        known = _UFUNCS[prim] = (prim.fun, fun if isinstance(fun, np.ufunc) and fun.nout == 1 else None)
+        known = prim._ufunc_memo = (prim.fun, fun if isinstance(fun, np.ufunc) and fun.nout == 1 else None)
     return known[1]
-
-
-_UFUNCS = {}
 
 
 def _in_place_ufunc(s, counts, owned):
