@@ -1,11 +1,14 @@
 """Which boxes view which (``mutation.note_view`` marks them): a registry, so that a write into an
 array, or through one view of it, can take its other live views again (``mutation._refresh_views``),
-as NumPy's views see the write; and the basic-index comparison that Python's ``y[k] op= r`` needs.
-Both boxes are held weakly, keyed by id (a box's == is elementwise, so no WeakKeyDictionary)."""
+as NumPy's views see the write; the basic-index comparison that Python's ``y[k] op= r`` needs; and
+:class:`Retake`, the mark of a view that a write cannot go through but that a write into its base must
+reach (NumPy's read-only views, a view of an argument other than the first, a wengert.numpy
+composition that NumPy makes a view). Both boxes are held weakly, keyed by id (a box's == is
+elementwise, so no WeakKeyDictionary)."""
 
 import weakref
 
-__all__ = ["note_viewer", "views_of", "same_key", "VIEWERS"]
+__all__ = ["note_viewer", "views_of", "same_key", "VIEWERS", "Retake"]
 
 
 _KEY_ATOMS = (int, slice, type(None), type(Ellipsis), bool)
@@ -44,3 +47,20 @@ def views_of(base):
         return ()
     return [v for v in (r() for r in entry[1]) if v is not None and getattr(v, "_view", None) is not None
             and v._view[0] is base]
+
+
+class Retake:
+    """How to take a view again from its base after the base is written, where a write into the view
+    itself cannot be followed (no ``updates_view``): ``fun(*args)`` with the base as argument
+    ``position``. ``readonly``: NumPy's view is read-only (``numpy.diagonal``), so a write into it is
+    NumPy's ValueError. Stands in a view's mark where the primitive would (``mark[1]``)."""
+
+    updates_view = None
+
+    def __init__(self, fun, name, position=0, args=(), readonly=False):
+        self.fun, self.__name__, self.position, self.args, self.readonly = fun, name, position, args, readonly
+
+    def __call__(self, base, **kwargs):
+        args = list(self.args) or [base]
+        args[self.position] = base
+        return self.fun(*args, **kwargs)

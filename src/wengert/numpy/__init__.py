@@ -121,6 +121,8 @@ from wengert.numpy._functions import (
     array,
     array_split,
     asarray,
+    ascontiguousarray,
+    asfortranarray,
     broadcast_to,
     clip,
     concatenate,

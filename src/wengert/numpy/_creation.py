@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, contains_box
+from wengert.engines.mutation import array_of
 from wengert.numpy import _functions as F
 from wengert.rules import broadcasting, elementwise, nondiff
 from wengert.rules import shape as shape_ops
@@ -71,6 +72,9 @@ def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, devi
 _shape = broadcasting.shape_of
 
 
+_WRITEABLE = np.ones(1).flags
+
+
 def full(shape, fill_value, dtype=None, order="C") -> Any:
     """numpy.full; differentiable in ``fill_value`` (as jax.numpy.full)."""
     if not contains_box(fill_value):
@@ -78,7 +82,8 @@ def full(shape, fill_value, dtype=None, order="C") -> Any:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if dtype is not None:
         fill_value = shape_ops.astype(fill_value, dtype)
-    return F.broadcast_to(fill_value, shape)
+    out = broadcasting.broadcast_to(fill_value, shape)  # a new array, as NumPy's: not a read-only view
+    return elementwise.positive(out) if not getattr(array_of(out), "flags", _WRITEABLE).writeable else out
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0) -> Any:

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, contains_box, unbox_all
+from wengert.engines.mutation import array_of, mark_view
+from wengert.engines.views import Retake
 from wengert.rules import broadcasting, elementwise, indexing, products, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
@@ -28,6 +30,26 @@ def _no_out(fname, out):
 
 def _ndim(x):
     return len(_shape(x))
+
+
+def new_array(out, a):
+    """``out``, copied where it is ``a`` itself: for a NumPy function whose result is always a new array
+    (``np.pad(x, 0)``, ``np.roll(x, 0)``), so that a write into either leaves the other alone."""
+    if out is not a:
+        return out
+    if type(out) not in BOX_TYPES:
+        return np.array(out, copy=True)
+    return elementwise.positive(out) if broadcasting.dtype_of(out).kind != "b" else out
+
+
+def numpy_view(out, a, remake, name, readonly=False):
+    """``out = remake(a)``, composed of primitives that copy, marked as the view of ``a`` that NumPy's
+    ``name`` makes: a write into ``a`` takes it again (as NumPy's view sees the write), a write into
+    it is refused (NumPy's ValueError where its view is read-only)."""
+    if (type(out) in BOX_TYPES and type(a) in BOX_TYPES and out is not a
+            and getattr(out, "_trace", None) is a._trace):
+        mark_view(out, a, Retake(remake, name, readonly=readonly))
+    return out
 
 
 def _operand(a):
@@ -311,10 +333,14 @@ def squeeze(a, axis=None) -> Any:
 
 
 def broadcast_to(array, shape) -> Any:
-    """numpy.broadcast_to."""
+    """numpy.broadcast_to: NumPy's read-only view (a write into ``array`` is seen in it, a write into it
+    is NumPy's ValueError), whether or not the primitive's array is one (small ones are filled)."""
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
-    return broadcasting.broadcast_to(array, tuple(shape))
+    shape = tuple(shape)
+    out = broadcasting.broadcast_to(array, shape)
+    return numpy_view(out, array, lambda base: broadcasting.broadcast_to(base, shape), "broadcast_to",
+                      readonly=True)
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None) -> Any:
@@ -492,6 +518,30 @@ def array(object, dtype=None, copy=True, ndmin=0) -> Any:  # noqa: A002
             out = expand_dims(out, 0)
         return out
     return np.array(object, dtype=dtype, copy=copy, ndmin=ndmin)
+
+
+def ascontiguousarray(a, dtype=None, *, like=None) -> Any:
+    """numpy.ascontiguousarray: a traced ``a`` itself where NumPy's is a view (``a`` C-contiguous, of
+    ``dtype``), else a copy; at least 1-d."""
+    out = _as_laid_out(a, dtype, np.ascontiguousarray)
+    return reshape(out, (1,)) if _ndim(out) == 0 else out
+
+
+def asfortranarray(a, dtype=None, *, like=None) -> Any:
+    """numpy.asfortranarray: a traced ``a`` itself where NumPy's is a view (``a`` Fortran-contiguous,
+    of ``dtype``), else a copy."""
+    return _as_laid_out(a, dtype, np.asfortranarray)
+
+
+def _as_laid_out(a, dtype, numpy_fun):
+    if not contains_box(a):
+        return numpy_fun(a, dtype=dtype)
+    out = asarray(a, dtype)
+    if out is a:  # a copy where NumPy's layout needs one (by a's array: its layout is NumPy's)
+        value = array_of(a)
+        if type(value) is not np.ndarray or not np.shares_memory(numpy_fun(value), value):
+            out = new_array(out, a)
+    return out
 
 
 def asarray(a, dtype=None) -> Any:
