@@ -19,14 +19,17 @@ function cannot escape the check. ``wg.compile`` and ``wg.source_grad`` run the 
 (refusing is allowed, a wrong number is not); their sweep over every call is in the slow group.
 """
 
+import functools
 import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.numpy as wnp
-from tests.support.engines import finite_differences
+from tests.support.engines import finite_differences, function_from_text
 from wengert.api.tensor import Tensor
 from wengert.engines.box import ArrayBox
 from wengert.numpy import _classification as table
@@ -235,14 +238,14 @@ def _ufunc(name):
     return getattr(np, name, None) if "." not in name else None
 
 
-def _calls():
-    """(key, call) for every example, the ufuncs' derived."""
+def _calls(ufuncs=True):
+    """(key, call) for every example, the ufuncs' derived (or those alone: ``ufuncs='only'``)."""
     out = []
     for name in sorted(_namespace_names() | {k for k in CALLS}):
         keys = [k for k in CALLS if k.split(":")[-1] == name]
         if keys:
-            out += [(k, call) for k in keys for call in CALLS[k]]
-        elif isinstance(_ufunc(name), np.ufunc):
+            out += [(k, call) for k in keys for call in CALLS[k]] if ufuncs != "only" else []
+        elif isinstance(_ufunc(name), np.ufunc) and ufuncs:
             u = _ufunc(name)
             args = "a" if u.nin == 1 else "a, B"
             out.append((name, f"np.{name}({args})" + ("[0]" if u.nout > 1 else "")))
@@ -292,8 +295,9 @@ def _sides(call):
     return tape, numpy or tape
 
 
+@functools.lru_cache(maxsize=None)
 def _reference(key, call, prep):
-    """NumPy's ``a`` and ``y = call`` (plain arrays)."""
+    """NumPy's ``a`` and ``y = call`` (plain arrays; read, never written)."""
     namespace = {"np": np}
     exec(HEADER, namespace)  # noqa: S102 - the test's own text
     text = f"def g(x):\n    {_prepare(key, prep)}\n    y = {_sides(call)[1]}\n    return a, y\n"
@@ -335,9 +339,10 @@ def _writable(key, call, prep, into):
 REFUSALS = (TypeError, ValueError)
 
 
-def check(key, call, prep, into, run):
+def check(key, call, prep, into, run, may_refuse=False):
     """Run the tape's program by ``run`` (its text -> a function of x giving (value, gradient)) and
-    compare with NumPy's program; return what happened."""
+    compare with NumPy's program; return what happened. A refusal is accepted where NumPy's result
+    shares memory with its argument (or anywhere, with ``may_refuse``)."""
     f = _function(program(key, call, prep, into), np)
     x = _input(key)
     a, y = _reference(key, call, prep)
@@ -354,7 +359,7 @@ def check(key, call, prep, into, run):
     try:
         value, grad = ours(x.copy())
     except REFUSALS as e:
-        assert shared, f"{call}: NumPy's result is a new array, yet the write is refused: {e}"
+        assert shared or may_refuse, f"{call}: NumPy's result is a new array, yet the write is refused: {e}"
         return f"refused: {e}"
     np.testing.assert_allclose(value, want, rtol=1e-12, atol=1e-12,
                                err_msg=f"{call} ({into} written, {prep}): the value is not NumPy's")
@@ -372,11 +377,137 @@ def _tape(text):
 
 
 CASES = [(k, c, into) for k, c in ALL_CALLS for into in ("result", "argument")]
+UFUNC_CASES = [(k, c, into) for k, c in _calls(ufuncs="only") for into in ("result", "argument")]
+OTHER_CASES = [case for case in CASES if case not in UFUNC_CASES]
 
 
-@pytest.mark.parametrize("key, call, into", CASES, ids=[f"{c}-{i}" for _, c, i in CASES])
-def test_the_tape_writes_as_numpy_does(key, call, into):
+def _check_tape(key, call, into):
     prep = "leaf" if into == "result" else "node"
     if not _writable(key, call, prep, into):
         pytest.skip("NumPy returns a scalar: nothing to write into")
     check(key, call, prep, into, _tape)
+
+
+@pytest.mark.parametrize("key, call, into", OTHER_CASES, ids=[f"{c}-{i}" for _, c, i in OTHER_CASES])
+def test_the_tape_writes_as_numpy_does(key, call, into):
+    _check_tape(key, call, into)
+
+
+@pytest.mark.parametrize("key, call, into", UFUNC_CASES, ids=[f"{c}-{i}" for _, c, i in UFUNC_CASES])
+def test_the_tape_writes_as_numpy_does_after_every_ufunc(key, call, into):
+    """The ufuncs' calls, derived from their arity (the slow group: a ufunc's result is always new)."""
+    _check_tape(key, call, into)
+
+
+# -- wg.compile and wg.source_grad: the same programs (a refusal is allowed, a wrong number is not) ---------
+
+TRANSFORM_REFUSALS = (TypeError, ValueError, NotImplementedError)
+"""What the program transformations may raise instead: TracingError, TransformError, ExitError and
+UnsupportedNumpyFunction are TypeErrors; NumPy's ValueError for a read-only view."""
+
+
+def _program_runs(text):
+    f = function_from_text(text, tag="copy_view")
+    compiled = wg.compile(f)
+    source = wg.source_grad(f)
+    return (lambda x: (compiled(x), compiled.grad()(x))), (lambda x: (f(x), source(x)))
+
+
+def _check_transforms(key, call, into):
+    if "|" in call or call.startswith(("a.at", "np.index_")):
+        pytest.skip("no NumPy text for both sides")
+    prep = "node"
+    if not _writable(key, call, prep, into):
+        pytest.skip("NumPy returns a scalar: nothing to write into")
+    for run in _program_runs(program(key, call, prep, into)):
+        check(key, call, prep, into, lambda _text, run=run: run, may_refuse=True)
+
+
+def _shared(key, call):
+    a, y = _reference(key, _sides(call)[1], "node")
+    return isinstance(y, np.ndarray) and np.shares_memory(a, y)
+
+
+def _views_one_call_per_function():
+    seen, out = set(), []
+    for key, call, _ in CASES:
+        if "|" not in call and key not in seen and _shared(key, call):
+            seen.add(key)
+            out.append((key, call, "result" if len(seen) % 2 else "argument"))  # each write, in turn
+    return out[::3]  # a third of them: the slow sweep has every call
+
+
+VIEW_CASES = _views_one_call_per_function()
+"""Every third view-making function's first call, written into or read after a write into its argument
+in turn: the default group's share of the sweep."""
+
+
+@pytest.mark.parametrize("key, call, into", VIEW_CASES, ids=[f"{c}-{i}" for _, c, i in VIEW_CASES])
+def test_compile_and_source_grad_write_through_views_or_refuse(key, call, into):
+    _check_transforms(key, call, into)
+
+
+@pytest.mark.parametrize("key, call, into", CASES, ids=[f"{c}-{i}" for _, c, i in CASES])
+def test_compile_and_source_grad_on_every_call(key, call, into):
+    """The sweep over every example (the slow group: a trace and a source transformation each)."""
+    _check_transforms(key, call, into)
+
+
+# -- random chains of views and copies, with writes anywhere in between -------------------------------
+
+CHAIN_OPS = ["{}.T", "{}[::-1]", "{}[..., ::2]", "{}[:1]", "np.ravel({})", "{}.reshape(-1)", "{}.copy()",
+             "np.array({})", "np.asarray({})", "{}.flatten()", "+{}", "np.ascontiguousarray({})",
+             "np.asfortranarray({})", "np.expand_dims({}, 0)", "np.squeeze({})", "np.flip({})",
+             "np.atleast_2d({})", "np.swapaxes({}, 0, -1)", "np.real({})", "{}.conj()",
+             "np.moveaxis({}, 0, -1)",
+             "np.copy({})", "np.transpose({})", "{}.astype(np.float64)", "np.broadcast_to({}, {}.shape)",
+             "np.diagonal(np.atleast_2d({}))"]
+"""Unary calls of an array: views (NumPy's own choice: a layout may make a reshape a copy) and copies."""
+
+WRITES = ["{0} *= 3.0", "{0}[(0,) * {0}.ndim] = 5.0", "{0} += {1}.sum()"]
+
+
+def _chain_text(steps):
+    lines, names = ["v0 = x * 1.0"], ["v0"]
+    for step in steps:
+        if step[0] == "op":
+            _, op, source = step
+            source = names[source % len(names)]
+            lines.append(f"v{len(names)} = " + CHAIN_OPS[op].replace("{}", source))
+            names.append(f"v{len(names)}")
+        else:
+            _, kind, target, other = step
+            lines.append(WRITES[kind].format(names[target % len(names)], names[other % len(names)]))
+    reads = " + ".join(f"np.sum(np.cos(np.arange({n}.size) * 0.7 + 0.3).reshape({n}.shape) * {n})"
+                       for n in names)
+    return "def f(x):\n    " + "\n    ".join(lines) + f"\n    return {reads}\n"
+
+
+_STEP = st.one_of(st.tuples(st.just("op"), st.integers(0, len(CHAIN_OPS) - 1), st.integers(0, 8)),
+                  st.tuples(st.just("write"), st.integers(0, len(WRITES) - 1), st.integers(0, 8),
+                            st.integers(0, 8)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(_STEP, min_size=1, max_size=7), square=st.booleans())
+def test_random_chains_of_views_copies_and_writes_follow_numpy(steps, square):
+    text = _chain_text(steps)
+    x = S.copy() if square else M.copy()
+    f = _function(text, np)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            want = f(x.copy())
+    except (ValueError, TypeError):  # a write into a read-only view
+        with pytest.raises((ValueError, TypeError)):
+            wg.value_and_grad(_function(text, wnp))(x.copy())
+        return
+    try:
+        value, grad = wg.value_and_grad(_function(text, wnp))(x.copy())
+    except (TypeError, ValueError) as e:  # refused: only a write into a view the tape cannot follow
+        assert "view" in str(e), f"{text}\nrefused: {e}"
+        return
+    np.testing.assert_allclose(value, want, rtol=1e-12, atol=1e-12, err_msg=text)
+    want_grad = finite_differences(f, x)  # (repeated sums make large slopes: a relative tolerance)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-5, atol=1e-6 * max(1.0, np.abs(want_grad).max()),
+                               err_msg=text)

@@ -94,7 +94,7 @@ class ArrayBox:
 
     def __pos__(self):
         """``+x``: a new array, as NumPy's (a write into it leaves ``x`` alone); a Python float itself."""
-        return self if type(self.value) is float else ew.positive(self)
+        return self if type(getattr(self, "value", None)) is float else ew.positive(self)
 
     # -- in-place operators: NumPy's semantics (aliases see the change), by rebinding -------------------
     def __iadd__(self, other):
@@ -329,9 +329,10 @@ class ArrayBox:
     def argmin(self, axis=None):
         return nondiff.argmin(self, axis)
 
-    def copy(self):
-        """A new traced value equal to this one (later assignments to either leave the other alone)."""
-        return ew.positive(self)
+    def copy(self, order="C"):
+        """ndarray.copy: a new traced value equal to this one (later assignments to either leave the other
+        alone), C-contiguous by default as NumPy's (so that its ravel is a view where NumPy's is)."""
+        return frontend.numpy._copy_in_order(self, order)
 
     # -- complex parts and cumulative methods ---------------------------------------
     @property

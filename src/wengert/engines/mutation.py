@@ -35,7 +35,7 @@ import numpy as np
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 from wengert.engines.saving import Unsaved, needs
-from wengert.engines.views import VIEWERS, Retake, note_viewer, same_key, views_of
+from wengert.engines.views import VIEWERS, Retake, laid_out_as_view, note_viewer, same_key, views_of
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
@@ -181,6 +181,9 @@ def _write_chain(box, compute, what):
     if view is not None:
         base, prim, rest, kwargs = view
         _write_chain(base, lambda: prim.updates_view(base, box, *rest, **(kwargs or _NO_KWARGS)), what)
+        if not laid_out_as_view(array_of(box), prim, array_of(base), rest, kwargs):  # x[::-1]: strides
+            rebind(box, _recorded(box, lambda: _view_again(*view)), what)  # NumPy's, for later reshapes
+            box._view = view
 
 
 _NO_KWARGS = {}

@@ -17,6 +17,7 @@ from wengert.core.extend import defbatch, nondiff_primitive
 from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
 from wengert.numpy._creation import buffer_like
+from wengert.numpy._layout import new_array, numpy_view
 from wengert.rules import broadcasting, elementwise, indexing, nondiff, products, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
@@ -134,8 +135,8 @@ def select(condlist, choicelist, default=0) -> Any:
 def roll(a, shift, axis=None) -> Any:
     """numpy.roll (composed: two slices joined; a new array, as NumPy's, also for a shift of 0)."""
     if axis is None:
-        return F.new_array(F.reshape(roll(F.ravel(a), shift, 0), _shape(a)), a)
-    return F.new_array(_roll(a, shift, axis), a)
+        return new_array(F.reshape(roll(F.ravel(a), shift, 0), _shape(a)), a)
+    return new_array(_roll(a, shift, axis), a)
 
 
 def _roll(a, shift, axis):
@@ -212,7 +213,7 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Any:
                     block = broadcasting.broadcast_to(shape_ops.astype(values, dt), tuple(s))
                 parts.append(block)
             out = shape_ops.concatenate(parts[0], out, parts[1], axis=ax)
-        return F.new_array(out, array)
+        return new_array(out, array)
     if mode in ("edge", "reflect", "symmetric", "wrap"):
         out = array
         for ax in range(nd):
@@ -221,7 +222,7 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Any:
                 continue
             src = np.pad(np.arange(_shape(out)[ax]), (before, after), mode=mode, **kwargs)
             out = indexing.getitem(out, (slice(None),) * ax + (src,))
-        return F.new_array(out, array)
+        return new_array(out, array)
     raise NotImplementedError(
         f"wengert.numpy.pad: mode={mode!r} has no derivative in wengert; use 'constant', 'edge', "
         f"'reflect', 'symmetric' or 'wrap'")
@@ -231,7 +232,8 @@ def diagonal(a, offset=0, axis1=0, axis2=1) -> Any:
     """numpy.diagonal: the diagonal as the last axis; NumPy's read-only view (a write into ``a`` is seen
     in it, a write into it is NumPy's ValueError)."""
     out = _diagonal(a, offset, axis1, axis2)
-    return F.numpy_view(out, a, lambda base: _diagonal(base, offset, axis1, axis2), "diagonal", readonly=True)
+    return numpy_view(out, a, lambda base: _diagonal(base, offset, axis1, axis2), "diagonal", readonly=True,
+                        numpy_fun=lambda base: np.diagonal(base, offset, axis1, axis2))
 
 
 def _diagonal(a, offset=0, axis1=0, axis2=1):
@@ -348,7 +350,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy") -> Any:
         full = np.broadcast_shapes(*[_shape(o) for o in out])
         out = [F.broadcast_to(o, full) for o in out]
     if copy:  # new arrays, as NumPy's (not broadcast_to's read-only views of xi)
-        out = [F.new_array(o, o) for o in out]
+        out = [new_array(o, o) for o in out]
     return tuple(out)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from wengert.core.extend import defbatch, nondiff_primitive
 from wengert.core.trace import BOX_TYPES, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
+from wengert.numpy._layout import numpy_view
 from wengert.rules import broadcasting, elementwise
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
@@ -31,7 +32,7 @@ def imag(val) -> Any:
     """numpy.imag: a view of a complex ``val``; of a real one, zeros that are read-only, as NumPy's."""
     out = complex_parts.imag(val)
     if broadcasting.dtype_of(val).kind != "c":
-        return F.numpy_view(out, val, complex_parts.imag, "imag", readonly=True)
+        return numpy_view(out, val, complex_parts.imag, "imag", readonly=True)
     return out
 
 

@@ -12,8 +12,7 @@ from typing import Any
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, contains_box, unbox_all
-from wengert.engines.mutation import array_of, mark_view
-from wengert.engines.views import Retake
+from wengert.numpy._layout import copied_as_numpy_would, numpy_view
 from wengert.rules import broadcasting, elementwise, indexing, products, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
@@ -30,26 +29,6 @@ def _no_out(fname, out):
 
 def _ndim(x):
     return len(_shape(x))
-
-
-def new_array(out, a):
-    """``out``, copied where it is ``a`` itself: for a NumPy function whose result is always a new array
-    (``np.pad(x, 0)``, ``np.roll(x, 0)``), so that a write into either leaves the other alone."""
-    if out is not a:
-        return out
-    if type(out) not in BOX_TYPES:
-        return np.array(out, copy=True)
-    return elementwise.positive(out) if broadcasting.dtype_of(out).kind != "b" else out
-
-
-def numpy_view(out, a, remake, name, readonly=False):
-    """``out = remake(a)``, composed of primitives that copy, marked as the view of ``a`` that NumPy's
-    ``name`` makes: a write into ``a`` takes it again (as NumPy's view sees the write), a write into
-    it is refused (NumPy's ValueError where its view is read-only)."""
-    if (type(out) in BOX_TYPES and type(a) in BOX_TYPES and out is not a
-            and getattr(out, "_trace", None) is a._trace):
-        mark_view(out, a, Retake(remake, name, readonly=readonly))
-    return out
 
 
 def _operand(a):
@@ -269,12 +248,17 @@ def reshape(a, shape_=None, order="C", *, newshape=None, shape=None, copy=None) 
         return shape_ops.transpose(out, None) if len(target) > 1 else out
     if order not in ("C", "A"):  # 'A' is 'C' here: wengert's arrays are C-contiguous
         raise ValueError(f"wengert.numpy.reshape: order must be 'C', 'F' or 'A', not {order!r}")
-    return shape_ops.reshape(a, target)
+    return copied_as_numpy_would(shape_ops.reshape(a, target), a, lambda v: np.reshape(v, target),
+                                  lambda base: shape_ops.reshape(base, target))
 
 
 def ravel(a, order="C") -> Any:
-    """numpy.ravel (``order='F'`` reads the columns first)."""
-    return reshape(a, (-1,), order)
+    """numpy.ravel (``order='F'`` reads the columns first): a view where ``a`` is C-contiguous, else a
+    copy, as NumPy's (whose reshape would view a reversed array: ``x[::-1].reshape(-1)``)."""
+    out = reshape(a, (-1,), order)
+    if order != "C":
+        return out
+    return copied_as_numpy_would(out, a, np.ravel, lambda base: shape_ops.reshape(base, (-1,)))
 
 
 def transpose(a, axes=None) -> Any:
@@ -340,7 +324,7 @@ def broadcast_to(array, shape) -> Any:
     shape = tuple(shape)
     out = broadcasting.broadcast_to(array, shape)
     return numpy_view(out, array, lambda base: broadcasting.broadcast_to(base, shape), "broadcast_to",
-                      readonly=True)
+                      readonly=True, numpy_fun=lambda base: np.broadcast_to(base, shape))
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None) -> Any:
@@ -518,30 +502,6 @@ def array(object, dtype=None, copy=True, ndmin=0) -> Any:  # noqa: A002
             out = expand_dims(out, 0)
         return out
     return np.array(object, dtype=dtype, copy=copy, ndmin=ndmin)
-
-
-def ascontiguousarray(a, dtype=None, *, like=None) -> Any:
-    """numpy.ascontiguousarray: a traced ``a`` itself where NumPy's is a view (``a`` C-contiguous, of
-    ``dtype``), else a copy; at least 1-d."""
-    out = _as_laid_out(a, dtype, np.ascontiguousarray)
-    return reshape(out, (1,)) if _ndim(out) == 0 else out
-
-
-def asfortranarray(a, dtype=None, *, like=None) -> Any:
-    """numpy.asfortranarray: a traced ``a`` itself where NumPy's is a view (``a`` Fortran-contiguous,
-    of ``dtype``), else a copy."""
-    return _as_laid_out(a, dtype, np.asfortranarray)
-
-
-def _as_laid_out(a, dtype, numpy_fun):
-    if not contains_box(a):
-        return numpy_fun(a, dtype=dtype)
-    out = asarray(a, dtype)
-    if out is a:  # a copy where NumPy's layout needs one (by a's array: its layout is NumPy's)
-        value = array_of(a)
-        if type(value) is not np.ndarray or not np.shares_memory(numpy_fun(value), value):
-            out = new_array(out, a)
-    return out
 
 
 def asarray(a, dtype=None) -> Any:

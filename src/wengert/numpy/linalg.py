@@ -18,6 +18,7 @@ from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, is_symbolic, unbox_all
 from wengert.numpy import _classification as _table
 from wengert.numpy import _functions as F
+from wengert.numpy._layout import numpy_view
 from wengert.rules import broadcasting, determinant, elementwise, indexing, products, shape
 from wengert.rules import complex as cplx
 from wengert.rules import linalg as ops
@@ -447,7 +448,7 @@ def diagonal(x, /, *, offset=0) -> Any:
     """numpy.linalg.diagonal: the ``offset`` diagonal of the last two axes, NumPy's read-only view (as
     numpy.diagonal's)."""
     out = _diagonal(x, offset)
-    return F.numpy_view(out, x, lambda base: _diagonal(base, offset), "linalg.diagonal", readonly=True)
+    return numpy_view(out, x, lambda base: _diagonal(base, offset), "linalg.diagonal", readonly=True)
 
 
 def _diagonal(x, offset):
