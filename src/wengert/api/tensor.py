@@ -222,8 +222,8 @@ class TensorMethods(NodeMethods):
     clip = clamp
 
     def view(self, *shape):
-        """torch.Tensor.view: the reshaped tensor (a new value here: wengert's values are not
-        views of one storage, and writing into one never changes the other)."""
+        """torch.Tensor.view: the reshaped tensor, a view as NumPy's reshape is (a write into either
+        is seen in the other, as PyTorch's views share the storage)."""
         if len(shape) == 1 and isinstance(shape[0], (type, np.dtype, str)):
             raise TypeError("Tensor.view(dtype) is not supported; use .astype(dtype)")
         return self.reshape(*shape)
