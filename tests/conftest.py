@@ -78,7 +78,9 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "tests/api/test_checkpoint_schedules.py::test_the_closed_form_split_is_the_searched_one",
               "tests/api/test_typing.py::test_mypy_sees_the_transforms_types_and_flags_wrong_uses",
               "tests/engines/test_scalar_hostile.py::test_higher_order_through_scalar_chains_matches_jax",
-              "tests/engines/test_scalar_hostile.py::test_vmap_and_grad_of_scalar_reads_match_jax")
+              "tests/engines/test_scalar_hostile.py::test_vmap_and_grad_of_scalar_reads_match_jax",
+              "tests/numpy/test_copy_view_semantics.py::test_compile_and_source_grad_on_every_call",
+              "tests/numpy/test_copy_view_semantics.py::test_the_tape_writes_as_numpy_does_after_every_ufunc")
 """CLI runs in subprocesses, the demos' one-epoch runs, and the longest property tests against JAX
 (the slowest tests of the rest, by ``pytest --durations``)."""
 

@@ -20,9 +20,10 @@ from wengert.core import frontend
 from wengert.core.trace import BOX_TYPES, register_box, unbox_all
 from wengert.engines.batching import Batched
 from wengert.engines.box import ArrayBox
-from wengert.engines.mutation import assign, augmented_assign, note_inplace_write
+from wengert.engines.mutation import assign, augmented_assign, mark_view, note_inplace_write
 from wengert.engines.reverse import Node, NodeMethods, ReverseTrace, ScalarNode, backward_pass, is_inexact
 from wengert.engines.saving import read_only_view
+from wengert.engines.views import Retake
 from wengert.rules import elementwise as ew
 from wengert.rules import nn as nn_rules
 
@@ -156,10 +157,13 @@ class TensorMethods(NodeMethods):
     def detach(self):
         """The value without its graph, as a Tensor that does not require grad. Inside a transform
         its array is a read-only view: the transform's graph reads that value, which a write would
-        change (an eager tensor's writes are caught by the next ``backward()`` instead)."""
+        change (an eager tensor's writes are caught by the next ``backward()`` instead); a later write
+        into ``self`` is seen in it, as PyTorch's detached tensor shares the storage."""
         if self._trace is EAGER:
             return _constant(self.value)
-        return _constant(read_only_view(self.value))
+        out = _constant(read_only_view(self.value))
+        mark_view(out, self, Retake(Tensor.detach, "detach", readonly=True))
+        return out
 
     def requires_grad_(self, requires_grad=True):
         """Make this leaf tensor (not) require grad, in place."""
@@ -218,8 +222,8 @@ class TensorMethods(NodeMethods):
     clip = clamp
 
     def view(self, *shape):
-        """torch.Tensor.view: the reshaped tensor (a new value here: wengert's values are not
-        views of one storage, and writing into one never changes the other)."""
+        """torch.Tensor.view: the reshaped tensor, a view as NumPy's reshape is (a write into either
+        is seen in the other, as PyTorch's views share the storage)."""
         if len(shape) == 1 and isinstance(shape[0], (type, np.dtype, str)):
             raise TypeError("Tensor.view(dtype) is not supported; use .astype(dtype)")
         return self.reshape(*shape)

@@ -93,7 +93,8 @@ class ArrayBox:
         return ew.negative(self)
 
     def __pos__(self):
-        return self
+        """``+x``: a new array, as NumPy's (a write into it leaves ``x`` alone); a Python float itself."""
+        return self if type(getattr(self, "value", None)) is float else ew.positive(self)
 
     # -- in-place operators: NumPy's semantics (aliases see the change), by rebinding -------------------
     def __iadd__(self, other):
@@ -304,7 +305,9 @@ class ArrayBox:
     def ravel(self):
         return frontend.numpy.ravel(self)
 
-    flatten = ravel
+    def flatten(self):
+        """ndarray.flatten: a new 1-d array, always (``ravel`` is a view where it can be)."""
+        return ew.positive(frontend.numpy.ravel(self))
 
     def repeat(self, repeats, axis=None):
         return frontend.numpy.repeat(self, repeats, axis)
@@ -326,9 +329,10 @@ class ArrayBox:
     def argmin(self, axis=None):
         return nondiff.argmin(self, axis)
 
-    def copy(self):
-        """A new traced value equal to this one (later assignments to either leave the other alone)."""
-        return ew.positive(self)
+    def copy(self, order="C"):
+        """ndarray.copy: a new traced value equal to this one (later assignments to either leave the other
+        alone), C-contiguous by default as NumPy's (so that its ravel is a view where NumPy's is)."""
+        return frontend.numpy._copy_in_order(self, order)
 
     # -- complex parts and cumulative methods ---------------------------------------
     @property
@@ -340,7 +344,8 @@ class ArrayBox:
         return frontend.numpy.imag(self)
 
     def conj(self):
-        return frontend.numpy.conj(self)
+        """ndarray.conj: the array itself when it is real, as NumPy's (``np.conj(x)`` is a new array)."""
+        return frontend.numpy.conj(self) if self.dtype.kind == "c" else self
 
     conjugate = conj
 

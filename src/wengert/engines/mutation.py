@@ -35,13 +35,13 @@ import numpy as np
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, unbox_all
 from wengert.engines.saving import Unsaved, needs
-from wengert.engines.views import VIEWERS, note_viewer, same_key, views_of
+from wengert.engines.views import VIEWERS, Retake, laid_out_as_view, note_viewer, same_key, views_of
 from wengert.rules import shape as shape_ops
 from wengert.rules.indexing import index_add, index_update
 
-__all__ = ["assign", "add_at", "augmented_assign", "note_view", "array_of", "rebind", "resolve_tape",
-           "resolve_parents", "note_inplace_write", "note_inplace_writes", "check_inplace_writes",
-           "leaf_aliases", "versions_by_box"]
+__all__ = ["assign", "add_at", "augmented_assign", "note_view", "mark_view", "array_of", "rebind",
+           "resolve_tape", "resolve_parents", "note_inplace_write", "note_inplace_writes",
+           "check_inplace_writes", "leaf_aliases", "versions_by_box"]
 
 node_ids = itertools.count()
 """The clock of eager recording: eager nodes (``Tensor``) are numbered by it, and assignments are
@@ -85,14 +85,23 @@ def note_view(box, out, prim, args, kwargs, trace, values=None):
     for i, a in enumerate(args):
         value = array_of(a if values is None else values[i])
         if type(value) is np.ndarray and np.may_share_memory(out, value):
-            if i != 0 or prim.updates_view is None:
-                box._view = (None, prim, i, _NO_UPDATE)
-            elif type(a) not in BOX_TYPES or a._trace is not trace:
-                box._view = (None, prim, i, _NOT_TRACED)
+            if type(a) not in BOX_TYPES or a._trace is not trace:
+                why = _NO_UPDATE if i != 0 or prim.updates_view is None else _NOT_TRACED
+                box._view = (None, prim, i, why)
+                return
+            if i != 0 or prim.updates_view is None:  # not written through, but taken again (Retake)
+                mark_view(box, a, Retake(prim, prim.__name__, i, tuple(args)), kwargs)
             else:
                 box._view = (a, prim, tuple(args[1:]), kwargs or None)
                 note_viewer(a, box)
             return
+
+
+def mark_view(box, base, retake, kwargs=None):
+    """Mark ``box`` a view of ``base`` that a write cannot go through (refused, naming ``retake``) but
+    that is taken again, ``retake(base)``, when ``base`` is written, as NumPy's views see the write."""
+    box._view = (base, retake, (), kwargs or None)
+    note_viewer(base, box)
 
 
 def view_of_buffer(trace, prim, args, kwargs, out):
@@ -141,9 +150,12 @@ def _write(box, compute, what, unchanged=None):
             break
         base, prim, i, reason = mark
         link = base
-        if base is None:
+        if base is None or prim.updates_view is None:
+            if base is not None:  # a Retake
+                i, reason = prim.position, _NO_UPDATE
             value = array_of(box)
-            readonly = type(value) is np.ndarray and not value.flags.writeable
+            readonly = getattr(prim, "readonly", False) or (
+                type(value) is np.ndarray and not value.flags.writeable)
             raise (ValueError if readonly else TypeError)(
                 f"{what} into a traced array of shape {np.shape(value)} that is a view of argument {i} "
                 f"of '{prim.__name__}'{' (NumPy: assignment destination is read-only)' if readonly else ''}"
@@ -169,6 +181,9 @@ def _write_chain(box, compute, what):
     if view is not None:
         base, prim, rest, kwargs = view
         _write_chain(base, lambda: prim.updates_view(base, box, *rest, **(kwargs or _NO_KWARGS)), what)
+        if not laid_out_as_view(array_of(box), prim, array_of(base), rest, kwargs):  # x[::-1]: strides
+            rebind(box, _recorded(box, lambda: _view_again(*view)), what)  # NumPy's, for later reshapes
+            box._view = view
 
 
 _NO_KWARGS = {}

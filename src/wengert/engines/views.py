@@ -1,11 +1,18 @@
 """Which boxes view which (``mutation.note_view`` marks them): a registry, so that a write into an
 array, or through one view of it, can take its other live views again (``mutation._refresh_views``),
-as NumPy's views see the write; and the basic-index comparison that Python's ``y[k] op= r`` needs.
-Both boxes are held weakly, keyed by id (a box's == is elementwise, so no WeakKeyDictionary)."""
+as NumPy's views see the write; the basic-index comparison that Python's ``y[k] op= r`` needs; and
+:class:`Retake`, the mark of a view that a write cannot go through but that a write into its base must
+reach (NumPy's read-only views, a view of an argument other than the first, a wengert.numpy
+composition that NumPy makes a view). Both boxes are held weakly, keyed by id (a box's == is
+elementwise, so no WeakKeyDictionary)."""
 
 import weakref
 
-__all__ = ["note_viewer", "views_of", "same_key", "VIEWERS"]
+import numpy as np
+
+from wengert.core.trace import unbox_all
+
+__all__ = ["note_viewer", "views_of", "same_key", "VIEWERS", "Retake", "laid_out_as_view"]
 
 
 _KEY_ATOMS = (int, slice, type(None), type(Ellipsis), bool)
@@ -44,3 +51,36 @@ def views_of(base):
         return ()
     return [v for v in (r() for r in entry[1]) if v is not None and getattr(v, "_view", None) is not None
             and v._view[0] is base]
+
+
+class Retake:
+    """How to take a view again from its base after the base is written, where a write into the view
+    itself cannot be followed (no ``updates_view``): ``fun(*args)`` with the base as argument
+    ``position``. ``readonly``: NumPy's view is read-only (``numpy.diagonal``), so a write into it is
+    NumPy's ValueError. ``numpy_fun``: NumPy's own function of the base's array, whose layout (strides)
+    the traced array's may not have (a small broadcast is filled). Stands in a view's mark where the
+    primitive would (``mark[1]``)."""
+
+    updates_view = None
+
+    def __init__(self, fun, name, position=0, args=(), readonly=False, numpy_fun=None):
+        self.fun, self.__name__, self.position, self.args, self.readonly = fun, name, position, args, readonly
+        self.numpy_fun = numpy_fun
+
+    def __call__(self, base, **kwargs):
+        args = list(self.args) or [base]
+        args[self.position] = base
+        return self.fun(*args, **kwargs)
+
+
+def laid_out_as_view(array, prim, base, rest, kwargs):
+    """Whether ``array``, the new value of a view just written (a new buffer, in NumPy's 'K' order),
+    has the strides of the view NumPy keeps, ``prim`` of ``base``'s array: where it has not (a
+    reversed or strided slice), a later ``reshape``/``ravel`` would be a view where NumPy's is a copy."""
+    if type(array) is not np.ndarray or type(base) is not np.ndarray:
+        return True
+    try:
+        view = prim.fun(base, *unbox_all(rest), **(kwargs or {}))
+    except Exception:  # noqa: BLE001 - a view this check cannot take again: leave it as it is
+        return True
+    return type(view) is not np.ndarray or view.strides == array.strides

@@ -86,7 +86,18 @@ from wengert.numpy._arrays import (
     vecmat,
     vsplit,
 )
-from wengert.numpy._creation import astype, copy, empty_like, full, linspace, logspace, ones_like, zeros_like
+from wengert.numpy._creation import (
+    ascontiguousarray,
+    asfortranarray,
+    astype,
+    copy,
+    empty_like,
+    full,
+    linspace,
+    logspace,
+    ones_like,
+    zeros_like,
+)
 from wengert.numpy._elementwise import (
     angle,
     around,
@@ -155,6 +166,7 @@ from wengert.numpy._functions import (
     vstack,
     where,
 )
+from wengert.numpy._layout import copy_in_order as _copy_in_order  # x.copy() (order='C')
 from wengert.numpy._numerical import (
     convolve,
     copysign,

@@ -17,6 +17,7 @@ from wengert.core.extend import defbatch, nondiff_primitive
 from wengert.core.trace import contains_box, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
 from wengert.numpy._creation import buffer_like
+from wengert.numpy._layout import new_array, numpy_view
 from wengert.rules import broadcasting, elementwise, indexing, nondiff, products, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
@@ -132,9 +133,13 @@ def select(condlist, choicelist, default=0) -> Any:
 
 
 def roll(a, shift, axis=None) -> Any:
-    """numpy.roll (composed: two slices joined)."""
+    """numpy.roll (composed: two slices joined; a new array, as NumPy's, also for a shift of 0)."""
     if axis is None:
-        return F.reshape(roll(F.ravel(a), shift, 0), _shape(a))
+        return new_array(F.reshape(roll(F.ravel(a), shift, 0), _shape(a)), a)
+    return new_array(_roll(a, shift, axis), a)
+
+
+def _roll(a, shift, axis):
     nd = _ndim(a)
     shifts = {}
     for sh, ax in np.broadcast(shift, axis):
@@ -205,10 +210,10 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Any:
                 if cv is not None:
                     block = np.full(tuple(s), cv[ax, side], dtype=dt)
                 else:
-                    block = F.broadcast_to(shape_ops.astype(values, dt), tuple(s))
+                    block = broadcasting.broadcast_to(shape_ops.astype(values, dt), tuple(s))
                 parts.append(block)
             out = shape_ops.concatenate(parts[0], out, parts[1], axis=ax)
-        return out
+        return new_array(out, array)
     if mode in ("edge", "reflect", "symmetric", "wrap"):
         out = array
         for ax in range(nd):
@@ -217,14 +222,22 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Any:
                 continue
             src = np.pad(np.arange(_shape(out)[ax]), (before, after), mode=mode, **kwargs)
             out = indexing.getitem(out, (slice(None),) * ax + (src,))
-        return out
+        return new_array(out, array)
     raise NotImplementedError(
         f"wengert.numpy.pad: mode={mode!r} has no derivative in wengert; use 'constant', 'edge', "
         f"'reflect', 'symmetric' or 'wrap'")
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1) -> Any:
-    """numpy.diagonal (a copy; the diagonal is the last axis)."""
+    """numpy.diagonal: the diagonal as the last axis; NumPy's read-only view (a write into ``a`` is seen
+    in it, a write into it is NumPy's ValueError)."""
+    out = _diagonal(a, offset, axis1, axis2)
+    return numpy_view(out, a, lambda base: _diagonal(base, offset, axis1, axis2), "diagonal", readonly=True,
+                        numpy_fun=lambda base: np.diagonal(base, offset, axis1, axis2))
+
+
+def _diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal, gathered (a copy)."""
     nd = _ndim(a)
     if nd < 2:
         raise ValueError("diag requires an array of at least two dimensions")
@@ -247,7 +260,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1) -> Any:
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None) -> Any:
     """numpy.trace (composed: the diagonal summed)."""
     F._no_out("trace", out)
-    return F.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    return F.sum(_diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 def diag(v, k=0) -> Any:
@@ -262,7 +275,8 @@ def diag(v, k=0) -> Any:
     if k:
         v = shape_ops.concatenate(v, np.zeros(builtins.abs(k), dtype=broadcasting.dtype_of(v)), axis=0)
     line = F.reshape(v, (size, 1) if k >= 0 else (1, size))
-    return _E.where(np.eye(size, k=k, dtype=bool), F.broadcast_to(line, (size, size)), _zero_for(v))
+    square = broadcasting.broadcast_to(line, (size, size))
+    return _E.where(np.eye(size, k=k, dtype=bool), square, _zero_for(v))
 
 
 def diagflat(v, k=0) -> Any:
@@ -318,7 +332,8 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None) -> A
     dt = dtype if dtype is not None else broadcasting.dtype_of(a)
     s = _shape(a) if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
     # a new array, not broadcast_to's read-only view: written into, it writes nothing else
-    return buffer_like(a, elementwise.positive(F.broadcast_to(shape_ops.astype(fill_value, dt), s)))
+    filled = broadcasting.broadcast_to(shape_ops.astype(fill_value, dt), s)
+    return buffer_like(a, elementwise.positive(filled))
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy") -> Any:
@@ -334,6 +349,8 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy") -> Any:
     if not sparse:
         full = np.broadcast_shapes(*[_shape(o) for o in out])
         out = [F.broadcast_to(o, full) for o in out]
+    if copy:  # new arrays, as NumPy's (not broadcast_to's read-only views of xi)
+        out = [new_array(o, o) for o in out]
     return tuple(out)
 
 
@@ -396,7 +413,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> Any:
     if na == 2 and nb == 2:
         return z
     full = np.broadcast_shapes(_shape(a)[:-1], _shape(b)[:-1])
-    comps = [F.broadcast_to(c, full) if _shape(c) != full else c
+    comps = [broadcasting.broadcast_to(c, full) if _shape(c) != full else c
              for c in (a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z)]
     c = F.stack(comps, axis=-1)
     return F.moveaxis(c, -1, _axis(axisc, _ndim(c), "cross"))
@@ -456,8 +473,11 @@ def rollaxis(a, axis, start=0) -> Any:
 
 
 def broadcast_arrays(*args, subok=False) -> Any:
-    """numpy.broadcast_arrays (a tuple, as NumPy 2)."""
+    """numpy.broadcast_arrays (a tuple, as NumPy 2): the arrays themselves where they all have the
+    shape already, as NumPy's; else views (read-only: NumPy 2 warns on a write into its views)."""
     shape = np.broadcast_shapes(*[_shape(a) for a in args])
+    if all(_shape(a) == shape for a in args):
+        return tuple(F.asarray(a) for a in args)
     return tuple(F.broadcast_to(a, shape) for a in args)
 
 

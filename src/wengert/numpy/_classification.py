@@ -89,7 +89,7 @@ _add("numpy", DIFFERENTIABLE, """
     gradient interp convolve correlate polyval polyfit vander copysign real_if_close
     acos=arccos acosh=arccosh asin=arcsin asinh=arcsinh atan=arctan atan2=arctan2 atanh=arctanh
     pow=power concat=concatenate permute_dims=transpose matrix_transpose
-    row_stack=vstack asanyarray=asarray ascontiguousarray=asarray asfortranarray=asarray
+    row_stack=vstack asanyarray=asarray ascontiguousarray asfortranarray
 """)
 _add("numpy", ZERO, "floor ceil rint trunc fix round around",
      "piecewise constant: rounds to integers, so it jumps at them and is flat in between")

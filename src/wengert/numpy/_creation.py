@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, contains_box
+from wengert.engines.mutation import array_of
 from wengert.numpy import _functions as F
+from wengert.numpy._layout import copy_in_order, numpy_layout
 from wengert.rules import broadcasting, elementwise, nondiff
 from wengert.rules import shape as shape_ops
 
-__all__ = ["full", "linspace", "logspace", "copy", "astype", "zeros_like", "ones_like", "empty_like",
-           "buffer_like"]
+__all__ = ["full", "linspace", "logspace", "copy", "astype", "ascontiguousarray", "asfortranarray",
+           "zeros_like", "ones_like", "empty_like", "buffer_like"]
 
 
 def buffer_like(a, out):
@@ -71,6 +73,9 @@ def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, devi
 _shape = broadcasting.shape_of
 
 
+_WRITEABLE = np.ones(1).flags
+
+
 def full(shape, fill_value, dtype=None, order="C") -> Any:
     """numpy.full; differentiable in ``fill_value`` (as jax.numpy.full)."""
     if not contains_box(fill_value):
@@ -78,7 +83,8 @@ def full(shape, fill_value, dtype=None, order="C") -> Any:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if dtype is not None:
         fill_value = shape_ops.astype(fill_value, dtype)
-    return F.broadcast_to(fill_value, shape)
+    out = broadcasting.broadcast_to(fill_value, shape)  # a new array, as NumPy's: not a read-only view
+    return elementwise.positive(out) if not getattr(array_of(out), "flags", _WRITEABLE).writeable else out
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0) -> Any:
@@ -117,7 +123,7 @@ def copy(a, order="K", subok=False) -> Any:
         return np.copy(a, order=order, subok=subok)
     if type(a) is list or type(a) is tuple:  # a list holding traced values: its array is already new
         return F.array(a)
-    return elementwise.positive(a)
+    return copy_in_order(a, order)
 
 
 def astype(x, dtype, /, *, copy=True, device=None) -> Any:
@@ -125,3 +131,28 @@ def astype(x, dtype, /, *, copy=True, device=None) -> Any:
     if not contains_box(x):
         return np.astype(x, dtype, copy=copy)
     return shape_ops.astype(x, dtype)
+
+
+def ascontiguousarray(a, dtype=None, *, like=None) -> Any:
+    """numpy.ascontiguousarray: a traced ``a`` itself where NumPy's is a view (``a`` C-contiguous, of
+    ``dtype``), else a copy; at least 1-d."""
+    out = _as_laid_out(a, dtype, np.ascontiguousarray)
+    return F.reshape(out, (1,)) if len(_shape(out)) == 0 else out
+
+
+def asfortranarray(a, dtype=None, *, like=None) -> Any:
+    """numpy.asfortranarray: a traced ``a`` itself where NumPy's is a view (``a`` Fortran-contiguous,
+    of ``dtype``), else a copy."""
+    return _as_laid_out(a, dtype, np.asfortranarray)
+
+
+def _as_laid_out(a, dtype, numpy_fun):
+    if not contains_box(a):
+        return numpy_fun(a, dtype=dtype)
+    out = F.asarray(a, dtype)
+    if out is a:  # a copy where NumPy's layout needs one
+        value = numpy_layout(a)
+        value = array_of(a) if value is None else value
+        if type(value) is not np.ndarray or not np.shares_memory(numpy_fun(value), value):
+            out = copy_in_order(out, "C" if numpy_fun is np.ascontiguousarray else "F")
+    return out

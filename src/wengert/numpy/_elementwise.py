@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from wengert.core.extend import defbatch, nondiff_primitive
-from wengert.core.trace import is_symbolic, unbox_all
+from wengert.core.trace import BOX_TYPES, is_symbolic, unbox_all
 from wengert.numpy import _functions as F
+from wengert.numpy._layout import numpy_view
 from wengert.rules import broadcasting, elementwise
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
@@ -21,13 +22,18 @@ _E = elementwise
 
 
 def real(val) -> Any:
-    """numpy.real."""
+    """numpy.real: a view of a complex ``val``; a real ``val`` itself, as NumPy's."""
+    if type(val) in BOX_TYPES and broadcasting.dtype_of(val).kind != "c":
+        return val
     return complex_parts.real(val)
 
 
 def imag(val) -> Any:
-    """numpy.imag."""
-    return complex_parts.imag(val)
+    """numpy.imag: a view of a complex ``val``; of a real one, zeros that are read-only, as NumPy's."""
+    out = complex_parts.imag(val)
+    if broadcasting.dtype_of(val).kind != "c":
+        return numpy_view(out, val, complex_parts.imag, "imag", readonly=True)
+    return out
 
 
 def conjugate(x) -> Any:

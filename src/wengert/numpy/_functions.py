@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from wengert.core.trace import BOX_TYPES, contains_box, unbox_all
+from wengert.numpy._layout import copied_as_numpy_would, numpy_view
 from wengert.rules import broadcasting, elementwise, indexing, products, reductions
 from wengert.rules import complex as complex_parts
 from wengert.rules import shape as shape_ops
@@ -247,12 +248,17 @@ def reshape(a, shape_=None, order="C", *, newshape=None, shape=None, copy=None) 
         return shape_ops.transpose(out, None) if len(target) > 1 else out
     if order not in ("C", "A"):  # 'A' is 'C' here: wengert's arrays are C-contiguous
         raise ValueError(f"wengert.numpy.reshape: order must be 'C', 'F' or 'A', not {order!r}")
-    return shape_ops.reshape(a, target)
+    return copied_as_numpy_would(shape_ops.reshape(a, target), a, lambda v: np.reshape(v, target),
+                                  lambda base: shape_ops.reshape(base, target))
 
 
 def ravel(a, order="C") -> Any:
-    """numpy.ravel (``order='F'`` reads the columns first)."""
-    return reshape(a, (-1,), order)
+    """numpy.ravel (``order='F'`` reads the columns first): a view where ``a`` is C-contiguous, else a
+    copy, as NumPy's (whose reshape would view a reversed array: ``x[::-1].reshape(-1)``)."""
+    out = reshape(a, (-1,), order)
+    if order != "C":
+        return out
+    return copied_as_numpy_would(out, a, np.ravel, lambda base: shape_ops.reshape(base, (-1,)))
 
 
 def transpose(a, axes=None) -> Any:
@@ -311,10 +317,14 @@ def squeeze(a, axis=None) -> Any:
 
 
 def broadcast_to(array, shape) -> Any:
-    """numpy.broadcast_to."""
+    """numpy.broadcast_to: NumPy's read-only view (a write into ``array`` is seen in it, a write into it
+    is NumPy's ValueError), whether or not the primitive's array is one (small ones are filled)."""
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
-    return broadcasting.broadcast_to(array, tuple(shape))
+    shape = tuple(shape)
+    out = broadcasting.broadcast_to(array, shape)
+    return numpy_view(out, array, lambda base: broadcasting.broadcast_to(base, shape), "broadcast_to",
+                      readonly=True, numpy_fun=lambda base: np.broadcast_to(base, shape))
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None) -> Any:

@@ -111,7 +111,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None) -> Any:
         if _ndim(extra) == 0:
             s = list(_shape(a))
             s[axis] = 1
-            return F.broadcast_to(extra, tuple(s))
+            return broadcasting.broadcast_to(extra, tuple(s))
         return extra
 
     parts = ([block(prepend)] if prepend is not None else []) + [a]
@@ -254,13 +254,13 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False) -> An
             if sw[0] != sa[ax]:
                 raise ValueError("Length of weights not compatible with specified axis.")
             w = F.reshape(w, tuple(sw[0] if i == ax else 1 for i in range(len(sa))))
-        scl = F.sum(F.broadcast_to(w, sa) if _shape(w) != sa else w, axis=axis, keepdims=keepdims)
+        scl = F.sum(broadcasting.broadcast_to(w, sa) if _shape(w) != sa else w, axis=axis, keepdims=keepdims)
         if not is_symbolic(scl) and np.any(unbox_all(scl) == 0.0):  # traced: inf/nan, as a division
             raise ZeroDivisionError("Weights sum to zero, can't be normalized")
         avg = F.sum(a * w, axis=axis, keepdims=keepdims) / scl
     if returned:
         if _shape(scl) != _shape(avg):
-            scl = F.broadcast_to(scl, _shape(avg))
+            scl = _E.positive(broadcasting.broadcast_to(scl, _shape(avg)))  # a copy, as NumPy's
         return avg, scl
     return avg
 

@@ -18,6 +18,7 @@ from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, is_symbolic, unbox_all
 from wengert.numpy import _classification as _table
 from wengert.numpy import _functions as F
+from wengert.numpy._layout import numpy_view
 from wengert.rules import broadcasting, determinant, elementwise, indexing, products, shape
 from wengert.rules import complex as cplx
 from wengert.rules import linalg as ops
@@ -444,7 +445,13 @@ def vecdot(x1, x2, /, *, axis=-1) -> Any:
 
 
 def diagonal(x, /, *, offset=0) -> Any:
-    """numpy.linalg.diagonal: the ``offset`` diagonal of the last two axes."""
+    """numpy.linalg.diagonal: the ``offset`` diagonal of the last two axes, NumPy's read-only view (as
+    numpy.diagonal's)."""
+    out = _diagonal(x, offset)
+    return numpy_view(out, x, lambda base: _diagonal(base, offset), "linalg.diagonal", readonly=True)
+
+
+def _diagonal(x, offset):
     x = _array(x)
     if len(_shape(x)) < 2:
         np.linalg.diagonal(np.zeros((1,) * len(_shape(x))))  # NumPy's error
@@ -457,7 +464,7 @@ def diagonal(x, /, *, offset=0) -> Any:
 
 def trace(x, /, *, offset=0, dtype=None) -> Any:
     """numpy.linalg.trace: sum of the ``offset`` diagonal of the last two axes."""
-    return F.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+    return F.sum(_diagonal(x, offset), axis=-1, dtype=dtype)
 
 
 def cross(x1, x2, /, *, axis=-1) -> Any:

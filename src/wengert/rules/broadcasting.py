@@ -130,8 +130,11 @@ def broadcast_tangent(t, out):
 
 def _broadcast_to_impl(array, shape):
     """numpy.broadcast_to (a read-only view; small arrays are filled instead, which is cheaper
-    than NumPy's Python-level view construction)."""
-    if isinstance(array, (_ndarray, np.generic, float)) and math.prod(shape) <= 4096:
+    than NumPy's Python-level view construction -- C-contiguous ones only, so that a copy of the
+    result is laid out as a copy of NumPy's view is: its ravel a view or a copy where NumPy's is)."""
+    fillable = isinstance(array, (np.generic, float)) or (
+        isinstance(array, _ndarray) and array.flags.c_contiguous)
+    if fillable and math.prod(shape) <= 4096:
         out = np.empty(shape, dtype_of(array))
         out[...] = array
         return out
