@@ -69,7 +69,8 @@ def add_chosen(buf, g, out, x, axis=None, keepdims=False):
     ``g * 0`` is adding nothing: ``add``'s unit). Without a dense array of weights where that is exact:
     nothing at ``g == 0`` and no nan maximum; over all axes, a finite ``g`` shared by the maxima in one
     update of those alone. ``chooser_weights``' ``adds_scaled`` fact: generated code's form of the
-    accumulation into a max's adjoint buffer (``liveness.scaled_adds``), called at every ``g``; NumPy alone."""
+    accumulation into a max's adjoint buffer (``liveness.scaled_adds``), called at every ``g``; NumPy
+    alone."""
     if not g and ((out == out) if axis is None else (out == out).all()):
         return  # 0 times finite weights (no maximum is nan): nothing, the commonest case in a logsumexp
     if axis is None and abs(g) <= 1.7976931348623157e308:  # g finite (the largest double): g * 0 adds nothing
