@@ -55,6 +55,10 @@ SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_earl
               "tests/program/test_native_helpers.py::test_native_gradients_equal_python_on_ties",
               "tests/program/test_native_helpers.py::test_the_fused_accumulation_at_the_maxima_runs_natively",
               "tests/program/test_native_helpers.py::test_a_nan_gives_the_python_backends_gradient",
+              "tests/program/test_native_helpers.py::test_nan_and_infinite_cotangents_at_the_maxima_give_the_"
+              "tapes_gradient_natively",
+              "tests/program/test_fused_adds.py::test_compiled_gradients_of_max_programs_equal_jax_at_nan_and_"
+              "infinite_cotangents",
               "tests/program/test_source_factor.py::test_the_chain_runs_natively_and_equals_python",
               "tests/program/test_source_asarray.py::test_conversions_differentiate_as_jax",
               "tests/program/test_source_asarray.py::test_the_dtype_conversion_differentiates_as_jax",

@@ -102,7 +102,8 @@ def test_masked_equals_the_python_helper_on_all_false_masks_and_infinities(data,
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.data(), st.sampled_from(SHAPES), st.sampled_from([0.0, 1.5, -2.0]), st.booleans())
+@given(st.data(), st.sampled_from(SHAPES),
+       st.sampled_from([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 5e-324]), st.booleans())
 def test_add_chosen_equals_the_python_helper(data, shape, g, use_min):
     x = data.draw(hnp.arrays(np.float64, shape, elements=TIES | st.just(np.nan)))
     for axis in (None, 0, -1):
@@ -182,6 +183,25 @@ def test_a_nan_gives_the_python_backends_gradient(compiled_pair):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         _check(compiled_pair, x, np.ones(SHAPE), np.ones(SHAPE, bool))
+
+
+def test_nan_and_infinite_cotangents_at_the_maxima_give_the_tapes_gradient_natively(compiled_pair):
+    """``max(x) * min(y)``: ``min(y)`` is the cotangent ``add_chosen`` adds at x's maxima: nan or infinite
+    it is nan off them too (inf * 0), and 0 where a maximum is nan gives nan everywhere (0 * nan)."""
+    x = np.array([[2.0, 1.0, 2.0], [0.0, 2.0, -1.0], [1.0, 1.0, 1.0], [-1.0, 0.0, 2.0]])
+    m, v = np.ones(SHAPE, bool), np.linspace(0.5, 1.5, SHAPE[1])
+    tape = wg.value_and_grad(_loss, argnums=(0, 1))
+    for bad in (np.nan, -np.inf, 0.0):  # min(y): nan, -inf, 0
+        y = np.ones(SHAPE)
+        y[1, 2] = bad
+        for z in (x, np.where(x == 0.0, np.nan, x)):
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                _check(compiled_pair, z, y, m)
+                want = tape(z, y, m, v)
+                for got, w in zip(compiled_pair[1](z, y, m, v)[1], want[1]):
+                    np.testing.assert_allclose(got, w, rtol=1e-13, atol=0)
+            assert np.isnan(want[1][0]).all() == (bad != bad or z is not x)  # (-inf: -inf at the maxima)
 
 
 @settings(max_examples=25, deadline=None)

@@ -122,9 +122,10 @@ def test_add_chosen_skips_a_zero_cotangent_and_shares_ties():
         np.testing.assert_allclose(g(z), np.exp(z) / np.exp(z).sum(), rtol=1e-14, atol=1e-16)
 
 
-def test_a_zero_cotangent_of_the_maximum_skips_add_chosen_call_and_all():
-    """Generated code calls ``add_chosen`` only where the max's cotangent is nonzero (``if g:``; it adds
-    nothing at 0): the gradient is the tape's and the formula's at 0 and elsewhere."""
+def test_a_zero_cotangent_of_the_maximum_adds_nothing_unless_a_maximum_is_nan():
+    """Generated code calls ``add_chosen`` whatever the max's cotangent (no ``if g:`` around it): at 0 it
+    adds nothing (returning at once) where the weights are finite, and nan everywhere where no element
+    equals a nan maximum (0 * nan), as the tape; the gradient is the tape's and the formula's."""
     x = np.array([[1.0, 3.0], [3.0, -2.0]])
     ties = np.array([[0.0, 0.5], [0.5, 0.0]])
     cases = [(lambda x, y: y * wnp.max(x) + wnp.sum(x * x), lambda x: 2.0 * x),
@@ -132,12 +133,14 @@ def test_a_zero_cotangent_of_the_maximum_skips_add_chosen_call_and_all():
     for k, (f, rest) in enumerate(cases):
         g = wg.compile(f).grad(0)
         body = g.source(x, 1.0).split("def ")[-1]
-        guard = body.index("    if ")
-        assert body[guard:].split("\n")[1].startswith("        add_chosen("), body
-        for y in (0.0, 2.0, -1.0 / 3.0):
+        assert "    add_chosen(" in body and "    if " not in body, body
+        for y in (0.0, -0.0, 2.0, -1.0 / 3.0):
             want = rest(x) + (y if k == 0 else y * 3.0) * ties
             np.testing.assert_allclose(g(x, y), want, rtol=1e-15, atol=1e-15)
             np.testing.assert_allclose(g(x, y), wg.grad(f)(x, y), rtol=1e-15, atol=1e-15)
+        z = np.array([[1.0, np.nan], [3.0, -2.0]])
+        with np.errstate(invalid="ignore"):
+            assert np.isnan(g(z, 0.0)).all() and np.isnan(wg.grad(f)(z, 0.0)).all()
 
 
 def _add_positive(buf, s, x):

@@ -263,9 +263,9 @@ def check_shape_only(prim, samples):
 
 
 def check_adds_scaled(prim, samples):
-    """``adds_scaled(buf, s, *args)`` adds ``s * f(*args)`` into ``buf`` in place, for scalars ``s``
-    (0: nothing, as constant folding takes ``0 * w``, even where ``w`` is nan), as called and as its
-    source runs in generated code; returns how many were checked."""
+    """``adds_scaled(buf, s, *args)`` adds ``s * f(*args)`` into ``buf`` in place, for every scalar ``s``
+    (0, -0.0, nan, infinities, a subnormal: generated code calls it whatever ``s`` is, and ``0 * w`` is nan
+    where ``w`` is), as called and as its source runs in generated code; returns how many were checked."""
     rng = np.random.default_rng(3)
     fun = prim.adds_scaled
     generated = _exec_helpers({fun.__name__: fun})[fun.__name__]
@@ -277,10 +277,10 @@ def check_adds_scaled(prim, samples):
             w = np.asarray(prim.fun(*args, **kwargs))
         if w.dtype.kind not in "fc" or kwargs:
             continue
-        for scale in (2.5, np.float64(-1.0), 1.0, 0.0):
+        for scale in (2.5, np.float64(-1.0), 1.0, 0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324):
             buf = rng.uniform(-1.0, 1.0, w.shape).astype(w.dtype)
             with np.errstate(all="ignore"):
-                want = buf + scale * w if scale != 0 else buf
+                want = buf + scale * w
             for add in (fun, generated):
                 got = buf.copy()
                 with np.errstate(all="ignore"):

@@ -433,7 +433,7 @@ def facts(prim, *, linear=None, fresh=None, broadcasts=None, operator=None, math
       Python floats (``"asin"``) generated code writes for it;
     - ``helper``: a function of NumPy alone that generated code includes by its source and calls
       (for a primitive NumPy cannot write in one call); ``True``: the primitive's implementation;
-      ``adds_scaled``: ``buf += s * prim(*args)`` in place, scalar ``s``, none if 0 (``chooser_weights``);
+      ``adds_scaled``: ``buf += s * prim(*args)`` in place, every scalar ``s``: 0, nan (``chooser_weights``);
     - ``saves``: what its VJP rules read (``"out"``, argument indices or names), the tape keeps only
       that: ``(0,)``, or per argument ``{0: (1,), 1: (0,)}``.
     Returns ``prim``. The test suite checks every declared fact numerically."""

@@ -470,12 +470,9 @@ def _source(program, safe, fallback=None, defined=None, names=None):
         out = s.outs[0]
         if fused and s in fused:
             if fused[s] is not None:
-                fun, args = fused[s]  # buf += g * w by w's adds_scaled fact (a max's cotangent)
-                call = f"{mod.use_helper(fun)}({', '.join(mod.value(v) for v in args)})"
-                if args[1] in inline:
-                    body.append(f"    {call}")
-                else:  # it adds nothing where g is 0 (the fact's contract): most often, not called at all
-                    body += [f"    if {args[1].name}:", f"        {call}"]
+                fun, args = fused[s]  # buf += g * w by w's adds_scaled fact (a max's cotangent), for every g:
+                # called at g = 0 too (0 * w is nan where w is: add_chosen's weights at a nan maximum)
+                body.append(f"    {mod.use_helper(fun)}({', '.join(mod.value(v) for v in args)})")
                 if arrays:
                     reads.append(vars_in(args))
                     writes.append(())

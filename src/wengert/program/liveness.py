@@ -166,7 +166,9 @@ def scaled_adds(program, counts):
     """In-place accumulation ``buf += g * w``, ``g`` a scalar and ``w = f(*args)`` read only there, where
     ``f`` declares ``adds_scaled`` (``wengert.facts``): the three statements (and the dense ``w``:
     ``chooser_weights``', a max's cotangent, nearly all 0) written as one call ``adds_scaled(buf, g,
-    *args)`` (the maxima updated alone). Returns {statement: (function, arguments), or None to skip}."""
+    *args)`` (the maxima updated alone), made whatever ``g`` is: the function gives those statements' values
+    at every ``g`` (0 times a nan weight is nan, a nan ``g`` times a weight 0 too), the sign of a zero aside.
+    Returns {statement: (function, arguments), or None to skip}."""
     producer = {st.outs[0]: st for st in program.statements}
     fused = {}
     for st in program.statements:

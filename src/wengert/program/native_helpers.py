@@ -135,16 +135,17 @@ def extremes_native(x, axis, largest):
 
 
 def add_chosen_native(buf, g, out, x, axis, keepdims):
-    """``buf += g * chooser_weights(out, x, axis, keepdims)`` in place, as ``add_chosen``: over some
-    axes (or where no element equals the maximum: a nan) the dense weights; over all, nothing added
-    where ``g`` is 0, and ``g`` shared by the maxima alone."""
-    if axis is not None:
+    """``buf += g * chooser_weights(out, x, axis, keepdims)`` in place, as ``add_chosen``, for every ``g``:
+    over some axes, at a nan or infinite ``g``, or where no element equals the maximum (a nan) the dense
+    weights; else nothing added where ``g`` is 0, and ``g`` shared by the maxima alone."""
+    share = np.asarray(g).ravel()[0]
+    tops = np.asarray(out).ravel()
+    if share == 0 and not np.isnan(tops).any():  # 0 times finite weights (no maximum is nan)
+        return
+    if axis is not None or not np.isfinite(share):  # nan or inf times a weight 0 is nan: everywhere
         buf += g * chooser_weights_native(out, x, axis, keepdims)
         return
-    share = np.asarray(g).ravel()[0]
-    if share == 0:
-        return
-    top = np.asarray(out).ravel()[0]
+    top = tops[0]
     flat = np.asarray(x).ravel()
     count = 0
     for i in range(flat.size):

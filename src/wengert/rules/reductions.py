@@ -63,23 +63,27 @@ def _chooser_weights_impl(out, x, axis, keepdims):
 
 
 def add_chosen(buf, g, out, x, axis=None, keepdims=False):
-    """``buf += g * chooser_weights(out, x, axis, keepdims)`` in place, ``g`` a scalar: over all axes, ``g``
-    shared by the maxima (minima) of ``x`` in one update of those alone, no dense array of weights, and
-    nothing added where ``g`` is 0. ``chooser_weights``' ``adds_scaled`` fact: generated code's form of
-    the accumulation into a max's adjoint buffer (``liveness.scaled_adds``); NumPy alone."""
-    if axis is not None:
-        buf += g * chooser_weights(out, x, axis, keepdims)
-        return
-    if not g:  # g == 0, without NumPy's scalar comparison
-        return
-    x = np.asarray(x)
-    where = (x == out).ravel().nonzero()[0]
-    if len(where) == 1:
-        buf.flat[where[0]] += g
-    elif len(where):
-        buf.flat[where] += g * (np.ones((), x.dtype) / len(where))
-    else:  # no element equals the maximum (a nan): the weights' 0 / 0 everywhere
-        buf += g * chooser_weights(out, x, axis, keepdims)
+    """``buf += g * chooser_weights(out, x, axis, keepdims)`` in place, ``g`` a scalar, ``out`` the max (min)
+    of ``x``: those statements' values for every ``g`` -- a nan or infinite ``g`` times a weight 0 is nan,
+    0 times the weights' nan (no element equals a nan maximum) is nan -- the sign of a zero aside (adding
+    ``g * 0`` is adding nothing: ``add``'s unit). Without a dense array of weights where that is exact:
+    nothing at ``g == 0`` and no nan maximum; over all axes, a finite ``g`` shared by the maxima in one
+    update of those alone. ``chooser_weights``' ``adds_scaled`` fact: generated code's form of the
+    accumulation into a max's adjoint buffer (``liveness.scaled_adds``), called at every ``g``; NumPy
+    alone."""
+    if not g and ((out == out) if axis is None else (out == out).all()):
+        return  # 0 times finite weights (no maximum is nan): nothing, the commonest case in a logsumexp
+    if axis is None and abs(g) <= 1.7976931348623157e308:  # g finite (the largest double): g * 0 adds nothing
+        x = np.asarray(x)
+        where = (x == out).ravel().nonzero()[0]
+        if len(where) == 1:
+            buf.flat[where[0]] += g
+            return
+        if len(where):
+            buf.flat[where] += g * (np.ones((), x.dtype) / len(where))
+            return
+    # over some axes, a nan or infinite g, or no element equal to the maximum (a nan): the dense weights
+    buf += g * chooser_weights(out, x, axis, keepdims)
 
 
 # The weights are piecewise constant in x: no derivative flows through them.
