@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import wengert as wg
 import wengert.program.diagonal_products as diagonal_products
+from tests.support.engines import finite_differences, function_from_text
 from wengert.program.diagonal_products import MIN_WORK, columns_scaled, rows_scaled
 
 N = 48  # eye(N) @ A: N ** 3 multiply-adds, above MIN_WORK
@@ -142,3 +143,115 @@ def test_a_float_scale_of_one_still_gives_a_new_array():
     out = rows_scaled(x, 1.0, np.eye(N))
     assert out is not x and not np.signbit(out).any() and np.signbit(x).all()
     assert N ** 3 >= MIN_WORK
+
+
+# -- NumPy's conversions in the source front end, against the tape on the same program with wnp ---------
+
+XC = np.array([0.7, -1.3, 2.1])
+
+CONVERTING = {  # name -> the body of ``def f(x):``; the tape runs it with np.array/np.asarray as wnp's
+    "dtype_int_truncates": "y = np.array(x * 3.0, dtype=int)\n    return np.sum(y * x) + np.sum(np.sin(x))",
+    "asarray_int64": "y = np.asarray(x * 3.0, dtype=np.int64)\n    return np.sum(y * x)",
+    "float32_then_written": "y = np.asarray(x, dtype=np.float32)\n    y[0] = 2.0\n    return np.sum(y * x)",
+    "ndmin_3": "m = np.array(x, ndmin=3)\n    return np.sum(m * m * x)",
+    "mixed_nested": "m = np.array([x, [x[0], 1.0, x[1] * x[2]]])\n    return np.sum(np.sin(m) * m)",
+    "reversed_copy_written": "y = np.array(x)[::-1]\n    y[0] = 0.0\n    return np.sum(y * x)",
+    "branch": "if x[0] > 0:\n        y = np.array(x)\n        y[1] = x[0] ** 2\n    else:\n"
+              "        y = np.asarray(x * 2.0)\n    return np.sum(y * x)",
+    "loop": "s = x[0]\n    for i in range(3):\n        y = np.array([s, x[i]])\n"
+            "        s = np.sum(y * y) * 0.5\n    return s",
+    "alias_written_when_x_is_dead": "y = np.asarray(x * 1.0)\n    y += 1.0\n    return np.sum(y * y)",
+    "copy_of_a_slice_written": "v = np.array(x[1:])\n    v[0] = 0.0\n"
+                               "    return np.sum(x * x) + np.sum(v * x[:2])",
+    "zero_d_values_listed": "a = np.sum(x * x)\n    v = np.array([a, a * 2.0, x[1]])\n"
+                            "    return np.sum(v * v)",
+}
+
+
+def _pair(body):
+    """The function as NumPy runs it (read by the source front end) and its wnp twin for the tape."""
+    tape_body = body.replace("np.array(", "wnp.array(").replace("np.asarray(", "wnp.asarray(")
+    numpy_f = function_from_text(f"def f(x):\n    {body}\n", tag="hostile")
+    tape_f = function_from_text(f"import wengert.numpy as wnp\n\n\ndef f(x):\n    {tape_body}\n",
+                                tag="hostile")
+    return numpy_f, tape_f
+
+
+_COMPILED = {}
+
+
+def _compiled(name):
+    if name not in _COMPILED:
+        numpy_f, tape_f = _pair(CONVERTING[name])
+        _COMPILED[name] = (numpy_f, tape_f, wg.source_grad(numpy_f), wg.source_jvp(numpy_f),
+                           wg.compile(numpy_f))
+    return _COMPILED[name]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(sorted(CONVERTING)),
+       st.lists(st.floats(-3.0, 3.0, allow_subnormal=False), min_size=3, max_size=3))
+def test_conversions_equal_the_tape_on_the_wnp_program(name, values):
+    """Gradient (source_grad, compile's source fallback), forward derivative (source_jvp) and value
+    against the tape running the same program with ``wnp.array``/``wnp.asarray``, at varying inputs
+    (branches taken both ways, int truncation at varying points)."""
+    numpy_f, tape_f, source_grad, source_jvp, compiled = _compiled(name)
+    x = np.array(values)
+    tangent = np.array([0.5, -1.0, 2.0])
+    value, want = wg.value_and_grad(tape_f)(x.copy())
+    assert numpy_f(x.copy()) == value
+    np.testing.assert_allclose(source_grad(x.copy()), want, rtol=1e-13, atol=1e-13)
+    assert compiled(x.copy()) == pytest.approx(value, rel=1e-13, abs=1e-13)
+    np.testing.assert_allclose(compiled.grad()(x.copy()), want, rtol=1e-13, atol=1e-13)
+    out, derivative = source_jvp((x.copy(),), (tangent,))
+    tape_out, tape_derivative = wg.jvp(tape_f, (x.copy(),), (tangent,))
+    assert out == pytest.approx(tape_out, rel=1e-13, abs=1e-13)
+    assert derivative == pytest.approx(tape_derivative, rel=1e-12, abs=1e-12)
+    # float32 rounds the tangent in forward mode, the cotangent in reverse: the two differ by that
+    loose = 1e-6 if "float32" in name else 1e-12
+    assert derivative == pytest.approx(float(want @ tangent), rel=loose, abs=loose)
+
+
+def test_conversions_against_finite_differences():
+    for name in sorted(CONVERTING):
+        numpy_f, _, source_grad, _, compiled = _compiled(name)
+        eps = 1e-3 if "float32" in name else 1e-6
+        tol = 1e-3 if "float32" in name else 1e-6
+        want = finite_differences(numpy_f, XC.copy(), eps=eps)
+        np.testing.assert_allclose(source_grad(XC.copy()), want, rtol=tol, atol=tol, err_msg=name)
+        np.testing.assert_allclose(compiled.grad()(XC.copy()), want, rtol=tol, atol=tol, err_msg=name)
+
+
+@pytest.mark.parametrize("body, error, message", [
+    ("y = np.array([x[0], x[1]], copy=False)\n    return np.sum(y)", ValueError, "copy"),
+    ("y = np.array(x, dtype=np.float32, copy=False)\n    return np.sum(y)", ValueError, "copy"),
+    ("return np.sum(np.array([x, x[:2]]))", ValueError, "inhomogeneous"),
+    ("a = np.sum(x)\n    return np.sum(np.array([a, x]))", ValueError, "inhomogeneous"),
+])
+def test_numpys_refusals_stand(body, error, message):
+    """What NumPy refuses (a copy that copy=False forbids, a ragged list) is refused with NumPy's error."""
+    numpy_f, _ = _pair(body)
+    with pytest.raises(error, match=message):
+        numpy_f(XC.copy())
+    with pytest.raises(error, match=message):
+        wg.source_grad(numpy_f)(XC.copy())
+
+
+@pytest.mark.parametrize("body", [
+    "m = np.outer(x, x)\n    f = np.asarray(m.T)\n    f[0, 1] = 0.0\n    return np.sum(f * 2.0) + np.sum(m)",
+    "m = np.outer(x, x)\n    f = np.asarray(m, order='F')\n    f[0, 0] = 0.0\n"
+    "    return np.sum(f) + np.sum(m)",
+    "m = np.array(x, ndmin=2, copy=None)\n    m[0, 0] = 5.0\n    return np.sum(m) + np.sum(x * x)",
+    "a = (x * 2.0)[1:2].reshape(())\n    b = np.ascontiguousarray(a)\n    b[0] = 5.0\n"
+    "    return a * x[0] + b[0]",
+    "v = x[1:]\n    w = np.asarray(v)\n    x[2] = 0.0\n    return np.sum(w * w)",
+    "y = np.asarray(x)\n    x += 1.0\n    return np.sum(y * x)",
+])
+def test_a_write_through_a_conversion_that_numpy_aliases_is_refused(body):
+    """NumPy's result shares memory here (a view of a transpose, ndmin, a 0-d array made 1-d): the write
+    changes both names in NumPy; the source front end and wg.compile refuse, naming both."""
+    numpy_f, _ = _pair(body)
+    with pytest.raises(wg.TransformError, match="in-place write into '[a-z]', while '[a-z]'"):
+        wg.source_grad(numpy_f)(XC.copy())
+    with pytest.raises(Exception, match="in-place write into '[a-z]', while '[a-z]'"):
+        wg.compile(numpy_f)(XC.copy())
