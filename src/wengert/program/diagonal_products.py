@@ -12,10 +12,17 @@ pay (``MIN_WORK``).
 
 Contract: the value is the product's. Element ``(i, j)`` of ``D @ x`` is ``d[i] * x[i, j]`` plus the
 products of ``x``'s other elements of column ``j`` with the zeros of ``D``: exact zeros where ``x``
-is finite (then the two differ at most in the sign of a zero, as a matrix product's own summation
-order may), nan where one is inf or nan. So the statement first sums ``x`` (finite only where every
+is finite, nan where one is inf or nan. So the statement first sums ``x`` (finite only where every
 element is; an overflow counts as not finite) and computes the product itself where the sum is not
 finite: nan and inf where NumPy's product has them. The result is a new array, never ``x``.
+
+Signs of zeros: NumPy's product (BLAS, or its own loop) sums into an accumulator that starts at
+``+0.0``, so an element whose terms are all zeros is ``+0.0`` even where ``d[i] * x[i, j]`` is
+``-0.0`` (``x`` holding ``-0.0``, as ``-A`` does wherever ``A`` is zero). The scaling adds ``+0.0``
+to match (every other value unchanged): ``1 / H``, ``np.signbit`` and ``np.copysign`` of a compiled
+Hessian are the same with and without the pass. The one difference left is BLAS's own: a
+``d[i] * x[i, j]`` that underflows from subnormals to ``-0.0`` inside a fused multiply-add may stay
+``-0.0`` in some of BLAS's tiles and not others (NumPy's product is not consistent there itself).
 """
 
 
@@ -43,7 +50,9 @@ def rows_scaled(x, scale, dense):
     where every element of ``x`` is finite, else the product itself (module docs)."""
     if type(x) is not np.ndarray or not np.isfinite(np.add.reduce(x, None)):
         return dense @ x  # inf or nan in x (or an array library's array: no test of its data)
-    return x * scale
+    out = x * scale
+    out += 0.0  # -0.0 to +0.0, as the product's sum of zeros gives (module docs)
+    return out
 
 
 def columns_scaled(x, scale, dense):
@@ -51,20 +60,26 @@ def columns_scaled(x, scale, dense):
     ``x`` is finite, else the product itself (module docs)."""
     if type(x) is not np.ndarray or not np.isfinite(np.add.reduce(x, None)):
         return x @ dense
-    return x * scale
+    out = x * scale
+    out += 0.0  # -0.0 to +0.0, as the product's sum of zeros gives (module docs)
+    return out
 
 
 def rows_scaled_native(x, scale, dense):
     """:func:`rows_scaled` in Numba's dialect (``native_helpers``)."""
     if np.isfinite(np.sum(x)):
-        return np.ascontiguousarray(x * scale)  # C-ordered as the product is (one type for Numba)
+        out = np.ascontiguousarray(x * scale)  # C-ordered as the product is (one type for Numba)
+        out += 0.0  # -0.0 to +0.0 (module docs)
+        return out
     return dense @ x
 
 
 def columns_scaled_native(x, scale, dense):
     """:func:`columns_scaled` in Numba's dialect (``native_helpers``)."""
     if np.isfinite(np.sum(x)):
-        return np.ascontiguousarray(x * scale)  # C-ordered as the product is (one type for Numba)
+        out = np.ascontiguousarray(x * scale)  # C-ordered as the product is (one type for Numba)
+        out += 0.0  # -0.0 to +0.0 (module docs)
+        return out
     return x @ dense
 
 
@@ -86,8 +101,8 @@ def _diagonal(c):
 
 
 def _scale(d):
-    """The diagonal as the statement's factor: a Python float where every element is the same (``x * 1.0``
-    is ``x``, bit for bit), else the array."""
+    """The diagonal as the statement's factor: a Python float where every element is the same, else the
+    array."""
     first = d[0]
     return float(first) if d.dtype == np.float64 and (d == first).all() else d
 
