@@ -257,12 +257,12 @@ def test_a_write_through_a_conversion_that_numpy_aliases_is_refused(body):
         wg.compile(numpy_f)(XC.copy())
 
 
-# -- the banded Hessian (program/band_values.py): found, not fixed in this session -----------------------
+# -- the banded Hessian (program/band_values.py) ----------------------------------------------------
 
 
 def test_a_banded_hessians_zero_signs_are_the_tapes():
-    """The compiled banded Hessian (Python and Numba backends) writes a diagonal's -0.0 where the tape's
-    Hessian has +0.0 (an input element 0: ``-sin(0) * x0 ** 2`` and its neighbour's, summed)."""
+    """The compiled banded Hessian adds each diagonal's terms onto +0.0, as the dense program sums them:
+    a -0.0 term (an input element 0: ``-sin(0) * x0 ** 2``) gives the tape's +0.0 (it wrote -0.0)."""
     import wengert.numpy as wnp
 
     def sine_chain(x):
@@ -272,5 +272,4 @@ def test_a_banded_hessians_zero_signs_are_the_tapes():
     x[1] = 0.0
     got, want = wg.compile(wg.hessian(sine_chain))(x), wg.hessian(sine_chain)(x)
     np.testing.assert_array_equal(got, want)  # the values (0.0 == -0.0)
-    if _bits(got) != _bits(want):
-        pytest.xfail("silently different sign of zero: banded_dense's -0.0 where the tape has +0.0")
+    assert _bits(got) == _bits(want)  # the signs of zeros too

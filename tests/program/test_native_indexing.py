@@ -29,8 +29,12 @@ index_add_python = indexing.index_add.helper
 
 
 def _bits(a):
-    """``a``'s dtype and bytes: equal arrays with the same zeros' signs and nans."""
-    a = np.ascontiguousarray(a)
+    """``a``'s dtype and bytes: equal arrays with the same zeros' signs and nans at the same places
+    (a nan's sign bit is not compared: IEEE 754 leaves it unspecified for ``inf - inf``, and Numba's
+    float32 code gives the other one than NumPy's)."""
+    a = np.array(a, order="C")
+    if a.dtype.kind in "fc":
+        a[np.isnan(a)] = np.nan
     return a.dtype, a.shape, a.tobytes()
 
 

@@ -92,7 +92,7 @@ def kernel_source(assembly, n_inputs):
              f"            dense = _run_dense(handle, {', '.join(inputs)})", "        return dense",
              f"    out = np.zeros({assembly.shape!r})", "    flat = out.reshape(-1)"]
     k = 0
-    for window, first, ref, columns, _value in assembly.writes:
+    for window, _first, ref, columns, _value in assembly.writes:
         count = len(range(window.start, window.stop, window.step))
         if ref is None:
             source, at = consts[k], "i"
@@ -101,7 +101,7 @@ def kernel_source(assembly, n_inputs):
             source = diags[ref]
             length = assembly.diag_vars[ref].shape[0]
             at = f"i + {columns.start}" if columns is not None else ("0" if length == 1 else "i")
-        op = "=" if first else "+="
+        op = "+="  # every term added onto +0.0, as the dense program sums (a -0.0 term gives +0.0)
         body += [f"    for i in range({count}):",
                  f"        flat[{window.start} + i * {window.step}] {op} {source}[{at}]"]
     body.append("    return out")

@@ -111,17 +111,14 @@ def assemble(shape, r, c, diags):
     for k, d in diags.items():
         lo, hi = band.valid(k)
         terms = d if type(d) is Terms else ((0, shape[c], d),)
-        for n, (start, stop, value) in enumerate(terms):
+        for start, stop, value in terms:
             a, b = max(start, lo), min(stop, hi)
             if a >= b:
                 continue
             cs = band.c_sub
             value = np.broadcast_to(value, sub[:cs] + (stop - start,) + sub[cs + 1:])
             value = np.moveaxis(value, cs, -1)[..., a - start:b - start]
-            if n == 0:
-                moved[..., np.arange(a + k, b + k), np.arange(a, b)] = value
-            else:
-                moved[..., np.arange(a + k, b + k), np.arange(a, b)] += value
+            moved[..., np.arange(a + k, b + k), np.arange(a, b)] += value  # onto +0.0, as the dense sum
     return out
 
 
@@ -178,7 +175,7 @@ class Assembly:
         for w in writes or ():
             window, first, ref, _, value = w
             if ref is None and first:
-                self.base.reshape(-1)[window] = value
+                self.base.reshape(-1)[window] += value  # onto +0.0: a -0.0 term gives +0.0, as the dense sum
             else:
                 self.plan.append(w)
         self.blank = not self.base.any()
@@ -213,13 +210,10 @@ class Assembly:
                                       for start, stop, ref, value in ts) for k, ts in self.terms.items()})
         out = np.zeros(shape) if self.blank else self.base.copy()
         flat = out.reshape(-1)
-        for window, first, ref, columns, value in self.plan:
+        for window, _first, ref, columns, value in self.plan:
             if ref is not None:
                 value = args[ref] if columns is None else args[ref][columns]
-            if first:
-                flat[window] = value
-            else:
-                flat[window] += value
+            flat[window] += value  # every term added onto +0.0 (a -0.0 term gives +0.0, as the dense sum)
         return out
 
     def numba_kernel(self, implementation):
