@@ -67,6 +67,7 @@ def fold_and_merge(program):
     alias_free = False
     for s in program.statements:
         args = s.args
+        key = None
         if s._uses is args and args and len(s.outs) == 1:
             # the commonest case first: one output, Variables only, no keywords (``_uses`` is the
             # arguments themselves only then: ``Statement.uses``), none aliased
@@ -86,63 +87,57 @@ def fold_and_merge(program):
                     ok = plain_prims[prim] = prim is not dup and not prim.shape_only
                 if ok:
                     key = (id(prim), *args)
-                    earlier = seen.get(key)
-                    if earlier is None:
-                        seen[key] = s.outs[0]
-                        kept.append(s)
-                    else:
-                        alias[s.outs[0]] = earlier
-                    continue
-        # Variables only, none aliased (the common case): no folding rule applies, as each needs
-        # a constant, but for zeros_like and ones_like, which read only the shape; their key is
-        # the primitive and the Variables (as _statement_key makes it)
-        plain = True
-        for a in args:
-            t = type(a)
-            if t is not Variable:
-                plain = False
-                if alias and (t is tuple or t is list or t is dict):  # passes._rewritten, inline
+        if key is None:  # not on the short path: constants, aliases, keywords, several outputs
+            # Variables only, none aliased (the common case): no folding rule applies, as each needs
+            # a constant, but for zeros_like and ones_like, which read only the shape; their key is
+            # the primitive and the Variables (as _statement_key makes it)
+            plain = True
+            for a in args:
+                t = type(a)
+                if t is not Variable:
+                    plain = False
+                    if alias and (t is tuple or t is list or t is dict):  # passes._rewritten, inline
+                        s = s.replaced(look)
+                        args = s.args
+                        break
+                elif a in alias:
                     s = s.replaced(look)
                     args = s.args
+                    plain = False
+                    for a in args:  # read through the aliases, it may hold constants now
+                        if type(a) is not Variable:
+                            break
+                    else:
+                        plain = True
                     break
-            elif a in alias:
-                s = s.replaced(look)
-                args = s.args
-                plain = False
-                for a in args:  # read through the aliases, it may hold constants now
-                    if type(a) is not Variable:
-                        break
-                else:
-                    plain = True
-                break
-        else:
-            if alias and s.kwargs:
-                s = s.replaced(look)
-                args = s.args
-        plain = plain and bool(args) and len(s.outs) == 1 and not s.kwargs and s.prim is not dup \
-            and not s.prim.shape_only
-        if not plain and s.prim is mul and len(args) == 2 and not s.kwargs:
-            # a Variable times a Python float other than 0, 1 and -1 (as 0.5 * sin(x)): nothing
-            # folds it (_negated, _fold), and its key is _statement_key's
-            x, y = args
-            if type(x) is float and type(y) is Variable and x not in _FOLDING:
-                plain, key = True, (id(mul), (float, repr(x)), y)
-            elif type(y) is float and type(x) is Variable and y not in _FOLDING:
-                plain, key = True, (id(mul), x, (float, repr(y)))
-        elif plain:
-            key = (id(s.prim), *args)
-        if not plain:
-            negated = _negated(s)
-            if negated is not None:
-                s = Statement(s.outs, negative.primitive, (negated,))
-            folded = _fold(s)
-            if folded is not None:
-                alias[s.outs[0]] = folded
-                continue
-            if s.prim is dup or len(s.outs) != 1:
-                kept.append(s)
-                continue
-            key = _statement_key(s)
+            else:
+                if alias and s.kwargs:
+                    s = s.replaced(look)
+                    args = s.args
+            plain = plain and bool(args) and len(s.outs) == 1 and not s.kwargs and s.prim is not dup \
+                and not s.prim.shape_only
+            if not plain and s.prim is mul and len(args) == 2 and not s.kwargs:
+                # a Variable times a Python float other than 0, 1 and -1 (as 0.5 * sin(x)): nothing
+                # folds it (_negated, _fold), and its key is _statement_key's
+                x, y = args
+                if type(x) is float and type(y) is Variable and x not in _FOLDING:
+                    plain, key = True, (id(mul), (float, repr(x)), y)
+                elif type(y) is float and type(x) is Variable and y not in _FOLDING:
+                    plain, key = True, (id(mul), x, (float, repr(y)))
+            elif plain:
+                key = (id(s.prim), *args)
+            if not plain:
+                negated = _negated(s)
+                if negated is not None:
+                    s = Statement(s.outs, negative.primitive, (negated,))
+                folded = _fold(s)
+                if folded is not None:
+                    alias[s.outs[0]] = folded
+                    continue
+                if s.prim is dup or len(s.outs) != 1:
+                    kept.append(s)
+                    continue
+                key = _statement_key(s)
         earlier = seen.get(key)
         if earlier is None:
             seen[key] = s.outs[0]
