@@ -330,6 +330,15 @@ def test_pickling_a_local_function_is_refused_naming_wg_compile(make):
     assert "impl" not in str(info.value).split("and ")[0]  # the message names what the user compiled
 
 
+@pytest.mark.parametrize("transform", [wg.hessian, wg.grad])
+def test_pickling_a_compiled_transform_is_refused_naming_the_transform(transform):
+    """``wg.compile(wg.hessian(f))`` holds a wrapper named as ``f``: pickling it by reference would load
+    ``f`` itself, a different function; refused, and the message says why (not that ``f`` is unreachable)."""
+    with pytest.raises(pickle.PicklingError,
+                       match=r"is a transform of .*module_loss .*not that function itself"):
+        pickle.dumps(wg.compile(transform(module_loss)))
+
+
 def test_source_grad_pickles_by_reference():
     x = np.linspace(0.1, 1.0, 4)
     sg = wg.source_grad(module_loss, argnums=(0, 1))

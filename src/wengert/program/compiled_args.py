@@ -317,8 +317,13 @@ def by_reference(fun, owner, what):
         return None
     if found is fun or getattr(found, "fun", None) is fun:
         return found
-    why = ("is a lambda or a function defined inside another function"
-           if "<" in (qualname or "") else f"is not reachable as {module}.{qualname}")
+    if "<" in (qualname or ""):
+        why = "is a lambda or a function defined inside another function"
+    elif found is not None and inspect.unwrap(fun) is found:  # wg.hessian(f), wg.grad(f): f's name, not f
+        why = (f"is a transform of {module}.{qualname} (as wg.grad or wg.hessian makes), not that function "
+               f"itself, so loading it would compile {qualname} instead")
+    else:
+        why = f"is not reachable as {module}.{qualname}"
     raise pickle.PicklingError(
         f"cannot pickle {what}: it pickles as a reference to the function it compiles (and compiles again "
         f"when loaded), and {qualname} {why}. Define the function at module level, or pickle what it "
