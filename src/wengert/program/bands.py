@@ -13,7 +13,8 @@ value constant along ``r``, ``+``/``-`` of two such values, ``-x``, slicing with
 of such slices (kept as terms placed on other columns, ``band_values.Terms``, added in order when the
 array is assembled), reshapes that insert or drop axes of length 1, and transposes. Each diagonal is
 computed by the same floating-point operations as the element of the dense program it stands for,
-so the values are the dense program's (but for the sign of a zero off the diagonals). A result of
+so the values are the dense program's, but for the sign of a zero off the diagonals and, where the
+dense program's own evaluation order differs (a reciprocal's diagonal), the last bit. A result of
 the program that is such a value is assembled once, by one statement (``banded_dense``) that writes
 its diagonals into zeros.
 
