@@ -454,6 +454,8 @@ class EagerTrace(ReverseTrace):
 
     __slots__ = ()
 
+    keeps_constants = False  # in-place writes are stamped and refused instead (engines.mutation)
+
     def __init__(self, box_type):
         super().__init__(box_type)
         self.records_inline = False  # Node's inline recording is left to apply2, which honours no_grad

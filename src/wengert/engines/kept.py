@@ -1,5 +1,14 @@
 """The caller's arrays a recording keeps for a later backward pass: copied, so that a write into one
-between the forward pass and the pullback cannot change a derivative.
+after the operation that read it -- later in the function, or between the forward pass and the
+pullback -- cannot change a derivative.
+
+Inside the function: a constant array an operation's rules read (``saves``: ``engines.saving``) is
+copied as the operation is recorded (:func:`constants_kept`), since the function may write into it
+afterwards -- a work buffer filled anew on each pass of a loop (``tmp[:] = data[t]``, then
+``w * tmp``), which without the copy would give every pass's derivative the last pass's values.
+The copies are read-only; one array read by several operations is copied once, as long as its
+bytes stay those of the copy (compared where it is met again). Read-only arrays that view no
+writeable memory are not copied (:func:`immutable`): the way to skip the copy of a large constant.
 
 A pullback (``wg.vjp``'s, a ``wg.Tape``'s ``.grad()``) runs when the caller asks, and reads the arrays
 the nodes saved. The arrays the recording made are its own: nothing outside holds a writeable
@@ -38,7 +47,8 @@ import numpy as np
 from wengert.engines.mutation import versions_by_box
 from wengert.engines.saving import needs
 
-__all__ = ["keep_copies", "copy_constants", "own_copy", "immutable", "may_hold_arrays"]
+__all__ = ["keep_copies", "copy_constants", "constants_kept", "kept_array", "own_copy", "immutable",
+           "may_hold_arrays"]
 
 _ndarray = np.ndarray
 _PLAIN = frozenset((float, int, bool, complex, str, type(None), slice, type(Ellipsis), np.float64, np.float32,
@@ -108,10 +118,10 @@ class _Copier:
         return self.callers.get(id(owner)) is owner
 
     def copy(self, a):
-        """A copy of ``a`` (one per array; ``a`` itself if nothing can write into it)."""
+        """A read-only copy of ``a`` (one per array; ``a`` itself if nothing can write into it)."""
         kept = self.copies.get(id(a))
         if kept is None:
-            kept = self.copies[id(a)] = (a, a if immutable(a) else a.copy())
+            kept = self.copies[id(a)] = (a, a if immutable(a) else _frozen_copy(a))
         return kept[1]
 
     def replaced(self, x):
@@ -244,4 +254,79 @@ def copy_constants(prim, args, parents, kwargs):
         for v in kwargs.values():
             copier.note(v)
         kwargs = {k: copier.replaced(v) for k, v in kwargs.items()}
+    return (args if new is None else tuple(new)), kwargs
+
+
+def _frozen_copy(a):
+    """A copy of array ``a`` that nothing can write into (the recording's own: never copied again)."""
+    c = a.copy()
+    c.flags.writeable = False
+    return c
+
+
+def _same_bytes(kept, a):
+    """Whether array ``a`` holds exactly what ``kept`` (a C-ordered copy) holds: shape, dtype and bytes
+    (so ``-0.0`` differs from ``0.0``, and a nan equals itself)."""
+    if kept.shape != a.shape or kept.dtype != a.dtype or kept.dtype.hasobject:
+        return False
+    if not kept.size:
+        return True
+    mine = kept.reshape(-1).view(np.uint8)
+    theirs = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    return bool(np.array_equal(mine, theirs))
+
+
+def kept_array(store, a):
+    """``a``, or the read-only copy of it the recording reads instead (``store``: ``id -> copy`` of
+    this recording's copies; an earlier copy serves while ``a``'s bytes are still the copy's). The
+    program tracer holds its constants so too (``tracing.ProgramBuilder``)."""
+    if immutable(a) or a.dtype.hasobject:
+        return a
+    key = id(a)
+    kept = store.get(key)
+    if kept is None or not _same_bytes(kept, a):
+        kept = store[key] = _frozen_copy(a)
+    return kept
+
+
+def _kept_value(store, x):
+    """``x`` (an argument or keyword value) with its arrays replaced by :func:`kept_array`'s."""
+    if isinstance(x, _ndarray):
+        return kept_array(store, x)
+    t = type(x)
+    if t is tuple or t is list:  # an index (v[rows, cols]), a sequence of arrays (concatenate)
+        parts = [_kept_value(store, p) for p in x]
+        if any(p is not q for p, q in zip(parts, x)):
+            return t(parts)
+    return x
+
+
+def constants_kept(trace, prim, args, parents, kwargs):
+    """``(args, kwargs)`` of an operation about to be recorded on a reverse-mode ``trace``, with the
+    constant arrays its rules read (``parents[i]`` None; the arrays among the keyword arguments)
+    replaced by read-only copies (see the module's docs). ``args`` itself where there are none."""
+    new = None
+    keep = False
+    store = trace.kept_constants
+    for i, a in enumerate(args):
+        if parents[i] is not None or type(a) in _PLAIN or not may_hold_arrays(a):
+            continue
+        if keep is False:
+            keep = needs(prim, parents)
+        if keep is not None and i not in keep:
+            continue
+        if store is None:
+            store = trace.kept_constants = {}
+        c = _kept_value(store, a)
+        if c is not a:
+            if new is None:
+                new = list(args)
+            new[i] = c
+    if kwargs:
+        for v in kwargs.values():
+            if type(v) not in _PLAIN and may_hold_arrays(v):
+                if store is None:
+                    store = trace.kept_constants = {}
+                kwargs = {k: _kept_value(store, v) for k, v in kwargs.items()}
+                break
     return (args if new is None else tuple(new)), kwargs

@@ -28,6 +28,7 @@ from wengert.engines.accumulation import FREED  # noqa: F401 - imported from her
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
 from wengert.engines.collector import trace_started
+from wengert.engines.kept import constants_kept
 from wengert.engines.mutation import array_of, node_ids, note_view, view_of_buffer
 from wengert.engines.saving import saved_args, sweep
 from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY, split_input
@@ -349,7 +350,11 @@ class ReverseTrace(Trace):
     ``entries``, when a list, receives every recorded node in order (the explicit tape)."""
 
     __slots__ = ("box_type", "scalar_type", "entries", "mutations", "records_inline", "pending", "sweep_at",
-                 "transform")
+                 "transform", "kept_constants")
+
+    keeps_constants = True
+    """Whether the constant arrays its rules read are copied as they are recorded (``engines.kept``);
+    eager tensors instead stamp in-place writes and refuse what was overwritten, as PyTorch does."""
 
     def __init__(self, box_type, scalar_type=None):
         super().__init__()
@@ -365,6 +370,7 @@ class ReverseTrace(Trace):
         self.pending = None  # {id(node): [children's references, prim, weakref]}: to release (saving.py)
         self.sweep_at = 32
         self.transform = None  # the transform that made it ("grad"), named in its values' repr
+        self.kept_constants = None  # id -> the read-only copy of a constant array its rules read (kept.py)
 
     def leaf(self, value):
         """A value to differentiate with respect to."""
@@ -495,6 +501,8 @@ class ReverseTrace(Trace):
             if ((type(vx) is float or (px is not None and type(vx) is not _ndarray))
                     and (type(vy) is float or (py is not None and type(vy) is not _ndarray))):
                 return record_scalar(self, prim, out, vx if px is None else px, vy if py is None else py)
+            if px is None or py is None:  # a constant array its rules read: copied (engines.kept)
+                return self._record_saving(prim, out, (vx, vy), (px, py))
             return record(self, prim, out, (vx, vy), (px, py))
         return self._record_saving(prim, out, (vx, vy), (px, py))
 
@@ -512,6 +520,14 @@ class ReverseTrace(Trace):
         (``wengert.engines.saving``). Python-float steps and small arrays skip that: cheap to keep."""
         keep_out = True
         viewed = args
+        if self.keeps_constants:
+            for p in parents:  # a constant among the arguments: what the rules read of it, copied
+                if p is None:  # now, as the function may write into it later (engines.kept)
+                    args, kwargs = constants_kept(self, prim, args, parents, kwargs)
+                    break
+            else:
+                if kwargs:
+                    args, kwargs = constants_kept(self, prim, args, parents, kwargs)
         if prim.saves is not None:
             # Only where the output or the first argument (a reduction's input) is a big array, or
             # traced at a lower level; not on an explicit Tape, which lists its entries' arguments.

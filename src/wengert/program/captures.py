@@ -394,20 +394,16 @@ class Captures:
             out.append(name)
         return out
 
-    def check_constants(self, statements):
-        """Refuse a program holding a lifted array as a constant: the function read it some way the
-        bytecode does not show (``getattr`` with a computed name, ``vars()``), so it was not replaced."""
-        lifted = {id(n.value): n for n in self.arrays}
-        if not lifted:
-            return
-        for s in statements:
-            for a in getattr(s, "args", ()):
-                node = lifted.get(id(a)) if type(a) is np.ndarray else None
-                if node is not None:
-                    raise TracingError(f"{self.where}: the function reads the captured array {node.name} "
-                                       f"in a way that cannot be followed (a name computed at run time, "
-                                       f"vars(), globals()), so the program would keep its present value. "
-                                       f"Read it by name, or pass it as an argument.")
+    def refuse_constant(self, a):
+        """Refuse a lifted array about to be held by a statement as a constant (``Program.from_trace``'s
+        check): the function read it some way the bytecode does not show (``getattr`` with a computed
+        name, ``vars()``), so it was not replaced by its input."""
+        for node in self.arrays:
+            if node.value is a:
+                raise TracingError(f"{self.where}: the function reads the captured array {node.name} "
+                                   f"in a way that cannot be followed (a name computed at run time, "
+                                   f"vars(), globals()), so the program would keep its present value. "
+                                   f"Read it by name, or pass it as an argument.")
 
     def check_unwritten(self, symbols, variables):
         """After the trace: refuse a write into a lifted array (the program would not make it)."""

@@ -375,8 +375,8 @@ class CompiledFunction(Compiled, Generic[P, R]):
         captures = scan(self.fun, f"wg.compile({name})")
         if captures.nodes:  # the captured arrays are inputs after the arguments, the rest guarded
             traced = with_captured_inputs(fun, len(args), captures, _param_names(self.fun, len(args)))
-            program = Program.from_trace(traced, *args, *[n.value for n in captures.arrays])
-            captures.check_constants(program.statements)
+            program = Program.from_trace(traced, *args, *[n.value for n in captures.arrays],
+                                         refuse_constant=captures.refuse_constant)
         else:
             program = Program.from_trace(fun, *args)
         return program, captures

@@ -73,9 +73,11 @@ class Program:
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
-    def from_trace(cls, fun, *example_args):
-        """Trace ``fun`` on symbols shaped like ``example_args`` (lazily: no data is computed on)."""
-        return cls(**tracing.trace(fun, example_args))
+    def from_trace(cls, fun, *example_args, refuse_constant=None):
+        """Trace ``fun`` on symbols shaped like ``example_args`` (lazily: no data is computed on). The
+        program holds each constant array as it was when the operation reading it ran (a copy);
+        ``refuse_constant(array)``, if given, is called first and may refuse it by raising."""
+        return cls(**tracing.trace(fun, example_args, refuse_constant))
 
     @classmethod
     def from_source(cls, fun, *example_args):

@@ -26,6 +26,7 @@ from wengert.core import exits as _exits
 from wengert.core.errors import TracingError
 from wengert.core.trace import BOX_TYPES, SYMBOLIC_TYPES, Trace, register_box
 from wengert.engines.box import ArrayBox
+from wengert.engines.kept import kept_array
 from wengert.engines.mutation import note_view
 from wengert.numpy._dispatch import UnsupportedNumpyFunction
 from wengert.program.ir import NO_KWARGS, Statement, Variable, map_vars, placeholder, var_name
@@ -201,7 +202,8 @@ SYMBOLIC_TYPES.add(Symbol)
 class ProgramBuilder(Trace):
     """Records statements. ``names`` holds every name given out, so generated names never clash."""
 
-    __slots__ = ("statements", "names", "counter", "versions", "examples", "_shaped")
+    __slots__ = ("statements", "names", "counter", "versions", "examples", "_shaped", "_held",
+                 "refuse_constant")
 
     def __init__(self, first=1, names=(), examples=None):
         super().__init__()
@@ -211,6 +213,21 @@ class ProgramBuilder(Trace):
         self.counter = first
         self.versions = {}  # base name -> next version number to try
         self._shaped = {}  # _shape_key -> a large example computed already for that key
+        self._held = {}  # id -> the read-only copy of a constant array a statement holds (_argument)
+        self.refuse_constant = None  # a check of each constant array before it is held (wg.compile's)
+
+    def _argument(self, x):
+        """What a statement holds for argument ``x``: a symbol's variable; a constant array's read-only
+        copy as it is now (the function may write into the array after this operation, as a work
+        buffer filled anew on each pass of a loop: ``engines.kept.kept_array``); else ``x``."""
+        t = type(x)
+        if t is Symbol:
+            return x.variable
+        if isinstance(x, np.ndarray):
+            if self.refuse_constant is not None:
+                self.refuse_constant(x)
+            return kept_array(self._held, x)
+        return x
 
     def fresh(self, base=None):
         """A new variable name: the next ``vN``, or ``base`` (``base2``, ``base3``, ... if taken)."""
@@ -308,11 +325,11 @@ class ProgramBuilder(Trace):
                                f"traced program cannot hold{_where()}") from None
         self.examples[var] = example
         if var_args is None:
-            var_args = _map_leaves(args, _symbol_to_var)
+            var_args = _map_leaves(args, self._argument)
         st = _new_statement(Statement)  # Statement((var,), prim, var_args, kwargs), field by field
         st.outs, st.prim, st.args, st.inplace = (var,), prim, tuple(var_args), False
         st._uses = st.args if only_symbols else None
-        st.kwargs = _map_leaves(kwargs, _symbol_to_var) if kwargs else NO_KWARGS
+        st.kwargs = _map_leaves(kwargs, self._argument) if kwargs else NO_KWARGS
         self.statements.append(st)
         symbol = _new_symbol(Symbol)  # Symbol(var, example, self)
         symbol.variable, symbol.example, symbol._trace = var, example, self
@@ -463,9 +480,10 @@ def _param_names(fun, nargs):
     return names
 
 
-def trace(fun, args):
+def trace(fun, args, refuse_constant=None):
     """``Program.from_trace``: the statements ``fun(*args)`` performs, recorded on symbols, as the
-    keyword arguments of the ``Program`` holding them."""
+    keyword arguments of the ``Program`` holding them (``refuse_constant``: called with each array a
+    statement would hold as a constant, to refuse it by raising)."""
     args = tuple(args)
     leaves, in_tree = tree_flatten(args)
     arg_names = _param_names(fun, len(args))
@@ -475,6 +493,7 @@ def trace(fun, args):
         leaf_names += [name] if n == 1 else [f"{name}_{j}" for j in range(n)]
     n_inputs = sum(1 for x in leaves if is_input_leaf(x))
     builder = ProgramBuilder()
+    builder.refuse_constant = refuse_constant
     inputs, input_names, in_leaves, boxed = [], [], [], []
     k = 1 - n_inputs
     for leaf, name in zip(leaves, leaf_names):

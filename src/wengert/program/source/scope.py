@@ -5,6 +5,7 @@ and the user's other functions interpreted inline (by an interpreter of the call
 import ast
 import copy
 import inspect
+import itertools
 import math
 import types
 
@@ -294,22 +295,58 @@ def _live_names(interp, skip):
         frame = frame.caller
 
 
+def _outer_read(interp):
+    """``(name, value)`` of the arrays (plain or traced: a captured array is an input while the program
+    is built) ``interp``'s function reads by name from its closure or its globals."""
+    space = getattr(interp.fun, "__globals__", {})
+    closure = getattr(interp, "closure", None) or {}
+    for n in _loads(interp.parsed)[1]:
+        if n in interp.env:
+            continue
+        if n in closure:
+            v, where = closure[n], "a variable of an enclosing function"
+        else:
+            v, where = space.get(n), "a global"
+        if isinstance(v, np.ndarray) or type(v) is Symbol:
+            yield f"{n} ({where})", v
+
+
+def _share(a, b):
+    """Whether plain arrays ``a`` and ``b`` share memory (where that is too hard to tell: yes)."""
+    try:
+        return bool(np.shares_memory(a, b))
+    except np.exceptions.TooHardError:
+        return True
+
+
 def refuse_shared_write(interp, name, value, node):
     """Refuse an in-place write into ``name`` (value ``value``) when another live name shares its memory
     (the same array, a view of it, an array it views, or a view of the same array): NumPy would change
-    both, but the source front end gives each name its own value, so the other would be stale."""
+    both, but the source front end gives each name its own value, so the other would be stale. For a
+    plain array (a constant of the program) the memory is NumPy's own (``np.shares_memory``), and the
+    arrays the function reads from its closure and globals count
+    too."""
+    if isinstance(value, np.ndarray):
+        for other, v in itertools.chain(_live_names(interp, name), _outer_read(interp)):
+            if isinstance(v, np.ndarray) and _share(v, value):
+                _refuse_shared(interp, name, other, v is value, node)
+        return
     if type(value) is not Symbol or not value.variable.shape:
-        return  # a plain array is a constant of the program; a 0-d value is a number
+        return  # a 0-d value is a number
     mine = _chain(value)
-    for other, v in _live_names(interp, name):
+    for other, v in itertools.chain(_live_names(interp, name), _outer_read(interp)):
         if type(v) is not Symbol or not any(b is c for b in _chain(v) for c in mine):
             continue
-        how = "names the same array" if v is value else "shares its memory (one is a view of the other, " \
-            "or both view one array)"
-        raise TransformError(
-            f"at {interp.where(node)} (in {interp.parsed.name}): an in-place write into '{name}', while "
-            f"'{other}' {how}: NumPy changes both, but the source transformation gives each name its own "
-            f"value, so '{other}' would keep the old one. Write through one name (y[1:4] += v rather than "
-            f"w = y[1:4]; w += v), make a copy first (w = y[1:4].copy(), np.array(x)), or differentiate "
-            f"with wg.grad or wg.compile, which follow NumPy's views (but refuse np.asarray(x) of a traced "
-            f"x: it would drop the derivative).")
+        _refuse_shared(interp, name, other, v is value, node)
+
+
+def _refuse_shared(interp, name, other, same, node):
+    how = "names the same array" if same else "shares its memory (one is a view of the other, " \
+        "or both view one array)"
+    raise TransformError(
+        f"at {interp.where(node)} (in {interp.parsed.name}): an in-place write into '{name}', while "
+        f"'{other}' {how}: NumPy changes both, but the source transformation gives each name its own "
+        f"value, so '{other}' would keep the old one. Write through one name (y[1:4] += v rather than "
+        f"w = y[1:4]; w += v), make a copy first (w = y[1:4].copy(), np.array(x)), or differentiate "
+        f"with wg.grad or wg.compile, which follow NumPy's views (but refuse np.asarray(x) of a traced "
+        f"x: it would drop the derivative).")
