@@ -48,12 +48,13 @@ from wengert.engines.mutation import versions_by_box
 from wengert.engines.saving import needs
 
 __all__ = ["keep_copies", "copy_constants", "constants_kept", "kept_array", "own_copy", "immutable",
-           "may_hold_arrays"]
+           "may_hold_arrays", "PLAIN"]
 
 _ndarray = np.ndarray
 _PLAIN = frozenset((float, int, bool, complex, str, type(None), slice, type(Ellipsis), np.float64, np.float32,
                     np.complex128, np.complex64, np.int64, np.int32, np.bool_))
 """Types of values that hold no array (the commonest arguments beside arrays)."""
+PLAIN = _PLAIN
 
 
 def _owner(a):
@@ -260,7 +261,7 @@ def copy_constants(prim, args, parents, kwargs):
 def _frozen_copy(a):
     """A copy of array ``a`` that nothing can write into (the recording's own: never copied again)."""
     c = a.copy()
-    c.flags.writeable = False
+    c.setflags(write=False)
     return c
 
 
@@ -280,7 +281,7 @@ def kept_array(store, a):
     """``a``, or the read-only copy of it the recording reads instead (``store``: ``id -> copy`` of
     this recording's copies; an earlier copy serves while ``a``'s bytes are still the copy's). The
     program tracer holds its constants so too (``tracing.ProgramBuilder``)."""
-    if immutable(a) or a.dtype.hasobject:
+    if (not a.flags.writeable and immutable(a)) or a.dtype.hasobject:
         return a
     key = id(a)
     kept = store.get(key)
@@ -304,20 +305,26 @@ def _kept_value(store, x):
 def constants_kept(trace, prim, args, parents, kwargs):
     """``(args, kwargs)`` of an operation about to be recorded on a reverse-mode ``trace``, with the
     constant arrays its rules read (``parents[i]`` None; the arrays among the keyword arguments)
-    replaced by read-only copies (see the module's docs). ``args`` itself where there are none."""
+    replaced by read-only copies (see the module's docs). ``args`` itself where there are none.
+    (Once per recorded operation with a constant: the commonest argument, an array, tested first.)"""
     new = None
     keep = False
-    store = trace.kept_constants
-    for i, a in enumerate(args):
-        if parents[i] is not None or type(a) in _PLAIN or not may_hold_arrays(a):
+    i = -1
+    for a in args:
+        i += 1
+        if parents[i] is not None:
+            continue
+        t = type(a)
+        if t is not _ndarray and (t in _PLAIN or not may_hold_arrays(a)):
             continue
         if keep is False:
             keep = needs(prim, parents)
         if keep is not None and i not in keep:
             continue
+        store = trace.kept_constants
         if store is None:
             store = trace.kept_constants = {}
-        c = _kept_value(store, a)
+        c = kept_array(store, a) if t is _ndarray else _kept_value(store, a)
         if c is not a:
             if new is None:
                 new = list(args)
@@ -325,6 +332,7 @@ def constants_kept(trace, prim, args, parents, kwargs):
     if kwargs:
         for v in kwargs.values():
             if type(v) not in _PLAIN and may_hold_arrays(v):
+                store = trace.kept_constants
                 if store is None:
                     store = trace.kept_constants = {}
                 kwargs = {k: _kept_value(store, v) for k, v in kwargs.items()}

@@ -28,7 +28,7 @@ from wengert.engines.accumulation import FREED  # noqa: F401 - imported from her
 from wengert.engines.backward import backward_pass  # noqa: F401 - imported from here too
 from wengert.engines.box import ArrayBox
 from wengert.engines.collector import trace_started
-from wengert.engines.kept import constants_kept
+from wengert.engines.kept import PLAIN, constants_kept, may_hold_arrays
 from wengert.engines.mutation import array_of, node_ids, note_view, view_of_buffer
 from wengert.engines.saving import saved_args, sweep
 from wengert.engines.scalar import FREED_INPUT, SCALAR_TYPES, UNARY, split_input
@@ -521,13 +521,22 @@ class ReverseTrace(Trace):
         keep_out = True
         viewed = args
         if self.keeps_constants:
-            for p in parents:  # a constant among the arguments: what the rules read of it, copied
-                if p is None:  # now, as the function may write into it later (engines.kept)
-                    args, kwargs = constants_kept(self, prim, args, parents, kwargs)
-                    break
+            # a constant array among the arguments: what the rules read of it, copied now, as the
+            # function may write into it later (engines.kept); the cheap tests first
+            i = -1
+            for p in parents:
+                i += 1
+                if p is None:
+                    t = type(args[i])
+                    if t is _ndarray or (t not in PLAIN and may_hold_arrays(args[i])):
+                        args, kwargs = constants_kept(self, prim, args, parents, kwargs)
+                        break
             else:
                 if kwargs:
-                    args, kwargs = constants_kept(self, prim, args, parents, kwargs)
+                    for v in kwargs.values():
+                        if type(v) not in PLAIN and may_hold_arrays(v):
+                            args, kwargs = constants_kept(self, prim, args, parents, kwargs)
+                            break
         if prim.saves is not None:
             # Only where the output or the first argument (a reduction's input) is a big array, or
             # traced at a lower level; not on an explicit Tape, which lists its entries' arguments.
