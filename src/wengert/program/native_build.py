@@ -30,6 +30,7 @@ from wengert.program import codegen
 from wengert.program.ir import Statement, Variable, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
 from wengert.program.native_helpers import SUPPORT, TYPED, native_helper, register_typing
+from wengert.program.native_types import mistyped
 from wengert.program.program import Program
 from wengert.program.rendering import helper_source, helpers
 from wengert.program.source.codegen import block_source, compile_block
@@ -408,6 +409,11 @@ def native_function(program, lazy=False):
             dispatcher.compile(signature)
     except Exception as e:  # noqa: BLE001 - Numba's typing and lowering errors, whatever their class
         fallback(program.name, _culprit(e, module.__file__, source.splitlines(), statements, mod))
+        return python()
+    differs = mistyped(numba, dispatcher, signature, program)
+    if differs:
+        fallback(program.name, f"Numba promotes dtypes otherwise than NumPy: {differs}; with float64 "
+                               f"inputs it runs natively")
         return python()
     return functools.partial(dispatcher, *values) if values else dispatcher
 
