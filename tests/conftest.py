@@ -23,7 +23,8 @@ def rng():
 SLOW_PATHS = ("tests/benchmarks/", "tests/fuzz/", "tests/scale/", "tests/test_package.py",
               "tests/docs/test_site.py", "tests/program/test_native_rules.py",
               "tests/engines/test_write_memory.py", "tests/test_layers.py",
-              "tests/core/test_import_graph_tool.py", "tests/program/test_hostile_native.py")
+              "tests/core/test_import_graph_tool.py", "tests/program/test_hostile_native.py",
+              "tests/program/test_native_random_programs.py")
 """Benchmark smoke runs, the fuzz profiles, the Dask cluster and example, the wheel built and installed
 into fresh virtual environments, the documentation site's build, every rule-table case compiled
 by Numba, the memory-growth tests and the import-graph (architecture) checks."""
