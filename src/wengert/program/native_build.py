@@ -158,16 +158,12 @@ _ADD_AT = re.compile(r"\bnp\.add\.at\(")
 def _matmuls(text, mod):
     """``text`` with each product into a dying buffer, ``c = np_matmul(a, b, out=c)`` (``np.matmul`` is
     a gufunc to codegen; Numba has no ``np.matmul``), written ``c = a @ b``, as codegen writes a product
-    otherwise, and the binding of ``np.matmul`` dropped where nothing else calls it."""
+    otherwise (the module-level binding of ``np.matmul`` stays, called by no compiled function)."""
     bound = mod.bound.get("matmul")
     if bound is None:
         return text
-    text = re.sub(rf"^( +)(\w+) = {re.escape(bound)}\((\w+), (\w+), out=\2\)$", r"\1\2 = \3 @ \4", text,
+    return re.sub(rf"^( +)(\w+) = {re.escape(bound)}\((\w+), (\w+), out=\2\)$", r"\1\2 = \3 @ \4", text,
                   flags=re.MULTILINE)
-    binding = f"{bound} = np.matmul\n"
-    if len(re.findall(rf"\b{re.escape(bound)}\b", text)) == 1 and binding in text:
-        text = text.replace(binding, "")
-    return text
 
 
 def native_source(text, mod, name, params, arrays, statements=()):
@@ -279,7 +275,7 @@ def _refused(text, mod, statements):
         found += [f"primitive {n} (its helper {name} is Python)" for n in names] or \
             [f"the generated code's helper {name} (Python)"]
     paths = {p for p, name in mod.bound.items()
-             if p not in _SHIMS and re.search(rf"\b{re.escape(name)}\b", text)}  # (not _matmuls' products)
+             if p not in _SHIMS and re.search(rf"\b{re.escape(name)}\(", text)}  # called (not _matmuls')
     paths |= set(re.findall(r"\bnp\.(\w+(?:\.\w+)*)\(", text))
     for path in sorted(paths):
         fun = _numpy_path(path)
