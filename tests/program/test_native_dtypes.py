@@ -48,7 +48,7 @@ def test_float32_times_a_python_float_stays_float32_and_says_why_it_runs_as_pyth
     _same(got, want)
     assert want.dtype == np.float32
     assert len(said) == 1 and said[0].startswith("backend='numba': scaled runs as Python")
-    assert "float32" in said[0] and "float64 inputs" in said[0]
+    assert "Numba promotes dtypes otherwise than NumPy" in said[0] and "float32" in said[0]
 
 
 def test_a_float32_scalar_result_comes_back_as_numpys_float32(tmp_path, monkeypatch):
@@ -89,3 +89,29 @@ def test_float64_programs_still_run_natively(tmp_path, monkeypatch):
         value, array = cf(np.array([0.1, 0.7]), 3)
     assert type(value) is float and array.dtype == np.float64
     assert value == float(wg.compile(lambda x, k: wnp.sum(x * 0.1) * k)(np.array([0.1, 0.7]), 3))
+
+
+@pytest.mark.parametrize("want, numba_type, same", [
+    (np.float64(1.0), "float64", True), (1.0, "float64", True),
+    (np.float64(1.0), "array(float64, 0d, C)", True),
+    (np.ones(()), "float64", True), (np.ones(3), "array(float64, 1d, C)", True), (np.int64(0), "int64", True),
+    (np.float32(1.0), "array(float32, 0d, C)", True),
+    (np.float32(1.0), "float32", False), (np.ones(3, np.float32), "array(float64, 1d, C)", False),
+    (np.ones(3), "array(float64, 2d, C)", False), (np.ones(3, np.uint8), "array(int64, 1d, C)", False),
+    (np.ones((), np.float32), "float32", False), (1.0, "array(float64, 1d, C)", False)],
+    ids=lambda v: v if isinstance(v, str) else str(v) if isinstance(v, bool) else
+    f"{type(v).__name__}-{getattr(v, 'dtype', '')}{list(np.shape(v))}")
+def test_which_result_types_count_as_numpys(want, numba_type, same):
+    """A result of the same dtype and rank (a 0-d array and a scalar alike) is the Python program's; a
+    float32 scalar given back as a Python float, or another dtype or rank, is not (no compiling here)."""
+    numba = pytest.importorskip("numba")
+    from wengert.program.native_types import _result_differs
+
+    got = _array(numba, numba_type) if numba_type.startswith("array(") else getattr(numba.types, numba_type)
+    assert (_result_differs(numba, got, want) is None) == same
+
+
+def _array(numba, spelled):
+    """Numba's array type spelled ``array(float64, 2d, C)``."""
+    dtype, rank, _ = (p.strip() for p in spelled[len("array("):-1].split(","))
+    return numba.types.Array(getattr(numba.types, dtype), int(rank[:-1]), "C")

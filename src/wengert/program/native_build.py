@@ -425,8 +425,7 @@ def native_function(program, lazy=False):
         return python()
     differs = mistyped(numba, dispatcher, signature, program)
     if differs:
-        fallback(program.name, f"Numba promotes dtypes otherwise than NumPy: {differs}; with float64 "
-                               f"inputs it runs natively")
+        fallback(program.name, f"Numba promotes dtypes otherwise than NumPy: {differs}")
         return python()
     return functools.partial(dispatcher, *values) if values else dispatcher
 

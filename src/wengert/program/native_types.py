@@ -36,21 +36,23 @@ def _dtype_of(numba, t):
 
 def _result_differs(numba, got, want):
     """How Numba's result type ``got`` differs from the value ``want`` that the Python program returns
-    (a placeholder of its kind, dtype and shape), in words; None where the caller gets the same."""
+    (a placeholder of its kind, dtype and shape), in words; None where the caller gets the same number
+    in the same dtype (a 0-d array for a scalar or the other way round: the same number)."""
     types = numba.core.types
     got = types.unliteral(got)
-    if isinstance(want, np.ndarray):
-        if isinstance(got, types.Array) and got.ndim == want.ndim and _dtype_of(numba, got) == want.dtype:
-            return None
-        return f"NumPy gives {want.dtype.name}[{want.ndim}-d array], Numba {got}"
-    if not isinstance(want, (np.generic, bool, int, float, complex)):
+    if not isinstance(want, (np.ndarray, np.generic, bool, int, float, complex)):
         return None
     dtype = np.result_type(want)
-    if isinstance(want, np.generic) and dtype not in BOXED:
-        return f"NumPy gives a {dtype.name} scalar, Numba a Python {type(want.item()).__name__}"
-    if isinstance(got, types.Array) or _dtype_of(numba, got) != dtype:
-        return f"NumPy gives {dtype.name}, Numba {got}"
-    return None
+    same = _dtype_of(numba, got) == dtype
+    if isinstance(got, types.Array):
+        if same and got.ndim == np.ndim(want):
+            return None
+        return f"NumPy gives {dtype.name}{list(np.shape(want))}, Numba {got}"
+    if isinstance(want, (np.ndarray, np.generic)) and dtype not in BOXED:
+        return f"NumPy gives {dtype.name}, Numba a Python {type(np.asarray(want).item()).__name__}"
+    if same and np.ndim(want) == 0:
+        return None
+    return f"NumPy gives {dtype.name}{list(np.shape(want))}, Numba {got}"
 
 
 def mistyped(numba, dispatcher, signature, program):
