@@ -111,7 +111,9 @@ def _agree(got, want):
 
 _EDGES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e200, -1e200, 5e-324, 1.0, -1.0]
 _entry = st.one_of(st.floats(-3, 3), st.sampled_from(_EDGES))
-_finite = st.floats(-2, 2).filter(lambda v: abs(v) > 1e-3)
+_finite = st.floats(-2, 2).filter(lambda v: abs(v) > 1e-3 and abs(abs(v) - 1) > 1e-3)
+"""Away from kinks where conventions differ: clip's derivative at its bound is 1 here and in PyTorch,
+0.5 in JAX (a min of a max); abs and where at 0. The comparison with the Python backend has them."""
 
 
 @settings(max_examples=60, deadline=None)
