@@ -23,12 +23,15 @@ def rng():
 SLOW_PATHS = ("tests/benchmarks/", "tests/fuzz/", "tests/scale/", "tests/test_package.py",
               "tests/docs/test_site.py", "tests/program/test_native_rules.py",
               "tests/engines/test_write_memory.py", "tests/test_layers.py",
-              "tests/core/test_import_graph_tool.py", "tests/program/test_hostile_native.py")
+              "tests/core/test_import_graph_tool.py", "tests/program/test_hostile_native.py",
+              "tests/program/test_native_random_programs.py")
 """Benchmark smoke runs, the fuzz profiles, the Dask cluster and example, the wheel built and installed
 into fresh virtual environments, the documentation site's build, every rule-table case compiled
 by Numba, the memory-growth tests and the import-graph (architecture) checks."""
 
-SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_early_exits_quietly",
+SLOW_TESTS = ("tests/program/test_native_dtypes.py::test_a_float32_scalar_result_comes_back_as_numpys_"
+              "float32",
+              "tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_early_exits_quietly",
               "tests/cli/test_main.py::test_version_as_a_module",
               "tests/cli/test_example_and_demo.py::test_example_prints_the_tape_example",
               "tests/cli/test_example_and_demo.py::test_unknown_command_exits_2",

@@ -22,8 +22,8 @@ ORDER = ["ir", "rendering", "liveness", "passes", "algebra", "band_kernel", "ban
          "source.recompute", "source.factor", "source.values", "source.builder", "source.conversions",
          "source.parse", "source.nested", "source.scope", "source.loops",
          "source.interpreter", "source.adjoint", "source.program",
-         "program", "native_helpers", "native", "native_build", "native_loop", "checkpoint_steps",
-         "loop_node", "compiled_source", "compiled",
+         "program", "native_helpers", "native", "native_types", "native_build", "native_loop",
+         "checkpoint_steps", "loop_node", "compiled_source", "compiled",
          "source.api"]
 """Bottom to top, as ``wengert/program/__init__.py`` lists them; the package itself is the top."""
 

@@ -22,8 +22,9 @@ nodes), ``source.codegen``, ``source.inplace``, ``source.checkpoint``, ``source.
 ``source.nested``, ``source.scope``,
 ``source.loops``, ``source.interpreter``, ``source.adjoint``, ``source.program`` (``SourceProgram``,
 ``from_source``); ``program`` (``Program``, whose methods call ``tracing``, ``source.program``, ``adjoint``,
-``codegen`` and ``dot`` directly); ``native_helpers``, ``native``, ``native_build`` (the Numba backend),
-``native_loop`` (``wg.iterate``'s loop statement on Numba);
+``codegen`` and ``dot`` directly); ``native_helpers``, ``native``, ``native_types`` (Numba's result
+types against NumPy's), ``native_build`` (the Numba backend), ``native_loop``
+(``wg.iterate``'s loop statement on Numba);
 ``checkpoint_steps`` (``wg.iterate``'s step as a program); ``loop_node`` (``wg.iterate`` and
 ``wg.checkpoint`` in a traced program: one statement); ``compiled_source`` (``wg.compile``'s programs built
 from source where the trace refuses), ``compiled``; ``source.api`` (``wg.source_grad``, ``wg.source_jvp``).

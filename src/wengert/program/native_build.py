@@ -30,6 +30,7 @@ from wengert.program import codegen
 from wengert.program.ir import Statement, Variable, placeholder
 from wengert.program.native import fallback, numba_knows, require_numba
 from wengert.program.native_helpers import SUPPORT, TYPED, native_helper, register_typing
+from wengert.program.native_types import mistyped
 from wengert.program.program import Program
 from wengert.program.rendering import helper_source, helpers
 from wengert.program.source.codegen import block_source, compile_block
@@ -133,6 +134,7 @@ def _native_helpers(text, mod, statements=()):
     under the same name (the helpers the module's helpers call included), and reductions over axes
     that Numba lacks written with ``native_helpers.SUPPORT``, whose sources are then added (under
     names the module does not use otherwise: ``_support_names``)."""
+    text = _matmuls(text, mod)
     before = text
     names = _support_names(text)
     for name, fun in sorted({**helpers(), **mod.helpers}.items()):
@@ -151,6 +153,17 @@ def _native_helpers(text, mod, statements=()):
 
 
 _ADD_AT = re.compile(r"\bnp\.add\.at\(")
+
+
+def _matmuls(text, mod):
+    """``text`` with each product into a dying buffer, ``c = np_matmul(a, b, out=c)`` (``np.matmul`` is
+    a gufunc to codegen; Numba has no ``np.matmul``), written ``c = a @ b``, as codegen writes a product
+    otherwise (the module-level binding of ``np.matmul`` stays, called by no compiled function)."""
+    bound = mod.bound.get("matmul")
+    if bound is None:
+        return text
+    return re.sub(rf"^( +)(\w+) = {re.escape(bound)}\((\w+), (\w+), out=\2\)$", r"\1\2 = \3 @ \4", text,
+                  flags=re.MULTILINE)
 
 
 def native_source(text, mod, name, params, arrays, statements=()):
@@ -261,7 +274,8 @@ def _refused(text, mod, statements):
         names = sorted({s.prim.__name__ for s in statements if s.prim.helper is fun})
         found += [f"primitive {n} (its helper {name} is Python)" for n in names] or \
             [f"the generated code's helper {name} (Python)"]
-    paths = {p for p in mod.bound if p not in _SHIMS}
+    paths = {p for p, name in mod.bound.items()
+             if p not in _SHIMS and re.search(rf"\b{re.escape(name)}\(", text)}  # called (not _matmuls')
     paths |= set(re.findall(r"\bnp\.(\w+(?:\.\w+)*)\(", text))
     for path in sorted(paths):
         fun = _numpy_path(path)
@@ -408,6 +422,10 @@ def native_function(program, lazy=False):
             dispatcher.compile(signature)
     except Exception as e:  # noqa: BLE001 - Numba's typing and lowering errors, whatever their class
         fallback(program.name, _culprit(e, module.__file__, source.splitlines(), statements, mod))
+        return python()
+    differs = mistyped(numba, dispatcher, signature, program)
+    if differs:
+        fallback(program.name, f"Numba promotes dtypes otherwise than NumPy: {differs}")
         return python()
     return functools.partial(dispatcher, *values) if values else dispatcher
 
