@@ -139,6 +139,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A00
         if not 0 <= op < max(s, dl):
             raise ValueError(f"{fname}: output_padding {extra} must be smaller than stride {stride} or "
                              f"dilation {dilation}")
+    sizes = tuple((n - 1) * s - 2 * p + dl * (k - 1) + op + 1
+                  for n, s, p, dl, k, op in zip(xs[2:], stride, pads, dilation, ws[2:], extra))
+    if any(n < 1 for n in sizes):  # as PyTorch: never an empty or clipped output
+        raise ValueError(f"{fname}: input of shape {xs} with weight {ws}, stride {stride}, padding {pads}, "
+                         f"output_padding {extra} and dilation {dilation} gives an output of spatial size "
+                         f"{sizes}, which is too small; use less padding")
     pairs = tuple((p, p - op) for p, op in zip(pads, extra))
     out = cv.conv_transpose(x, weight, stride=stride, padding=pairs, dilation=dilation, groups=groups)
     return _unbatched(_add_bias(out, bias, ws[1] * groups, fname), added)
