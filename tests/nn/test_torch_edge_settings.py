@@ -110,3 +110,119 @@ def test_conv_transpose2d_refuses_an_output_too_small_as_torch():
     with pytest.raises(ValueError, match=r"spatial size \(-3, 0\)"):
         F.conv_transpose2d(np.ones((1, 2, 1, 1)), np.ones((2, 1, 1, 4)), stride=(3, 1), padding=2,
                            dilation=(2, 1))
+
+
+# -- losses ----------------------------------------------------------------------------------------
+
+def _cross_entropy_vs_torch(x, y, reduction, kw):
+    """wengert's cross_entropy (classes last) against PyTorch's (classes on axis 1): value and the
+    gradients with respect to the logits (and the class weights, for probability targets)."""
+    torch = _torch()
+    TF = torch.nn.functional
+    prob = y.dtype.kind == "f"
+    tx = torch.tensor(np.moveaxis(x, -1, 1) if x.ndim > 2 else x, requires_grad=True)
+    ty = torch.tensor(np.moveaxis(y, -1, 1) if prob and y.ndim > 2 else y)
+    tkw = dict(kw)
+    if "weight" in kw:
+        tkw["weight"] = torch.tensor(kw["weight"], requires_grad=prob)  # PyTorch: no gradient otherwise
+    want = TF.cross_entropy(tx, ty, reduction=reduction, **tkw)
+    cot = np.cos(np.arange(want.numel())).reshape(tuple(want.shape))
+    (want * torch.tensor(cot)).sum().backward()
+    want_value = want.detach().numpy()  # (N, d1, ...) for reduction='none', as ours
+
+    def loss(x, w):
+        weight = {"weight": w} if w is not None else {}
+        return nn.cross_entropy(x, y, reduction=reduction, **{**kw, **weight})
+
+    np.testing.assert_allclose(loss(x, kw.get("weight")), want_value, equal_nan=True, **TOL)
+    argnums = (0, 1) if prob and "weight" in kw else (0,)
+    grads = wg.grad(lambda x, w: wnp.sum(loss(x, w) * cot), argnums=argnums)(x, kw.get("weight"))
+    want_gx = tx.grad.numpy()
+    np.testing.assert_allclose(grads[0], np.moveaxis(want_gx, 1, -1) if x.ndim > 2 else want_gx, **TOL)
+    if len(argnums) == 2:
+        np.testing.assert_allclose(grads[1], tkw["weight"].grad.numpy(), **TOL)
+
+
+CE_CASES = [  # labels kind, logits shape, reduction, keyword arguments
+    ("int", (5, 3), "mean", dict(weight=[0.2, 1.0, 3.0])),
+    ("int", (5, 3), "sum", dict(weight=[0.2, 1.0, 3.0], ignore_index=1)),
+    ("int", (6, 4), "mean", dict(ignore_index=-1)),          # ignored labels leave the mean's count
+    ("int", (6, 4), "mean", dict(weight=[1.0, 0.5, 2.0, 0.1], ignore_index=2)),  # NLL's weighted mean
+    ("int", (6, 4), "none", dict(weight=[1.0, 0.5, 2.0, 0.1], ignore_index=-100, label_smoothing=0.2)),
+    ("int", (6, 4), "mean", dict(label_smoothing=0.3)),
+    ("int", (6, 4), "mean", dict(weight=[1.0, 0.5, 2.0, 0.1], label_smoothing=0.3, ignore_index=0)),
+    ("int", (1, 1), "mean", dict(label_smoothing=1.0)),        # batch 1, class 1
+    ("int", (2, 3, 4), "mean", dict(weight=[1.0, 0.5, 2.0, 0.1], ignore_index=3)),  # (N, d, C)
+    ("prob", (5, 3), "mean", dict(weight=[0.2, 1.0, 3.0])),   # probabilities: mean over rows
+    ("prob", (5, 3), "sum", dict(label_smoothing=0.4)),
+    ("prob", (2, 3, 4), "none", dict(weight=[1.0, 0.5, 2.0, 0.1], label_smoothing=0.1)),
+]
+
+
+@pytest.mark.parametrize("kind,shape,reduction,kw", CE_CASES, ids=[f"{c[0]}-{c[2]}-{i}" for i, c in
+                                                                 enumerate(CE_CASES)])
+def test_cross_entropy_with_weights_ignore_index_and_smoothing_matches_torch(kind, shape, reduction, kw):
+    rng = np.random.default_rng(len(shape) + len(kw))
+    x = rng.normal(size=shape)
+    kw = {k: np.asarray(v) if k == "weight" else v for k, v in kw.items()}
+    if kind == "int":
+        y = rng.integers(0, shape[-1], shape[:-1])
+        if "ignore_index" in kw:
+            y[..., 0] = kw["ignore_index"]
+    else:
+        y = rng.random(shape)
+        y /= y.sum(-1, keepdims=True)
+    _cross_entropy_vs_torch(x, y, reduction, kw)
+
+
+def test_every_label_ignored_gives_nan_and_a_zero_gradient_as_torch():
+    x, y = np.random.default_rng(0).normal(size=(2, 3)), np.array([-100, -100])
+    for kw in ({}, {"label_smoothing": 0.2}, {"weight": np.array([1.0, 2.0, 3.0])}):
+        _cross_entropy_vs_torch(x, y, "mean", kw)
+        assert np.isnan(nn.cross_entropy(x, y, **kw))
+        assert np.array_equal(wg.grad(lambda x: nn.cross_entropy(x, y, **kw))(x), np.zeros((2, 3)))
+
+
+def test_nll_loss_matches_torch_with_weights_and_ignore_index():
+    torch = _torch()
+    rng = np.random.default_rng(5)
+    log_probs, y, w = rng.normal(size=(7, 4)), rng.integers(0, 4, 7), rng.uniform(0.1, 2.0, 4)
+    y[2] = 1
+    for reduction in ("mean", "sum", "none"):
+        t_lp = torch.tensor(log_probs, requires_grad=True)
+        want = torch.nn.functional.nll_loss(t_lp, torch.tensor(y), torch.tensor(w), ignore_index=1,
+                                            reduction=reduction)
+        want.sum().backward()
+        got = nn.nll_loss(log_probs, y, w, ignore_index=1, reduction=reduction)
+        np.testing.assert_allclose(got, want.detach().numpy(), **TOL)
+        g = wg.grad(lambda a: wnp.sum(nn.nll_loss(a, y, w, ignore_index=1, reduction=reduction)))(log_probs)
+        np.testing.assert_allclose(g, t_lp.grad.numpy(), **TOL)
+
+
+def test_cross_entropy_options_are_checked_by_name():
+    x, y = np.zeros((2, 3)), np.array([0, 2])
+    with pytest.raises(ValueError, match=r"cross_entropy: weight must have shape \(3,\), one per class, "
+                                         r"got \(2,\)"):
+        nn.cross_entropy(x, y, weight=np.ones(2))
+    with pytest.raises(ValueError, match=r"cross_entropy: label_smoothing must lie in \[0, 1\], got 1.5"):
+        nn.cross_entropy(x, y, label_smoothing=1.5)
+    with pytest.raises(ValueError, match=r"nll_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"):
+        nn.nll_loss(x, y, reduction="avg")
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 3\)"):
+        nn.cross_entropy(x, np.array([0, 5]), ignore_index=-1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.sampled_from(["mean", "sum", "none"]), st.booleans(),
+       st.sampled_from([0.0, 0.1, 1.0]), st.sampled_from([None, -100, 0]), st.integers(0, 2 ** 16))
+def test_cross_entropy_property_matches_torch(n, classes, reduction, weighted, smoothing, ignore, seed):
+    _torch()
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=(n, classes)), rng.integers(0, classes, n)
+    kw = {"label_smoothing": smoothing}
+    if weighted:
+        kw["weight"] = rng.uniform(0.1, 2.0, classes)
+    if ignore is not None:
+        kw["ignore_index"] = ignore
+        y[rng.random(n) < 0.3] = ignore
+    _cross_entropy_vs_torch(x, y, reduction, kw)
