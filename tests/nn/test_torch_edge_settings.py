@@ -226,3 +226,46 @@ def test_cross_entropy_property_matches_torch(n, classes, reduction, weighted, s
         kw["ignore_index"] = ignore
         y[rng.random(n) < 0.3] = ignore
     _cross_entropy_vs_torch(x, y, reduction, kw)
+
+
+# -- optimisers ------------------------------------------------------------------------------------
+
+OPTIMISERS = [
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.5, weight_decay=0.2, maximize=True)),
+    ("SGD", dict(lr=0.1, maximize=True)),
+    ("Adam", dict(lr=0.1, amsgrad=True)),
+    ("Adam", dict(lr=0.1, maximize=True, weight_decay=0.1)),
+    ("Adam", dict(lr=0.1, amsgrad=True, maximize=True, weight_decay=0.2, betas=(0.5, 0.7), eps=1e-3)),
+    ("AdamW", dict(lr=0.1, amsgrad=True)),
+    ("AdamW", dict(lr=0.1, amsgrad=True, maximize=True, weight_decay=0.3)),
+]
+
+
+@pytest.mark.parametrize("name,kw", OPTIMISERS, ids=[f"{n}-{'-'.join(kw)}" for n, kw in OPTIMISERS])
+def test_optimiser_steps_match_torch_optim(name, kw):
+    torch = _torch()
+    rng = np.random.default_rng(6)
+    start, grads = rng.normal(size=(3, 2)), rng.normal(size=(7, 3, 2))
+    grads[4] *= 0.01  # a small gradient: amsgrad keeps the larger second moment of the earlier steps
+    tp = torch.nn.Parameter(torch.tensor(start))
+    wp = nn.Parameter(start.copy())
+    t_opt, w_opt = getattr(torch.optim, name)([tp], **kw), getattr(optim, name)([wp], **kw)
+    for g in grads:
+        tp.grad = torch.tensor(g)
+        wp.grad = g.copy()
+        t_opt.step()
+        w_opt.step()
+        np.testing.assert_allclose(wp.value, tp.detach().numpy(), rtol=1e-12, atol=1e-14)
+    if kw.get("amsgrad"):
+        assert "max_exp_avg_sq" in w_opt.state_dict()["state"][0]
+
+
+def test_plain_sgd_maximize_on_embedding_rows_climbs():
+    emb = nn.Embedding(4, 2, rng=0, dtype=np.float64)
+    before = emb.weight.value.copy()
+    opt = optim.SGD(emb.parameters(), lr=0.5, maximize=True)
+    wnp.sum(emb(np.array([1, 1, 3]))).backward()
+    opt.step()
+    np.testing.assert_allclose(emb.weight.value - before, 0.5 * np.array([[0, 0], [2, 2], [0, 0], [1, 1]]))
