@@ -106,7 +106,8 @@ def cross_entropy(logits, labels, reduction="mean", weight=None, ignore_index=-1
             terms = terms * _class_weight(weight, classes, "cross_entropy")
         return _reduce(-wnp.sum(terms, axis=-1), reduction, "cross_entropy")
     plain_mean = reduction == "mean" and weight is None and not smoothing
-    if plain_mean and not np.any(np.asarray(plain) == ignore_index):
+    batched = type(plain) in BOX_TYPES  # labels with a value per example under wg.vmap
+    if plain_mean and (batched or not np.any(np.asarray(plain) == ignore_index)):
         return nn_ops.softmax_cross_entropy(logits, labels)
     return _nll(nn_ops.log_softmax(logits), plain, weight, ignore_index, reduction, smoothing,
                 "cross_entropy")
