@@ -269,3 +269,68 @@ def test_plain_sgd_maximize_on_embedding_rows_climbs():
     wnp.sum(emb(np.array([1, 1, 3]))).backward()
     opt.step()
     np.testing.assert_allclose(emb.weight.value - before, 0.5 * np.array([[0, 0], [2, 2], [0, 0], [1, 1]]))
+
+
+# -- Embedding -------------------------------------------------------------------------------------
+
+EMBEDDING = [dict(padding_idx=2), dict(padding_idx=-1), dict(scale_grad_by_freq=True, sparse=False),
+             dict(padding_idx=0, scale_grad_by_freq=True, sparse=False), dict(max_norm=1.0),
+             dict(max_norm=0.5, norm_type=1.0, padding_idx=1, sparse=False)]
+
+
+@pytest.mark.parametrize("kw", EMBEDDING, ids=["-".join(f"{k}={v}" for k, v in kw.items())
+                                               for kw in EMBEDDING])
+def test_embedding_options_match_torch_eagerly_and_functionally(kw):
+    torch = _torch()
+    torch.manual_seed(0)
+    te = torch.nn.Embedding(5, 3, **kw).double()
+    ours = nn.Embedding(5, 3, dtype=np.float64, **kw)
+    if "padding_idx" in kw:
+        assert not ours.weight.value[kw["padding_idx"]].any()  # the padding row starts at zero
+    start = te.weight.detach().numpy().copy()
+    ours.weight.value[...] = start
+    idx = np.array([[0, 2, 2], [4, 1, 2]])
+    cot = np.random.default_rng(7).normal(size=(2, 3, 3))
+    (te(torch.tensor(idx)) * torch.tensor(cot)).sum().backward()
+    want = te.weight.grad.to_dense().numpy()
+    out = ours(idx)
+    wnp.sum(out * cot).backward()
+    grad = ours.weight.grad
+    np.testing.assert_allclose(out.value, te(torch.tensor(idx)).detach().numpy(), **TOL)
+    dense = grad.to_dense() if isinstance(grad, nn.SparseRows) else grad.value
+    np.testing.assert_allclose(dense, want, **TOL)
+    np.testing.assert_allclose(ours.weight.value, te.weight.detach().numpy(), **TOL)  # max_norm's rescaling
+    assert isinstance(grad, nn.SparseRows) == kw.get("sparse", True)
+    if "max_norm" not in kw:
+        fresh = nn.Embedding(5, 3, dtype=np.float64, **kw)
+        g = wg.grad(lambda p: wnp.sum(nn.functional_call(fresh, p, (idx,)) * cot))({"weight": start})
+        np.testing.assert_allclose(g["weight"], want, **TOL)
+
+
+def test_embedding_sparse_false_gives_torchs_dense_adam():
+    torch = _torch()
+    torch.manual_seed(0)
+    te, ours = torch.nn.Embedding(5, 3).double(), nn.Embedding(5, 3, sparse=False, dtype=np.float64)
+    ours.weight.value[...] = te.weight.detach().numpy()
+    t_opt, w_opt = torch.optim.Adam(te.parameters(), lr=0.1), optim.Adam(ours.parameters(), lr=0.1)
+    for idx in ([0, 1, 1], [3, 0, 2], [4, 4, 4], [1, 2, 3]):  # rows left out still move (dense moments)
+        t_opt.zero_grad()
+        w_opt.zero_grad()
+        te(torch.tensor(idx)).pow(2).sum().backward()
+        wnp.sum(ours(np.array(idx)) ** 2).backward()
+        t_opt.step()
+        w_opt.step()
+    np.testing.assert_allclose(ours.weight.value, te.weight.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_embedding_options_are_checked_by_name():
+    with pytest.raises(ValueError, match=r"Embedding: padding_idx must lie in \[-4, 4\) for a table of "
+                                         r"4 rows"):
+        nn.Embedding(4, 2, padding_idx=4)
+    with pytest.raises(ValueError, match="Embedding: max_norm must be positive"):
+        nn.Embedding(4, 2, max_norm=0.0)
+    emb = nn.Embedding(4, 2, max_norm=1.0, dtype=np.float64)
+    with pytest.raises(NotImplementedError, match=r"Embedding: max_norm rescales rows of the module's own "
+                                                  r"table in place; with a weight given to apply\(\)"):
+        wg.grad(lambda p: wnp.sum(emb.apply(p, np.array([1]))))(emb.parameters_tree())
+    assert "padding_idx=3" in repr(nn.Embedding(4, 2, padding_idx=-1))
