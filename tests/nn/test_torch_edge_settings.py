@@ -334,3 +334,75 @@ def test_embedding_options_are_checked_by_name():
                                                   r"table in place; with a weight given to apply\(\)"):
         wg.grad(lambda p: wnp.sum(emb.apply(p, np.array([1]))))(emb.parameters_tree())
     assert "padding_idx=3" in repr(nn.Embedding(4, 2, padding_idx=-1))
+
+
+# -- convolution layers: padding modes, and a property over random geometry ------------------------
+
+def _conv_layer_vs_torch(cls, cin, cout, kernel, x, kw):
+    """A conv layer with PyTorch's weights: value and gradients w.r.t. input, weight and bias."""
+    torch = _torch()
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, cls)(cin, cout, kernel, **kw).double()
+    tx = torch.tensor(x, requires_grad=True)
+    out = tm(tx)
+    cot = np.cos(np.arange(out.numel())).reshape(tuple(out.shape))
+    (out * torch.tensor(cot)).sum().backward()
+    wm = getattr(nn, cls)(cin, cout, kernel, **kw, dtype=np.float64)
+    wm.load_state_dict({k: v.numpy() for k, v in tm.state_dict().items()})
+    np.testing.assert_allclose(wm(x).value, out.detach().numpy(), **TOL)
+    gp, gx = wg.grad(lambda p, x: wnp.sum(nn.functional_call(wm, p, (x,)) * cot), argnums=(0, 1))(
+        wm.parameters_tree(), x)
+    np.testing.assert_allclose(gx, tx.grad.numpy(), **TOL)
+    for key, p in tm.named_parameters():
+        np.testing.assert_allclose(gp[key], p.grad.numpy(), err_msg=key, **TOL)
+
+
+PAD_MODES = [  # layer, in, out, kernel, input shape, keyword arguments
+    ("Conv2d", 2, 3, 3, (1, 2, 4, 5), dict(padding=1, padding_mode="reflect")),
+    ("Conv2d", 2, 4, (2, 3), (2, 4, 5), dict(padding=(1, 2), padding_mode="replicate", groups=2)),
+    ("Conv2d", 1, 1, 3, (1, 1, 3, 3), dict(padding=2, padding_mode="circular", dilation=2)),
+    ("Conv2d", 2, 2, (2, 4), (1, 2, 5, 6), dict(padding="same", padding_mode="reflect", groups=2)),
+    ("Conv1d", 1, 2, 4, (1, 1, 5), dict(padding=3, padding_mode="replicate", stride=2)),
+    ("Conv1d", 3, 3, 3, (2, 3, 4), dict(padding=4, padding_mode="circular", groups=3)),  # depthwise
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@pytest.mark.parametrize("cls,cin,cout,kernel,shape,kw", PAD_MODES,
+                         ids=[f"{c[0]}-{c[5]['padding_mode']}-{i}" for i, c in enumerate(PAD_MODES)])
+def test_conv_padding_modes_match_torch(cls, cin, cout, kernel, shape, kw):
+    x = np.random.default_rng(8).normal(size=shape)
+    _conv_layer_vs_torch(cls, cin, cout, kernel, x, kw)
+    assert f"padding_mode={kw['padding_mode']!r}" in repr(getattr(nn, cls)(cin, cout, kernel, **kw))
+
+
+@st.composite
+def _conv_geometry(draw):
+    d = draw(st.integers(1, 2))
+    ints = lambda lo, hi: tuple(draw(st.lists(st.integers(lo, hi), min_size=d, max_size=d)))  # noqa: E731
+    groups = draw(st.integers(1, 2))
+    kernel, dilation = ints(1, 3), ints(1, 2)
+    mode = draw(st.sampled_from(["zeros", "reflect", "replicate", "circular"]))
+    padding = draw(st.one_of(st.just("same"), st.integers(0, 2), st.just(None)))
+    padding = ints(0, 2) if padding is None else padding
+    stride = (1,) * d if padding == "same" else ints(1, 2)
+    pads = [0 if padding == "same" else (padding if isinstance(padding, int) else padding[i])
+            for i in range(d)]
+    reach = [dl * (k - 1) for k, dl in zip(kernel, dilation)]
+    smallest = [max(r + 1 - 2 * p, p + 1) for r, p in zip(reach, pads)]  # one output; reflect pad < size
+    spatial = tuple(draw(st.integers(n, n + 3)) for n in smallest)
+    batch = draw(st.sampled_from([(), (1,), (2,)]))
+    cin, cout = groups * draw(st.integers(1, 2)), groups * draw(st.integers(1, 2))
+    kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=mode)
+    return ("Conv1d" if d == 1 else "Conv2d"), cin, cout, kernel, batch + (cin,) + spatial, kw
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@settings(max_examples=30, deadline=None)
+@given(_conv_geometry(), st.integers(0, 2 ** 16))
+def test_conv_layer_property_matches_torch(geometry, seed):
+    """Random geometry (batch 1 or none, channel 1, kernel larger than stride, dilation, groups,
+    every padding and padding mode): values and gradients as PyTorch's."""
+    _torch()
+    cls, cin, cout, kernel, shape, kw = geometry
+    _conv_layer_vs_torch(cls, cin, cout, kernel, np.random.default_rng(seed).normal(size=shape), kw)
