@@ -406,3 +406,31 @@ def test_conv_layer_property_matches_torch(geometry, seed):
     _torch()
     cls, cin, cout, kernel, shape, kw = geometry
     _conv_layer_vs_torch(cls, cin, cout, kernel, np.random.default_rng(seed).normal(size=shape), kw)
+
+
+AVG_CEIL = [  # input shape, keyword arguments: ceil_mode's last window hangs over the input's end
+    ((1, 1, 7, 5), dict(kernel_size=3, stride=2, ceil_mode=True)),
+    ((2, 2, 6, 7), dict(kernel_size=(3, 2), stride=(2, 3), padding=1, ceil_mode=True)),
+    ((2, 2, 6, 7), dict(kernel_size=(3, 2), stride=(2, 3), padding=1, ceil_mode=True,
+                        count_include_pad=False)),
+    ((1, 3, 5, 5), dict(kernel_size=4, stride=3, padding=2, ceil_mode=True, divisor_override=7)),
+    ((3, 8), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),  # no batch axis
+    ((1, 2, 9), dict(kernel_size=4, stride=3, padding=2, ceil_mode=True, count_include_pad=False)),
+]
+
+
+@pytest.mark.parametrize("shape,kw", AVG_CEIL, ids=[str(i) for i in range(len(AVG_CEIL))])
+def test_avg_pool_ceil_mode_matches_torch(shape, kw):
+    torch = _torch()
+    two_d = len(shape) == 4
+    ours, theirs = (F.avg_pool2d, torch.nn.functional.avg_pool2d) if two_d else \
+        (F.avg_pool1d, torch.nn.functional.avg_pool1d)
+    x = np.random.default_rng(9).normal(size=shape)
+    tx = torch.tensor(x, requires_grad=True)
+    out = theirs(tx, **kw)
+    cot = np.cos(np.arange(out.numel())).reshape(tuple(out.shape))
+    (out * torch.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(ours(x, **kw), out.detach().numpy(), **TOL)
+    np.testing.assert_allclose(wg.grad(lambda a: wnp.sum(ours(a, **kw) * cot))(x), tx.grad.numpy(), **TOL)
+    layer = (nn.AvgPool2d if two_d else nn.AvgPool1d)(**{k: v for k, v in kw.items()})
+    np.testing.assert_allclose(layer(x), out.detach().numpy(), **TOL)

@@ -209,20 +209,21 @@ def _window_sums(x, kernel, stride, pairs):
 
 
 def _avg_pool(d, fname, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    if ceil_mode:
-        raise NotImplementedError(f"{fname}: ceil_mode=True is not supported (its last windows are averaged "
-                                  f"over fewer elements); pad the input instead")
     x, added = _batched(x, d, fname, "(N, C, L)" if d == 1 else "(N, C, H, W)")
     xs = tuple(_shape(x))
-    kernel, stride, pairs, _ = _pool_geometry(fname, xs, d, kernel_size, stride, padding, 1, False)
+    kernel, stride, pairs, _ = _pool_geometry(fname, xs, d, kernel_size, stride, padding, 1, ceil_mode)
     sums = _window_sums(x, kernel, stride, pairs)
     if divisor_override is not None:
         out = sums * (1.0 / float(divisor_override))
-    elif count_include_pad or all(p == (0, 0) for p in pairs):
+    elif all(lo == hi == 0 for lo, hi in pairs) or (count_include_pad and all(lo == hi for lo, hi in pairs)):
         out = sums * (1.0 / math.prod(kernel))
-    else:  # divide by the number of input elements in each window (a constant array)
-        counts = cv.conv(np.ones((1, 1) + xs[2:]), np.ones((1, 1) + kernel), stride=stride, padding=pairs,
-                         dilation=(1,) * d, groups=1)
+    else:  # divide by each window's count: the input, the padding when it counts, never ceil_mode's overhang
+        counts = np.ones((), dtype=np.float64)
+        for size, k, st, (lo, hi) in zip(xs[2:], kernel, stride, pairs):
+            inside = np.zeros(lo + size + hi)
+            inside[0 if count_include_pad else lo:lo + size + (lo if count_include_pad else 0)] = 1.0
+            per_axis = np.convolve(inside, np.ones(k), mode="valid")[::st]
+            counts = np.multiply.outer(counts, per_axis)
         out = sums * (1.0 / counts).astype(broadcasting.dtype_of(x))
     return _unbatched(out, added)
 
