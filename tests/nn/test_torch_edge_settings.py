@@ -434,3 +434,62 @@ def test_avg_pool_ceil_mode_matches_torch(shape, kw):
     np.testing.assert_allclose(wg.grad(lambda a: wnp.sum(ours(a, **kw) * cot))(x), tx.grad.numpy(), **TOL)
     layer = (nn.AvgPool2d if two_d else nn.AvgPool1d)(**{k: v for k, v in kw.items()})
     np.testing.assert_allclose(layer(x), out.detach().numpy(), **TOL)
+
+
+# -- normalisation, recurrent and attention layers on odd settings ---------------------------------
+
+def _normal(*shape, seed=10):
+    return np.random.default_rng(seed + len(shape)).normal(size=shape)
+
+
+_MHA_INPUTS = [_normal(3, 2, 4), _normal(5, 2, 4), _normal(5, 2, 4, seed=12)]
+_PER_HEAD_MASK = np.arange(60).reshape(4, 3, 5) % 4 == 1
+MODULES = {  # id -> (layer, constructor arguments, keyword arguments, inputs, train, call keywords, steps)
+    "BatchNorm1d-momentum-None-3-steps":
+        ("BatchNorm1d", (3,), dict(momentum=None), [_normal(4, 3)], True, {}, 3),
+    "BatchNorm1d-batch1-length2":
+        ("BatchNorm1d", (3,), dict(momentum=None), [_normal(1, 3, 2)], True, {}, 2),
+    "BatchNorm2d-no-affine-train":
+        ("BatchNorm2d", (2,), dict(affine=False, momentum=0.0), [_normal(1, 2, 1, 3)], True, {}, 2),
+    "BatchNorm2d-no-running-stats-eval":
+        ("BatchNorm2d", (2,), dict(track_running_stats=False), [_normal(2, 2, 3, 1)], False, {}, 1),
+    "BatchNorm1d-eval-momentum-None":
+        ("BatchNorm1d", (3,), dict(momentum=None, affine=False), [_normal(2, 3)], False, {}, 1),
+    "LayerNorm-no-affine":
+        ("LayerNorm", ((2, 3),), dict(elementwise_affine=False), [_normal(1, 2, 3)], True, {}, 1),
+    "LayerNorm-no-bias-size1": ("LayerNorm", (1,), dict(bias=False), [_normal(4, 1)], True, {}, 1),
+    "GroupNorm-no-affine-instance":
+        ("GroupNorm", (2, 2), dict(affine=False), [_normal(1, 2, 3)], True, {}, 1),
+    "GroupNorm-one-group-2d-input": ("GroupNorm", (1, 3), {}, [_normal(2, 3)], True, {}, 1),
+    "LSTM-3layers-h0-c0-batch1-eval-dropout":
+        ("LSTM", (2, 3), dict(num_layers=3, dropout=0.4),
+         [_normal(4, 1, 2), (_normal(3, 1, 3), _normal(3, 1, 3, seed=11))], False, {}, 1),
+    "LSTM-batch-first-no-bias-h0":
+        ("LSTM", (2, 3), dict(num_layers=2, batch_first=True, bias=False),
+         [_normal(2, 4, 2), (_normal(2, 2, 3), _normal(2, 2, 3, seed=11))], True, {}, 1),
+    "GRU-3layers-batch-first-h0-eval-dropout":
+        ("GRU", (2, 3), dict(num_layers=3, batch_first=True, dropout=0.5),
+         [_normal(1, 4, 2), _normal(3, 1, 3)], False, {}, 1),
+    "GRU-unbatched-h0-no-bias":
+        ("GRU", (2, 1), dict(num_layers=2, bias=False), [_normal(3, 2), _normal(2, 1)], True, {}, 1),
+    "LSTM-length1-hidden1": ("LSTM", (1, 1), dict(num_layers=2), [_normal(1, 1, 1)], True, {}, 1),
+    "MHA-float-key-padding-and-bool-attn":
+        ("MultiheadAttention", (4, 2), {}, _MHA_INPUTS, True,
+         dict(attn_mask=np.array([[0, 1, 0, 0, 1]] * 3, bool), key_padding_mask=_normal(2, 5)), 1),
+    "MHA-3d-bool-mask-per-head":
+        ("MultiheadAttention", (4, 2), dict(bias=False), _MHA_INPUTS, True,
+         dict(attn_mask=_PER_HEAD_MASK, average_attn_weights=False), 1),
+    "MHA-unbatched-bool-key-padding":
+        ("MultiheadAttention", (4, 4), dict(batch_first=True), [_normal(3, 4), _normal(5, 4), _normal(5, 4)],
+         True, dict(key_padding_mask=np.array([0, 0, 1, 0, 1], bool)), 1),
+    "MHA-no-weights-eval-dropout":
+        ("MultiheadAttention", (4, 1), dict(dropout=0.5), _MHA_INPUTS, False, dict(need_weights=False), 1),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
+@pytest.mark.parametrize("case", list(MODULES))
+def test_layer_on_odd_settings_matches_torch(case):
+    """Outputs, gradients (inputs and parameters) and running statistics, step after step."""
+    name, args, kwargs, inputs, train, call_kw, steps = MODULES[case]
+    _compare_module(name, args, kwargs, inputs, train=train, call_kw=call_kw, steps=steps)
