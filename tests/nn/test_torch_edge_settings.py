@@ -493,3 +493,28 @@ def test_layer_on_odd_settings_matches_torch(case):
     """Outputs, gradients (inputs and parameters) and running statistics, step after step."""
     name, args, kwargs, inputs, train, call_kw, steps = MODULES[case]
     _compare_module(name, args, kwargs, inputs, train=train, call_kw=call_kw, steps=steps)
+
+
+BCE = [{}, {"pos_weight": [0.5, 2.0, 3.0]}, {"weight": [[0.0], [1.0], [2.5], [0.3]]},
+       {"weight": [[0.0], [1.0], [2.5], [0.3]], "pos_weight": [0.5, 2.0, 3.0]}]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("kw", BCE, ids=["plain", "pos_weight", "weight", "both"])
+def test_binary_cross_entropy_with_logits_weights_match_torch(kw, reduction):
+    torch = _torch()
+    rng = np.random.default_rng(11)
+    x, t = rng.normal(size=(4, 3)) * 30, rng.random((4, 3))  # far in both tails
+    kw = {k: np.asarray(v) for k, v in kw.items()}
+    tx, tt = torch.tensor(x, requires_grad=True), torch.tensor(t, requires_grad=True)
+    want = torch.nn.functional.binary_cross_entropy_with_logits(
+        tx, tt, reduction=reduction, **{k: torch.tensor(v) for k, v in kw.items()})
+    want.sum().backward()
+
+    def loss(x, t):
+        return nn.binary_cross_entropy_with_logits(x, t, reduction=reduction, **kw)
+
+    np.testing.assert_allclose(loss(x, t), want.detach().numpy(), rtol=1e-12, atol=1e-12)
+    gx, gt = wg.grad(lambda x, t: wnp.sum(loss(x, t)), argnums=(0, 1))(x, t)
+    np.testing.assert_allclose(gx, tx.grad.numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(gt, tt.grad.numpy(), rtol=1e-12, atol=1e-12)

@@ -174,13 +174,21 @@ def mse_loss(prediction, target, reduction="mean"):
     return _reduce(diff * diff, reduction, "mse_loss")
 
 
-def binary_cross_entropy_with_logits(logits, targets, reduction="mean"):
+def binary_cross_entropy_with_logits(logits, targets, reduction="mean", weight=None, pos_weight=None):
     """Sigmoid cross-entropy from raw scores and targets in [0, 1]
     (torch.nn.functional.binary_cross_entropy_with_logits).
 
-    Written as max(x, 0) - x t + log(1 + exp(-|x|)), which never overflows.
+    Written as max(x, 0) - x t + log(1 + exp(-|x|)), which never overflows. PyTorch's options:
+    ``pos_weight`` (broadcasting against the last axis: one per class) scales the positive term,
+    -pw t log sigmoid(x); ``weight`` (broadcasting against the loss) scales each element.
     """
-    losses = wnp.maximum(logits, 0.0) - logits * targets + wnp.log1p(wnp.exp(-wnp.abs(logits)))
+    if pos_weight is None:
+        losses = wnp.maximum(logits, 0.0) - logits * targets + wnp.log1p(wnp.exp(-wnp.abs(logits)))
+    else:  # (1 - t) x + (1 + (pw - 1) t) (-log sigmoid(x)), PyTorch's stable form
+        minus_log_sigmoid = wnp.maximum(-logits, 0.0) + wnp.log1p(wnp.exp(-wnp.abs(logits)))
+        losses = (1.0 - targets) * logits + (1.0 + (pos_weight - 1.0) * targets) * minus_log_sigmoid
+    if weight is not None:
+        losses = losses * weight
     return _reduce(losses, reduction, "binary_cross_entropy_with_logits")
 
 
