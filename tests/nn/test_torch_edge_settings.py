@@ -416,6 +416,9 @@ AVG_CEIL = [  # input shape, keyword arguments: ceil_mode's last window hangs ov
     ((1, 3, 5, 5), dict(kernel_size=4, stride=3, padding=2, ceil_mode=True, divisor_override=7)),
     ((3, 8), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),  # no batch axis
     ((1, 2, 9), dict(kernel_size=4, stride=3, padding=2, ceil_mode=True, count_include_pad=False)),
+    ((1, 1, 2, 5), dict(kernel_size=(3, 2), stride=(2, 1), ceil_mode=True)),  # one window, past the end
+    ((1, 2, 1, 6), dict(kernel_size=(4, 3), stride=(2, 3), padding=1, ceil_mode=True,
+                        count_include_pad=False)),
 ]
 
 
@@ -518,3 +521,26 @@ def test_binary_cross_entropy_with_logits_weights_match_torch(kw, reduction):
     gx, gt = wg.grad(lambda x, t: wnp.sum(loss(x, t)), argnums=(0, 1))(x, t)
     np.testing.assert_allclose(gx, tx.grad.numpy(), rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(gt, tt.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((1, 1, 3, 3), dict(kernel_size=(3, 1), stride=3, dilation=2)),
+    ((2, 1, 5), dict(kernel_size=4, stride=3, dilation=2)),
+    ((1, 1, 8, 2), dict(kernel_size=(4, 3), stride=(1, 3), padding=(1, 0))),
+])
+def test_max_pool_ceil_mode_window_past_the_padding_matches_torch(shape, kw):
+    """ceil_mode's only window may reach past the input and its padding (it was refused as smaller
+    than the kernel, which PyTorch accepts)."""
+    torch = _torch()
+    ours, theirs = (F.max_pool2d, torch.nn.functional.max_pool2d) if len(shape) == 4 else \
+        (F.max_pool1d, torch.nn.functional.max_pool1d)
+    x = np.random.default_rng(12).permutation(np.prod(shape)).reshape(shape) / 10.0
+    tx = torch.tensor(x, requires_grad=True)
+    out = theirs(tx, ceil_mode=True, **kw)
+    cot = np.cos(np.arange(out.numel())).reshape(tuple(out.shape))
+    (out * torch.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(ours(x, ceil_mode=True, **kw), out.detach().numpy(), **TOL)
+    g = wg.grad(lambda a: wnp.sum(ours(a, ceil_mode=True, **kw) * cot))(x)
+    np.testing.assert_allclose(g, tx.grad.numpy(), **TOL)
+    with pytest.raises(ValueError, match="is smaller than the kernel"):
+        ours(x, ceil_mode=False, **kw)

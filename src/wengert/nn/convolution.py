@@ -161,14 +161,15 @@ def _pool_geometry(fname, xs, d, kernel_size, stride, padding, dilation, ceil_mo
                          f"(as in PyTorch)")
     pairs = []
     for s, k, st, p, dl in zip(xs[2:], kernel, stride, pads, dilation):
-        if s + 2 * p < dl * (k - 1) + 1:
+        span = s + 2 * p - dl * (k - 1) - 1
+        out = (-(-span // st) if ceil_mode else span // st) + 1
+        if ceil_mode and (out - 1) * st >= s + p:  # windows start inside the input or the low padding
+            out -= 1
+        if out < 1:
             raise ValueError(f"{fname}: input of shape {xs} with padding {pads} is smaller than the "
                              f"kernel {kernel} (dilation {dilation})")
         hi = p
-        if ceil_mode:  # windows that start inside the input or the low padding, as PyTorch
-            out = -(-(s + 2 * p - dl * (k - 1) - 1) // st) + 1
-            if (out - 1) * st >= s + p:
-                out -= 1
+        if ceil_mode:  # as PyTorch: the last window may hang over the end, even past the padding
             hi = (out - 1) * st + dl * (k - 1) + 1 - s - p
         pairs.append((p, max(hi, p)))
     return kernel, stride, tuple(pairs), dilation
