@@ -544,3 +544,13 @@ def test_max_pool_ceil_mode_window_past_the_padding_matches_torch(shape, kw):
     np.testing.assert_allclose(g, tx.grad.numpy(), **TOL)
     with pytest.raises(ValueError, match="is smaller than the kernel"):
         ours(x, ceil_mode=False, **kw)
+
+
+def test_dropout_takes_torchs_positional_inplace_not_as_a_seed():
+    with pytest.raises(ValueError, match=r"Dropout: inplace=True is not supported .* give a seed as rng="):
+        nn.Dropout(0.5, True)  # it became rng=True: the same mask sequence for every such layer
+    x = np.ones((3, 4))
+    np.testing.assert_array_equal(nn.Dropout(1.0)(x), np.zeros((3, 4)))  # PyTorch allows p=1
+    np.testing.assert_array_equal(nn.Dropout(1.0).eval()(x), x)
+    with pytest.raises(ValueError, match=r"Dropout: p must be in \[0, 1\], got 1.5"):
+        nn.Dropout(1.5)

@@ -244,18 +244,25 @@ _ACTIVATIONS = {"relu": ReLU, "tanh": Tanh, "sigmoid": Sigmoid, "gelu": GELU, "i
 
 class Dropout(Module):
     """Zero each element with probability ``p`` while training, scaling the rest by 1/(1-p)
-    (torch.nn.Dropout, inverted dropout); the identity in eval mode. ``rng``: a Generator or seed."""
+    (torch.nn.Dropout, inverted dropout; p = 1 zeroes everything); the identity in eval mode.
+    ``rng``: a Generator or seed (a keyword: PyTorch's second argument is ``inplace``, which
+    wengert, never writing into its input, accepts only as False)."""
 
-    def __init__(self, p=0.5, rng=None):
+    def __init__(self, p=0.5, inplace=False, rng=None):
         super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        if inplace is not False:
+            raise ValueError(f"Dropout: inplace={inplace!r} is not supported (wengert never writes into its "
+                             f"input; it returns a new array): leave it out, and give a seed as rng=")
         self.p = float(p)
         self.rng = init.as_rng(rng)
 
     def forward(self, x):
         if not self.training or self.p == 0.0:
             return x
+        if self.p == 1.0:
+            return x * 0.0
         shape = np.shape(unbox_all(x))
         keep = (self.rng.random(shape) >= self.p).astype(unbox_all(x).dtype if shape else float)
         return x * (keep / (1.0 - self.p))
