@@ -476,6 +476,17 @@ MODULES = {  # id -> (layer, constructor arguments, keyword arguments, inputs, t
     "GRU-unbatched-h0-no-bias":
         ("GRU", (2, 1), dict(num_layers=2, bias=False), [_normal(3, 2), _normal(2, 1)], True, {}, 1),
     "LSTM-length1-hidden1": ("LSTM", (1, 1), dict(num_layers=2), [_normal(1, 1, 1)], True, {}, 1),
+    "LSTM-bidirectional-3layers-h0-c0":
+        ("LSTM", (2, 3), dict(num_layers=3, bidirectional=True),
+         [_normal(4, 2, 2), (_normal(6, 2, 3), _normal(6, 2, 3, seed=11))], True, {}, 1),
+    "LSTM-bidirectional-batch-first-batch1-no-bias":
+        ("LSTM", (2, 3), dict(num_layers=2, bidirectional=True, batch_first=True, bias=False),
+         [_normal(1, 4, 2)], True, {}, 1),
+    "GRU-bidirectional-2layers-h0-eval-dropout":
+        ("GRU", (2, 3), dict(num_layers=2, bidirectional=True, dropout=0.3),
+         [_normal(4, 2, 2), _normal(4, 2, 3)], False, {}, 1),
+    "GRU-bidirectional-unbatched-h0":
+        ("GRU", (2, 3), dict(bidirectional=True), [_normal(5, 2), _normal(2, 3)], True, {}, 1),
     "MHA-float-key-padding-and-bool-attn":
         ("MultiheadAttention", (4, 2), {}, _MHA_INPUTS, True,
          dict(attn_mask=np.array([[0, 1, 0, 0, 1]] * 3, bool), key_padding_mask=_normal(2, 5)), 1),
