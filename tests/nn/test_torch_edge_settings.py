@@ -565,3 +565,24 @@ def test_dropout_takes_torchs_positional_inplace_not_as_a_seed():
     np.testing.assert_array_equal(nn.Dropout(1.0).eval()(x), x)
     with pytest.raises(ValueError, match=r"Dropout: p must be in \[0, 1\], got 1.5"):
         nn.Dropout(1.5)
+
+
+def test_square_linear_weights_from_torch_load_transposed_or_are_refused():
+    torch = _torch()
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 4)).double()
+    wm = nn.Sequential(nn.Linear(4, 4, dtype=np.float64), nn.Tanh(), nn.Linear(4, 4, dtype=np.float64))
+    x = np.random.default_rng(13).normal(size=(3, 4))
+    wm.load_state_dict(tm.state_dict())  # torch tensors: PyTorch's layout, transposed
+    np.testing.assert_allclose(wm(x).value, tm(torch.tensor(x)).detach().numpy(), **TOL)
+    as_numpy = {k: v.numpy() for k, v in tm.state_dict().items()}
+    with pytest.raises(ValueError, match=r"load_state_dict: the Linear weights \['0.weight', '2.weight'\] "
+                                         r"are square, so their layout cannot be told: pass layout='torch'"):
+        wm.load_state_dict(as_numpy)  # it was taken as wengert's: every weight silently transposed
+    fresh = nn.Sequential(nn.Linear(4, 4, dtype=np.float64), nn.Tanh(), nn.Linear(4, 4, dtype=np.float64))
+    fresh.load_state_dict(wm.state_dict())  # wengert's own state_dict() is known to be wengert's
+    np.testing.assert_array_equal(fresh(x).value, wm(x).value)
+    fresh.load_state_dict(wm.state_dict(layout="torch"))
+    np.testing.assert_array_equal(fresh(x).value, wm(x).value)
+    fresh.load_state_dict(as_numpy, layout="torch")
+    np.testing.assert_array_equal(fresh(x).value, wm(x).value)
