@@ -496,6 +496,13 @@ MODULES = {  # id -> (layer, constructor arguments, keyword arguments, inputs, t
     "MHA-unbatched-bool-key-padding":
         ("MultiheadAttention", (4, 4), dict(batch_first=True), [_normal(3, 4), _normal(5, 4), _normal(5, 4)],
          True, dict(key_padding_mask=np.array([0, 0, 1, 0, 1], bool)), 1),
+    "MHA-kdim-vdim-batch-first-no-bias":
+        ("MultiheadAttention", (4, 2), dict(kdim=3, vdim=5, batch_first=True, bias=False),
+         [_normal(2, 3, 4), _normal(2, 5, 3), _normal(2, 5, 5)], True,
+         dict(key_padding_mask=np.array([[0, 0, 1, 0, 0], [1, 0, 0, 0, 0]], bool)), 1),
+    "MHA-kdim-vdim-unbatched-float-mask":
+        ("MultiheadAttention", (4, 4), dict(kdim=6, vdim=2), [_normal(3, 4), _normal(5, 6), _normal(5, 2)],
+         True, dict(attn_mask=_normal(3, 5)), 1),
     "MHA-no-weights-eval-dropout":
         ("MultiheadAttention", (4, 1), dict(dropout=0.5), _MHA_INPUTS, False, dict(need_weights=False), 1),
 }
