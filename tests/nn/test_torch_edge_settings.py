@@ -593,3 +593,38 @@ def test_square_linear_weights_from_torch_load_transposed_or_are_refused():
     np.testing.assert_array_equal(fresh(x).value, wm(x).value)
     fresh.load_state_dict(as_numpy, layout="torch")
     np.testing.assert_array_equal(fresh(x).value, wm(x).value)
+
+
+@st.composite
+def _norm_case(draw):
+    kind = draw(st.sampled_from(["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm"]))
+    n, c = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    if kind == "BatchNorm1d":
+        shape = (n, c) + tuple(draw(st.lists(st.integers(1, 3), max_size=1)))
+    elif kind == "BatchNorm2d":
+        shape = (n, c, draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    else:
+        shape = (n, c) + tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    if kind.startswith("BatchNorm"):
+        if int(np.prod(shape)) // c < 2:  # PyTorch refuses one value per channel while training
+            shape = (n + 1,) + shape[1:]
+        kw = dict(momentum=draw(st.sampled_from([None, 0.0, 0.3, 1.0])), affine=draw(st.booleans()),
+                  track_running_stats=draw(st.booleans()))
+        return kind, (c,), kw, shape, draw(st.booleans()), draw(st.integers(1, 3))
+    if kind == "LayerNorm":
+        k = draw(st.integers(1, len(shape)))
+        kw = dict(elementwise_affine=draw(st.booleans()), bias=draw(st.booleans()))
+        return kind, (shape[len(shape) - k:],), kw, shape, True, 1
+    groups = draw(st.sampled_from([g for g in (1, 2, 3) if c % g == 0]))
+    return kind, (groups, c), dict(affine=draw(st.booleans())), shape, True, 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(_norm_case(), st.integers(0, 2 ** 16))
+def test_normalisation_property_matches_torch(case, seed):
+    """Random shapes (batch and channel 1 among them) and settings, train or eval, over several steps:
+    outputs, gradients and running statistics as PyTorch's."""
+    _torch()
+    name, args, kw, shape, train, steps = case
+    x = np.random.default_rng(seed).normal(size=shape)
+    _compare_module(name, args, kw, [x], train=train, steps=steps, seed=seed % 100)
