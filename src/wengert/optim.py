@@ -134,19 +134,21 @@ def _write(p, new_value):
 class SGD(Optimizer):
     """Stochastic gradient descent (torch.optim.SGD): with weight decay ``wd``, momentum ``mu``,
     dampening ``d``: g += wd p; b = mu b + (1 - d) g (b = g at the first step);
-    g = g + mu b (Nesterov) or b; p -= lr g."""
+    g = g + mu b (Nesterov) or b; p -= lr g. ``maximize``: g is the negated gradient."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 nesterov: bool = False, weight_decay: float = 0.0) -> None:
+                 nesterov: bool = False, weight_decay: float = 0.0, maximize: bool = False) -> None:
         if momentum < 0.0 or weight_decay < 0.0:
             raise ValueError(f"SGD: momentum and weight_decay must be >= 0, got {momentum}, {weight_decay}")
         if nesterov and (momentum <= 0.0 or dampening != 0.0):
             raise ValueError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
         super().__init__(params, lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
-                         weight_decay=weight_decay)
+                         weight_decay=weight_decay, maximize=bool(maximize))
 
     def _update(self, p, g, state, group):
         lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
+        if group.get("maximize"):
+            g = -g
         if wd:
             g = g + wd * p.value
         if mu:
@@ -162,23 +164,27 @@ class SGD(Optimizer):
     def _update_sparse(self, p, g, state, group):
         if group["momentum"] or group["weight_decay"]:
             return self._update(p, g.to_dense(), state, group)
-        np.subtract.at(p.value, g.indices, (group["lr"] * g.values).astype(p.dtype))
+        lr = -group["lr"] if group.get("maximize") else group["lr"]
+        np.subtract.at(p.value, g.indices, (lr * g.values).astype(p.dtype))
 
 
 class Adam(Optimizer):
     """Adam (torch.optim.Adam): g += wd p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
-    p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)."""
+    p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps). ``amsgrad``: the largest v so far in
+    place of v; ``maximize``: g is the negated gradient (both as PyTorch)."""
 
     decoupled = False
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
+                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False,
+                 maximize: bool = False) -> None:
         b1, b2 = betas
         if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
             raise ValueError(f"{type(self).__name__}: betas must lie in [0, 1), got {betas}")
         if eps < 0.0 or weight_decay < 0.0:
             raise ValueError(f"{type(self).__name__}: eps and weight_decay must be >= 0")
-        super().__init__(params, lr=lr, betas=(float(b1), float(b2)), eps=eps, weight_decay=weight_decay)
+        super().__init__(params, lr=lr, betas=(float(b1), float(b2)), eps=eps, weight_decay=weight_decay,
+                         amsgrad=bool(amsgrad), maximize=bool(maximize))
 
     def _moments(self, p, state):
         if "exp_avg" not in state:
@@ -190,6 +196,8 @@ class Adam(Optimizer):
 
     def _update(self, p, g, state, group):
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if group.get("maximize"):
+            g = -g
         if wd and self.decoupled:
             p.value *= 1.0 - lr * wd
         elif wd:
@@ -199,15 +207,17 @@ class Adam(Optimizer):
         m += (1.0 - b1) * g
         v *= b2
         v += (1.0 - b2) * (g * g)
+        if group.get("amsgrad"):
+            v = state["max_exp_avg_sq"] = np.maximum(state.get("max_exp_avg_sq", v), v)
         step = (lr / (1.0 - b1 ** t)) * m / (np.sqrt(v / (1.0 - b2 ** t)) + eps)
         _write(p, p.value - step)
 
     def _update_sparse(self, p, g, state, group):
-        if group["weight_decay"]:
+        if group["weight_decay"] or group.get("amsgrad"):
             return self._update(p, g.to_dense(), state, group)
         lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
         g = g.coalesce()
-        rows, gv = g.indices, g.values
+        rows, gv = g.indices, -g.values if group.get("maximize") else g.values
         t, m, v = self._moments(p, state)
         m[rows] = b1 * m[rows] + (1.0 - b1) * gv
         v[rows] = b2 * v[rows] + (1.0 - b2) * (gv * gv)
@@ -221,8 +231,10 @@ class AdamW(Adam):
     decoupled = True
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.01) -> None:
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+                 eps: float = 1e-8, weight_decay: float = 0.01, amsgrad: bool = False,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         maximize=maximize)
 
 
 class _Schedule:

@@ -242,7 +242,12 @@ ERRORS = [
     (lambda: nn.Conv1d(3, 8, 3)(np.zeros((2, 3, 5, 5))), "Conv1d(3, 8, kernel_size=(3,), stride=(1,)): "
                                                          "expected an input of shape (N, 3, L)"),
     (lambda: nn.Conv2d(3, 8, 3, groups=2), "Conv2d: groups=2 must divide in_channels=3 and out_channels=8"),
-    (lambda: nn.Conv2d(3, 8, 3, padding_mode="reflect"), "Conv2d: padding_mode='reflect' is not supported"),
+    (lambda: nn.Conv2d(3, 8, 3, padding_mode="mirror"), "Conv2d: padding_mode must be one of ['circular', "
+                                                        "'reflect', 'replicate', 'zeros'], got 'mirror'"),
+    (lambda: nn.ConvTranspose2d(3, 8, 3, padding_mode="reflect"),
+     "ConvTranspose2d: only padding_mode='zeros'"),
+    (lambda: nn.Conv1d(1, 1, 3, padding=4, padding_mode="reflect")(np.zeros((1, 1, 4))),
+     "padding (4,) with padding_mode='reflect' must be smaller than the input's spatial size"),
     (lambda: nn.ConvTranspose2d(4, 2, 3)(np.zeros((1, 2, 3, 3))),
      "ConvTranspose2d(4, 2, kernel_size=(3, 3), stride=(1, 1)): expected an input of shape (N, 4, H, W) "
      "(4 channels)"),
@@ -267,7 +272,6 @@ ERRORS = [
      "conv_transpose2d: output_padding (2, 2) must be smaller than stride (2, 2) or dilation (1, 1)"),
     (lambda: F.max_pool2d(np.zeros((1, 1, 4, 4)), 2, padding=2),
      "max_pool2d: padding (2, 2) must be at most half the kernel size (2, 2)"),
-    (lambda: F.avg_pool2d(np.zeros((1, 1, 4, 4)), 2, ceil_mode=True), "avg_pool2d: ceil_mode=True is not"),
     (lambda: F.max_pool2d(np.zeros((1, 1, 4, 4)), 2, return_indices=True), "max_pool2d: return_indices=True"),
 ]
 

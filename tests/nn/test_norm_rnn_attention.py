@@ -308,8 +308,8 @@ def test_more_bad_input():
         nn.LSTMCell(3, 4)(np.zeros((2, 3)), (np.zeros((2, 4)), np.zeros((2, 5))))
     with pytest.raises(ValueError, match=r"GRU: initial state must have shape \(2, 5, 4\), got \(1, 5, 4\)"):
         nn.GRU(3, 4, num_layers=2)(np.zeros((6, 5, 3)), np.zeros((1, 5, 4)))
-    with pytest.raises(NotImplementedError, match="bidirectional=True is not implemented"):
-        nn.LSTM(3, 4, bidirectional=True)
+    with pytest.raises(ValueError, match=r"LSTM: initial state must have shape \(4, 5, 4\), got \(2, 5, 4\)"):
+        nn.LSTM(3, 4, num_layers=2, bidirectional=True)(np.zeros((6, 5, 3)), (np.zeros((2, 5, 4)),) * 2)
     with pytest.raises(ValueError, match="embed_dim=6 must be divisible by num_heads=4"):
         nn.MultiheadAttention(6, 4)
     with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(2, 3\), got \(3,\)"):

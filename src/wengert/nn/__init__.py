@@ -26,6 +26,7 @@ from wengert.nn.functional import (
     gelu,
     log_softmax,
     mse_loss,
+    nll_loss,
     relu,
     sigmoid,
     softmax,
@@ -55,7 +56,7 @@ __all__ = [
     "Dropout",
     "ReLU", "Tanh", "Sigmoid", "GELU", "Identity",
     "relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
-    "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits", "init",
+    "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits", "init",
     "Flatten", "Softmax", "LogSoftmax", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm",
     "RNNCell", "LSTMCell", "GRUCell", "LSTM", "GRU", "MultiheadAttention", "functional", "utils",
 ]

@@ -44,8 +44,9 @@ class MultiheadAttention(Module):
     """Multi-head attention (torch.nn.MultiheadAttention): ``out, weights = mha(query, key, value)``,
     with inputs (L, N, E) ((N, L, E) with ``batch_first``; (L, E) unbatched); ``weights`` the
     attention weights averaged over heads (N, L, S) (per head with ``average_attn_weights=False``),
-    or None with ``need_weights=False``. Key and value have the query's embedding size (``kdim``
-    and ``vdim`` other than ``embed_dim`` are not implemented)."""
+    or None with ``need_weights=False``. Key and value may have other sizes (``kdim``, ``vdim``):
+    the three projections are then ``q_proj_weight`` (E, E), ``k_proj_weight`` (E, kdim) and
+    ``v_proj_weight`` (E, vdim), as PyTorch, in place of ``in_proj_weight``."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, rng=None, dtype=np.float32):
@@ -53,14 +54,23 @@ class MultiheadAttention(Module):
         if embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim={embed_dim} must be divisible by "
                              f"num_heads={num_heads}")
-        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
-            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim other "
-                                      "than embed_dim are not implemented")
+        if add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention: add_bias_kv=True and add_zero_attn=True are not "
+                                      "implemented; append the extra key/value row to key and value yourself")
         rng = init.as_rng(rng)
         self.embed_dim, self.num_heads, self.batch_first = int(embed_dim), int(num_heads), bool(batch_first)
+        self.kdim = self.embed_dim if kdim is None else int(kdim)
+        self.vdim = self.embed_dim if vdim is None else int(vdim)
         self.head_dim = self.embed_dim // self.num_heads
-        bound = math.sqrt(6.0 / (embed_dim + 3 * embed_dim))  # xavier_uniform on (3E, E), as PyTorch
-        self.in_proj_weight = Parameter(init.uniform((3 * embed_dim, embed_dim), -bound, bound, rng, dtype))
+        E = self.embed_dim
+        if self.kdim == E and self.vdim == E:
+            bound = math.sqrt(6.0 / (E + 3 * E))  # xavier_uniform on (3E, E), as PyTorch
+            self.in_proj_weight = Parameter(init.uniform((3 * E, E), -bound, bound, rng, dtype))
+        else:  # PyTorch's separate projections, each xavier_uniform
+            for name, n_in in (("q", E), ("k", self.kdim), ("v", self.vdim)):
+                bound = math.sqrt(6.0 / (E + n_in))
+                weight = Parameter(init.uniform((E, n_in), -bound, bound, rng, dtype))
+                setattr(self, f"{name}_proj_weight", weight)
         self.in_proj_bias = Parameter(np.zeros(3 * embed_dim, dtype)) if bias else None
         self.out_proj = _OutProjection(self.embed_dim, bias, rng, dtype)
         self.dropout = float(dropout)
@@ -71,17 +81,20 @@ class MultiheadAttention(Module):
         E, heads, hd = self.embed_dim, self.num_heads, self.head_dim
         shapes = [_shape(a) for a in (query, key, value)]
         ndim = len(shapes[0])
-        if ndim not in (2, 3) or any(len(s) != ndim or s[-1] != E for s in shapes) or shapes[1] != shapes[2]:
-            raise ValueError(f"MultiheadAttention(embed_dim={E}): query, key and value must be "
-                             f"({'N, L' if self.batch_first else 'L, N'}, {E}) (or (L, {E}) unbatched), key "
-                             f"and value of one shape; got {shapes[0]}, {shapes[1]}, {shapes[2]}")
+        sizes = (E, self.kdim, self.vdim)
+        if ndim not in (2, 3) or any(len(s) != ndim or s[-1] != n for s, n in zip(shapes, sizes)) \
+                or shapes[1][:-1] != shapes[2][:-1]:
+            lead = "N, L" if self.batch_first else "L, N"
+            raise ValueError(f"MultiheadAttention(embed_dim={E}): query, key and value must be ({lead}, "
+                             f"{E}), ({lead}, {self.kdim}), ({lead}, {self.vdim}) (or without N unbatched), "
+                             f"key and value of one length; got {shapes[0]}, {shapes[1]}, {shapes[2]}")
         unbatched = ndim == 2
         q, k, v = [self._batch_major(a, unbatched) for a in (query, key, value)]  # (N, L, E)
         N, L, S = _shape(q)[0], _shape(q)[1], _shape(k)[1]
-        w, b = self.in_proj_weight, self.in_proj_bias
+        b = self.in_proj_bias
         parts = []
         for i, x in enumerate((q, k, v)):
-            y = x @ wnp.transpose(w[i * E:(i + 1) * E])
+            y = x @ wnp.transpose(self._projection(i))
             if b is not None:
                 y = y + b[i * E:(i + 1) * E]
             parts.append(wnp.transpose(wnp.reshape(y, (N, -1, heads, hd)), (0, 2, 1, 3)))  # (N, h, L, hd)
@@ -98,6 +111,13 @@ class MultiheadAttention(Module):
             return out, None
         w_out = wnp.mean(weights, axis=1) if average_attn_weights else weights
         return out, (wnp.squeeze(w_out, 0) if unbatched else w_out)
+
+    def _projection(self, i):
+        """The weight (E, in) of query (0), key (1) or value (2)."""
+        w = vars(self).get("in_proj_weight")
+        if w is not None:
+            return w[i * self.embed_dim:(i + 1) * self.embed_dim]
+        return getattr(self, ("q_proj_weight", "k_proj_weight", "v_proj_weight")[i])
 
     def _batch_major(self, x, unbatched):
         if unbatched:
@@ -137,4 +157,6 @@ class MultiheadAttention(Module):
         return scores + (mask if traced is None else traced)
 
     def extra_repr(self):
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
+        same = self.kdim == self.vdim == self.embed_dim
+        dims = "" if same else f", kdim={self.kdim}, vdim={self.vdim}"
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}{dims}, batch_first={self.batch_first}"

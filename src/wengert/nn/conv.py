@@ -3,8 +3,10 @@ defaults, parameter names and layouts, channels first.
 
 ``weight`` is (out_channels, in_channels / groups, *kernel_size) for ``Conv1d``/``Conv2d`` and
 (in_channels, out_channels / groups, *kernel_size) for ``ConvTranspose2d``, exactly PyTorch's, so a
-PyTorch state_dict's arrays load unchanged. Initialisation is PyTorch's default (kaiming_uniform with
-a = sqrt(5)): weight and bias uniform in +-1/sqrt(fan_in), fan_in = weight.shape[1] * prod(kernel).
+PyTorch state_dict's arrays load unchanged. ``padding_mode`` "reflect", "replicate" or "circular"
+pads the input with ``wengert.numpy.pad`` first, as PyTorch does (ConvTranspose2d: "zeros" only).
+Initialisation is PyTorch's default (kaiming_uniform with a = sqrt(5)): weight and bias uniform in
++-1/sqrt(fan_in), fan_in = weight.shape[1] * prod(kernel).
 Parameters are float32 by default; ``dtype=np.float64`` for gradient checks. An input of the wrong
 rank or channel count is refused with the layer, the expected and the given shape.
 """
@@ -13,6 +15,7 @@ import math
 
 import numpy as np
 
+import wengert.numpy as wnp
 from wengert.nn import convolution as F
 from wengert.nn import init
 from wengert.nn.module import Module, Parameter
@@ -22,6 +25,7 @@ __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "Avg
            "AdaptiveAvgPool2d"]
 
 _SPATIAL = {1: "L", 2: "H, W"}
+_PAD_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}  # NumPy's
 
 
 def _tuple(value, d, layer, what):
@@ -57,9 +61,12 @@ class _ConvNd(Module):
         if self.groups < 1 or self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(f"{name}: groups={groups} must divide in_channels={in_channels} and "
                              f"out_channels={out_channels}")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not supported, only 'zeros' "
-                                      f"(pad the input yourself, e.g. with wengert.numpy.pad)")
+        if padding_mode not in _PAD_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {sorted(_PAD_MODES)}, got "
+                             f"{padding_mode!r}")
+        if padding_mode != "zeros" and self.transposed:
+            raise ValueError(f"{name}: only padding_mode='zeros' is supported (as in PyTorch), got "
+                             f"{padding_mode!r}")
         self.kernel_size = _tuple(kernel_size, d, name, "kernel_size")
         self.stride = _tuple(stride, d, name, "stride")
         self.padding = padding if isinstance(padding, str) else _tuple(padding, d, name, "padding")
@@ -85,6 +92,8 @@ class _ConvNd(Module):
             s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode!r}"
         if self.bias is None:
             s += ", bias=False"
         return s
@@ -101,7 +110,23 @@ class _Conv(_ConvNd):
     def forward(self, x):
         _check_input(self, x, self.d, self.in_channels)
         conv = F.conv1d if self.d == 1 else F.conv2d
-        return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        padding = self.padding
+        if self.padding_mode != "zeros":  # pad as PyTorch's _conv_forward, then convolve without padding
+            x, padding = self._pad(x), 0
+        return conv(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+    def _pad(self, x):
+        mode = self.padding_mode
+        name = type(self).__name__
+        pairs = F._conv_padding(self.padding, self.kernel_size, self.stride, self.dilation, name)
+        shape = tuple(broadcasting.shape_of(x))
+        for (lo, hi), n in zip(pairs, shape[-self.d:]):  # as PyTorch: reflect < size, circular <= size
+            if mode != "replicate" and max(lo, hi) > (n - 1 if mode == "reflect" else n):
+                raise ValueError(f"{self!r}: padding {self.padding} with padding_mode={self.padding_mode!r} "
+                                 f"must be {'smaller than' if self.padding_mode == 'reflect' else 'at most'} "
+                                 f"the input's spatial size, got input of shape {shape}")
+        widths = ((0, 0),) * (len(shape) - self.d) + tuple(pairs)
+        return wnp.pad(x, widths, mode=_PAD_MODES[self.padding_mode])
 
 
 class Conv1d(_Conv):

@@ -139,6 +139,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A00
         if not 0 <= op < max(s, dl):
             raise ValueError(f"{fname}: output_padding {extra} must be smaller than stride {stride} or "
                              f"dilation {dilation}")
+    sizes = tuple((n - 1) * s - 2 * p + dl * (k - 1) + op + 1
+                  for n, s, p, dl, k, op in zip(xs[2:], stride, pads, dilation, ws[2:], extra))
+    if any(n < 1 for n in sizes):  # as PyTorch: never an empty or clipped output
+        raise ValueError(f"{fname}: input of shape {xs} with weight {ws}, stride {stride}, padding {pads}, "
+                         f"output_padding {extra} and dilation {dilation} gives an output of spatial size "
+                         f"{sizes}, which is too small; use less padding")
     pairs = tuple((p, p - op) for p, op in zip(pads, extra))
     out = cv.conv_transpose(x, weight, stride=stride, padding=pairs, dilation=dilation, groups=groups)
     return _unbatched(_add_bias(out, bias, ws[1] * groups, fname), added)
@@ -155,14 +161,15 @@ def _pool_geometry(fname, xs, d, kernel_size, stride, padding, dilation, ceil_mo
                          f"(as in PyTorch)")
     pairs = []
     for s, k, st, p, dl in zip(xs[2:], kernel, stride, pads, dilation):
-        if s + 2 * p < dl * (k - 1) + 1:
+        span = s + 2 * p - dl * (k - 1) - 1
+        out = (-(-span // st) if ceil_mode else span // st) + 1
+        if ceil_mode and (out - 1) * st >= s + p:  # windows start inside the input or the low padding
+            out -= 1
+        if out < 1:
             raise ValueError(f"{fname}: input of shape {xs} with padding {pads} is smaller than the "
                              f"kernel {kernel} (dilation {dilation})")
         hi = p
-        if ceil_mode:  # windows that start inside the input or the low padding, as PyTorch
-            out = -(-(s + 2 * p - dl * (k - 1) - 1) // st) + 1
-            if (out - 1) * st >= s + p:
-                out -= 1
+        if ceil_mode:  # as PyTorch: the last window may hang over the end, even past the padding
             hi = (out - 1) * st + dl * (k - 1) + 1 - s - p
         pairs.append((p, max(hi, p)))
     return kernel, stride, tuple(pairs), dilation
@@ -203,20 +210,21 @@ def _window_sums(x, kernel, stride, pairs):
 
 
 def _avg_pool(d, fname, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    if ceil_mode:
-        raise NotImplementedError(f"{fname}: ceil_mode=True is not supported (its last windows are averaged "
-                                  f"over fewer elements); pad the input instead")
     x, added = _batched(x, d, fname, "(N, C, L)" if d == 1 else "(N, C, H, W)")
     xs = tuple(_shape(x))
-    kernel, stride, pairs, _ = _pool_geometry(fname, xs, d, kernel_size, stride, padding, 1, False)
+    kernel, stride, pairs, _ = _pool_geometry(fname, xs, d, kernel_size, stride, padding, 1, ceil_mode)
     sums = _window_sums(x, kernel, stride, pairs)
     if divisor_override is not None:
         out = sums * (1.0 / float(divisor_override))
-    elif count_include_pad or all(p == (0, 0) for p in pairs):
+    elif all(lo == hi == 0 for lo, hi in pairs) or (count_include_pad and all(lo == hi for lo, hi in pairs)):
         out = sums * (1.0 / math.prod(kernel))
-    else:  # divide by the number of input elements in each window (a constant array)
-        counts = cv.conv(np.ones((1, 1) + xs[2:]), np.ones((1, 1) + kernel), stride=stride, padding=pairs,
-                         dilation=(1,) * d, groups=1)
+    else:  # divide by each window's count: the input, the padding when it counts, never ceil_mode's overhang
+        counts = np.ones((), dtype=np.float64)
+        for size, k, st, (lo, hi) in zip(xs[2:], kernel, stride, pairs):
+            inside = np.zeros(lo + size + hi)
+            inside[0 if count_include_pad else lo:lo + size + (lo if count_include_pad else 0)] = 1.0
+            per_axis = np.convolve(inside, np.ones(k), mode="valid")[::st]
+            counts = np.multiply.outer(counts, per_axis)
         out = sums * (1.0 / counts).astype(broadcasting.dtype_of(x))
     return _unbatched(out, added)
 

@@ -21,10 +21,11 @@ from wengert.nn.convolution import (  # convolution and pooling (torch.nn.functi
     max_pool1d,
     max_pool2d,
 )
+from wengert.rules import broadcasting
 from wengert.rules import nn as nn_ops
 
 __all__ = ["relu", "tanh", "sigmoid", "gelu", "softmax", "log_softmax",
-           "cross_entropy", "mse_loss", "binary_cross_entropy_with_logits",
+           "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits",
            "batch_norm", "layer_norm", "group_norm", "scaled_dot_product_attention"]
 __all__ += ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
             "adaptive_avg_pool2d"]
@@ -74,25 +75,87 @@ def _reduce(losses, reduction, fname):
     raise ValueError(f"{fname}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
-def cross_entropy(logits, labels, reduction="mean"):
+def cross_entropy(logits, labels, reduction="mean", weight=None, ignore_index=-100, label_smoothing=0.0):
     """Softmax cross-entropy from raw scores and integer class labels (torch.nn.functional.cross_entropy,
     DyNet's pickneglogsoftmax).
 
-    ``logits`` has shape (..., classes), ``labels`` the leading shape, of integers. The mean is one
-    primitive (``softmax_cross_entropy``): its gradient is (softmax - onehot) / N. As in PyTorch,
-    ``labels`` may instead be class probabilities of the logits' own shape (one-hot rows, or soft
-    targets): the loss is then ``-sum(labels * log_softmax(logits), -1)``, differentiable in both.
+    ``logits`` has shape (..., classes): the classes on the *last* axis (JAX's and DyNet's layout;
+    PyTorch puts them on axis 1 of (N, C, d1, ...), so move them with ``wnp.moveaxis(x, 1, -1)``
+    first), ``labels`` the leading shape, of integers. The plain mean is one primitive
+    (``softmax_cross_entropy``): its gradient is (softmax - onehot) / N. As in PyTorch, ``labels``
+    may instead be class probabilities of the logits' own shape (one-hot rows, or soft targets):
+    the loss is then ``-sum(labels * log_softmax(logits), -1)``, differentiable in both.
+
+    PyTorch's options, with its meanings: ``weight`` (classes,) scales each class's terms, and the
+    mean over integer labels is then the weighted mean ``sum(w[y] l) / sum(w[y])``; labels equal to
+    ``ignore_index`` count for nothing (integer labels only); ``label_smoothing`` e mixes the target
+    with the uniform distribution, (1 - e) target + e / classes.
     """
     plain = _plain(labels)
+    smoothing = float(label_smoothing)
+    if not 0.0 <= smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got {label_smoothing}")
     if np.shape(plain) == np.shape(_plain(logits)) and np.asarray(plain).dtype.kind in "fc" \
             and np.ndim(plain) > 0:
-        picked = wnp.sum(labels * nn_ops.log_softmax(logits), axis=-1)
-        return _reduce(-picked, reduction, "cross_entropy")
-    if reduction == "mean":
+        log_probs = nn_ops.log_softmax(logits)
+        classes = np.shape(plain)[-1]
+        if smoothing:
+            labels = labels * (1.0 - smoothing) + smoothing / classes
+        terms = labels * log_probs
+        if weight is not None:
+            terms = terms * _class_weight(weight, classes, "cross_entropy")
+        return _reduce(-wnp.sum(terms, axis=-1), reduction, "cross_entropy")
+    plain_mean = reduction == "mean" and weight is None and not smoothing
+    batched = type(plain) in BOX_TYPES  # labels with a value per example under wg.vmap
+    if plain_mean and (batched or not np.any(np.asarray(plain) == ignore_index)):
         return nn_ops.softmax_cross_entropy(logits, labels)
-    labels = nn_ops._check_labels(logits, _plain(labels))
-    picked = wnp.squeeze(_take_last(nn_ops.log_softmax(logits), labels), -1)
-    return _reduce(-picked, reduction, "cross_entropy")
+    return _nll(nn_ops.log_softmax(logits), plain, weight, ignore_index, reduction, smoothing,
+                "cross_entropy")
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002 - PyTorch's names
+    """Negative log-likelihood from log-probabilities (..., classes) and integer labels
+    (torch.nn.functional.nll_loss, classes on the last axis): ``-input[..., target]``, scaled by
+    ``weight[target]``; the mean is the weighted mean, labels equal to ``ignore_index`` left out."""
+    return _nll(input, _plain(target), weight, ignore_index, reduction, 0.0, "nll_loss")
+
+
+def _class_weight(weight, classes, fname):
+    if tuple(_shape_of(weight)) != (classes,):
+        raise ValueError(f"{fname}: weight must have shape ({classes},), one per class, got "
+                         f"{tuple(_shape_of(weight))}")
+    return weight
+
+
+def _nll(log_probs, labels, weight, ignore_index, reduction, smoothing, fname):
+    """PyTorch's nll_loss (with cross_entropy's label smoothing) over the last axis of ``log_probs``."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{fname}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    shape = _shape_of(log_probs)
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"{fname}: labels must be integer class indices of shape {shape[:-1]}, got dtype "
+                        f"{labels.dtype}")
+    valid = labels != ignore_index
+    safe = nn_ops._check_labels(np.broadcast_to(np.zeros((), bool), shape), np.where(valid, labels, 0))
+    classes = shape[-1]
+    picked = -wnp.squeeze(_take_last(log_probs, safe), -1)
+    scale = valid.astype(broadcasting.dtype_of(log_probs))
+    if weight is not None:
+        scale = _class_weight(weight, classes, fname)[safe] * scale
+    losses = picked * scale
+    if smoothing:
+        spread = log_probs if weight is None else log_probs * weight
+        uniform = -wnp.sum(spread, axis=-1) * valid.astype(broadcasting.dtype_of(log_probs))
+        losses = losses * (1.0 - smoothing) + uniform * (smoothing / classes)
+    if reduction == "none":
+        return losses
+    total = wnp.sum(losses)
+    if reduction == "sum":
+        return total
+    if not valid.any():  # every label ignored: 0 / 0, and (as PyTorch) a zero gradient, not nan
+        return total + np.nan
+    return total / wnp.sum(scale)
 
 
 def _plain(labels):
@@ -111,13 +174,21 @@ def mse_loss(prediction, target, reduction="mean"):
     return _reduce(diff * diff, reduction, "mse_loss")
 
 
-def binary_cross_entropy_with_logits(logits, targets, reduction="mean"):
+def binary_cross_entropy_with_logits(logits, targets, reduction="mean", weight=None, pos_weight=None):
     """Sigmoid cross-entropy from raw scores and targets in [0, 1]
     (torch.nn.functional.binary_cross_entropy_with_logits).
 
-    Written as max(x, 0) - x t + log(1 + exp(-|x|)), which never overflows.
+    Written as max(x, 0) - x t + log(1 + exp(-|x|)), which never overflows. PyTorch's options:
+    ``pos_weight`` (broadcasting against the last axis: one per class) scales the positive term,
+    -pw t log sigmoid(x); ``weight`` (broadcasting against the loss) scales each element.
     """
-    losses = wnp.maximum(logits, 0.0) - logits * targets + wnp.log1p(wnp.exp(-wnp.abs(logits)))
+    if pos_weight is None:
+        losses = wnp.maximum(logits, 0.0) - logits * targets + wnp.log1p(wnp.exp(-wnp.abs(logits)))
+    else:  # (1 - t) x + (1 + (pw - 1) t) (-log sigmoid(x)), PyTorch's stable form
+        minus_log_sigmoid = wnp.maximum(-logits, 0.0) + wnp.log1p(wnp.exp(-wnp.abs(logits)))
+        losses = (1.0 - targets) * logits + (1.0 + (pos_weight - 1.0) * targets) * minus_log_sigmoid
+    if weight is not None:
+        losses = losses * weight
     return _reduce(losses, reduction, "binary_cross_entropy_with_logits")
 
 

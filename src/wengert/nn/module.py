@@ -15,6 +15,7 @@ PyTorch's order; ``load_state_dict`` also takes PyTorch's (converted to NumPy), 
 """
 
 import contextlib
+import weakref
 
 import numpy as np
 
@@ -239,8 +240,10 @@ class Module:
         state = {}
         for key, (module, attr, _) in self._state_slots().items():
             value = np.array(unbox_all(getattr(module, attr)))
-            if layout == "torch" and attr in module._TORCH_TRANSPOSED:
-                value = np.ascontiguousarray(value.T)
+            if attr in module._TORCH_TRANSPOSED:
+                if layout == "torch":
+                    value = np.ascontiguousarray(value.T)
+                _HANDED_OUT[layout][id(value)] = value  # so that loading it back knows its layout
             state[key] = value
         return state
 
@@ -253,7 +256,9 @@ class Module:
         (``{k: v.numpy() for k, v in torch_model.state_dict().items()}``): ``layout="auto"`` takes
         the state as PyTorch's when a ``Linear`` weight has only PyTorch's (out, in) shape, and
         transposes every ``Linear`` weight then; a state whose ``Linear`` weights are all square
-        cannot tell, and is taken as wengert's -- give ``layout="torch"`` (or ``"wengert"``) to say.
+        cannot tell: it is refused unless its weights are PyTorch tensors or the arrays a
+        ``state_dict()`` call returned (their layout is known) -- give ``layout="torch"`` (or
+        ``"wengert"``) to say.
         With ``strict`` (the default) missing and unexpected names are refused; shapes must always
         match. Everything is checked before anything is written: an error loads nothing.
         """
@@ -297,20 +302,34 @@ class Module:
 
     @staticmethod
     def _guess_layout(present, state):
-        """'torch' or 'wengert', from the transposed weights' shapes (square ones cannot tell)."""
-        votes = set()
+        """'torch' or 'wengert', from the transposed weights' shapes; a square one tells only when it
+        is a PyTorch tensor or an array that ``state_dict`` handed out. Nothing to tell by: refused."""
+        votes, square = set(), []
         for key, (module, attr, _) in present.items():
             if attr in module._TORCH_TRANSPOSED:
-                want, given = np.shape(unbox_all(getattr(module, attr))), np.shape(unbox_all(state[key]))
-                if want != want[::-1]:
+                value = state[key]
+                want, given = np.shape(unbox_all(getattr(module, attr))), np.shape(unbox_all(value))
+                if type(value).__module__.partition(".")[0] == "torch":
+                    votes.add("torch")  # a torch.Tensor straight from a PyTorch state_dict
+                elif want != want[::-1]:
                     if given == want:
                         votes.add("wengert")
                     elif given == want[::-1]:
                         votes.add("torch")
+                else:
+                    known = [name for name, arrays in _HANDED_OUT.items() if arrays.get(id(value)) is value]
+                    if known:
+                        votes.update(known)
+                    else:
+                        square.append(key)
         if len(votes) > 1:
             raise ValueError("load_state_dict: the state's Linear weights are in both layouts, some "
                              "(in, out) as wengert's and some (out, in) as PyTorch's; convert them to "
                              "one and pass layout='torch' or layout='wengert'")
+        if not votes and square:
+            raise ValueError(f"load_state_dict: the Linear weights {square} are square, so their layout "
+                             f"cannot be told: pass layout='torch' for PyTorch's (out, in) (a state_dict "
+                             f"from torch), or layout='wengert' for wengert's (in, out)")
         return votes.pop() if votes else "wengert"
 
     def save(self, path):
@@ -372,6 +391,12 @@ class Module:
 
     def extra_repr(self):
         return ""
+
+
+# the Linear weights each state_dict() call handed out, by layout (weakly: id -> the array itself),
+# so that loading that state back knows the layout of square weights, whose shape cannot tell
+_HANDED_OUT: dict[str, weakref.WeakValueDictionary] = {
+    "wengert": weakref.WeakValueDictionary(), "torch": weakref.WeakValueDictionary()}
 
 
 def functional_call(module, params, args, kwargs=None):

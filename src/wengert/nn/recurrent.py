@@ -151,37 +151,46 @@ class _Recurrent(Module):
                  bidirectional=False, rng=None, dtype=np.float32):
         super().__init__()
         name = type(self).__name__
-        if bidirectional:
-            raise NotImplementedError(f"{name}: bidirectional=True is not implemented; run a second {name} "
-                                      f"on the reversed sequence and concatenate the outputs")
         if num_layers < 1:
             raise ValueError(f"{name}: num_layers must be at least 1, got {num_layers}")
         rng = init.as_rng(rng)
         self.input_size, self.hidden_size = int(input_size), int(hidden_size)
         self.num_layers = int(num_layers)
         self.batch_first, self.bias = bool(batch_first), bool(bias)
+        self.bidirectional = bool(bidirectional)
         self.dropout = float(dropout)
         self.drop = Dropout(self.dropout, rng=rng) if self.dropout else None
         k = 1.0 / np.sqrt(hidden_size)
         G = self._gates * self.hidden_size
         for layer in range(self.num_layers):
-            n_in = self.input_size if layer == 0 else self.hidden_size
-            setattr(self, f"weight_ih_l{layer}", Parameter(init.uniform((G, n_in), -k, k, rng, dtype)))
-            setattr(self, f"weight_hh_l{layer}",
-                    Parameter(init.uniform((G, self.hidden_size), -k, k, rng, dtype)))
-            if bias:
-                setattr(self, f"bias_ih_l{layer}", Parameter(init.uniform((G,), -k, k, rng, dtype)))
-                setattr(self, f"bias_hh_l{layer}", Parameter(init.uniform((G,), -k, k, rng, dtype)))
+            n_in = self.input_size if layer == 0 else self.hidden_size * self._directions
+            for suffix in self._suffixes:  # PyTorch's names and order: l{k}, then l{k}_reverse
+                tag = f"l{layer}{suffix}"
+                setattr(self, f"weight_ih_{tag}", Parameter(init.uniform((G, n_in), -k, k, rng, dtype)))
+                setattr(self, f"weight_hh_{tag}",
+                        Parameter(init.uniform((G, self.hidden_size), -k, k, rng, dtype)))
+                if bias:
+                    setattr(self, f"bias_ih_{tag}", Parameter(init.uniform((G,), -k, k, rng, dtype)))
+                    setattr(self, f"bias_hh_{tag}", Parameter(init.uniform((G,), -k, k, rng, dtype)))
 
-    def _layer_params(self, layer):
+    @property
+    def _directions(self):
+        return 2 if self.bidirectional else 1
+
+    @property
+    def _suffixes(self):
+        return ("", "_reverse") if self.bidirectional else ("",)
+
+    def _layer_params(self, layer, suffix=""):
         get = vars(self).get
-        return (get(f"weight_ih_l{layer}"), get(f"weight_hh_l{layer}"), get(f"bias_ih_l{layer}"),
-                get(f"bias_hh_l{layer}"))
+        tag = f"l{layer}{suffix}"
+        return get(f"weight_ih_{tag}"), get(f"weight_hh_{tag}"), get(f"bias_ih_{tag}"), get(f"bias_hh_{tag}")
 
     def forward(self, input, hx=None):  # noqa: A002 - PyTorch's name
-        """``output, h_n`` (GRU) or ``output, (h_n, c_n)`` (LSTM), as PyTorch: output (L, N, H)
-        ((N, L, H) with ``batch_first``; (L, H) for an unbatched (L, input) sequence), states
-        (num_layers, N, H)."""
+        """``output, h_n`` (GRU) or ``output, (h_n, c_n)`` (LSTM), as PyTorch: output (L, N, D H)
+        ((N, L, D H) with ``batch_first``; (L, D H) for an unbatched (L, input) sequence), states
+        (D num_layers, N, H), D = 2 when bidirectional (the reverse direction's states after the
+        forward one's, layer by layer), else 1."""
         name = type(self).__name__
         shape = _shape(input)
         if len(shape) not in (2, 3) or shape[-1] != self.input_size:
@@ -196,12 +205,22 @@ class _Recurrent(Module):
         L, N = _shape(x)[:2]
         states = self._initial_states(hx, N, unbatched, x)
         finals = [[] for _ in range(self._states)]
+        D = self._directions
         for layer in range(self.num_layers):
             if layer and self.drop is not None and self.training:
                 x = self.drop(x)
-            x, last = self._run_layer(x, [s[layer] for s in states], layer, L)
-            for acc, s in zip(finals, last):
-                acc.append(s)
+            outputs = []
+            for direction, suffix in enumerate(self._suffixes):
+                state = [s[layer * D + direction] for s in states]
+                if direction:  # the reverse direction reads the sequence backwards
+                    out, last = self._run_layer(wnp.flip(x, 0), state, layer, L, suffix)
+                    out = wnp.flip(out, 0)
+                else:
+                    out, last = self._run_layer(x, state, layer, L, suffix)
+                outputs.append(out)
+                for acc, s in zip(finals, last):
+                    acc.append(s)
+            x = outputs[0] if D == 1 else wnp.concatenate(outputs, axis=-1)
         out = wnp.squeeze(x, 1) if unbatched else (wnp.swapaxes(x, 0, 1) if self.batch_first else x)
         final = [wnp.stack(f) for f in finals]
         if unbatched:
@@ -209,7 +228,7 @@ class _Recurrent(Module):
         return out, (final[0] if self._states == 1 else tuple(final))
 
     def _initial_states(self, hx, N, unbatched, x):
-        want = (self.num_layers, N, self.hidden_size)
+        want = (self.num_layers * self._directions, N, self.hidden_size)
         if hx is None:
             w = self.weight_ih_l0
             dtype = w.dtype if type(x) in BOX_TYPES else np.result_type(x, w.dtype)
@@ -219,7 +238,7 @@ class _Recurrent(Module):
         for s in given:
             s = wnp.expand_dims(s, 1) if unbatched else s
             if _shape(s) != want:
-                shown = (self.num_layers, self.hidden_size) if unbatched else want
+                shown = (want[0], self.hidden_size) if unbatched else want
                 raise ValueError(f"{type(self).__name__}: initial state must have shape {shown}, got "
                                  f"{_shape(s) if not unbatched else _shape(s)[::2]}")
             out.append(s)
@@ -227,7 +246,7 @@ class _Recurrent(Module):
 
     def extra_repr(self):
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, bias={self.bias}, "
-                f"batch_first={self.batch_first}")
+                f"batch_first={self.batch_first}" + (", bidirectional=True" if self.bidirectional else ""))
 
 
 class LSTM(_Recurrent):
@@ -237,8 +256,8 @@ class LSTM(_Recurrent):
     _gates = 4
     _states = 2
 
-    def _run_layer(self, x, state, layer, L):
-        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer)
+    def _run_layer(self, x, state, layer, L, suffix=""):
+        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, suffix)
         projected = _project(x, w_ih)
         if b_ih is not None:
             projected = projected + (b_ih + b_hh)
@@ -257,8 +276,8 @@ class GRU(_Recurrent):
     gates (r, z, n)."""
     _gates = 3
 
-    def _run_layer(self, x, state, layer, L):
-        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer)
+    def _run_layer(self, x, state, layer, L, suffix=""):
+        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, suffix)
         projected = _project(x, w_ih)
         if b_ih is not None:
             projected = projected + b_ih
