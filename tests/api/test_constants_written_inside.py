@@ -223,8 +223,8 @@ def test_the_buffer_loop_matches_jax():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.floats(-2, 2), min_size=12, max_size=12), st.lists(st.floats(-1, 1), min_size=3, max_size=3),
-       st.sampled_from(["grad", "vjp", "compile"]))
+@given(st.lists(st.floats(-2, 2), min_size=12, max_size=12),
+       st.lists(st.floats(-1, 1), min_size=3, max_size=3), st.sampled_from(["grad", "vjp", "compile"]))
 def test_a_buffer_refilled_with_random_rows(rows, w, engine):
     data = np.array(rows).reshape(4, 3)
 
