@@ -1,0 +1,70 @@
+"""``wg.compile`` of a transform (``wg.compile(wg.hessian(f))``, ``wg.compile(wg.vmap(wg.grad(f)))``, ...)
+against the same transform run eagerly and against JAX (float64): values, shapes, dtypes and refusals on
+odd inputs. Found by a hostile session: an int or bool argument of a compiled ``wg.grad`` was a traced
+symbol, which the transforms' argument check let through as "nested", so the compiled gradient with
+respect to an int was returned (treated as float) where the eager one and JAX refuse."""
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+
+TRANSFORMS = ["grad", "value_and_grad", "jacrev", "jacfwd", "hessian"]
+
+
+def _sum_sq_times(x, n):
+    return wnp.sum(x ** 2) * n
+
+
+INT_ARGUMENTS = {
+    "python int": (np.ones(2), 2),
+    "0-d int array": (np.ones(2), np.array(2)),
+    "int array": (np.ones(2), np.array([2, 3])),
+    "bool array": (np.ones(2), np.array([True, False])),
+}
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("kind", list(INT_ARGUMENTS))
+def test_int_argument_in_argnums_is_refused(transform, compiled, kind):
+    x, n = INT_ARGUMENTS[kind]
+    fun = getattr(wg, transform)(_sum_sq_times, argnums=(0, 1))
+    if compiled:
+        fun = wg.compile(fun)
+    dtype = np.asarray(n).dtype
+    named = "grad" if transform == "value_and_grad" else transform  # it names itself wg.grad
+    with pytest.raises(TypeError, match=rf"wg\.{named}\(_sum_sq_times\): argument 1 is (dtype {dtype}|int);"
+                                        r".*float \(or complex\) values only.*leave it out of argnums"):
+        fun(x, n)
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_int_first_argument_of_compiled_transform_is_refused_as_an_argument(transform):
+    """It once said "the output is int64", which names the wrong culprit."""
+    fun = wg.compile(getattr(wg, transform)(lambda x: wnp.sum(x * x)))
+    named = "grad" if transform == "value_and_grad" else transform
+    with pytest.raises(TypeError, match=rf"wg\.{named}\(<lambda>\): argument 0 is dtype int64"):
+        fun(np.arange(3.0).astype(int))
+
+
+def test_compiled_jvp_of_int_primal_is_refused():
+    fun = wg.compile(lambda x: wg.jvp(lambda y: y * 2.0, (x,), (np.ones(3),)))
+    with pytest.raises(TypeError, match=r"wg\.jvp\(<lambda>\): argument 0 is dtype int64"):
+        fun(np.arange(3))
+
+
+def test_int_arguments_outside_argnums_still_compile():
+    fun = wg.compile(wg.grad(_sum_sq_times))
+    np.testing.assert_allclose(fun(np.array([1.0, 2.0]), 3), [6.0, 12.0])
+    np.testing.assert_allclose(fun(np.array([1.0, 2.0]), np.array(3)), [6.0, 12.0])
+
+
+@pytest.mark.parametrize("transform", ["grad", "jacrev", "jacfwd", "hessian"])
+def test_jax_refuses_the_same_int_arguments(transform):
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    for kind, (x, n) in INT_ARGUMENTS.items():
+        with pytest.raises(TypeError):
+            getattr(jax, transform)(lambda x, n: jnp.sum(x ** 2) * n, argnums=(0, 1))(x, n)
