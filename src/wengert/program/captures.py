@@ -25,6 +25,7 @@ when it traces); an array that cannot be replaced (a read-only attribute, an arr
 """
 
 import dis
+import functools
 import inspect
 import os
 import sys
@@ -60,6 +61,19 @@ def _is_library_code(code):
 
 def _is_user_function(f):
     return isinstance(f, types.FunctionType) and not _is_library_code(f.__code__)
+
+
+def _unwrapped(fun):
+    """``fun`` past the library's ``functools.wraps`` wrappers, however deep: ``wg.vmap(wg.grad(f))``
+    -> ``f`` (one level left ``f``'s captured arrays as constants of the program, silently stale)."""
+    for _ in range(100):
+        if not isinstance(fun, types.FunctionType) or _is_user_function(fun):
+            break
+        inner = fun.__dict__.get("__wrapped__")
+        if inner is None:
+            break
+        fun = inner
+    return fun
 
 
 def _is_user_module(m):
@@ -166,8 +180,8 @@ class Captures:
             node.kind = "same"
             if _is_user_function(v):
                 self.function(v)
-            elif _is_user_function(getattr(v, "__wrapped__", None)):
-                self.function(v.__wrapped__)
+            elif _is_user_function(_unwrapped(v)):
+                self.function(_unwrapped(v))
         elif isinstance(v, (types.ModuleType, type, types.BuiltinFunctionType, np.ufunc)):
             node.kind = "same"
         else:
@@ -496,13 +510,24 @@ def scan(fun, where, strict=True):
     """The :class:`Captures` of ``fun`` (a function, a bound method, or a callable object);
     ``strict``: refuse the writes to captured state its bytecode shows."""
     captures = Captures(where, strict)
+    fun = _unwrapped(fun)
+    while isinstance(fun, functools.partial):  # its bound arguments are captured values, and its func's
+        first = len(captures.nodes)
+        captures._node(("partial", id(fun), 0), ("self",), "partial.args", fun.args)
+        for node in captures.nodes[first:]:  # a tuple that cannot be replaced: guarded by contents
+            if node.kind == "array":
+                node.kind = "contents"
+                captures.arrays.remove(node)
+        captures._node(("partial", id(fun), 1), ("self",), "partial.keywords", fun.keywords)
+        fun = _unwrapped(fun.func)
+    for k, node in enumerate(captures.arrays):
+        node.index = k
     if isinstance(fun, types.MethodType) and _is_user_function(fun.__func__):
         self_node = captures._node(("self",), ("self",), "self", fun.__self__)
         captures.function(fun.__func__, self_node=self_node)
     elif isinstance(fun, types.FunctionType):
-        target = fun if _is_user_function(fun) else getattr(fun, "__wrapped__", None)
-        if _is_user_function(target):
-            captures.function(target)
+        if _is_user_function(fun):
+            captures.function(fun)
     elif _is_user_function(inspect.getattr_static(type(fun), "__call__", None)):
         self_node = captures._node(("self",), ("self",), "self", fun)
         captures.function(type(fun).__call__, self_node=self_node)
