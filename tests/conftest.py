@@ -29,6 +29,7 @@ into fresh virtual environments, the documentation site's build, every rule-tabl
 by Numba, the memory-growth tests and the import-graph (architecture) checks."""
 
 SLOW_TESTS = ("tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_early_exits_quietly",
+              "tests/program/test_transforms_against_jax.py::test_compiled_transforms_of_random_programs_equal_jax",
               "tests/cli/test_main.py::test_version_as_a_module",
               "tests/cli/test_example_and_demo.py::test_example_prints_the_tape_example",
               "tests/cli/test_example_and_demo.py::test_unknown_command_exits_2",

@@ -68,3 +68,24 @@ def test_jax_refuses_the_same_int_arguments(transform):
     for kind, (x, n) in INT_ARGUMENTS.items():
         with pytest.raises(TypeError):
             getattr(jax, transform)(lambda x, n: jnp.sum(x ** 2) * n, argnums=(0, 1))(x, n)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_abs_at_zero_follows_autograd_not_jax(compiled):
+    """At its kink ``abs``'s derivative is a convention: HIPS autograd and PyTorch take sign(0) = 0, JAX
+    takes 1 (``jax.grad(jnp.abs)(0.0) == 1.0``). wengert follows autograd, in every engine alike; the
+    random-program comparison with JAX (test_transforms_against_jax.py) keeps its inputs off the kink."""
+    autograd = pytest.importorskip("autograd")
+    anp = pytest.importorskip("autograd.numpy")
+    x = np.array([0.0, -0.0, 2.0, -3.0])
+
+    def f(x):
+        return wnp.sum(wnp.abs(x) * x + wnp.abs(x))
+
+    grad, hessian = wg.grad(f), wg.hessian(f)
+    if compiled:
+        grad, hessian = wg.compile(grad), wg.compile(hessian)
+    expected = autograd.grad(lambda x: anp.sum(anp.abs(x) * x + anp.abs(x)))(x)
+    np.testing.assert_array_equal(grad(x), expected)
+    np.testing.assert_array_equal(np.diag(hessian(x)), np.diag(autograd.hessian(
+        lambda x: anp.sum(anp.abs(x) * x + anp.abs(x)))(x)))
