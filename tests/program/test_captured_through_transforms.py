@@ -113,3 +113,31 @@ def test_compiled_vmap_of_grad_against_jax_after_global_change(fresh_w):
     w = jnp.asarray(W.copy())
     expected = jax.vmap(jax.hessian(lambda x: jnp.sum(jnp.sin(x * w)) + jnp.sum(x ** 2 * w)))(_XS)
     np.testing.assert_allclose(compiled(_XS), np.asarray(expected), rtol=1e-12)
+
+
+_MODEL = _Model()
+_GRAD_OF_OBJECT = wg.grad(_MODEL)
+_GRAD_OF_METHOD = wg.grad(_MODEL.loss)
+_GRAD_OF_PARTIAL = wg.grad(functools.partial(_scaled, s=2.0))
+_VMAP_OF_GRAD = wg.vmap(wg.grad(_loss))
+
+
+@pytest.mark.parametrize("called", ["object", "method", "partial", "vmap"])
+def test_transform_read_from_a_global_is_followed(called, fresh_w):
+    """``f`` calls a global ``g = wg.grad(obj)``: what ``obj`` reads is captured by ``wg.compile(f)``."""
+    inner = {"object": _GRAD_OF_OBJECT, "method": _GRAD_OF_METHOD, "partial": _GRAD_OF_PARTIAL,
+             "vmap": _VMAP_OF_GRAD}[called]
+
+    def f(x):
+        return inner(x) * 2.0
+
+    compiled = wg.compile(f)
+    x = _XS if called == "vmap" else _X
+    np.testing.assert_allclose(compiled(x), f(x), rtol=1e-13)
+    saved = _MODEL.W
+    try:
+        _MODEL.W = np.array([4.0, -2.0, 0.5])
+        W[:] = [0.5, -1.0, 4.0]
+        np.testing.assert_allclose(compiled(x), f(x), rtol=1e-13)
+    finally:
+        _MODEL.W = saved

@@ -4,9 +4,12 @@
 A function's *captured values* are found in its bytecode: the globals it reads (then builtins, as
 Python looks them up), its closure cells (a cell wins over a global of the same name), attributes
 read from those (``cfg.scale``, ``self.W``, a user module's ``mod.W``), the entries of captured
-tuples, lists and dicts, and the same again for the user functions and methods reached that way
-(library code -- wengert, NumPy, the standard library, installed packages -- is not followed: its
-state is taken as constant). Each is handled as the plain function would see it on every call:
+tuples, lists and dicts, and the same again for the user functions and methods reached that way,
+also through transforms (``functools.wraps`` wrappers, however nested: ``wg.vmap(wg.grad(obj.loss))``)
+and ``functools.partial`` (its bound arguments too; positional arrays guarded by contents, as its
+tuple cannot be replaced while tracing). Library code -- wengert, NumPy, the standard library,
+installed packages -- is not followed otherwise: its state is taken as constant. Each is handled
+as the plain function would see it on every call:
 
 - float and complex arrays are *inputs* of the program, read at call time: an in-place write
   (``W[:] = 2.0``) or a new array bound to the name is seen by the next call without tracing again
@@ -180,8 +183,8 @@ class Captures:
             node.kind = "same"
             if _is_user_function(v):
                 self.function(v)
-            elif _is_user_function(_unwrapped(v)):
-                self.function(_unwrapped(v))
+            else:  # a transform of a user function, method, callable object or partial
+                self.callable(v, node.name)
         elif isinstance(v, (types.ModuleType, type, types.BuiltinFunctionType, np.ufunc)):
             node.kind = "same"
         else:
@@ -189,6 +192,30 @@ class Captures:
             call = inspect.getattr_static(t, "__call__", None)
             if _is_user_function(call):
                 self.function(call, self_node=node)
+
+    def callable(self, fun, name):
+        """Find what calling ``fun`` reads, past the library's wrappers (``wg.vmap(wg.grad(obj))``):
+        a user function's captured values; a bound method's or callable object's, through ``self``
+        (a fixed node named ``name``); a ``functools.partial``'s bound arguments and its function's."""
+        fun = _unwrapped(fun)
+        while isinstance(fun, functools.partial):
+            first = len(self.nodes)
+            self._node(("partial", id(fun), 0), ("self",), f"{name}.args", fun.args)
+            for node in self.nodes[first:]:  # in a tuple that cannot be replaced: guarded by contents
+                if node.kind == "array":
+                    node.kind = "contents"
+                    self.arrays.remove(node)
+            self._node(("partial", id(fun), 1), ("self",), f"{name}.keywords", fun.keywords)
+            fun = _unwrapped(fun.func)
+        if isinstance(fun, types.MethodType) and _is_user_function(fun.__func__):
+            self_node = self._node(("self", id(fun.__self__)), ("self",), name, fun.__self__)
+            self.function(fun.__func__, self_node=self_node)
+        elif isinstance(fun, types.FunctionType):
+            if _is_user_function(fun):
+                self.function(fun)
+        elif _is_user_function(inspect.getattr_static(type(fun), "__call__", None)):
+            self_node = self._node(("self", id(fun)), ("self",), name, fun)
+            self.function(type(fun).__call__, self_node=self_node)
 
     def function(self, fun, self_node=None):
         """Find what ``fun`` (and the user functions it reaches) reads; ``self_node``: the object a
@@ -510,27 +537,9 @@ def scan(fun, where, strict=True):
     """The :class:`Captures` of ``fun`` (a function, a bound method, or a callable object);
     ``strict``: refuse the writes to captured state its bytecode shows."""
     captures = Captures(where, strict)
-    fun = _unwrapped(fun)
-    while isinstance(fun, functools.partial):  # its bound arguments are captured values, and its func's
-        first = len(captures.nodes)
-        captures._node(("partial", id(fun), 0), ("self",), "partial.args", fun.args)
-        for node in captures.nodes[first:]:  # a tuple that cannot be replaced: guarded by contents
-            if node.kind == "array":
-                node.kind = "contents"
-                captures.arrays.remove(node)
-        captures._node(("partial", id(fun), 1), ("self",), "partial.keywords", fun.keywords)
-        fun = _unwrapped(fun.func)
-    for k, node in enumerate(captures.arrays):
+    captures.callable(fun, "self")
+    for k, node in enumerate(captures.arrays):  # partials' positional arrays left the list
         node.index = k
-    if isinstance(fun, types.MethodType) and _is_user_function(fun.__func__):
-        self_node = captures._node(("self",), ("self",), "self", fun.__self__)
-        captures.function(fun.__func__, self_node=self_node)
-    elif isinstance(fun, types.FunctionType):
-        if _is_user_function(fun):
-            captures.function(fun)
-    elif _is_user_function(inspect.getattr_static(type(fun), "__call__", None)):
-        self_node = captures._node(("self",), ("self",), "self", fun)
-        captures.function(type(fun).__call__, self_node=self_node)
     return captures
 
 
