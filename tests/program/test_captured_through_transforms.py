@@ -8,6 +8,9 @@ import functools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import wengert as wg
 import wengert.numpy as wnp
@@ -141,3 +144,71 @@ def test_transform_read_from_a_global_is_followed(called, fresh_w):
         np.testing.assert_allclose(compiled(x), f(x), rtol=1e-13)
     finally:
         _MODEL.W = saved
+
+
+def _stack_of(names, fun):
+    """``fun`` under the transforms ``names``, innermost first (a scalar function for ``grad``)."""
+    for name in names:
+        if name == "grad":
+            inner = fun
+            fun = wg.grad(lambda x, inner=inner: wnp.sum(inner(x)))
+        else:
+            fun = getattr(wg, name)(fun)
+    return fun
+
+
+@settings(max_examples=12, deadline=None)
+@given(names=st.lists(st.sampled_from(["grad", "vmap", "jacrev", "jacfwd"]), min_size=1, max_size=3),
+       new_w=arrays(np.float64, 3, elements=st.floats(-2, 2)))
+def test_any_stack_of_transforms_reads_the_global_at_each_call(names, new_w):
+    """Whatever the transforms around ``_vector`` (which reads the global ``W``), the compiled stack
+    equals the eager one after ``W`` changes in place, without tracing again."""
+    fun = _stack_of(names, _vector)
+    x = np.broadcast_to(_X, (2,) * names.count("vmap") + (3,)) * np.linspace(0.5, 1.5, 3)  # a batch per vmap
+    saved = W.copy()
+    try:
+        compiled = wg.compile(fun)
+        compiled(x)
+        W[:] = new_w
+        np.testing.assert_allclose(compiled(x), fun(x), rtol=1e-12, atol=1e-12)
+        assert compiled.cache_info().misses == 1
+    finally:
+        W[:] = saved
+
+
+_DEFAULT_W = np.array([1.0, 2.0, 3.0])
+
+
+def _with_default_array(x, w=_DEFAULT_W):
+    return wnp.sum(wnp.sin(x * w))
+
+
+def _with_default_function(x, fn=_vector):
+    return wnp.sum(wnp.sin(fn(x)))
+
+
+def _with_keyword_only_default(x, *, w=_DEFAULT_W):
+    return wnp.sum(wnp.sin(x * w))
+
+
+@pytest.mark.parametrize("fun", [_with_default_array, _with_default_function, _with_keyword_only_default],
+                         ids=["array", "function", "keyword-only"])
+@pytest.mark.parametrize("transform", [None, "grad", "hessian", "jacrev"])
+def test_default_arguments_are_read_at_each_call(fun, transform, fresh_w):
+    """A default argument is evaluated once, when ``def`` runs, but Python reads its object at each
+    call: an array default written in place, or a function default reading a global that changed,
+    gives the new value. The compiled program kept the first call's values (silently)."""
+    run = fun if transform is None else getattr(wg, transform)(fun)
+    compiled = wg.compile(run)
+    saved = _DEFAULT_W.copy()
+    try:
+        np.testing.assert_allclose(compiled(_X), run(_X), rtol=1e-13)
+        _DEFAULT_W[:] = [0.5, -1.0, 4.0]
+        W[:] = [2.0, 0.25, -3.0]
+        np.testing.assert_allclose(compiled(_X), run(_X), rtol=1e-13)
+        assert compiled.cache_info().misses == 1
+    finally:
+        _DEFAULT_W[:] = saved
+    assert fun.__defaults__ is None or fun.__defaults__[0] is (_DEFAULT_W if fun is not _with_default_function
+                                                               else _vector)  # put back after tracing
+    assert fun.__kwdefaults__ is None or fun.__kwdefaults__["w"] is _DEFAULT_W

@@ -227,6 +227,11 @@ class Captures:
         code = fun.__code__
         free = dict(zip(code.co_freevars, fun.__closure__ or ()))
         fname = getattr(fun, "__qualname__", fun.__name__)
+        if fun.__defaults__ or fun.__kwdefaults__:  # read at each call too (``def f(x, w=W)``)
+            holder = self._node(("defaults of", id(fun)), ("self",), fname, fun)
+            for attr in ("__defaults__", "__kwdefaults__"):
+                if getattr(fun, attr):
+                    self._node(attr, ("attr", holder, attr), f"{fname}.{attr}", getattr(fun, attr), holder)
         self_name = code.co_varnames[0] if self_node is not None and code.co_argcount else None
         codes = [code]
         while codes:
@@ -489,7 +494,10 @@ class _Installed:
             obj = _current(loc[1])
             own = getattr(obj, "__dict__", {})
             try:
-                undo = (setattr, obj, loc[2], own[loc[2]]) if loc[2] in own else (delattr, obj, loc[2])
+                if loc[2] in own or isinstance(obj, types.FunctionType):  # (a function's __defaults__)
+                    undo = (setattr, obj, loc[2], own[loc[2]] if loc[2] in own else getattr(obj, loc[2]))
+                else:
+                    undo = (delattr, obj, loc[2])
                 setattr(obj, loc[2], new)
             except Exception as e:  # noqa: BLE001 - a property, __slots__, a frozen dataclass
                 raise TracingError(f"{self.captures.where}: the captured array {node.name} cannot be "
