@@ -89,3 +89,16 @@ def test_abs_at_zero_follows_autograd_not_jax(compiled):
     np.testing.assert_array_equal(grad(x), expected)
     np.testing.assert_array_equal(np.diag(hessian(x)), np.diag(autograd.hessian(
         lambda x: anp.sum(anp.abs(x) * x + anp.abs(x)))(x)))
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev"])
+def test_compiled_jacobian_that_does_not_depend_on_the_input(transform):
+    """A Jacobian block that no tangent reaches is zeros of the result's dtype; under wg.compile its
+    dtype was asked of the traced symbol through np.result_type, which refused to trace (a
+    TracingError about 'result_type'), for ``grad`` of the Jacobian of a linear function's gradient."""
+    inner = getattr(wg, transform)(wg.grad(lambda y: wnp.sum(y * 2.0)))
+    outer = wg.grad(lambda x: wnp.sum(inner(x) * x))
+    x = np.array([0.3, -0.2, 0.5])
+    np.testing.assert_array_equal(wg.compile(outer)(x), outer(x))
+    np.testing.assert_array_equal(wg.compile(inner)(x), np.zeros((3, 3)))
+    assert wg.compile(inner)(x.astype(np.float32)).dtype == inner(x.astype(np.float32)).dtype
