@@ -3,8 +3,9 @@
 
 A function's *captured values* are found in its bytecode: the globals it reads (then builtins, as
 Python looks them up), its closure cells (a cell wins over a global of the same name), attributes
-read from those (``cfg.scale``, ``self.W``, a user module's ``mod.W``), the entries of captured
-tuples, lists and dicts, and the same again for the user functions and methods reached that way,
+read from those (``cfg.scale``, ``self.W``, a user module's ``mod.W``), its default arguments
+(``def f(x, w=W)``: evaluated once, read at each call; arrays guarded by contents), the entries of
+captured tuples, lists and dicts, and the same again for the user functions and methods reached that way,
 also through transforms (``functools.wraps`` wrappers, however nested: ``wg.vmap(wg.grad(obj.loss))``)
 and ``functools.partial`` (its bound arguments too; positional arrays guarded by contents, as its
 tuple cannot be replaced while tracing). Library code -- wengert, NumPy, the standard library,
@@ -193,18 +194,25 @@ class Captures:
             if _is_user_function(call):
                 self.function(call, self_node=node)
 
+    def _by_contents(self, node):
+        """``node``'s float arrays (itself, its entries) guarded by their contents, as int arrays are,
+        instead of read at each call: they stay constants of the program (a default argument is one
+        by design, ``def f(x, D=D)``), and a write into one traces again."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.kind == "array":
+                n.kind = "contents"
+                self.arrays.remove(n)
+            stack.extend(n.children.values())
+
     def callable(self, fun, name):
         """Find what calling ``fun`` reads, past the library's wrappers (``wg.vmap(wg.grad(obj))``):
         a user function's captured values; a bound method's or callable object's, through ``self``
         (a fixed node named ``name``); a ``functools.partial``'s bound arguments and its function's."""
         fun = _unwrapped(fun)
-        while isinstance(fun, functools.partial):
-            first = len(self.nodes)
-            self._node(("partial", id(fun), 0), ("self",), f"{name}.args", fun.args)
-            for node in self.nodes[first:]:  # in a tuple that cannot be replaced: guarded by contents
-                if node.kind == "array":
-                    node.kind = "contents"
-                    self.arrays.remove(node)
+        while isinstance(fun, functools.partial):  # a tuple that cannot be replaced: by contents
+            self._by_contents(self._node(("partial", id(fun), 0), ("self",), f"{name}.args", fun.args))
             self._node(("partial", id(fun), 1), ("self",), f"{name}.keywords", fun.keywords)
             fun = _unwrapped(fun.func)
         if isinstance(fun, types.MethodType) and _is_user_function(fun.__func__):
@@ -231,7 +239,8 @@ class Captures:
             holder = self._node(("defaults of", id(fun)), ("self",), fname, fun)
             for attr in ("__defaults__", "__kwdefaults__"):
                 if getattr(fun, attr):
-                    self._node(attr, ("attr", holder, attr), f"{fname}.{attr}", getattr(fun, attr), holder)
+                    self._by_contents(self._node(attr, ("attr", holder, attr), f"{fname}.{attr}",
+                                                 getattr(fun, attr), holder))
         self_name = code.co_varnames[0] if self_node is not None and code.co_argcount else None
         codes = [code]
         while codes:
@@ -546,7 +555,7 @@ def scan(fun, where, strict=True):
     ``strict``: refuse the writes to captured state its bytecode shows."""
     captures = Captures(where, strict)
     captures.callable(fun, "self")
-    for k, node in enumerate(captures.arrays):  # partials' positional arrays left the list
+    for k, node in enumerate(captures.arrays):  # those guarded by contents left the list
         node.index = k
     return captures
 
