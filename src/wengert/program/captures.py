@@ -185,7 +185,7 @@ class Captures:
             if _is_user_function(v):
                 self.function(v)
             else:  # a transform of a user function, method, callable object or partial
-                self.callable(v, node.name)
+                self.follow(v, node.name)
         elif isinstance(v, (types.ModuleType, type, types.BuiltinFunctionType, np.ufunc)):
             node.kind = "same"
         else:
@@ -206,7 +206,7 @@ class Captures:
                 self.arrays.remove(n)
             stack.extend(n.children.values())
 
-    def callable(self, fun, name):
+    def follow(self, fun, name):
         """Find what calling ``fun`` reads, past the library's wrappers (``wg.vmap(wg.grad(obj))``):
         a user function's captured values; a bound method's or callable object's, through ``self``
         (a fixed node named ``name``); a ``functools.partial``'s bound arguments and its function's."""
@@ -235,12 +235,13 @@ class Captures:
         code = fun.__code__
         free = dict(zip(code.co_freevars, fun.__closure__ or ()))
         fname = getattr(fun, "__qualname__", fun.__name__)
-        if fun.__defaults__ or fun.__kwdefaults__:  # read at each call too (``def f(x, w=W)``)
-            holder = self._node(("defaults of", id(fun)), ("self",), fname, fun)
-            for attr in ("__defaults__", "__kwdefaults__"):
-                if getattr(fun, attr):
-                    self._by_contents(self._node(attr, ("attr", holder, attr), f"{fname}.{attr}",
-                                                 getattr(fun, attr), holder))
+        defaults = {**dict(enumerate(fun.__defaults__ or ())), **(fun.__kwdefaults__ or {})}
+        for k, value in defaults.items():  # read at each call too (``def f(x, w=W)``, ``fn=g``)
+            where = f"{fname}'s default {k}"
+            if type(value) is np.ndarray:  # a constant of the program, guarded by its contents
+                self._by_contents(self._node(("default", id(fun), k), ("self",), where, value))
+            elif callable(value) and not isinstance(value, type):
+                self.follow(value, where)  # what it reads (other defaults, e.g. a list, stay as before)
         self_name = code.co_varnames[0] if self_node is not None and code.co_argcount else None
         codes = [code]
         while codes:
@@ -554,7 +555,7 @@ def scan(fun, where, strict=True):
     """The :class:`Captures` of ``fun`` (a function, a bound method, or a callable object);
     ``strict``: refuse the writes to captured state its bytecode shows."""
     captures = Captures(where, strict)
-    captures.callable(fun, "self")
+    captures.follow(fun, "self")
     for k, node in enumerate(captures.arrays):  # those guarded by contents left the list
         node.index = k
     return captures
