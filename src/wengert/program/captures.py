@@ -4,13 +4,13 @@
 A function's *captured values* are found in its bytecode: the globals it reads (then builtins, as
 Python looks them up), its closure cells (a cell wins over a global of the same name), attributes
 read from those (``cfg.scale``, ``self.W``, a user module's ``mod.W``), its default arguments
-(``def f(x, w=W)``: evaluated once, read at each call; arrays guarded by contents), the entries of
-captured tuples, lists and dicts, and the same again for the user functions and methods reached that way,
-also through transforms (``functools.wraps`` wrappers, however nested: ``wg.vmap(wg.grad(obj.loss))``)
-and ``functools.partial`` (its bound arguments too; positional arrays guarded by contents, as its
-tuple cannot be replaced while tracing). Library code -- wengert, NumPy, the standard library,
-installed packages -- is not followed otherwise: its state is taken as constant. Each is handled
-as the plain function would see it on every call:
+that are arrays or callables (``def f(x, w=W, fn=g)``: evaluated once, read at each call; arrays
+guarded by contents), the entries of captured tuples, lists and dicts, and the same again for the
+user functions and methods reached that way, also through transforms (``functools.wraps`` wrappers,
+however nested: ``wg.vmap(wg.grad(obj.loss))``) and ``functools.partial`` (its bound arguments too;
+positional arrays guarded by contents, as its tuple cannot be replaced while tracing). Library
+code -- wengert, NumPy, the standard library, installed packages -- is not followed otherwise: its
+state is taken as constant. Each is handled as the plain function would see it on every call:
 
 - float and complex arrays are *inputs* of the program, read at call time: an in-place write
   (``W[:] = 2.0``) or a new array bound to the name is seen by the next call without tracing again
