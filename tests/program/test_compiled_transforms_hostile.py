@@ -102,3 +102,21 @@ def test_compiled_jacobian_that_does_not_depend_on_the_input(transform):
     np.testing.assert_array_equal(wg.compile(outer)(x), outer(x))
     np.testing.assert_array_equal(wg.compile(inner)(x), np.zeros((3, 3)))
     assert wg.compile(inner)(x.astype(np.float32)).dtype == inner(x.astype(np.float32)).dtype
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_gradient_through_a_mean_over_an_empty_axis(compiled):
+    """mean's count is the Python int 0 there: its derivative rule (1.0 / y) raised ZeroDivisionError,
+    because the float fast path's retry on np.float64 took Python floats only. JAX gives the empty
+    gradient (and inf for ``x / 0``)."""
+    def f(x):
+        return wnp.sum((wnp.exp(x * 0.3) - wnp.mean(x, axis=0, keepdims=True)) ** 2)
+
+    grad, hessian = wg.grad(f), wg.hessian(f)
+    if compiled:
+        grad, hessian = wg.compile(grad), wg.compile(hessian)
+    x = np.zeros((0, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert grad(x).shape == (0, 2)
+        assert hessian(x).shape == (0, 2, 0, 2)
+        np.testing.assert_array_equal(wg.grad(lambda x: wnp.sum(x) / 0)(np.ones(2)), [np.inf, np.inf])
