@@ -32,6 +32,8 @@ by Numba, the memory-growth tests and the import-graph (architecture) checks."""
 SLOW_TESTS = ("tests/program/test_native_dtypes.py::test_a_float32_scalar_result_comes_back_as_numpys_"
               "float32",
               "tests/cli/test_rules.py::test_piped_into_a_reader_that_stops_early_exits_quietly",
+              "tests/program/test_transforms_against_jax.py::test_compiled_transforms_of_random_programs_"
+              "equal_jax",
               "tests/nn/test_torch_edge_settings.py::test_cross_entropy_property_matches_torch",
               "tests/nn/test_torch_edge_settings.py::test_conv_layer_property_matches_torch",
               "tests/nn/test_torch_edge_settings.py::test_normalisation_property_matches_torch",

@@ -90,6 +90,13 @@ def _joined(parts):
     return parts[0] if len(parts) == 1 else shape_ops.concatenate(*parts, axis=0)
 
 
+def _dtype_of(x):
+    """``x``'s dtype for ``np.result_type`` (a Python number as itself, weakly typed): a traced symbol
+    of ``wg.compile`` has one but refuses to be an array (``np.result_type(symbol)`` failed to trace)."""
+    x = unbox_all(x)
+    return x if type(x) in (float, complex, int) else x.dtype
+
+
 def _unbatched(v, batch, value, seed_value):
     """A batched result (or one that does not depend on the batch, or None for zero) as an array with
     the batch on axis 0."""
@@ -97,7 +104,7 @@ def _unbatched(v, batch, value, seed_value):
     if type(v) is Batched and v._trace is batch:
         return v.value
     if v is None:
-        return np.zeros(shape, np.result_type(unbox_all(value), seed_value))
+        return np.zeros(shape, np.result_type(_dtype_of(value), _dtype_of(seed_value)))
     return broadcasting.broadcast_to(v, shape)
 
 

@@ -100,8 +100,14 @@ def restate_exit(error):
 
 
 def _check_leaf(value, transform, fun, argnum):
-    if type(value) in BOX_TYPES:  # a traced value (of an outer transform or a Tape below): nesting
-        return
+    if type(value) in BOX_TYPES:  # a traced value (of an outer transform, wg.compile's tracer, a Tape)
+        dtype = getattr(value, "dtype", None)  # its dtype decides, as the value's would (an int or bool
+        if dtype is None or dtype.kind in "fc":  # argument of a compiled wg.grad is a traced int symbol)
+            return
+        raise TypeError(
+            f"wg.{transform}({_name(fun)}): argument {argnum} is dtype {dtype}; derivatives are taken with "
+            f"respect to float (or complex) values only. Pass it as a float, e.g. np.asarray(x, "
+            f"dtype=float), or leave it out of argnums.")
     if not is_inexact(value):
         if isinstance(value, (float, complex)):  # a subclass: its methods might not be float's
             raise TypeError(

@@ -23,13 +23,13 @@ OverflowError, math's "math domain error"): the step is then done again on np.fl
 
 
 def on_float64(fun, args, kwargs, error):
-    """``fun(*args, **kwargs)`` again with every Python float among ``args`` as ``np.float64``, after
+    """``fun(*args, **kwargs)`` again with every Python float (or int) in ``args`` as ``np.float64``, after
     the float fast path raised ``error`` (one of :data:`FLOAT_PATH_ERRORS`); a float64 result comes
     back as a Python float. Re-raises ``error`` when no argument is a Python float (then it is not
     a fast path's refusal but a real error)."""
-    if not any(type(a) is float for a in args):
+    if not any(type(a) is float or type(a) is int for a in args):  # an int: a count (mean's, of 0)
         raise error
-    out = fun(*[_float64(a) if type(a) is float else a for a in args], **(kwargs or {}))
+    out = fun(*[_float64(a) if type(a) is float or type(a) is int else a for a in args], **(kwargs or {}))
     if type(out) is _float64:
         return float(out)
     return out

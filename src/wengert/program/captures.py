@@ -3,10 +3,14 @@
 
 A function's *captured values* are found in its bytecode: the globals it reads (then builtins, as
 Python looks them up), its closure cells (a cell wins over a global of the same name), attributes
-read from those (``cfg.scale``, ``self.W``, a user module's ``mod.W``), the entries of captured
-tuples, lists and dicts, and the same again for the user functions and methods reached that way
-(library code -- wengert, NumPy, the standard library, installed packages -- is not followed: its
-state is taken as constant). Each is handled as the plain function would see it on every call:
+read from those (``cfg.scale``, ``self.W``, a user module's ``mod.W``), its default arguments
+that are arrays or callables (``def f(x, w=W, fn=g)``: evaluated once, read at each call; arrays
+guarded by contents), the entries of captured tuples, lists and dicts, and the same again for the
+user functions and methods reached that way, also through transforms (``functools.wraps`` wrappers,
+however nested: ``wg.vmap(wg.grad(obj.loss))``) and ``functools.partial`` (its bound arguments too;
+positional arrays guarded by contents, as its tuple cannot be replaced while tracing). Library
+code -- wengert, NumPy, the standard library, installed packages -- is not followed otherwise: its
+state is taken as constant. Each is handled as the plain function would see it on every call:
 
 - float and complex arrays are *inputs* of the program, read at call time: an in-place write
   (``W[:] = 2.0``) or a new array bound to the name is seen by the next call without tracing again
@@ -25,6 +29,7 @@ when it traces); an array that cannot be replaced (a read-only attribute, an arr
 """
 
 import dis
+import functools
 import inspect
 import os
 import sys
@@ -60,6 +65,19 @@ def _is_library_code(code):
 
 def _is_user_function(f):
     return isinstance(f, types.FunctionType) and not _is_library_code(f.__code__)
+
+
+def _unwrapped(fun):
+    """``fun`` past the library's ``functools.wraps`` wrappers, however deep: ``wg.vmap(wg.grad(f))``
+    -> ``f`` (one level left ``f``'s captured arrays as constants of the program, silently stale)."""
+    for _ in range(100):
+        if not isinstance(fun, types.FunctionType) or _is_user_function(fun):
+            break
+        inner = fun.__dict__.get("__wrapped__")
+        if inner is None:
+            break
+        fun = inner
+    return fun
 
 
 def _is_user_module(m):
@@ -166,8 +184,8 @@ class Captures:
             node.kind = "same"
             if _is_user_function(v):
                 self.function(v)
-            elif _is_user_function(getattr(v, "__wrapped__", None)):
-                self.function(v.__wrapped__)
+            else:  # a transform of a user function, method, callable object or partial
+                self.follow(v, node.name)
         elif isinstance(v, (types.ModuleType, type, types.BuiltinFunctionType, np.ufunc)):
             node.kind = "same"
         else:
@@ -175,6 +193,37 @@ class Captures:
             call = inspect.getattr_static(t, "__call__", None)
             if _is_user_function(call):
                 self.function(call, self_node=node)
+
+    def _by_contents(self, node):
+        """``node``'s float arrays (itself, its entries) guarded by their contents, as int arrays are,
+        instead of read at each call: they stay constants of the program (a default argument is one
+        by design, ``def f(x, D=D)``), and a write into one traces again."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.kind == "array":
+                n.kind = "contents"
+                self.arrays.remove(n)
+            stack.extend(n.children.values())
+
+    def follow(self, fun, name):
+        """Find what calling ``fun`` reads, past the library's wrappers (``wg.vmap(wg.grad(obj))``):
+        a user function's captured values; a bound method's or callable object's, through ``self``
+        (a fixed node named ``name``); a ``functools.partial``'s bound arguments and its function's."""
+        fun = _unwrapped(fun)
+        while isinstance(fun, functools.partial):  # a tuple that cannot be replaced: by contents
+            self._by_contents(self._node(("partial", id(fun), 0), ("self",), f"{name}.args", fun.args))
+            self._node(("partial", id(fun), 1), ("self",), f"{name}.keywords", fun.keywords)
+            fun = _unwrapped(fun.func)
+        if isinstance(fun, types.MethodType) and _is_user_function(fun.__func__):
+            self_node = self._node(("self", id(fun.__self__)), ("self",), name, fun.__self__)
+            self.function(fun.__func__, self_node=self_node)
+        elif isinstance(fun, types.FunctionType):
+            if _is_user_function(fun):
+                self.function(fun)
+        elif _is_user_function(inspect.getattr_static(type(fun), "__call__", None)):
+            self_node = self._node(("self", id(fun)), ("self",), name, fun)
+            self.function(type(fun).__call__, self_node=self_node)
 
     def function(self, fun, self_node=None):
         """Find what ``fun`` (and the user functions it reaches) reads; ``self_node``: the object a
@@ -186,6 +235,13 @@ class Captures:
         code = fun.__code__
         free = dict(zip(code.co_freevars, fun.__closure__ or ()))
         fname = getattr(fun, "__qualname__", fun.__name__)
+        defaults = {**dict(enumerate(fun.__defaults__ or ())), **(fun.__kwdefaults__ or {})}
+        for k, value in defaults.items():  # read at each call too (``def f(x, w=W)``, ``fn=g``)
+            where = f"{fname}'s default {k}"
+            if type(value) is np.ndarray:  # a constant of the program, guarded by its contents
+                self._by_contents(self._node(("default", id(fun), k), ("self",), where, value))
+            elif callable(value) and not isinstance(value, type):
+                self.follow(value, where)  # what it reads (other defaults, e.g. a list, stay as before)
         self_name = code.co_varnames[0] if self_node is not None and code.co_argcount else None
         codes = [code]
         while codes:
@@ -444,7 +500,10 @@ class _Installed:
             obj = _current(loc[1])
             own = getattr(obj, "__dict__", {})
             try:
-                undo = (setattr, obj, loc[2], own[loc[2]]) if loc[2] in own else (delattr, obj, loc[2])
+                if loc[2] in own or isinstance(obj, types.FunctionType):  # (a function's __defaults__)
+                    undo = (setattr, obj, loc[2], own[loc[2]] if loc[2] in own else getattr(obj, loc[2]))
+                else:
+                    undo = (delattr, obj, loc[2])
                 setattr(obj, loc[2], new)
             except Exception as e:  # noqa: BLE001 - a property, __slots__, a frozen dataclass
                 raise TracingError(f"{self.captures.where}: the captured array {node.name} cannot be "
@@ -492,16 +551,9 @@ def scan(fun, where, strict=True):
     """The :class:`Captures` of ``fun`` (a function, a bound method, or a callable object);
     ``strict``: refuse the writes to captured state its bytecode shows."""
     captures = Captures(where, strict)
-    if isinstance(fun, types.MethodType) and _is_user_function(fun.__func__):
-        self_node = captures._node(("self",), ("self",), "self", fun.__self__)
-        captures.function(fun.__func__, self_node=self_node)
-    elif isinstance(fun, types.FunctionType):
-        target = fun if _is_user_function(fun) else getattr(fun, "__wrapped__", None)
-        if _is_user_function(target):
-            captures.function(target)
-    elif _is_user_function(inspect.getattr_static(type(fun), "__call__", None)):
-        self_node = captures._node(("self",), ("self",), "self", fun)
-        captures.function(type(fun).__call__, self_node=self_node)
+    captures.follow(fun, "self")
+    for k, node in enumerate(captures.arrays):  # those guarded by contents left the list
+        node.index = k
     return captures
 
 
