@@ -272,7 +272,11 @@ def per_example_grads(sizes=(784, 512, 512, 10), batch=128, dtype=np.float32, ro
         title=f"per-example gradients, MLP {'-'.join(map(str, sizes))}, batch {batch}, "
               f"{np.dtype(dtype).name}",
         description=f"The {batch} gradients of all {len(params)} parameters are "
-                    f"{batch * sum(p.nbytes for p in params) / 1e6:.0f} MB: the work is memory-bound.",
+                    f"{batch * sum(p.nbytes for p in params) / 1e6:.0f} MB: the work is memory-bound. Each "
+                    "timed batch follows one untimed call of the same implementation: the first call after "
+                    "another library's can wait 0.1-0.5 s for the kernel to find huge pages (NumPy asks for "
+                    "them) in memory that library left fragmented.",
+        settle=1,
         params=tuple(names), rtol=2e-3, reference=lambda: (None, per_example_by_hand(params, X, labels)),
         factories={"hand": hand_impl, "wengert": wengert_impl, "wg.compile": compiled_impl,
                    "compile-numba": compiled_numba_impl, "grad-loop": tape_impl, "torch": torch_impl,

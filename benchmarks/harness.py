@@ -90,6 +90,7 @@ class Workload:
     targets: list = field(default_factory=list)
     description: str = ""
     subject: str = "wengert"  # the implementation in the "÷ wengert" column and the targets
+    settle: int = 0  # untimed calls of an implementation before each of its timed batches (every one)
 
 
 @dataclass
@@ -240,7 +241,8 @@ def run_workload(workload, impls=None, rounds=None, progress=_progress):
     """Cross-check, then time ``impls`` (keys of IMPLEMENTATIONS; default all) on ``workload``.
 
     Every round runs each implementation that passed its check once (a batch of calls), the order
-    rotating from round to round; the reported figure is the median over rounds.
+    rotating from round to round; the reported figure is the median over rounds. A workload with
+    ``settle`` runs that many untimed calls of the implementation before each timed batch.
     """
     started = time.perf_counter()
     rounds = workload.rounds if rounds is None else rounds
@@ -256,8 +258,10 @@ def run_workload(workload, impls=None, rounds=None, progress=_progress):
                 continue
             run = impl.run
             gc.collect()
-            start = time.perf_counter()
             try:
+                for _ in range(workload.settle):  # what the previous implementation left is not charged
+                    run()
+                start = time.perf_counter()
                 for _ in range(result.calls):
                     run()
             except Exception as e:  # passed its check, then raised: a failure, reported as such
