@@ -182,7 +182,7 @@ def test_a_captured_array_written_before_the_pullback_is_refused():
 
     _, pullback = wg.vjp(loss, np.ones(4))
     V[0] = 7.0
-    with pytest.raises(RuntimeError, match="was written after the forward pass"):
+    with pytest.raises(RuntimeError, match="was written after <lambda> ran"):
         pullback(1.0)
 
 

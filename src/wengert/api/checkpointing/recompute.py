@@ -47,6 +47,7 @@ from wengert.core.extend import defjvp_argnum, defvjp_argnum
 from wengert.core.primitive import Primitive
 from wengert.core.trace import BOX_TYPES, Trace, register_box, unbox_all
 from wengert.engines.box import ArrayBox
+from wengert.engines.kept import _Copier
 from wengert.engines.mutation import array_of, note_view
 from wengert.engines.reverse import ReverseTrace, backward_pass, gc_paused, is_inexact
 
@@ -503,8 +504,16 @@ class Chain:
 
         check_same([unbox_all(v) for v in recomputed], [unbox_all(v) for v in first], what)
 
+    def keep_captured(self):
+        """After the first run: copies of the arrays ``fun`` captures, as it read them. The function
+        that called it may write into them before the backward pass recomputes ``fun`` (``y[:] = ...``
+        after ``wg.checkpoint(f)(x)`` inside ``wg.grad``), or its caller before calling a pullback."""
+        if self.captured:
+            self.captured = captures.keep(self.captured, _Copier())
+
     def keep_for_pullback(self, copier):
-        """At the end of a forward pass whose pullback runs later: copies of what ``fun`` captures."""
+        """At the end of a forward pass whose pullback runs later: the copies, made after the first
+        run already (:meth:`keep_captured`; a chain made otherwise gets them now)."""
         self.captured = captures.keep(self.captured, copier)
 
     def _reverse(self, g, out, vals):

@@ -60,6 +60,7 @@ def checkpoint(fun: Callable[..., Any] | None = None, *, generators: Any = None)
         chain.schedule = _ONE_STEP
         values, out_def = chain.evaluate(0, chain.in_plain, chain.slot_plain.__getitem__)
         chain.forward_done()
+        chain.keep_captured()
         return chain.make_node(prim, chain.node_args(leaves), values, out_def)
 
     return checkpointed
@@ -128,6 +129,7 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
             return x0
         chain.schedule = sched.ctz(chain.n)
     chain.forward_done()
+    chain.keep_captured()
     args = chain.node_args(leaves)
     chain.forward_state = ([unbox_all(a) for a in args], slots, current, back)
     del current, back
