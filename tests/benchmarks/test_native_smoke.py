@@ -90,7 +90,13 @@ def test_compile_time_note_has_every_size_and_both_slopes():
                        progress=quiet)
     (r,) = res.results
     assert "40 ops" in r.note and "80 ops" in r.note and "Python's compile" in r.note
-    assert "slope <= Python's" in r.note
+    assert "slope <= Python's" in r.note and "a minimal Python pass over as many statements" in r.note
+
+
+def test_the_minimal_pass_times_what_it_does():
+    assert native._minimal_pass_s(2000) > 0.0
+    _, _, minimal = native.compile_table((40, 80), repeats=1)
+    assert len(minimal) == 2 and all(t > 0 for t in minimal)
 
 
 def test_loop_at_two_sizes_gives_slopes():
