@@ -170,3 +170,40 @@ def test_a_write_is_refused_and_no_write_is_exact(xs, k, write):
             pb(1.0)
     else:
         assert np.allclose(pb(1.0)[0], expected)
+
+
+def _bn_loss(bn, W, checkpointed):
+    def loss(x):
+        h = x
+        for _ in range(3):
+            block = lambda u: wnp.tanh(bn(u) @ W)  # noqa: E731
+            h = wg.checkpoint(block)(h) if checkpointed else block(h)
+        return wnp.sum(h * h)
+    return loss
+
+
+def test_a_block_that_writes_what_it_captures_is_not_refused():
+    # a training-mode BatchNorm shared by three checkpointed calls writes its running statistics in
+    # each: the block's own writes (its output does not read them) are no write after it ran
+    from wengert import nn
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 4))
+    W = rng.standard_normal((4, 4)) * 0.5
+    got = wg.grad(_bn_loss(nn.BatchNorm1d(4), W, True))(x)
+    want = wg.grad(_bn_loss(nn.BatchNorm1d(4), W, False))(x)
+    got, want = np.asarray(wg.stop_gradient(got)), np.asarray(wg.stop_gradient(want))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_running_statistics_an_eval_block_reads_written_after_it_are_refused():
+    from wengert import nn
+    bn = nn.BatchNorm1d(3)
+    bn.eval()
+
+    def f(v):
+        z = wg.checkpoint(lambda u: wnp.sum(bn(u) * np.arange(3.0)))(v)
+        bn.running_mean[:] = bn.running_mean[::-1] + 1.0
+        return z
+
+    with pytest.raises(RuntimeError, match="running_mean"):
+        wg.grad(f)(np.ones((2, 3)))

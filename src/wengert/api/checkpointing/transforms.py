@@ -58,9 +58,9 @@ def checkpoint(fun: Callable[..., Any] | None = None, *, generators: Any = None)
                              captured)
         chain = Chain(fun, name, "checkpoint", leaves, treedef, kwargs or _NO_KWARGS, sources, captured)
         chain.schedule = _ONE_STEP
-        values, out_def = chain.evaluate(0, chain.in_plain, chain.slot_plain.__getitem__)
-        chain.forward_done()
         chain.keep_captured()
+        values, out_def = chain.evaluate(0, chain.in_plain, chain.slot_plain.__getitem__)
+        chain.first_run_done()
         return chain.make_node(prim, chain.node_args(leaves), values, out_def)
 
     return checkpointed
@@ -117,6 +117,7 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
     chain = Chain(step, name, "iterate", leaves, treedef,
                   sources=sources_of(step, (), generators, where, captured), captured=captured)
     plain_source = chain.slot_plain.__getitem__
+    chain.keep_captured()
     if until is None:
         if n == 0:
             return x0
@@ -128,8 +129,7 @@ def iterate(step: Callable[[Any], Any], x0: Any, n: int | None = None, *,
         if chain.n == 0:
             return x0
         chain.schedule = sched.ctz(chain.n)
-    chain.forward_done()
-    chain.keep_captured()
+    chain.first_run_done()
     args = chain.node_args(leaves)
     chain.forward_state = ([unbox_all(a) for a in args], slots, current, back)
     del current, back
