@@ -18,20 +18,25 @@ arguments, arrays a function closes over, constants passed to operations, and vi
 replaced by copies, so the pullback gives the derivative at the values of the forward pass, as
 ``jax.vjp`` does (its arrays are immutable). Arrays the rules do not read are left alone.
 
-Not copied: Python and NumPy scalars (immutable), other array libraries' arrays (a Dask array is
-immutable, and copying would compute it), and read-only arrays that view no writeable memory (a
-read-only view of a writeable array is copied: a write into its base changes it). Eager tensors
-follow PyTorch instead: an in-place write is stamped and the backward pass refuses what it overwrote
-(``mutation.note_inplace_write``).
+Not copied: Python and NumPy scalars (immutable), and read-only arrays that view no writeable memory
+(a read-only view of a writeable array is copied: a write into its base changes it). Other array
+libraries' arrays (Dask, CuPy: a type with ``__array_function__`` and ``copy``) read by an operation
+inside the function are copied as it is recorded with their own ``copy()``: a Dask array's
+``x[mask] = v`` replaces the graph of the object itself, and its copy is a new object holding the
+old graph (nothing is computed); a CuPy copy is the device's. They are not copied for a later
+pullback (:func:`keep_copies`). Eager tensors follow PyTorch instead: an in-place write is stamped
+and the backward pass refuses what it overwrote (``mutation.note_inplace_write``).
 
 When: ``wg.vjp`` calls :func:`keep_copies` once its function returns (one pass over the recorded array
 nodes; compact float nodes are skipped: their inputs are floats, or the int index of ``v[i]``, whose
 rule reads only ``v``'s shape). A ``wg.Tape`` has no end of its forward pass: ``tape.var`` copies its
 array (:func:`own_copy`) and each operation's constants are copied as it is recorded
-(:func:`copy_constants`). ``wg.grad``, the Jacobians and ``elementwise_grad`` pull back at once and pay
-nothing. Cost: the copies (bandwidth: the MLP benchmark's weights and batch, 2.9 MB, are about 5% of
-its vjp and pullback) and the pass (under 2% of the 40,000-step scalar chain's; a few microseconds for
-the tiny network's ten array nodes). A read-only array is the way to skip the copy of a large one.
+(:func:`copy_constants`). ``wg.grad``, the Jacobians and ``elementwise_grad`` pull back at once and
+pay only the copies made inside the function (:func:`constants_kept`). Cost: the copies (bandwidth:
+the MLP benchmark's weights and batch, 2.9 MB, are about 5% of its vjp and pullback; an 80 MB data
+matrix read by a logistic regression's ``wg.grad`` takes it from 10 to 16 ms) and the pass (under 2%
+of the 40,000-step scalar chain's; a few microseconds for the tiny network's ten array nodes). A
+read-only array is the way to skip the copy of a large one.
 
 A node whose rule runs the caller's function again (``wg.checkpoint``, ``wg.iterate``) reads, at
 pullback time, the arrays that function captures (closure, globals, attributes: found as its random
@@ -44,6 +49,7 @@ import itertools
 
 import numpy as np
 
+from wengert.core.trace import BOX_TYPES
 from wengert.engines.mutation import versions_by_box
 from wengert.engines.saving import needs
 
@@ -85,13 +91,22 @@ def own_copy(value):
 
 
 def may_hold_arrays(x):
-    """Whether ``x`` is a NumPy array, or a tuple or list holding one."""
+    """Whether ``x`` is a NumPy array (or another library's: :func:`foreign_array`), or a tuple or
+    list holding one."""
     t = type(x)
     if t is _ndarray:
         return True
     if t is tuple or t is list:
         return any(map(may_hold_arrays, x))
-    return t not in _PLAIN and isinstance(x, _ndarray)
+    return t not in _PLAIN and (isinstance(x, _ndarray) or foreign_array(x))
+
+
+def foreign_array(x):
+    """Whether ``x`` is another array library's array (Dask, CuPy): a type with ``__array_function__``
+    and a ``copy`` method, neither a NumPy array nor a traced value."""
+    t = type(x)
+    return (getattr(t, "__array_function__", None) is not None and not isinstance(x, _ndarray)
+            and t not in BOX_TYPES and callable(getattr(t, "copy", None)))
 
 
 class _Copier:
@@ -297,10 +312,13 @@ def kept_array(store, a):
 
 
 def _kept_value(store, x):
-    """``x`` (an argument or keyword value) with its arrays replaced by :func:`kept_array`'s."""
+    """``x`` (an argument or keyword value) with its arrays replaced by :func:`kept_array`'s (another
+    library's array by its own copy: see the module's docs)."""
     if isinstance(x, _ndarray):
         return kept_array(store, x)
     t = type(x)
+    if t not in _PLAIN and foreign_array(x):
+        return x.copy()
     if t is tuple or t is list:  # an index (v[rows, cols]), a sequence of arrays (concatenate)
         parts = [_kept_value(store, p) for p in x]
         if any(p is not q for p, q in zip(parts, x)):
