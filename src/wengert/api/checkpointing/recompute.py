@@ -505,22 +505,16 @@ class Chain:
         check_same([unbox_all(v) for v in recomputed], [unbox_all(v) for v in first], what)
 
     def keep_captured(self):
-        """Before the first run: copies of the arrays ``fun`` captures, as it will read them. The
-        function that called it may write into them before the backward pass recomputes ``fun``
-        (``y[:] = ...`` after ``wg.checkpoint(f)(x)`` inside ``wg.grad``), or its caller before
-        calling a pullback. After the first run, :meth:`first_run_done` lets go of those it wrote."""
-        if self.captured:
-            self.captured = captures.keep(self.captured, _Copier())
+        """Before the first run: copies of what ``fun`` captures (``captured.py``: why, and when)."""
+        self.captured = captures.keep(self.captured, _Copier())
 
     def first_run_done(self):
-        """After the first run: ``forward_done``, and the captured arrays ``fun`` wrote are let go
-        (``captured.unwritten``)."""
         self.forward_done()
-        self.captured = captures.unwritten(self.captured)
+        self.captured = captures.unwritten(self.captured)  # those ``fun`` wrote itself are let go
 
     def keep_for_pullback(self, copier):
-        """At the end of a forward pass whose pullback runs later: the copies, made before the first
-        run already (:meth:`keep_captured`; a chain made otherwise gets them now)."""
+        """At the end of a forward pass whose pullback runs later: copies (made already, but where
+        the chain was made otherwise)."""
         self.captured = captures.keep(self.captured, copier)
 
     def _reverse(self, g, out, vals):
