@@ -9,10 +9,10 @@ hold each constant as it was when the operation read it (``engines.kept``, ``tra
 
 The table below writes into plain arrays in every way NumPy offers (augmented assignment, slice
 assignment, ``np.copyto``, ``fill``, ``out=``, through a view or through the base, index arrays,
-sequences, conditions, matrices, names sharing one array) and runs each function through every
-entry point. The reference is the function itself, run by NumPy on plain arrays, differentiated by
-central differences. An entry point may refuse a function with an error that says why; it may never
-return another number.
+sequences, conditions, matrices, names sharing one array), and into Python lists of numbers, and
+runs each function through every entry point. The reference is the function itself, run by NumPy
+on plain arrays, differentiated by central differences. An entry point may refuse a function with
+an error that says why; it may never return another number.
 """
 
 import numpy as np
@@ -133,10 +133,28 @@ def written_each_pass(w):
     return s
 
 
+def list_item_written(w):
+    # a Python list of numbers is written into as an array is
+    factors = [1.0, 2.0, 3.0]
+    z = w * factors
+    factors[0] = 5.0
+    return wnp.sum(z * z) + wnp.sum(wnp.multiply(w, factors))
+
+
+def list_refilled_each_pass(w):
+    row = [0.0, 0.0, 0.0]
+    s = 0.0
+    for t in range(3):
+        row[:] = list(DATA[t])
+        s = s + wnp.sum(wnp.sin(wnp.multiply(w, row)))
+    return s
+
+
 FUNCTIONS = [buffer_loop, augmented_after_use, copyto_after_use, fill_after_use, out_argument_after_use,
              view_read_base_written, base_read_view_written, index_array_written, condition_written,
              matrix_written, sequence_member_written, same_array_two_names,
-             view_written_then_read_through_base, written_each_pass]
+             view_written_then_read_through_base, written_each_pass, list_item_written,
+             list_refilled_each_pass]
 
 
 def _numpy_gradient(f, w, h=1e-6):

@@ -91,12 +91,13 @@ def own_copy(value):
 
 
 def may_hold_arrays(x):
-    """Whether ``x`` is a NumPy array (or another library's: :func:`foreign_array`), or a tuple or
-    list holding one."""
+    """Whether ``x`` is a NumPy array (or another library's: :func:`foreign_array`), a list (a list
+    of numbers can be written into as an array can: ``w * lst``, then ``lst[0] = 5.0``), or a tuple
+    holding one."""
     t = type(x)
-    if t is _ndarray:
+    if t is _ndarray or t is list:
         return True
-    if t is tuple or t is list:
+    if t is tuple:
         return any(map(may_hold_arrays, x))
     return t not in _PLAIN and (isinstance(x, _ndarray) or foreign_array(x))
 
@@ -146,7 +147,9 @@ class _Copier:
         if isinstance(x, _ndarray):
             return self.copy(x) if self.callers_memory(x) else x
         t = type(x)
-        if t is tuple or t is list:  # an index (v[rows, cols]), a sequence of arrays (concatenate)
+        if t is list:  # a new list: the caller may write into this one
+            return [self.replaced(p) for p in x]
+        if t is tuple:  # an index (v[rows, cols]), a sequence of arrays (concatenate)
             parts = [self.replaced(p) for p in x]
             if any(p is not q for p, q in zip(parts, x)):
                 return t(parts)
@@ -319,7 +322,9 @@ def _kept_value(store, x):
     t = type(x)
     if t not in _PLAIN and foreign_array(x):
         return x.copy()
-    if t is tuple or t is list:  # an index (v[rows, cols]), a sequence of arrays (concatenate)
+    if t is list:  # a new list: the function may write into this one
+        return [_kept_value(store, p) for p in x]
+    if t is tuple:  # an index (v[rows, cols]), a sequence of arrays (concatenate)
         parts = [_kept_value(store, p) for p in x]
         if any(p is not q for p, q in zip(parts, x)):
             return t(parts)
