@@ -36,10 +36,13 @@ def to_dot(obj: Any, names: Mapping[str, Any] | None = None, title: str | None =
     if hasattr(obj, "to_dot"):
         return obj.to_dot()
     label_of = {}
+    named_arrays = []
     for name, value in (names or {}).items():
         label_of.setdefault(id(value), name)
+        if type(value) is np.ndarray:
+            named_arrays.append((name, value))
     nodes = _collect(obj)
-    return _Drawing(nodes, label_of, title).text()
+    return _Drawing(nodes, label_of, title, named_arrays).text()
 
 
 def _collect(obj):
@@ -96,9 +99,10 @@ def _describe(value):
 
 
 class _Drawing:
-    def __init__(self, nodes, label_of, title):
+    def __init__(self, nodes, label_of, title, named_arrays=()):
         self.nodes = nodes
         self.label_of = label_of
+        self.named_arrays = named_arrays
         self.title = title
         self.var_ids = {}     # id(value) -> DOT id of its variable node
         self.var_lines = []
@@ -110,8 +114,18 @@ class _Drawing:
         self.shown = {}       # DOT id -> the name the picture gives the variable
 
     def _name(self, value, fallback):
-        name = self.label_of.get(id(value)) or getattr(value, "name", None)
+        name = self.label_of.get(id(value)) or getattr(value, "name", None) or self._copied(value)
         return name if isinstance(name, str) and name else fallback
+
+    def _copied(self, value):
+        """The name of a named array ``value`` is a copy of: a recording holds copies of the caller's
+        arrays that its rules read (``engines.kept``), the values as the operation ran."""
+        if type(value) is not np.ndarray or value.base is not None or value.flags.writeable:
+            return None
+        for name, named in self.named_arrays:
+            if named.shape == value.shape and named.dtype == value.dtype and np.array_equal(named, value):
+                return name
+        return None
 
     def variable(self, value, creator=None):
         key = id(value)

@@ -20,6 +20,8 @@ from wengert.core import frontend
 from wengert.core.trace import BOX_TYPES, register_box, unbox_all
 from wengert.engines.batching import Batched
 from wengert.engines.box import ArrayBox
+from wengert.engines.escaped import LIVE, notice_writes_into, shared
+from wengert.engines.kept import PLAIN, OneOperation, constants_kept, may_hold_arrays
 from wengert.engines.mutation import assign, augmented_assign, mark_view, note_inplace_write
 from wengert.engines.reverse import Node, NodeMethods, ReverseTrace, ScalarNode, backward_pass, is_inexact
 from wengert.engines.saving import read_only_view
@@ -179,7 +181,7 @@ class TensorMethods(NodeMethods):
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        return np.asarray(self.value)
+        return shared(np.asarray(self.value))
 
     # -- PyTorch's methods: elementwise functions, shapes, reductions with dim=/keepdim= ----------
     def exp(self):
@@ -293,7 +295,8 @@ class TensorMethods(NodeMethods):
     def __array__(self, dtype=None, copy=None):
         if self.requires_grad:
             ArrayBox.__array__(self, dtype)
-        return np.asarray(self.value, dtype=dtype)
+        out = np.array(self.value, dtype=dtype, copy=copy)
+        return shared(out) if out is self.value else out
 
     def __float__(self):
         """``float(t)`` of a one-element eager tensor, without its derivative, as in PyTorch (how a
@@ -454,7 +457,11 @@ class EagerTrace(ReverseTrace):
 
     __slots__ = ()
 
-    keeps_constants = False  # in-place writes are stamped and refused instead (engines.mutation)
+    # A tensor's in-place writes are stamped and the backward pass refuses what they overwrote
+    # (engines.mutation), as PyTorch does; the caller's own arrays and lists passed beside a tensor
+    # are copied as the operation is recorded instead (_caller_constants_kept), as no stamp sees
+    # a write into them.
+    keeps_constants = False
 
     def __init__(self, box_type):
         super().__init__(box_type)
@@ -464,16 +471,30 @@ class EagerTrace(ReverseTrace):
         if not is_grad_enabled():
             plain = [a.value if type(a) in BOX_TYPES and a._trace is self else a for a in args]
             return self.constant(prim(*plain, **kwargs))
+        if LIVE:  # the caller holds a tensor's memory as an array (numpy()): stamp a write through it
+            notice_writes_into([a.value if type(a) in BOX_TYPES else a for a in args])
+        for a in args:
+            if type(a) not in BOX_TYPES and type(a) not in PLAIN and may_hold_arrays(a):
+                args, kwargs = _caller_constants_kept(self, prim, args, kwargs)
+                break
+        else:
+            if kwargs and any(type(v) not in PLAIN and may_hold_arrays(v) for v in kwargs.values()):
+                args, kwargs = _caller_constants_kept(self, prim, args, kwargs)
         return ReverseTrace.apply(self, prim, args, kwargs)
 
     def apply1(self, prim, x, kwargs=None):
-        if not is_grad_enabled():
+        if not is_grad_enabled() or kwargs or LIVE:
             return self.apply(prim, (x,), kwargs or {})
         return ReverseTrace.apply1(self, prim, x, kwargs)
 
     def apply2(self, prim, x, y):
-        if not is_grad_enabled():
+        if not is_grad_enabled() or LIVE:
             return self.apply(prim, (x, y), {})
+        tx = type(x)
+        ty = type(y)
+        if ((tx not in BOX_TYPES and tx not in PLAIN and may_hold_arrays(x))
+                or (ty not in BOX_TYPES and ty not in PLAIN and may_hold_arrays(y))):
+            x, y = _caller_constants_kept(self, prim, (x, y), None)[0]
         return ReverseTrace.apply2(self, prim, x, y)
 
     def constant(self, value):
@@ -482,6 +503,19 @@ class EagerTrace(ReverseTrace):
 
 EAGER = EagerTrace(Tensor)
 EAGER.level = 0
+
+
+def _caller_constants_kept(trace, prim, args, kwargs):
+    """``(args, kwargs)`` of an operation on eager tensors with the caller's arrays and lists (not a
+    tensor's: those are stamped) that ``prim``'s rules read replaced by read-only copies, where the
+    operation is recorded (a tensor among ``args`` requires a gradient): ``w * arr``, then
+    ``arr[0] = 5.0``, and the backward pass still reads the old ``arr``, as ``torch.mul`` of a new
+    tensor made from it would."""
+    parents = tuple(a if type(a) in BOX_TYPES and a._trace is trace and a.requires_grad else None
+                    for a in args)
+    if not any(p is not None for p in parents):
+        return args, kwargs
+    return constants_kept(OneOperation(), prim, args, parents, kwargs)
 
 
 def _traced_by_transform(x):

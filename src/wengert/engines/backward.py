@@ -25,6 +25,7 @@ import numpy as np
 from wengert.core.primitive import FLOAT_PATH_ERRORS, on_float64
 from wengert.core.trace import GC_PAUSES, gc_paused
 from wengert.engines.accumulation import FREED, accumulate, alone, apply_inplace, extra_rules, release
+from wengert.engines.escaped import LIVE, notice_writes
 from wengert.engines.mutation import (
     INPLACE_WRITES,
     check_inplace_writes,
@@ -230,6 +231,8 @@ def _children_first(seeds, tape):
     if tape is not None:
         return reversed(tape), aliases
     order = _reachable([node for node, _ in seeds], log)
+    if LIVE:  # arrays handed out by Tensor.numpy(): a write through one since is an in-place write
+        notice_writes()
     if INPLACE_WRITES:
         check_inplace_writes(order)
     return order, aliases

@@ -53,8 +53,8 @@ from wengert.core.trace import BOX_TYPES
 from wengert.engines.mutation import versions_by_box
 from wengert.engines.saving import needs
 
-__all__ = ["keep_copies", "copy_constants", "constants_kept", "kept_array", "own_copy", "immutable",
-           "may_hold_arrays", "PLAIN"]
+__all__ = ["keep_copies", "copy_constants", "constants_kept", "OneOperation", "kept_array", "own_copy",
+           "immutable", "may_hold_arrays", "PLAIN"]
 
 _ndarray = np.ndarray
 _PLAIN = frozenset((float, int, bool, complex, str, type(None), slice, type(Ellipsis), np.float64, np.float32,
@@ -329,6 +329,16 @@ def _kept_value(store, x):
         if any(p is not q for p, q in zip(parts, x)):
             return t(parts)
     return x
+
+
+class OneOperation:
+    """The store of copies of one operation, for :func:`constants_kept` on a trace that never ends (the
+    eager tensors'): a transform's trace keeps them by array until it ends; this keeps nothing."""
+
+    __slots__ = ("kept_constants",)
+
+    def __init__(self):
+        self.kept_constants = None
 
 
 def constants_kept(trace, prim, args, parents, kwargs):
