@@ -24,8 +24,10 @@ libraries' arrays (Dask, CuPy: a type with ``__array_function__`` and ``copy``) 
 inside the function are copied as it is recorded with their own ``copy()``: a Dask array's
 ``x[mask] = v`` replaces the graph of the object itself, and its copy is a new object holding the
 old graph (nothing is computed); a CuPy copy is the device's. They are not copied for a later
-pullback (:func:`keep_copies`). Eager tensors follow PyTorch instead: an in-place write is stamped
-and the backward pass refuses what it overwrote (``mutation.note_inplace_write``).
+pullback (:func:`keep_copies`). Eager tensors follow PyTorch instead: an in-place write into a
+tensor is stamped and the backward pass refuses what it overwrote (``mutation.note_inplace_write``;
+a write through the array ``numpy()`` handed out too: ``engines.escaped``); the caller's arrays and
+lists beside a tensor are copied as each operation is recorded (:class:`OneOperation`).
 
 When: ``wg.vjp`` calls :func:`keep_copies` once its function returns (one pass over the recorded array
 nodes; compact float nodes are skipped: their inputs are floats, or the int index of ``v[i]``, whose
