@@ -226,3 +226,22 @@ def test_numpy_of_a_tensor_requiring_grad_is_still_refused():
     w, _ = _setup()
     with pytest.raises(RuntimeError, match="detach"):
         w.numpy()
+
+
+@pytest.mark.parametrize("part", [lambda a: a[:2], lambda a: a.reshape(3, 1), lambda a: a[::-1]],
+                         ids=["slice", "reshape", "reversed"])
+def test_a_write_through_a_view_of_the_array_handed_out_is_refused(part):
+    w, c = _setup()
+    a = part(c.numpy())  # the array numpy() returned is gone; its view remains
+    y = wnp.sum(w * c)
+    a[0] = 5.0
+    with pytest.raises(RuntimeError, match=REFUSED):
+        y.backward()
+
+
+def test_the_array_handed_out_is_an_ordinary_writeable_array():
+    _, c = _setup()
+    a = c.numpy()
+    assert type(a) is np.ndarray and a.flags.writeable and a.dtype == np.float64
+    a *= 2.0
+    np.testing.assert_array_equal(np.asarray(c), [4.0, 16.0, 36.0])

@@ -8,13 +8,13 @@ PyTorch's version counter misses it too, so its backward pass silently reads the
 it is caught the same way as a write through the tensor.
 
 How: the array handed out is a new view of the tensor's memory (:func:`hand_out`), registered here
-with a copy of what it held. Where a write through it matters, its contents are compared with the
-copy, and a difference is stamped as an in-place write at that moment (:func:`notice_writes`) --
-before an eager operation reads memory a live view shares (so an operation recorded after the write
-reads the new values as usual), as a backward pass starts (so one recorded before it is refused), and
-when the view is dropped. Cost: a copy of the array as it is handed out; while the view lives, one
-comparison per eager operation that reads its memory and one per backward pass; nothing once it is
-gone (``print(w.detach().numpy())`` drops it at once).
+with a copy of what it held while it or any view of it lives. Where a write through it matters, its
+contents are compared with the copy, and a difference is stamped as an in-place write at that moment
+(:func:`notice_writes`) -- before an eager operation reads memory a live view shares (so an
+operation recorded after the write reads the new values as usual), as a backward pass starts (so one
+recorded before it is refused), and when the view is dropped. Cost: a copy of the array as it is
+handed out; while the view lives, one comparison per eager operation that reads its memory and one
+per backward pass; nothing once it is gone (``print(w.detach().numpy())`` drops it at once).
 """
 
 import threading
@@ -28,7 +28,8 @@ from wengert.engines.mutation import _buffer, note_inplace_write
 __all__ = ["LIVE", "hand_out", "shared", "notice_writes", "notice_writes_into"]
 
 LIVE = {}
-"""``id(view) -> (weakref to the view handed out, an inner view of the same memory, the copy)``."""
+"""``id(holder) -> (weakref to what the array handed out views, an inner view of the same memory, the
+copy)``: an entry lives as long as any view of the array handed out."""
 
 _LOCK = threading.Lock()
 
@@ -38,13 +39,26 @@ WHAT = "a write through the array that numpy() (or np.asarray) returned"
 def hand_out(array):
     """A view of ``array`` (an eager tensor's writeable value) that the caller may write into, noted
     so that such a write is stamped as an in-place write of the tensor."""
-    view = array.view()
+    holder = _Holder(array)
+    view = np.asarray(holder)  # its base, and every view of it's (a[1:], a.T), is the holder
     inner = array.view()
-    key = id(view)
-    ref = weakref.ref(view, lambda ref, key=key: _dropped(key, ref))
+    key = id(holder)
+    ref = weakref.ref(holder, lambda ref, key=key: _dropped(key, ref))
     with _LOCK:
         LIVE[key] = (ref, inner, inner.copy())
     return view
+
+
+class _Holder:
+    """What a handed-out array views, so that views of *it* (``c.numpy()[:2]``) keep it alive too
+    (NumPy gives a view of a view the owner of the memory as its base: an ndarray would die with the
+    first view)."""
+
+    __slots__ = ("__array_interface__", "array", "__weakref__")
+
+    def __init__(self, array):
+        self.array = array
+        self.__array_interface__ = array.__array_interface__
 
 
 def shared(array):
