@@ -511,11 +511,12 @@ def _caller_constants_kept(trace, prim, args, kwargs):
     operation is recorded (a tensor among ``args`` requires a gradient): ``w * arr``, then
     ``arr[0] = 5.0``, and the backward pass still reads the old ``arr``, as ``torch.mul`` of a new
     tensor made from it would."""
-    parents = tuple(a if type(a) in BOX_TYPES and a._trace is trace and a.requires_grad else None
-                    for a in args)
-    if not any(p is not None for p in parents):
-        return args, kwargs
-    return constants_kept(OneOperation(), prim, args, parents, kwargs)
+    parents = [a if type(a) in BOX_TYPES and a._trace is trace and a.requires_grad else None
+               for a in args]
+    for p in parents:
+        if p is not None:
+            return constants_kept(OneOperation(), prim, args, parents, kwargs)
+    return args, kwargs
 
 
 def _traced_by_transform(x):
