@@ -78,11 +78,14 @@ def _dropped(key, ref):
         note_inplace_write(entry[1], WHAT)
 
 
-def notice_writes():
-    """Stamp every write made through a live view since it was handed out or last looked at."""
+def notice_writes(buffers=None):
+    """Stamp every write made through a live view since it was handed out or last looked at (only
+    through those viewing one of ``buffers``, ids of the arrays owning the memory, if given)."""
     with _LOCK:
         entries = list(LIVE.items())
     for key, (ref, inner, copy) in entries:
+        if buffers is not None and id(_buffer(inner)) not in buffers:
+            continue
         if not _same_bytes(copy, inner):
             note_inplace_write(inner, WHAT)
             with _LOCK:
@@ -96,7 +99,4 @@ def notice_writes_into(values):
     buffers = {id(_buffer(v)) for v in values if type(v) is np.ndarray}
     if not buffers:
         return
-    with _LOCK:
-        shared = any(id(_buffer(inner)) in buffers for _, inner, _ in LIVE.values())
-    if shared:
-        notice_writes()
+    notice_writes(buffers)
